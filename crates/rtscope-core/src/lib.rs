@@ -1,0 +1,21 @@
+//! rtscope-core: the embeddable measurement core of rtscope.
+//!
+//! - [`rt`]: real-time environment (policy, priority, affinity, mlock, cpu_dma_latency)
+//! - [`cyclic`]: the periodic wake-up measurement loop and its wake methods
+//! - [`sample`]: the sample type and the wait-free rings to the aggregator
+//! - [`record`]: histogram, statistics, timeline, spikes
+//! - [`result`]: the versioned result document
+//! - [`system`]: snapshot of the machine
+//! - [`units`]: durations and CPU lists as users type them
+//! - [`sys`]: every unsafe libc call, wrapped once
+//!
+//! The crate has no CLI or plotting dependencies and builds as pure Rust.
+
+pub mod cyclic;
+pub mod record;
+pub mod result;
+pub mod rt;
+pub mod sample;
+pub mod sys;
+pub mod system;
+pub mod units;

@@ -1,0 +1,299 @@
+//! The result document: one versioned JSON document per run, the same shape for
+//! every experiment. Documented in `docs/result-schema.md`, with a JSON Schema in
+//! `docs/result-schema.json`.
+//!
+//! Every duration is an integer number of nanoseconds and its field name ends in
+//! `_ns`; means and standard deviations are floats (still ns).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::system::SystemSnapshot;
+
+/// Version of the document's shape. Bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A whole run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ResultDocument {
+    /// Shape version of this document ([`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// The program that wrote it.
+    pub tool: Tool,
+    /// Which experiment: `cyclic`, `clock`, `ipc`, ...
+    pub experiment: String,
+    /// The exact command line.
+    pub command_line: Vec<String>,
+    /// Wall-clock start, RFC 3339 UTC.
+    pub started_at: String,
+    /// Wall-clock end (or time of the checkpoint), RFC 3339 UTC.
+    pub ended_at: String,
+    /// The measurement clock's reading at start, ns (timeline and spike times are
+    /// relative to it, or absolute on this clock for spikes).
+    pub start_clock_ns: u64,
+    /// How long the measurement ran, ns.
+    pub duration_ns: u64,
+    /// Why the run ended.
+    pub end_reason: EndReason,
+    /// The resolved plan: every setting, defaults included. Experiment-specific.
+    pub plan: serde_json::Value,
+    /// The machine it ran on.
+    pub system: SystemSnapshot,
+    /// One entry per series (per thread, plus their union, for `cyclic`).
+    pub series: Vec<Series>,
+    /// Background loads that ran beside the measurement, with what they achieved.
+    #[serde(default)]
+    pub loads: Vec<serde_json::Value>,
+    /// Set when `--break-above` stopped the run.
+    #[serde(default)]
+    pub break_event: Option<BreakEvent>,
+    /// Set when `--fail-above` was given.
+    #[serde(default)]
+    pub threshold: Option<Threshold>,
+    /// Conditions that weaken the result (not RT, no mlock, a VM, ...).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// The program that wrote a document.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+impl Default for Tool {
+    fn default() -> Self {
+        Tool {
+            name: "rtscope".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// Every thread finished its loops.
+    Loops,
+    /// The requested duration elapsed.
+    Duration,
+    /// SIGINT or SIGTERM.
+    Interrupted,
+    /// `--break-above` fired.
+    Break,
+    /// A measurement thread failed.
+    Error,
+    /// The run is still going: this is a periodic checkpoint.
+    Running,
+    /// Imported from another tool's output.
+    Imported,
+}
+
+/// One distribution: its label, free-form attributes, statistics, counters,
+/// histogram, timeline and worst samples.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Series {
+    /// Unique within the document: `thread 0`, `all`, ...
+    pub label: String,
+    /// What the series is (thread index, tid, CPU affinity, policy, period_ns ...).
+    #[serde(default)]
+    pub attributes: BTreeMap<String, serde_json::Value>,
+    pub stats: Stats,
+    pub counters: SeriesCounters,
+    pub histogram: HistogramExport,
+    pub timeline: Timeline,
+    /// The worst samples, worst first.
+    pub spikes: Vec<Spike>,
+}
+
+/// Summary statistics. min/max/mean/stddev are exact; percentiles come from the
+/// histogram (within 0.1 %).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Stats {
+    pub count: u64,
+    pub min_ns: i64,
+    pub max_ns: i64,
+    pub mean_ns: f64,
+    pub stddev_ns: f64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p99_9_ns: u64,
+    pub p99_99_ns: u64,
+    pub p99_999_ns: u64,
+}
+
+/// Counters kept beside the distribution.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct SeriesCounters {
+    /// Periods skipped because a wake-up came after the following deadline.
+    pub overruns: u64,
+    /// Samples that skipped at least one period.
+    pub overrun_samples: u64,
+    /// Samples lost because the ring to the aggregator was full.
+    pub dropped: u64,
+    /// Samples with negative latency (recorded as 0 in the histogram).
+    pub negative: u64,
+    /// Samples above `--fail-above`, when it is set.
+    #[serde(default)]
+    pub above_threshold: Option<u64>,
+}
+
+/// The histogram's non-empty buckets.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct HistogramExport {
+    pub lowest_ns: u64,
+    pub highest_ns: u64,
+    pub significant_digits: u8,
+    /// `[value_ns, count]`: value is the lowest value of the bucket.
+    pub buckets: Vec<[u64; 2]>,
+}
+
+/// Per-interval latency summary.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Timeline {
+    pub interval_ns: u64,
+    pub points: Vec<TimelinePoint>,
+}
+
+/// One timeline interval, starting `t_ns` after the run started.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct TimelinePoint {
+    pub t_ns: u64,
+    pub count: u64,
+    pub min_ns: u64,
+    pub mean_ns: f64,
+    pub max_ns: u64,
+}
+
+/// One of the worst samples.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Spike {
+    pub latency_ns: i64,
+    /// When it happened, ns on the measurement clock.
+    pub t_ns: u64,
+    pub seq: u64,
+    pub cpu: u32,
+}
+
+/// What stopped a run under `--break-above`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct BreakEvent {
+    pub threshold_ns: u64,
+    pub series: String,
+    pub seq: u64,
+    pub t_ns: u64,
+    pub latency_ns: i64,
+}
+
+/// The `--fail-above` verdict.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Threshold {
+    pub fail_above_ns: u64,
+    pub exceeded: bool,
+    pub samples_above: u64,
+}
+
+/// Errors reading or writing documents.
+#[derive(Debug, thiserror::Error)]
+pub enum DocError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not a result document: {source}")]
+    Parse {
+        path: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(
+        "{path}: schema_version {found} is not supported (this rtscope reads {SCHEMA_VERSION})"
+    )]
+    Version { path: String, found: u64 },
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory,
+/// flushed and synced, then renamed over the target.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".rtscope-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Checks that a file can be created at `path` (its directory exists and is
+/// writable), without leaving anything behind. Used to refuse an unwritable
+/// output path before a run starts rather than losing its results after.
+pub fn check_writable(path: &Path) -> std::io::Result<()> {
+    if path.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "is a directory",
+        ));
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    tempfile::Builder::new()
+        .prefix(".rtscope-check-")
+        .tempfile_in(dir)
+        .map(|_| ())
+}
+
+impl ResultDocument {
+    /// Serialises the document as pretty JSON.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut v = serde_json::to_vec_pretty(self).expect("result documents always serialise");
+        v.push(b'\n');
+        v
+    }
+
+    /// Writes the document atomically to `path`.
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        write_atomic(path, &self.to_json())
+    }
+
+    /// Reads and version-checks a document.
+    pub fn read(path: &Path) -> Result<Self, DocError> {
+        let p = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|source| DocError::Io {
+            path: p.clone(),
+            source,
+        })?;
+        let v: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|source| DocError::Parse {
+                path: p.clone(),
+                source,
+            })?;
+        let found = v
+            .get("schema_version")
+            .and_then(|x| x.as_u64())
+            .unwrap_or(0);
+        if found != u64::from(SCHEMA_VERSION) {
+            return Err(DocError::Version { path: p, found });
+        }
+        serde_json::from_value(v).map_err(|source| DocError::Parse { path: p, source })
+    }
+}
+
+/// The current wall-clock time as RFC 3339 UTC with microseconds.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
+}

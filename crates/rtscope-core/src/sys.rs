@@ -1,0 +1,408 @@
+//! Every `unsafe` libc call rtscope makes, each wrapped exactly once.
+//!
+//! The rest of the crate (and the binary) calls these safe wrappers. Keeping the
+//! `unsafe` surface in one module makes it reviewable: each function documents
+//! why the call is sound. The functions used on the measurement hot path
+//! ([`clock_ns`], [`sleep_until`], [`sleep_for`], [`timerfd_wait`],
+//! [`sigwait_one`]) perform exactly one libc call and never allocate.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// A POSIX clock id (`CLOCK_MONOTONIC`, `CLOCK_REALTIME`, ...).
+pub type ClockId = libc::clockid_t;
+
+const NS_PER_SEC: u64 = 1_000_000_000;
+
+#[inline]
+fn ts_to_ns(ts: &libc::timespec) -> u64 {
+    (ts.tv_sec as u64)
+        .wrapping_mul(NS_PER_SEC)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
+#[inline]
+fn ns_to_ts(ns: u64) -> libc::timespec {
+    // SAFETY: timespec is plain old data; all-zero is a valid value.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    ts.tv_sec = (ns / NS_PER_SEC) as libc::time_t;
+    ts.tv_nsec = (ns % NS_PER_SEC) as _;
+    ts
+}
+
+/// Reads `clock` in nanoseconds (through the vDSO where the kernel offers it).
+#[inline]
+pub fn clock_ns(clock: ClockId) -> u64 {
+    // SAFETY: timespec is POD; clock_gettime writes it fully or fails.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts_to_ns(&ts)
+}
+
+/// Resolution of `clock` in nanoseconds, as `clock_getres` reports it.
+pub fn clock_res_ns(clock: ClockId) -> io::Result<u64> {
+    // SAFETY: as in `clock_ns`.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: `ts` is valid and writable.
+    if unsafe { libc::clock_getres(clock, &mut ts) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(ts_to_ns(&ts))
+}
+
+/// Sleeps until the absolute time `deadline_ns` on `clock` (`TIMER_ABSTIME`).
+/// Restarts transparently after a signal interrupted the sleep.
+#[inline]
+pub fn sleep_until(clock: ClockId, deadline_ns: u64) -> io::Result<()> {
+    let ts = ns_to_ts(deadline_ns);
+    loop {
+        // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be null.
+        let rc =
+            unsafe { libc::clock_nanosleep(clock, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
+        match rc {
+            0 => return Ok(()),
+            libc::EINTR => continue,
+            e => return Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+}
+
+/// Sleeps `ns` relative to now on `clock` (`clock_nanosleep` without `TIMER_ABSTIME`).
+/// An interrupted sleep returns early (like cyclictest's relative mode).
+#[inline]
+pub fn sleep_for(clock: ClockId, ns: u64) -> io::Result<()> {
+    let ts = ns_to_ts(ns);
+    // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be null.
+    match unsafe { libc::clock_nanosleep(clock, 0, &ts, std::ptr::null_mut()) } {
+        0 | libc::EINTR => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// `nanosleep(2)` for `ns` (always measured against CLOCK_MONOTONIC by the kernel).
+#[inline]
+pub fn nanosleep(ns: u64) -> io::Result<()> {
+    let ts = ns_to_ts(ns);
+    // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be null.
+    if unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) } != 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Creates a timerfd on `clock` that first expires at absolute `first_ns` and then
+/// every `period_ns`.
+pub fn timerfd_periodic(clock: ClockId, first_ns: u64, period_ns: u64) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall with constant flags.
+    let fd = unsafe { libc::timerfd_create(clock, libc::TFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by timerfd_create and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let spec = libc::itimerspec {
+        it_interval: ns_to_ts(period_ns),
+        it_value: ns_to_ts(first_ns),
+    };
+    // SAFETY: `fd` is a valid timerfd and `spec` a valid itimerspec.
+    let rc = unsafe {
+        libc::timerfd_settime(
+            fd.as_raw_fd(),
+            libc::TFD_TIMER_ABSTIME,
+            &spec,
+            std::ptr::null_mut(),
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// Blocks on a timerfd until it expires; returns the number of expirations.
+#[inline]
+pub fn timerfd_wait(fd: &OwnedFd) -> io::Result<u64> {
+    let mut n: u64 = 0;
+    loop {
+        // SAFETY: reading 8 bytes into a valid, aligned u64.
+        let rc = unsafe { libc::read(fd.as_raw_fd(), (&mut n as *mut u64).cast(), 8) };
+        if rc == 8 {
+            return Ok(n);
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
+/// A POSIX interval timer that delivers `signo` to one thread (`SIGEV_THREAD_ID`).
+/// Deleted on drop.
+#[derive(Debug)]
+pub struct ThreadTimer {
+    id: libc::timer_t,
+}
+
+// SAFETY: a timer_t is a kernel handle; it may be used and deleted from any thread.
+unsafe impl Send for ThreadTimer {}
+
+impl ThreadTimer {
+    /// Creates a timer on `clock` that signals `signo` to thread `tid`, first at absolute
+    /// `first_ns`, then every `period_ns`.
+    pub fn periodic(
+        clock: ClockId,
+        signo: i32,
+        tid: i32,
+        first_ns: u64,
+        period_ns: u64,
+    ) -> io::Result<Self> {
+        // SAFETY: sigevent is POD; zero is a valid starting value.
+        let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };
+        sev.sigev_notify = libc::SIGEV_THREAD_ID;
+        sev.sigev_signo = signo;
+        sev.sigev_notify_thread_id = tid;
+        let mut id: libc::timer_t = std::ptr::null_mut();
+        // SAFETY: `sev` and `id` are valid for the call.
+        if unsafe { libc::timer_create(clock, &mut sev, &mut id) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let timer = ThreadTimer { id };
+        let spec = libc::itimerspec {
+            it_interval: ns_to_ts(period_ns),
+            it_value: ns_to_ts(first_ns),
+        };
+        // SAFETY: `id` is a live timer; `spec` is valid.
+        let rc = unsafe {
+            libc::timer_settime(timer.id, libc::TIMER_ABSTIME, &spec, std::ptr::null_mut())
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(timer)
+    }
+}
+
+impl Drop for ThreadTimer {
+    fn drop(&mut self) {
+        // SAFETY: `id` is a live timer created by timer_create and deleted once.
+        unsafe { libc::timer_delete(self.id) };
+    }
+}
+
+/// A signal set holding one signal.
+pub fn sigset_of(signals: &[i32]) -> libc::sigset_t {
+    // SAFETY: sigemptyset initialises the set; sigaddset only adds valid numbers.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for &s in signals {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// Waits for one of the signals in `set` (which must be blocked in this thread).
+/// Returns the timer overrun count the kernel reports with the signal (0 for
+/// signals that do not come from a POSIX timer).
+#[inline]
+pub fn sigwait_one(set: &libc::sigset_t) -> io::Result<u32> {
+    // SAFETY: siginfo_t is POD; sigwaitinfo fills it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `set` is an initialised sigset; `info` is valid and writable.
+        let rc = unsafe { libc::sigwaitinfo(set, &mut info) };
+        if rc >= 0 {
+            let overrun = if info.si_code == libc::SI_TIMER {
+                // SAFETY: si_code says the timer member of the union is valid.
+                unsafe { info.si_overrun() }
+            } else {
+                0
+            };
+            return Ok(overrun.max(0) as u32);
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
+/// Blocks `signals` in the calling thread (`pthread_sigmask(SIG_BLOCK)`).
+pub fn block_signals(signals: &[i32]) -> io::Result<()> {
+    let set = sigset_of(signals);
+    // SAFETY: `set` is initialised; the old-set pointer may be null.
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
+/// The kernel thread id of the calling thread.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// The CPU the calling thread runs on (glibc reads it from rseq or the vDSO).
+#[inline]
+pub fn current_cpu() -> i32 {
+    // SAFETY: sched_getcpu has no preconditions.
+    unsafe { libc::sched_getcpu() }
+}
+
+/// Sets the scheduling policy and priority of the calling thread.
+pub fn set_scheduler(policy: i32, priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: pid 0 names the calling thread; `param` is valid.
+    if unsafe { libc::sched_setscheduler(0, policy, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The policy and priority of the calling thread.
+pub fn get_scheduler() -> io::Result<(i32, i32)> {
+    // SAFETY: pid 0 names the calling thread.
+    let policy = unsafe { libc::sched_getscheduler(0) };
+    if policy < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is valid and writable.
+    if unsafe { libc::sched_getparam(0, &mut param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((policy & !libc::SCHED_RESET_ON_FORK, param.sched_priority))
+}
+
+/// Pins the calling thread to `cpus`.
+pub fn set_affinity(cpus: &[usize]) -> io::Result<()> {
+    // SAFETY: cpu_set_t is POD; CPU_ZERO/CPU_SET only touch the set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_ZERO(&mut set);
+        for &c in cpus {
+            if c >= libc::CPU_SETSIZE as usize {
+                return Err(io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            libc::CPU_SET(c, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Locks all current and future pages of the process in memory.
+pub fn mlockall() -> io::Result<()> {
+    // SAFETY: plain syscall with constant flags.
+    if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Undoes [`mlockall`].
+pub fn munlockall() {
+    // SAFETY: plain syscall without arguments.
+    unsafe { libc::munlockall() };
+}
+
+/// Sets the calling thread's timer slack in ns (`PR_SET_TIMERSLACK`).
+pub fn set_timer_slack(ns: u64) -> io::Result<()> {
+    // SAFETY: prctl with integer arguments only.
+    if unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The calling thread's effective timer slack in ns (`PR_GET_TIMERSLACK`).
+pub fn timer_slack() -> u64 {
+    // SAFETY: prctl with integer arguments only.
+    let rc = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+    rc.max(0) as u64
+}
+
+/// `RLIMIT_RTPRIO` as (soft, hard); `u64::MAX` means unlimited.
+pub fn rlimit_rtprio() -> (u64, u64) {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `rl` is valid and writable.
+    unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut rl) };
+    // rlim_t is 32 bits wide on 32-bit ARM, 64 bits elsewhere.
+    #[allow(clippy::unnecessary_cast)]
+    let r = (rl.rlim_cur as u64, rl.rlim_max as u64);
+    r
+}
+
+/// The effective user id.
+pub fn geteuid() -> u32 {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Kernel name and release from `uname(2)`: (sysname, release, version, machine).
+pub fn uname() -> (String, String, String, String) {
+    // SAFETY: utsname is POD; uname fills it.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is valid and writable.
+    unsafe { libc::uname(&mut u) };
+    fn s(f: &[libc::c_char]) -> String {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+    (s(&u.sysname), s(&u.release), s(&u.version), s(&u.machine))
+}
+
+/// The page size in bytes from `sysconf`.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as usize
+    } else {
+        4096
+    }
+}
+
+/// Touches `bytes` of stack so that the pages are faulted in (and locked, after
+/// [`mlockall`]) before the measurement starts.
+#[inline(never)]
+pub fn prefault_stack(bytes: usize) {
+    const CHUNK: usize = 16 * 1024;
+    let buf = [0u8; CHUNK];
+    std::hint::black_box(&buf);
+    if bytes > CHUNK {
+        prefault_stack(bytes - CHUNK);
+    }
+}
+
+/// Sends `sig` to process `pid`.
+pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: plain syscall with integer arguments.
+    if unsafe { libc::kill(pid, sig) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// CPU time consumed by the whole process so far, in ns (`CLOCK_PROCESS_CPUTIME_ID`).
+pub fn process_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+}

@@ -1,0 +1,51 @@
+//! Exit codes and the error kinds that map to them.
+//!
+//! 0 success, 1 the measurement could not run, 2 bad usage or bad input file,
+//! 3 a `--fail-above` threshold was crossed.
+
+use std::fmt;
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_RUN: i32 = 1;
+pub const EXIT_USAGE: i32 = 2;
+pub const EXIT_THRESHOLD: i32 = 3;
+
+/// Bad usage or bad input: reported in one line, exit code 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Shorthand: an `anyhow` error that exits with code 2.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(msg.into()))
+}
+
+/// The exit code for an error.
+pub fn exit_code(e: &anyhow::Error) -> i32 {
+    if e.downcast_ref::<UsageError>().is_some() {
+        EXIT_USAGE
+    } else {
+        EXIT_RUN
+    }
+}
+
+/// The error as one line: its message and its causes, joined with ": ".
+pub fn one_line(e: &anyhow::Error) -> String {
+    let parts: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+    let mut out: Vec<String> = Vec::new();
+    for p in parts {
+        // Skip a cause that the previous message already includes.
+        if out.last().is_some_and(|l| l.contains(&p)) {
+            continue;
+        }
+        out.push(p);
+    }
+    out.join(": ").replace('\n', " ")
+}

@@ -1,0 +1,128 @@
+//! Experiments, one module each, and the run-time scaffolding they share: the
+//! stop flag wired to SIGINT/SIGTERM, the real-time environment (mlockall,
+//! `/dev/cpu_dma_latency`), policy resolution and output-path checks.
+
+pub mod cyclic;
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::Result;
+use rtscope_core::rt::{self, DmaLatencyGuard, Policy};
+
+use crate::cli::{PolicyArg, RtArgs};
+use crate::error::usage;
+
+/// The resolved real-time settings of an experiment's measurement threads.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct RtChoice {
+    pub policy: Policy,
+    pub priority: i32,
+    /// `--no-rt` was given: the result is marked as measured without RT scheduling.
+    pub no_rt: bool,
+    /// `--default-system`: no system tuning.
+    pub default_system: bool,
+}
+
+/// Validates policy and priority.
+pub fn resolve_rt(a: &RtArgs) -> Result<RtChoice> {
+    let policy = if a.no_rt {
+        Policy::Other
+    } else {
+        match a.policy {
+            PolicyArg::Fifo => Policy::Fifo,
+            PolicyArg::Rr => Policy::Rr,
+            PolicyArg::Other => Policy::Other,
+            PolicyArg::Batch => Policy::Batch,
+            PolicyArg::Idle => Policy::Idle,
+        }
+    };
+    let priority = if policy.is_rt() {
+        if a.priority == 0 {
+            return Err(usage(format!(
+                "priority 0 is not valid for --policy {} (use 1-99)",
+                policy.name()
+            )));
+        }
+        i32::from(a.priority)
+    } else {
+        0
+    };
+    Ok(RtChoice {
+        policy,
+        priority,
+        no_rt: a.no_rt,
+        default_system: a.default_system,
+    })
+}
+
+/// Refuses an output path that cannot be written, before anything is measured.
+pub fn check_output(flag: &str, path: &Path) -> Result<()> {
+    rtscope_core::result::check_writable(path).map_err(|e| {
+        usage(format!(
+            "{flag} {}: cannot write there: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// What the run changed in the system, undone on drop.
+pub struct RunEnv {
+    /// Raised by SIGINT/SIGTERM, by `--duration`, or by `--break-above`.
+    pub stop: Arc<AtomicBool>,
+    _dma: Option<DmaLatencyGuard>,
+    /// Whether memory is locked.
+    pub mlocked: bool,
+    /// Whether `/dev/cpu_dma_latency` is held at 0.
+    pub dma_latency_held: bool,
+    /// What could not be set up (the run goes on; these become warnings).
+    pub notes: Vec<String>,
+}
+
+impl RunEnv {
+    /// Wires SIGINT/SIGTERM to the stop flag (a second signal ends the process at
+    /// once), and unless `default_system`, locks memory and holds
+    /// `/dev/cpu_dma_latency` at 0.
+    pub fn setup(default_system: bool) -> Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())?;
+            signal_hook::flag::register(sig, stop.clone())?;
+        }
+        let mut notes = Vec::new();
+        let (mut mlocked, mut dma) = (false, None);
+        if !default_system {
+            match rt::lock_memory() {
+                Ok(()) => mlocked = true,
+                Err(e) => notes.push(format!("{e}: page faults can add latency")),
+            }
+            match DmaLatencyGuard::acquire(0) {
+                Ok(g) => dma = Some(g),
+                Err(e) => notes.push(format!(
+                    "/dev/cpu_dma_latency not held ({e}): deep idle states can add latency"
+                )),
+            }
+        }
+        Ok(RunEnv {
+            stop,
+            dma_latency_held: dma.is_some(),
+            _dma: dma,
+            mlocked,
+            notes,
+        })
+    }
+}
+
+impl Drop for RunEnv {
+    fn drop(&mut self) {
+        if self.mlocked {
+            rtscope_core::sys::munlockall();
+        }
+    }
+}
+
+/// The command line as given.
+pub fn command_line() -> Vec<String> {
+    std::env::args().collect()
+}

@@ -1,0 +1,53 @@
+//! rtscope: a real-time latency lab for Linux.
+//!
+//! `main` only parses, dispatches and maps errors to exit codes: 0 success,
+//! 1 the measurement could not run, 2 bad usage or bad input, 3 a
+//! `--fail-above` threshold was crossed.
+
+mod cli;
+mod error;
+mod experiment;
+mod output;
+
+use clap::error::ErrorKind;
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Cyclic(a) => experiment::cyclic::run(a),
+    }
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    let _ = e.print();
+                    std::process::exit(error::EXIT_OK);
+                }
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    let _ = e.print();
+                    std::process::exit(error::EXIT_USAGE);
+                }
+                _ => {}
+            }
+            // One line: clap's first line, without the usage block.
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("error: bad usage");
+            eprintln!("{} (see --help)", first.trim_end());
+            std::process::exit(error::EXIT_USAGE);
+        }
+    };
+    let code = match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {}", error::one_line(&e));
+            error::exit_code(&e)
+        }
+    };
+    std::process::exit(code);
+}

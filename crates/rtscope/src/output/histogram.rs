@@ -1,0 +1,132 @@
+//! cyclictest's `-h` histogram text format, so that existing plotting scripts
+//! (OSADL's among them) read rtscope's histograms unchanged.
+//!
+//! ```text
+//! # Histogram
+//! 000000 000000<TAB>000000
+//! ...
+//! # Total: 000001000 000001000
+//! # Min Latencies: 00003 00003
+//! # Avg Latencies: 00004 00004
+//! # Max Latencies: 00012 00015
+//! # Histogram Overflows: 00000 00000
+//! # Histogram Overflow at cycle number:
+//! # Thread 0:
+//! ```
+//!
+//! The first thread's column follows a space, every further one a tab.
+
+use std::fmt::Write;
+
+use crate::experiment::cyclic::Aggregate;
+
+/// The histogram text for every thread of a run.
+pub fn cyclictest_text(agg: &Aggregate, dma_held: bool) -> String {
+    let cols: Vec<(
+        &rtscope_core::record::MicrosecondBins,
+        &rtscope_core::record::RunningStats,
+    )> = agg
+        .threads
+        .iter()
+        .filter_map(|t| t.us_bins.as_ref().map(|b| (b, &t.rec.stats)))
+        .collect();
+    render(&cols, dma_held)
+}
+
+fn render(
+    cols: &[(
+        &rtscope_core::record::MicrosecondBins,
+        &rtscope_core::record::RunningStats,
+    )],
+    dma_held: bool,
+) -> String {
+    let mut out = String::new();
+    if dma_held {
+        out.push_str("# /dev/cpu_dma_latency set to 0us\n");
+    }
+    out.push_str("# Histogram\n");
+    let bins = cols.first().map_or(0, |c| c.0.bins.len());
+    for i in 0..bins {
+        let _ = write!(out, "{i:06}");
+        for (j, (b, _)) in cols.iter().enumerate() {
+            let sep = if j == 0 { ' ' } else { '\t' };
+            let _ = write!(out, "{sep}{:06}", b.bins[i]);
+        }
+        out.push('\n');
+    }
+    let line = |out: &mut String, name: &str, f: &dyn Fn(usize) -> String| {
+        out.push_str(name);
+        for j in 0..cols.len() {
+            out.push(' ');
+            out.push_str(&f(j));
+        }
+        out.push('\n');
+    };
+    line(&mut out, "# Total:", &|j| {
+        format!("{:09}", cols[j].0.bins.iter().sum::<u64>())
+    });
+    let us = |ns: i64| (ns.max(0) / 1000) as u64;
+    line(&mut out, "# Min Latencies:", &|j| {
+        format!("{:05}", us(cols[j].1.min()))
+    });
+    line(&mut out, "# Avg Latencies:", &|j| {
+        format!("{:05}", (cols[j].1.mean().max(0.0) / 1000.0) as u64)
+    });
+    line(&mut out, "# Max Latencies:", &|j| {
+        format!("{:05}", us(cols[j].1.max()))
+    });
+    line(&mut out, "# Histogram Overflows:", &|j| {
+        format!("{:05}", cols[j].0.overflows)
+    });
+    out.push_str("# Histogram Overflow at cycle number:\n");
+    for (j, (b, _)) in cols.iter().enumerate() {
+        let _ = write!(out, "# Thread {j}:");
+        for s in &b.overflow_seqs {
+            let _ = write!(out, " {s:05}");
+        }
+        let more = b.overflows.saturating_sub(b.overflow_seqs.len() as u64);
+        if more > 0 {
+            let _ = write!(out, " # {more:05} others");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_core::record::{MicrosecondBins, RunningStats};
+
+    #[test]
+    fn matches_cyclictest_layout() {
+        let mut b0 = MicrosecondBins::new(3, 2);
+        let mut s0 = RunningStats::default();
+        let mut b1 = MicrosecondBins::new(3, 2);
+        let mut s1 = RunningStats::default();
+        for (i, v) in [1500i64, 2500, 2600, 9000, 9100, 9200].iter().enumerate() {
+            b0.record(*v, i as u64);
+            s0.push(*v);
+        }
+        for v in [100i64, 200] {
+            b1.record(v, 0);
+            s1.push(v);
+        }
+        let t = render(&[(&b0, &s0), (&b1, &s1)], true);
+        let want = "# /dev/cpu_dma_latency set to 0us
+# Histogram
+000000 000000\t000002
+000001 000001\t000000
+000002 000002\t000000
+# Total: 000000003 000000002
+# Min Latencies: 00001 00000
+# Avg Latencies: 00005 00000
+# Max Latencies: 00009 00000
+# Histogram Overflows: 00003 00000
+# Histogram Overflow at cycle number:
+# Thread 0: 00003 00004 # 00001 others
+# Thread 1:
+";
+        assert_eq!(t, want);
+    }
+}

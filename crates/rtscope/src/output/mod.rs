@@ -1,0 +1,10 @@
+//! Sinks: each turns results into bytes for a person or another tool.
+
+pub mod histogram;
+pub mod live;
+pub mod summary;
+
+/// ns as µs with one decimal (`12.3`).
+pub fn us1(ns: f64) -> String {
+    format!("{:.1}", ns / 1000.0)
+}

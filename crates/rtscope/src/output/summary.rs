@@ -1,0 +1,93 @@
+//! The end-of-run summary table printed to stdout.
+
+use rtscope_core::result::ResultDocument;
+use rtscope_core::units::format_ns;
+
+use super::us1;
+
+/// One row per series: count, min, avg, p50, p99, p99.9, max, stddev (µs, one
+/// decimal), overruns, dropped.
+pub fn series_table(doc: &ResultDocument) -> String {
+    let header = [
+        "series", "count", "min", "avg", "p50", "p99", "p99.9", "max", "stddev", "overruns",
+        "dropped",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for s in &doc.series {
+        let st = &s.stats;
+        let empty = st.count == 0;
+        let f = |v: f64| if empty { "-".to_string() } else { us1(v) };
+        rows.push(vec![
+            s.label.clone(),
+            st.count.to_string(),
+            f(st.min_ns as f64),
+            f(st.mean_ns),
+            f(st.p50_ns as f64),
+            f(st.p99_ns as f64),
+            f(st.p99_9_ns as f64),
+            f(st.max_ns as f64),
+            f(st.stddev_ns),
+            s.counters.overruns.to_string(),
+            s.counters.dropped.to_string(),
+        ]);
+    }
+    render(&rows)
+}
+
+/// Renders rows as an aligned table: first column left-aligned, the rest right.
+pub fn render(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (c, cell) in r.iter().enumerate() {
+            if c == 0 {
+                line.push_str(&format!("{cell:<w$}", w = widths[c]));
+            } else {
+                line.push_str(&format!("  {cell:>w$}", w = widths[c]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The whole summary of a cyclic run.
+pub fn cyclic_summary(doc: &ResultDocument) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "\n{} run, {} ({}), latency in us:\n",
+        doc.experiment,
+        format_ns(doc.duration_ns),
+        serde_json::to_value(doc.end_reason)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    ));
+    out.push_str(&series_table(doc));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligns() {
+        let t = render(&[
+            vec!["a".into(), "1".into()],
+            vec!["long".into(), "1234".into()],
+        ]);
+        assert_eq!(t, "a        1\nlong  1234\n");
+    }
+}
