@@ -287,9 +287,58 @@ impl Aggregate {
     }
 }
 
-/// Runs the experiment; returns the process exit code.
+/// What a finished cyclic run produced.
+pub struct Outcome {
+    /// The result document (also written to `--json` if given).
+    pub doc: ResultDocument,
+    /// One line per file written (`result: run.json`).
+    pub written: Vec<String>,
+    /// Files that could not be written.
+    pub write_errors: Vec<String>,
+    /// Measurement threads that failed.
+    pub thread_errors: Vec<String>,
+}
+
+/// Runs the experiment from the command line: measure, print, exit code.
 pub fn run(args: CyclicArgs) -> Result<i32> {
     let plan = plan(&args)?;
+    let out = execute(&plan)?;
+    let doc = &out.doc;
+    print!("{}", summary::cyclic_summary(doc));
+    for w in &out.written {
+        println!("{w}");
+    }
+    if let Some(b) = &doc.break_event {
+        println!(
+            "break: {} sample {} at {} latency {} (above {})",
+            b.series,
+            b.seq,
+            b.t_ns,
+            format_ns(b.latency_ns.max(0) as u64),
+            format_ns(b.threshold_ns)
+        );
+    }
+    for e in out.write_errors.iter().chain(&out.thread_errors) {
+        eprintln!("error: {e}");
+    }
+    if !out.thread_errors.is_empty() || !out.write_errors.is_empty() {
+        return Ok(EXIT_RUN);
+    }
+    if let Some(t) = doc.threshold.as_ref().filter(|t| t.exceeded) {
+        eprintln!(
+            "fail: {} samples above {}",
+            t.samples_above,
+            format_ns(t.fail_above_ns)
+        );
+        return Ok(EXIT_THRESHOLD);
+    }
+    Ok(EXIT_OK)
+}
+
+/// Runs a planned measurement to its end and writes its files. Errors before
+/// the measurement starts (privileges, thread setup) are returned; everything
+/// after is reported in the [`Outcome`] so that no result is lost.
+pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     let system = SystemSnapshot::capture();
     let env = RunEnv::setup(plan.rt.default_system)?;
     let started_at = now_rfc3339();
@@ -394,7 +443,7 @@ pub fn run(args: CyclicArgs) -> Result<i32> {
 
     let mut live = Live::new(plan.quiet);
     if !plan.quiet {
-        eprintln!("{}", header(&plan));
+        eprintln!("{}", header(plan));
         for w in system.warnings().iter().chain(env.notes.iter()) {
             eprintln!("warning: {w}");
         }
@@ -411,7 +460,7 @@ pub fn run(args: CyclicArgs) -> Result<i32> {
     loop {
         let all_done = handles.iter().all(|h| h.is_finished());
         agg.drain();
-        live.update(&agg, &plan, t0.elapsed());
+        live.update(&agg, plan, t0.elapsed());
         if env.stop.load(Ordering::Relaxed) || all_done {
             break;
         }
@@ -426,7 +475,7 @@ pub fn run(args: CyclicArgs) -> Result<i32> {
             if last_checkpoint.elapsed() >= Duration::from_nanos(every) {
                 last_checkpoint = Instant::now();
                 let doc = document(
-                    &plan,
+                    plan,
                     &system,
                     &env,
                     &agg,
@@ -484,7 +533,7 @@ pub fn run(args: CyclicArgs) -> Result<i32> {
         EndReason::Interrupted
     };
     let doc = document(
-        &plan,
+        plan,
         &system,
         &env,
         &agg,
@@ -524,39 +573,12 @@ pub fn run(args: CyclicArgs) -> Result<i32> {
         }
     }
 
-    print!("{}", summary::cyclic_summary(&doc));
-    for w in &written {
-        println!("{w}");
-    }
-    if let Some(b) = &doc.break_event {
-        println!(
-            "break: {} sample {} at {} latency {} (above {})",
-            b.series,
-            b.seq,
-            b.t_ns,
-            format_ns(b.latency_ns.max(0) as u64),
-            format_ns(b.threshold_ns)
-        );
-    }
-    for e in &write_errors {
-        eprintln!("error: {e}");
-    }
-    for e in &errors {
-        eprintln!("error: {e}");
-    }
-    if !errors.is_empty() || !write_errors.is_empty() {
-        return Ok(EXIT_RUN);
-    }
-    if doc.threshold.as_ref().is_some_and(|t| t.exceeded) {
-        let t = doc.threshold.as_ref().unwrap();
-        eprintln!(
-            "fail: {} samples above {}",
-            t.samples_above,
-            format_ns(t.fail_above_ns)
-        );
-        return Ok(EXIT_THRESHOLD);
-    }
-    Ok(EXIT_OK)
+    Ok(Outcome {
+        doc,
+        written,
+        write_errors,
+        thread_errors: errors,
+    })
 }
 
 fn header(plan: &CyclicPlan) -> String {
