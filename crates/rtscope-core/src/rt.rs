@@ -198,8 +198,22 @@ impl DmaLatencyGuard {
     }
 }
 
-/// Locks memory (current and future), returning an error text when it fails.
+/// Locks memory (current and future), returning an error text when it fails
+/// or would be unsafe.
+///
+/// Without root, `mlockall(MCL_FUTURE)` under a finite `RLIMIT_MEMLOCK` turns
+/// every later allocation past the limit into an out-of-memory failure (thread
+/// stacks, rings, histograms), so memory is then left unlocked and the caller
+/// is told how to raise the limit.
 pub fn lock_memory() -> Result<(), String> {
+    let (soft, _) = sys::rlimit_memlock();
+    if sys::geteuid() != 0 && soft != u64::MAX {
+        return Err(format!(
+            "memory not locked: RLIMIT_MEMLOCK is {} KiB (raise it with 'ulimit -l unlimited' \
+             or run as root)",
+            soft / 1024
+        ));
+    }
     sys::mlockall().map_err(|e| format!("mlockall failed: {e}"))
 }
 

@@ -333,18 +333,33 @@ pub fn timer_slack() -> u64 {
     rc.max(0) as u64
 }
 
-/// `RLIMIT_RTPRIO` as (soft, hard); `u64::MAX` means unlimited.
-pub fn rlimit_rtprio() -> (u64, u64) {
+fn rlimit(resource: libc::__rlimit_resource_t) -> (u64, u64) {
     let mut rl = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: `rl` is valid and writable.
-    unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut rl) };
-    // rlim_t is 32 bits wide on 32-bit ARM, 64 bits elsewhere.
+    unsafe { libc::getrlimit(resource, &mut rl) };
+    // rlim_t is 32 bits wide on 32-bit ARM, 64 bits elsewhere; RLIM_INFINITY maps to u64::MAX.
     #[allow(clippy::unnecessary_cast)]
-    let r = (rl.rlim_cur as u64, rl.rlim_max as u64);
-    r
+    let conv = |v: libc::rlim_t| {
+        if v == libc::RLIM_INFINITY {
+            u64::MAX
+        } else {
+            v as u64
+        }
+    };
+    (conv(rl.rlim_cur), conv(rl.rlim_max))
+}
+
+/// `RLIMIT_RTPRIO` as (soft, hard); `u64::MAX` means unlimited.
+pub fn rlimit_rtprio() -> (u64, u64) {
+    rlimit(libc::RLIMIT_RTPRIO)
+}
+
+/// `RLIMIT_MEMLOCK` in bytes as (soft, hard); `u64::MAX` means unlimited.
+pub fn rlimit_memlock() -> (u64, u64) {
+    rlimit(libc::RLIMIT_MEMLOCK)
 }
 
 /// The effective user id.

@@ -170,9 +170,7 @@ impl SystemSnapshot {
         };
         let num = |p: &str| read_trim(p).and_then(|s| s.parse::<i64>().ok());
         let (rt_soft, rt_hard) = sys::rlimit_rtprio();
-        #[allow(clippy::unnecessary_cast)] // rlim_t is 32 bits on 32-bit ARM
-        let infinity = libc::RLIM_INFINITY as u64;
-        let lim = |v: u64| (v != infinity).then_some(v);
+        let lim = |v: u64| (v != u64::MAX).then_some(v);
         SystemSnapshot {
             hostname: read_trim("/proc/sys/kernel/hostname"),
             arch: if machine.is_empty() {

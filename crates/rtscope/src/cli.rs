@@ -45,9 +45,13 @@ pub fn positive_duration_s(s: &str) -> Result<u64, String> {
     }
 }
 
-/// A CPU list such as `0-3,6`.
-pub fn cpu_list(s: &str) -> Result<Vec<usize>, String> {
-    parse_cpu_list(s).map_err(|e| e.to_string())
+/// A CPU list such as `0-3,6` (a newtype, so that clap treats it as one value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+/// Parses a CPU list such as `0-3,6`.
+pub fn cpu_list(s: &str) -> Result<CpuList, String> {
+    parse_cpu_list(s).map(CpuList).map_err(|e| e.to_string())
 }
 
 fn positive_usize(s: &str) -> Result<usize, String> {
@@ -142,7 +146,7 @@ pub struct CyclicArgs {
 
     /// CPUs to run measurement threads on, e.g. 0-3,6 (default: every online CPU).
     #[arg(short = 'a', long = "cpus", value_name = "LIST", value_parser = cpu_list)]
-    pub cpus: Option<Vec<usize>>,
+    pub cpus: Option<CpuList>,
 
     /// Period (ns, us, ms, s; a bare number is microseconds).
     #[arg(short = 'i', long, value_name = "DURATION", default_value = "1ms",

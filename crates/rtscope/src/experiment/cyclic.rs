@@ -77,7 +77,8 @@ pub struct CyclicPlan {
 /// Turns arguments into a validated plan (bad input: a usage error, exit 2).
 pub fn plan(a: &CyclicArgs) -> Result<CyclicPlan> {
     let online = online_cpus();
-    if let Some(cpus) = &a.cpus {
+    let requested = a.cpus.as_ref().map(|c| c.0.clone());
+    if let Some(cpus) = &requested {
         if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {
             return Err(usage(format!(
                 "--cpus: CPU {bad} is not online (online CPUs: {})",
@@ -85,7 +86,7 @@ pub fn plan(a: &CyclicArgs) -> Result<CyclicPlan> {
             )));
         }
     }
-    let list = a.cpus.clone().unwrap_or_else(|| online.clone());
+    let list = requested.unwrap_or_else(|| online.clone());
     let n = a.threads.unwrap_or(list.len());
     // Pinned unless -t was given without -a (then the scheduler places threads, as in cyclictest).
     let pin = a.cpus.is_some() || a.threads.is_none();

@@ -60,8 +60,15 @@ pub fn resolve_rt(a: &RtArgs) -> Result<RtChoice> {
 /// Refuses an output path that cannot be written, before anything is measured.
 pub fn check_output(flag: &str, path: &Path) -> Result<()> {
     rtscope_core::result::check_writable(path).map_err(|e| {
+        // tempfile appends the probe file's name; the user only needs the reason.
+        let reason = e.to_string();
+        let reason = reason
+            .split(" at path ")
+            .next()
+            .unwrap_or(&reason)
+            .to_string();
         usage(format!(
-            "{flag} {}: cannot write there: {e}",
+            "{flag} {}: cannot write there: {reason}",
             path.display()
         ))
     })

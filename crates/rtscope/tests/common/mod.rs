@@ -1,0 +1,51 @@
+//! Helpers shared by the integration-test binaries.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+/// The rtscope binary under test.
+pub fn rtscope() -> Command {
+    Command::cargo_bin("rtscope").expect("binary built")
+}
+
+/// Path of the rtscope binary (for tests that spawn it themselves).
+pub fn rtscope_path() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("rtscope")
+}
+
+/// Validates a result document against docs/result-schema.json; panics with
+/// every violation listed.
+pub fn assert_valid_result(doc: &serde_json::Value) {
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result-schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&schema_path).expect("schema readable"))
+            .expect("schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "schema violations:\n{}",
+        errors.join("\n")
+    );
+}
+
+/// Reads and validates a result file.
+pub fn read_result(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let v: serde_json::Value = serde_json::from_str(&text).expect("result is JSON");
+    assert_valid_result(&v);
+    v
+}
+
+/// Asserts that stderr is exactly one non-empty line.
+pub fn assert_one_line(stderr: &[u8]) -> String {
+    let s = String::from_utf8_lossy(stderr).to_string();
+    let lines: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line on stderr, got: {s:?}");
+    s
+}

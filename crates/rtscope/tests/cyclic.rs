@@ -1,0 +1,333 @@
+//! Integration tests of `rtscope cyclic`: the real binary, short runs. They
+//! check structure, exit codes and file formats, never a latency bound.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{assert_one_line, read_result, rtscope, rtscope_path};
+
+fn online_cpus() -> usize {
+    rtscope_core::units::online_cpus().len()
+}
+
+#[test]
+fn short_run_writes_valid_json_histogram_and_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, hist, raw) = (
+        dir.path().join("run.json"),
+        dir.path().join("hist.txt"),
+        dir.path().join("raw.csv"),
+    );
+    let out = rtscope()
+        .args(["cyclic", "-l", "200", "-i", "1ms", "-q", "--json"])
+        .arg(&json)
+        .arg("--histogram")
+        .arg(&hist)
+        .arg("--raw")
+        .arg(&raw)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("series"), "{stdout}");
+    assert!(stdout.contains("result: "), "{stdout}");
+
+    let n = online_cpus();
+    let doc = read_result(&json);
+    assert_eq!(doc["experiment"], "cyclic");
+    assert_eq!(doc["end_reason"], "loops");
+    let series = doc["series"].as_array().unwrap();
+    assert_eq!(series.len(), n + 1);
+    for s in &series[..n] {
+        assert_eq!(s["stats"]["count"], 200);
+        assert!(s["stats"]["min_ns"].as_i64().unwrap() >= 0);
+        assert!(s["stats"]["min_ns"].as_i64() <= s["stats"]["max_ns"].as_i64());
+        assert!(s["stats"]["p50_ns"].as_u64() <= s["stats"]["p99_ns"].as_u64());
+        assert_eq!(s["attributes"]["policy"], "fifo");
+        let total: u64 = s["histogram"]["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b[1].as_u64().unwrap())
+            .sum();
+        assert_eq!(total, 200);
+    }
+    let all = &series[n];
+    assert_eq!(all["label"], "all");
+    assert_eq!(all["stats"]["count"].as_u64(), Some(200 * n as u64));
+    assert_eq!(doc["plan"]["period_ns"], 1_000_000);
+
+    // Raw CSV: header + one line per sample, five fields each.
+    let raw = std::fs::read_to_string(&raw).unwrap();
+    let lines: Vec<&str> = raw.lines().collect();
+    assert_eq!(lines[0], "thread,cpu,seq,t_ns,latency_ns");
+    assert_eq!(lines.len(), 1 + 200 * n);
+    assert!(lines[1..].iter().all(|l| l.split(',').count() == 5));
+
+    // cyclictest histogram format: 400 rows of 1 us bins, one column per thread.
+    let hist = std::fs::read_to_string(&hist).unwrap();
+    let rows: Vec<&str> = hist.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(rows.len(), 400);
+    for (i, r) in rows.iter().enumerate() {
+        let fields: Vec<&str> = r.split(|c| c == ' ' || c == '\t').collect();
+        assert_eq!(fields.len(), n + 1, "{r}");
+        assert_eq!(fields[0], format!("{i:06}"));
+    }
+    for key in [
+        "# Histogram",
+        "# Total:",
+        "# Min Latencies:",
+        "# Avg Latencies:",
+        "# Max Latencies:",
+        "# Histogram Overflows:",
+        "# Histogram Overflow at cycle number:",
+        "# Thread 0:",
+    ] {
+        assert!(hist.lines().any(|l| l.starts_with(key)), "missing {key}");
+    }
+    let total_line = hist.lines().find(|l| l.starts_with("# Total:")).unwrap();
+    let over_line = hist
+        .lines()
+        .find(|l| l.starts_with("# Histogram Overflows:"))
+        .unwrap();
+    let nums = |l: &str| -> Vec<u64> {
+        l.split(':')
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect()
+    };
+    for (t, o) in nums(total_line).iter().zip(nums(over_line)) {
+        assert_eq!(t + o, 200);
+    }
+}
+
+#[test]
+fn every_wake_method_runs() {
+    for wake in [
+        "absolute",
+        "relative",
+        "nanosleep",
+        "timerfd",
+        "posix-timer",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        let out = rtscope()
+            .args([
+                "cyclic", "-t", "1", "-l", "50", "-i", "500us", "-q", "--wake", wake,
+            ])
+            .arg("--json")
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{wake}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc = read_result(&json);
+        assert_eq!(doc["series"][0]["stats"]["count"], 50, "{wake}");
+        assert_eq!(doc["plan"]["wake"], wake);
+        assert!(
+            doc["series"][0]["stats"]["min_ns"].as_i64().unwrap() >= 0,
+            "{wake}"
+        );
+    }
+}
+
+#[test]
+fn no_rt_runs_as_other_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    rtscope()
+        .args([
+            "cyclic", "-t", "2", "-l", "30", "--no-rt", "-q", "--clock", "realtime", "--json",
+        ])
+        .arg(&json)
+        .assert()
+        .code(0);
+    let doc = read_result(&json);
+    assert_eq!(doc["plan"]["rt"]["policy"], "other");
+    assert_eq!(doc["plan"]["rt"]["no_rt"], true);
+    assert_eq!(doc["series"][0]["attributes"]["policy"], "other");
+    // -t without -a leaves threads unpinned.
+    assert_eq!(doc["plan"]["threads"][0]["cpus"], serde_json::json!([]));
+    let warnings = doc["warnings"].as_array().unwrap();
+    assert!(warnings
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("--no-rt")));
+}
+
+#[test]
+fn fail_above_exits_3_and_break_above_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("f.json");
+    // Every wake-up is later than 1 ns.
+    let out = rtscope()
+        .args([
+            "cyclic",
+            "-t",
+            "1",
+            "-l",
+            "20",
+            "-q",
+            "--fail-above",
+            "1ns",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert_one_line(&out.stderr);
+    let doc = read_result(&json);
+    assert_eq!(doc["threshold"]["exceeded"], true);
+    assert_eq!(doc["threshold"]["samples_above"], 20);
+
+    let json = dir.path().join("b.json");
+    let out = rtscope()
+        .args([
+            "cyclic",
+            "-t",
+            "1",
+            "-l",
+            "1000",
+            "-q",
+            "--break-above",
+            "1ns",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let doc = read_result(&json);
+    assert_eq!(doc["end_reason"], "break");
+    assert_eq!(doc["break_event"]["seq"], 0);
+    assert_eq!(doc["break_event"]["series"], "thread 0");
+    assert_eq!(doc["series"][0]["stats"]["count"], 1);
+}
+
+#[test]
+fn sigint_mid_run_still_writes_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("int.json");
+    let hist = dir.path().join("int.txt");
+    let child = std::process::Command::new(rtscope_path())
+        .args(["cyclic", "-D", "60s", "-q", "--json"])
+        .arg(&json)
+        .arg("--histogram")
+        .arg(&hist)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_result(&json);
+    assert_eq!(doc["end_reason"], "interrupted");
+    let n = doc["series"][0]["stats"]["count"].as_u64().unwrap();
+    assert!(n > 0, "no samples recorded before SIGINT");
+    assert!(hist.exists());
+}
+
+#[test]
+fn duration_and_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("c.json");
+    let child = std::process::Command::new(rtscope_path())
+        .args([
+            "cyclic",
+            "-t",
+            "1",
+            "-D",
+            "3s",
+            "--checkpoint",
+            "1s",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2000));
+    let mid = read_result(&json);
+    assert_eq!(mid["end_reason"], "running");
+    assert!(mid["series"][0]["stats"]["count"].as_u64().unwrap() > 0);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let doc = read_result(&json);
+    assert_eq!(doc["end_reason"], "duration");
+    assert!(doc["duration_ns"].as_u64().unwrap() >= 2_900_000_000);
+    // Per-second timeline over a 3 s run.
+    let points = doc["series"][0]["timeline"]["points"].as_array().unwrap();
+    assert!(points.len() >= 3, "{}", points.len());
+    assert_eq!(doc["series"][0]["timeline"]["interval_ns"], 1_000_000_000);
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<Vec<String>> = vec![
+        vec!["-i".into(), "0".into()],
+        vec!["-i".into(), "-5".into()],
+        vec!["-i".into(), "1xs".into()],
+        vec!["-p".into(), "200".into()],
+        vec!["-a".into(), "999".into()],
+        vec!["-a".into(), "3-1".into()],
+        vec!["-t".into(), "0".into()],
+        vec!["-l".into(), "abc".into()],
+        vec!["-D".into(), "-1".into()],
+        vec!["--policy".into(), "fifo".into(), "-p".into(), "0".into()],
+        vec!["--wake".into(), "busy".into()],
+        vec!["--json".into(), "/nonexistent-dir/x/run.json".into()],
+        vec!["--json".into(), dir.path().to_string_lossy().into()],
+        vec!["--histogram".into(), "/proc/version".into()],
+        vec!["--checkpoint".into(), "10s".into()],
+        vec!["--bogus".into()],
+    ];
+    for c in cases {
+        let out = rtscope()
+            .arg("cyclic")
+            .args(&c)
+            .args(["-l", "10"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{c:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = assert_one_line(&out.stderr);
+        assert!(!line.contains("panicked"), "{c:?}: {line}");
+    }
+    // No subcommand at all: usage, exit 2.
+    rtscope().assert().code(2);
+}
+
+#[test]
+fn help_and_version() {
+    rtscope().arg("--help").assert().code(0);
+    rtscope().args(["cyclic", "--help"]).assert().code(0);
+    rtscope().arg("--version").assert().code(0);
+}
