@@ -76,7 +76,7 @@ fn short_run_writes_valid_json_histogram_and_raw() {
     let rows: Vec<&str> = hist.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(rows.len(), 400);
     for (i, r) in rows.iter().enumerate() {
-        let fields: Vec<&str> = r.split(|c| c == ' ' || c == '\t').collect();
+        let fields: Vec<&str> = r.split([' ', '\t']).collect();
         assert_eq!(fields.len(), n + 1, "{r}");
         assert_eq!(fields[0], format!("{i:06}"));
     }

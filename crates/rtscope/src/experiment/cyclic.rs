@@ -437,6 +437,11 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             .prefix(".rtscope-raw-")
             .tempfile_in(dir)
             .with_context(|| format!("--raw {}", p.display()))?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            tmp.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+        }
         let mut w = BufWriter::with_capacity(1 << 20, tmp.reopen()?);
         writeln!(w, "thread,cpu,seq,t_ns,latency_ns")?;
         agg.raw = Some((tmp, w, p.clone()));
