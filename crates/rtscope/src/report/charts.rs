@@ -32,19 +32,20 @@ pub struct Unit {
     pub name: &'static str,
 }
 
-/// ns, µs, ms or s, whichever keeps the largest value readable.
+/// ns, µs, ms or s, whichever keeps the largest value readable (µs up to
+/// 100 ms: the unit real-time people think in).
 pub fn latency_unit(max_ns: f64) -> Unit {
     if max_ns < 2_000.0 {
         Unit {
             div: 1.0,
             name: "ns",
         }
-    } else if max_ns < 2_000_000.0 {
+    } else if max_ns < 1e8 {
         Unit {
             div: 1e3,
             name: "µs",
         }
-    } else if max_ns < 2e9 {
+    } else if max_ns < 1e11 {
         Unit {
             div: 1e6,
             name: "ms",
@@ -462,7 +463,8 @@ mod tests {
     fn units_and_bins() {
         assert_eq!(latency_unit(500.0).name, "ns");
         assert_eq!(latency_unit(50_000.0).name, "µs");
-        assert_eq!(latency_unit(5e6).name, "ms");
+        assert_eq!(latency_unit(5e6).name, "µs");
+        assert_eq!(latency_unit(5e8).name, "ms");
         assert_eq!(time_unit(36_000.0).name, "h");
         assert_eq!(bin_width(150_000, 150), 1000);
         assert_eq!(bin_width(400_000, 150), 5000);

@@ -10,6 +10,8 @@
 pub mod charts;
 pub mod compare;
 pub mod html;
+#[cfg(test)]
+mod snapshot_tests;
 pub mod stats;
 pub mod svg;
 
