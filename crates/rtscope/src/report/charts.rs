@@ -11,7 +11,7 @@
 //! draw separately, so that small multiples share their scales.
 
 use rtscope_core::record::LatencyHistogram;
-use rtscope_core::result::Series;
+use rtscope_core::result::{Series, TimelinePoint};
 
 use super::svg::{count_label, linear_ticks, log_ticks, Axis, Chart, Line, Marker, Scale};
 
@@ -123,12 +123,95 @@ fn max_bucket(s: &Series) -> u64 {
         .unwrap_or(0)
 }
 
-/// Counts per display bin of width `bw`.
-pub fn rebin(s: &Series, bw: u64, nbins: usize) -> Vec<u64> {
-    let mut bins = vec![0u64; nbins];
+/// How latencies are cut into display bins.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Binning {
+    /// `nbins` bins of `width` ns from 0 (OSADL style).
+    Linear { width: u64, nbins: usize },
+    /// `nbins` bins of equal width on a log axis from `lo` to `hi` ns, for
+    /// long tails (the maximum far above the median).
+    Log { lo: f64, hi: f64, nbins: usize },
+}
+
+/// The tail ratio (max / median) above which the histogram's latency axis is
+/// logarithmic: beyond it a linear axis squeezes the bulk into one bin.
+pub const LOG_AXIS_RATIO: u64 = 50;
+
+impl Binning {
+    /// Chooses the binning for these series.
+    pub fn for_series(series: &[&Series]) -> Binning {
+        let max_ns = series.iter().map(|s| max_bucket(s)).max().unwrap_or(0);
+        let min_ns = series
+            .iter()
+            .filter_map(|s| {
+                s.histogram
+                    .buckets
+                    .iter()
+                    .filter(|b| b[1] > 0)
+                    .map(|b| b[0])
+                    .min()
+            })
+            .min()
+            .unwrap_or(0);
+        let median = series
+            .iter()
+            .filter(|s| !s.histogram.buckets.is_empty())
+            .map(|s| s.stats.p50_ns)
+            .min()
+            .unwrap_or(0);
+        if median > 0 && max_ns > median.saturating_mul(LOG_AXIS_RATIO) {
+            let lo = (min_ns.max(1) as f64) / 1.05;
+            let hi = (max_ns as f64) * 1.05;
+            Binning::Log { lo, hi, nbins: 150 }
+        } else {
+            let width = bin_width(max_ns, 150);
+            Binning::Linear {
+                width,
+                nbins: (max_ns / width + 1) as usize,
+            }
+        }
+    }
+
+    fn nbins(&self) -> usize {
+        match *self {
+            Binning::Linear { nbins, .. } | Binning::Log { nbins, .. } => nbins,
+        }
+    }
+
+    /// The lower edge of bin `i` (`i == nbins`: the upper end), ns.
+    pub fn edge(&self, i: usize) -> f64 {
+        match *self {
+            Binning::Linear { width, .. } => (i as u64 * width) as f64,
+            Binning::Log { lo, hi, nbins } => {
+                let (a, b) = (lo.log10(), hi.log10());
+                10f64.powf(a + (b - a) * i as f64 / nbins as f64)
+            }
+        }
+    }
+
+    /// The bin that holds `v` ns.
+    pub fn index(&self, v: u64) -> usize {
+        let last = self.nbins().saturating_sub(1);
+        match *self {
+            Binning::Linear { width, .. } => ((v / width.max(1)) as usize).min(last),
+            Binning::Log { lo, hi, nbins } => {
+                let (a, b) = (lo.log10(), hi.log10());
+                let x = ((v.max(1) as f64).log10() - a) / (b - a) * nbins as f64;
+                if x.is_finite() && x > 0.0 {
+                    (x as usize).min(last)
+                } else {
+                    0
+                }
+            }
+        }
+    }
+}
+
+/// Counts per display bin.
+pub fn rebin(s: &Series, binning: &Binning) -> Vec<u64> {
+    let mut bins = vec![0u64; binning.nbins()];
     for b in &s.histogram.buckets {
-        let i = ((b[0] / bw) as usize).min(nbins.saturating_sub(1));
-        if let Some(c) = bins.get_mut(i) {
+        if let Some(c) = bins.get_mut(binning.index(b[0])) {
             *c = c.saturating_add(b[1]);
         }
     }
@@ -143,29 +226,27 @@ pub fn histogram(
     width: u32,
     height: u32,
 ) -> Chart {
-    let max_ns = range_from
+    let all: Vec<&Series> = range_from.iter().map(|p| p.series).collect();
+    let binning = Binning::for_series(&all);
+    let nbins = binning.nbins();
+    let top_ns = binning.edge(nbins);
+    let unit = latency_unit(top_ns);
+    let max_count = range_from
         .iter()
-        .map(|p| max_bucket(p.series))
+        .flat_map(|p| rebin(p.series, &binning))
         .max()
-        .unwrap_or(0);
-    let bw = bin_width(max_ns, 150);
-    let nbins = (max_ns / bw + 1) as usize;
-    let unit = latency_unit((nbins as u64 * bw) as f64);
-    let binned: Vec<Vec<u64>> = range_from
-        .iter()
-        .map(|p| rebin(p.series, bw, nbins))
-        .collect();
-    let max_count = binned.iter().flatten().copied().max().unwrap_or(0).max(1);
+        .unwrap_or(0)
+        .max(1);
     let floor = 0.7;
     let y_max = max_count as f64 * 1.6;
+    let y = |c: u64| if c == 0 { floor } else { c as f64 };
     let mut lines = Vec::new();
     for p in draw {
-        let counts = rebin(p.series, bw, nbins);
+        let counts = rebin(p.series, &binning);
         let mut pts = Vec::new();
         let mut prev: Option<u64> = None;
         for (i, c) in counts.iter().enumerate() {
-            let x0 = (i as u64 * bw) as f64 / unit.div;
-            let y = |c: u64| if c == 0 { floor } else { c as f64 };
+            let x0 = binning.edge(i) / unit.div;
             if prev != Some(*c) {
                 if let Some(pc) = prev {
                     pts.push((x0, y(pc)));
@@ -175,10 +256,7 @@ pub fn histogram(
             }
         }
         if let Some(pc) = prev {
-            pts.push((
-                ((nbins as u64) * bw) as f64 / unit.div,
-                if pc == 0 { floor } else { pc as f64 },
-            ));
+            pts.push((top_ns / unit.div, y(pc)));
         }
         lines.push(Line {
             label: p.label.clone(),
@@ -190,23 +268,36 @@ pub fn histogram(
         });
     }
     let empty = draw.iter().all(|p| p.series.histogram.buckets.is_empty());
+    let x = match binning {
+        Binning::Linear { width, .. } => linear_axis(
+            top_ns / unit.div,
+            format!(
+                "latency ({}), bins of {}",
+                unit.name,
+                in_unit_text(width as f64, latency_unit(width as f64))
+            ),
+        ),
+        Binning::Log { lo, hi, .. } => {
+            let (lo, hi) = (lo / unit.div, hi / unit.div);
+            Axis {
+                scale: Scale::Log { min: lo, max: hi },
+                ticks: log_ticks_125(lo, hi)
+                    .into_iter()
+                    .map(|v| (v, tick_label(v)))
+                    .collect(),
+                label: format!(
+                    "latency ({}, log scale: the tail is over {}x the median)",
+                    unit.name, LOG_AXIS_RATIO
+                ),
+            }
+        }
+    };
     Chart {
         kind: "histogram",
         title: title.to_string(),
         width,
         height,
-        x: {
-            let mut a = linear_axis(
-                (nbins as u64 * bw) as f64 / unit.div,
-                format!(
-                    "latency ({}), bins of {}",
-                    unit.name,
-                    rtscope_core::units::format_ns(bw)
-                ),
-            );
-            a.label = a.label.replace("us", "µs");
-            a
-        },
+        x,
         y: Axis {
             scale: Scale::Log {
                 min: floor,
@@ -221,6 +312,27 @@ pub fn histogram(
         lines,
         markers: vec![],
         empty_note: empty.then(|| "no histogram in this data".to_string()),
+        legend_left: false,
+    }
+}
+
+/// `ns` as a short text in `unit` (`5µs`, `200ns`).
+fn in_unit_text(ns: f64, unit: Unit) -> String {
+    format!("{}{}", tick_label(ns / unit.div), unit.name)
+}
+
+/// Ticks at 1, 2 and 5 × 10^k within `lo..=hi` (only decades when that is too many).
+pub fn log_ticks_125(lo: f64, hi: f64) -> Vec<f64> {
+    let decades = log_ticks(lo / 10.0, hi * 10.0);
+    let all: Vec<f64> = decades
+        .iter()
+        .flat_map(|d| [*d, 2.0 * d, 5.0 * d])
+        .filter(|v| *v >= lo && *v <= hi)
+        .collect();
+    if all.len() > 12 {
+        log_ticks(lo, hi)
+    } else {
+        all
     }
 }
 
@@ -294,6 +406,20 @@ pub fn percentiles(
         .fold(1.0f64, f64::max)
         .ceil();
     let y_max_ns = all.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
+    let y_min_ns = all
+        .iter()
+        .flatten()
+        .map(|p| p.1)
+        .fold(f64::INFINITY, f64::min)
+        .max(1.0);
+    let median = range_from
+        .iter()
+        .filter(|p| !p.series.histogram.buckets.is_empty())
+        .map(|p| p.series.stats.p50_ns)
+        .min()
+        .unwrap_or(0);
+    // A long tail squeezes a linear axis flat: log scale, as for the histogram.
+    let log_y = median > 0 && y_max_ns > (median.saturating_mul(LOG_AXIS_RATIO)) as f64;
     let unit = latency_unit(y_max_ns);
     let lines: Vec<Line> = draw
         .iter()
@@ -325,14 +451,63 @@ pub fn percentiles(
                 .collect(),
             label: "percentile (log scale of 1 − quantile)".into(),
         },
-        y: linear_axis(
-            y_max_ns * 1.05 / unit.div,
-            format!("latency ({})", unit.name),
-        ),
+        y: if log_y {
+            let (lo, hi) = (y_min_ns / 1.1 / unit.div, y_max_ns * 1.1 / unit.div);
+            Axis {
+                scale: Scale::Log { min: lo, max: hi },
+                ticks: log_ticks_125(lo, hi)
+                    .into_iter()
+                    .map(|v| (v, tick_label(v)))
+                    .collect(),
+                label: format!("latency ({}, log scale)", unit.name),
+            }
+        } else {
+            linear_axis(
+                y_max_ns * 1.05 / unit.div,
+                format!("latency ({})", unit.name),
+            )
+        },
         lines,
         markers: vec![],
         empty_note: empty.then(|| "no histogram in this data".to_string()),
+        legend_left: true,
     }
+}
+
+/// More timeline points than this are merged (a chart is about 1100 px wide).
+pub const MAX_TIMELINE_POINTS: usize = 1200;
+
+/// Merges runs of consecutive intervals so that at most `max` remain: the max
+/// of their maxima, the min of their minima, the count-weighted mean. Spikes
+/// stay visible; the interval grows by the merge factor.
+pub fn decimate(
+    points: &[TimelinePoint],
+    interval_ns: u64,
+    max: usize,
+) -> (Vec<TimelinePoint>, u64) {
+    if points.len() <= max || max == 0 {
+        return (points.to_vec(), interval_ns);
+    }
+    let k = points.len().div_ceil(max);
+    let merged = points
+        .chunks(k)
+        .map(|c| {
+            let count: u64 = c.iter().map(|p| p.count).sum();
+            let mean = if count == 0 {
+                0.0
+            } else {
+                c.iter().map(|p| p.mean_ns * p.count as f64).sum::<f64>() / count as f64
+            };
+            TimelinePoint {
+                t_ns: c[0].t_ns,
+                count,
+                min_ns: c.iter().map(|p| p.min_ns).min().unwrap_or(0),
+                mean_ns: mean,
+                max_ns: c.iter().map(|p| p.max_ns).max().unwrap_or(0),
+            }
+        })
+        .collect();
+    (merged, interval_ns.saturating_mul(k as u64))
 }
 
 /// Latency over time: per-interval max and mean, spikes as markers.
@@ -372,18 +547,20 @@ pub fn timeline(
     let mut markers = Vec::new();
     // A sample in a thread's series and in the union is marked once.
     let mut marked = std::collections::HashSet::new();
+    let mut shown_interval: Option<u64> = None;
     for p in draw {
         let tl = &p.series.timeline;
         if tl.points.is_empty() {
             continue;
         }
+        let (points, interval_ns) = decimate(&tl.points, tl.interval_ns, MAX_TIMELINE_POINTS);
+        shown_interval = shown_interval.max(Some(interval_ns));
         // Each interval's value is drawn at the middle of the interval.
-        let mid = tl.interval_ns / 2;
+        let mid = interval_ns / 2;
         lines.push(Line {
             label: format!("{} max", p.label),
             color: p.color,
-            points: tl
-                .points
+            points: points
                 .iter()
                 .map(|q| (tx(q.t_ns + mid), q.max_ns as f64 / unit.div))
                 .collect(),
@@ -394,8 +571,7 @@ pub fn timeline(
         lines.push(Line {
             label: format!("{} mean", p.label),
             color: p.color,
-            points: tl
-                .points
+            points: points
                 .iter()
                 .map(|q| (tx(q.t_ns + mid), q.mean_ns / unit.div))
                 .collect(),
@@ -427,11 +603,7 @@ pub fn timeline(
         }
     }
     let empty = lines.is_empty();
-    let interval = range_from
-        .iter()
-        .map(|p| p.series.timeline.interval_ns)
-        .find(|i| *i > 0)
-        .unwrap_or(1_000_000_000);
+    let interval = shown_interval.unwrap_or(1_000_000_000);
     Chart {
         kind: "timeline",
         title: title.to_string(),
@@ -452,6 +624,7 @@ pub fn timeline(
         lines,
         markers,
         empty_note: empty.then(|| "no timeline in this data".to_string()),
+        legend_left: false,
     }
 }
 
@@ -469,6 +642,43 @@ mod tests {
         assert_eq!(bin_width(150_000, 150), 1000);
         assert_eq!(bin_width(400_000, 150), 5000);
         assert_eq!(bin_width(10, 150), 1);
+        assert_eq!(
+            log_ticks_125(15.0, 3000.0),
+            vec![20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0]
+        );
+        let b = Binning::Log {
+            lo: 10.0,
+            hi: 100_000.0,
+            nbins: 4,
+        };
+        assert_eq!(b.index(10), 0);
+        assert_eq!(b.index(150), 1);
+        assert_eq!(b.index(99_999), 3);
+        assert_eq!(b.index(0), 0);
+        assert!((b.edge(2) - 1000.0).abs() < 1e-6);
+        let l = Binning::Linear { width: 5, nbins: 3 };
+        assert_eq!((l.index(4), l.index(5), l.index(1000)), (0, 1, 2));
         assert_eq!(nines_label(4), "99.99%");
+    }
+
+    #[test]
+    fn decimation_keeps_spikes() {
+        let pts: Vec<TimelinePoint> = (0..3600u64)
+            .map(|i| TimelinePoint {
+                t_ns: i * 1_000_000_000,
+                count: 1000,
+                min_ns: 1000,
+                mean_ns: 2000.0,
+                max_ns: if i == 1234 { 900_000 } else { 5000 },
+            })
+            .collect();
+        let (d, iv) = decimate(&pts, 1_000_000_000, 1200);
+        assert_eq!(d.len(), 1200);
+        assert_eq!(iv, 3_000_000_000);
+        assert_eq!(d.iter().map(|p| p.max_ns).max(), Some(900_000));
+        assert_eq!(d.iter().map(|p| p.count).sum::<u64>(), 3_600_000);
+        assert!(d.iter().all(|p| p.mean_ns == 2000.0));
+        let (same, _) = decimate(&pts[..10], 1, 1200);
+        assert_eq!(same.len(), 10);
     }
 }

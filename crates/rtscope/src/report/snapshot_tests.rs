@@ -18,6 +18,11 @@ use super::Run;
 /// A deterministic run: 20 000 samples at 1 ms, latency 10-15 µs (+ `shift_ns`),
 /// a 200 µs spike every 4999 samples.
 pub fn fixed_doc(host: &str, shift_ns: i64) -> ResultDocument {
+    fixed_doc_with_spike(host, shift_ns, 200_000)
+}
+
+/// [`fixed_doc`] with spikes of `spike_ns`.
+pub fn fixed_doc_with_spike(host: &str, shift_ns: i64, spike_ns: i64) -> ResultDocument {
     let origin = 1_000_000_000u64;
     let mut t0 = SeriesRecorder::new(origin, 5, None);
     let mut all = SeriesRecorder::new(origin, 5, None);
@@ -28,7 +33,7 @@ pub fn fixed_doc(host: &str, shift_ns: i64) -> ResultDocument {
             .wrapping_add(1442695040888963407);
         let mut lat = 10_000 + ((x >> 33) % 5000) as i64 + shift_ns;
         if i % 4999 == 4998 {
-            lat = 200_000 + shift_ns;
+            lat = spike_ns + shift_ns;
         }
         let s = Sample {
             seq: i,
@@ -191,6 +196,21 @@ fn histogram_svg() {
     insta::assert_snapshot!(lines(
         &charts::histogram("Latency histogram", &p, &p, 600, 300).render()
     ));
+}
+
+#[test]
+fn long_tail_switches_to_log_axes() {
+    let d = fixed_doc_with_spike("a", 0, 3_000_000);
+    let p = plotted(&d);
+    let h = charts::histogram("Latency histogram", &p, &p, 600, 300);
+    assert!(matches!(h.x.scale, super::svg::Scale::Log { .. }));
+    insta::assert_snapshot!(lines(&h.render()));
+    let q = charts::percentiles("Percentiles", &p, &p, 600, 300);
+    assert!(matches!(q.y.scale, super::svg::Scale::Log { .. }));
+    let short = fixed_doc("a", 0);
+    let p = plotted(&short);
+    let h = charts::histogram("Latency histogram", &p, &p, 600, 300);
+    assert!(matches!(h.x.scale, super::svg::Scale::Linear { .. }));
 }
 
 #[test]

@@ -106,6 +106,8 @@ pub struct Chart {
     pub markers: Vec<Marker>,
     /// Shown in the middle of the plot area when there is nothing to draw.
     pub empty_note: Option<String>,
+    /// Legend at the top left instead of the top right (curves that rise to the right).
+    pub legend_left: bool,
 }
 
 /// A number with at most one decimal, without a trailing `.0`.
@@ -325,7 +327,11 @@ impl Chart {
                 .min(40);
             let lw = 34.0 + longest as f64 * 6.6;
             let lh = 6.0 + 15.0 * entries.len() as f64;
-            let lx = l + w - lw - 6.0;
+            let lx = if self.legend_left {
+                l + 6.0
+            } else {
+                l + w - lw - 6.0
+            };
             let ly = t + 6.0;
             let _ = write!(
                 s,
@@ -427,6 +433,7 @@ mod tests {
             }],
             markers: vec![],
             empty_note: None,
+            legend_left: false,
         };
         let s = c.render();
         assert!(!s.contains("<script>"));
