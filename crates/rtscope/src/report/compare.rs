@@ -683,7 +683,10 @@ pub fn run(a: CompareArgs) -> Result<i32> {
         }
         print!("{}", text(c));
     }
-    println!("\nmethod: {METHOD}; a verdict claims a difference only where they do not overlap.");
+    println!(
+        "\nmethod: {METHOD}; a verdict claims a difference only where they do not overlap. \
+         Samples of one run are not fully independent: read a verdict as \"larger than this run's sampling noise\"."
+    );
     if let Some(p) = &a.html {
         write_atomic(p, html_page(&cs).as_bytes())
             .with_context(|| format!("--html {}", p.display()))?;
