@@ -41,7 +41,7 @@ pub struct ReportArgs {
 pub struct CompareArgs {
     /// Result documents, or matrix output directories (compared cell by cell);
     /// the first is the baseline.
-    #[arg(required = true, num_args = 2.., value_name = "A.json B.json")]
+    #[arg(required = true, num_args = 2.., value_name = "RESULT")]
     pub files: Vec<PathBuf>,
 
     /// Pair series explicitly: one label per run, e.g. --match 'thread 0=thread 1' (repeatable).
