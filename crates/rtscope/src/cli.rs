@@ -17,6 +17,75 @@ pub struct Cli {
 pub enum Command {
     /// Periodic wake-up latency (what cyclictest measures), with missed periods counted.
     Cyclic(CyclicArgs),
+    /// Turn result documents into one self-contained HTML report.
+    Report(ReportArgs),
+    /// Compare runs side by side (series matched by label), with confidence intervals.
+    Compare(CompareArgs),
+    /// Turn another tool's output into an rtscope result document.
+    #[command(subcommand)]
+    Import(ImportSource),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Result documents (JSON) to report on, one section each.
+    #[arg(required = true, value_name = "RESULT.json")]
+    pub files: Vec<PathBuf>,
+
+    /// Write the HTML report to FILE.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: PathBuf,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Result documents, or matrix output directories (compared cell by cell);
+    /// the first is the baseline.
+    #[arg(required = true, num_args = 2.., value_name = "RESULT")]
+    pub files: Vec<PathBuf>,
+
+    /// Pair series explicitly: one label per run, e.g. --match 'thread 0=thread 1' (repeatable).
+    #[arg(long = "match", value_name = "LABEL=LABEL")]
+    pub matches: Vec<String>,
+
+    /// Also write the comparison as a self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Exit with code 3 when a run is clearly worse than the baseline at some percentile.
+    #[arg(long)]
+    pub fail_if_worse: bool,
+}
+
+/// Where imported data comes from.
+#[derive(Debug, Clone, Subcommand)]
+pub enum ImportSource {
+    /// cyclictest's --json file or its -h histogram text.
+    Cyclictest(ImportCyclictestArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ImportCyclictestArgs {
+    /// A file written by `cyclictest --json=FILE`.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "histogram",
+        required_unless_present = "histogram"
+    )]
+    pub json: Option<PathBuf>,
+
+    /// cyclictest's `-h`/`-H` histogram output (stdout or --histfile).
+    #[arg(long, value_name = "FILE")]
+    pub histogram: Option<PathBuf>,
+
+    /// The histogram was written by `cyclictest -N`: bins and values are ns, not µs.
+    #[arg(long, requires = "histogram")]
+    pub nsecs: bool,
+
+    /// Write the result document to FILE.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: PathBuf,
 }
 
 /// A duration in ns; a bare number is microseconds.
@@ -132,6 +201,10 @@ pub struct OutputArgs {
     /// Rewrite the JSON result every DURATION during long runs (needs --json).
     #[arg(long, value_name = "DURATION", value_parser = positive_duration_s)]
     pub checkpoint: Option<u64>,
+
+    /// Also write a self-contained HTML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
 
     /// Print only the final summary.
     #[arg(short = 'q', long)]

@@ -7,7 +7,9 @@
 mod cli;
 mod error;
 mod experiment;
+mod import;
 mod output;
+mod report;
 
 use clap::error::ErrorKind;
 use clap::Parser;
@@ -17,6 +19,9 @@ use cli::{Cli, Command};
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Cyclic(a) => experiment::cyclic::run(a),
+        Command::Report(a) => report::run_report(a),
+        Command::Compare(a) => report::compare::run(a),
+        Command::Import(s) => import::run(s),
     }
 }
 

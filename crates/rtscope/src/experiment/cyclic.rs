@@ -67,6 +67,7 @@ pub struct CyclicPlan {
     pub json: Option<PathBuf>,
     pub raw: Option<PathBuf>,
     pub histogram: Option<PathBuf>,
+    pub report: Option<PathBuf>,
     pub ring_capacity: usize,
     #[serde(skip)]
     pub quiet: bool,
@@ -120,6 +121,7 @@ pub fn plan(a: &CyclicArgs) -> Result<CyclicPlan> {
         ("--json", &a.out.json),
         ("--raw", &a.raw),
         ("--histogram", &a.histogram),
+        ("--report", &a.out.report),
     ] {
         if let Some(p) = p {
             check_output(flag, p)?;
@@ -158,6 +160,7 @@ pub fn plan(a: &CyclicArgs) -> Result<CyclicPlan> {
         json: a.out.json.clone(),
         raw: a.raw.clone(),
         histogram: a.histogram.clone(),
+        report: a.out.report.clone(),
         ring_capacity,
         quiet: a.out.quiet,
     })
@@ -576,6 +579,14 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
                 write_errors.push(format!("--raw {}: {e}", p.display()))
             }
             (Err(e), None) => write_errors.push(format!("--raw {}: {e}", p.display())),
+        }
+    }
+
+    // The HTML report (crate::report), written last so that it shows the final document.
+    if let Some(p) = &plan.report {
+        match crate::report::write_html(std::slice::from_ref(&doc), p) {
+            Ok(()) => written.push(format!("report: {}", p.display())),
+            Err(e) => write_errors.push(format!("--report {}: {e}", p.display())),
         }
     }
 

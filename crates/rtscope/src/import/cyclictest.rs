@@ -1,0 +1,928 @@
+//! cyclictest's outputs as rtscope result documents.
+//!
+//! Two inputs:
+//!
+//! - the `--json=FILE` document (rt-tests 2.x): top-level keys with cyclictest's
+//!   quirky trailing colons (`"cmdline:"`, `"rt_test_version:"`), `sysinfo`
+//!   (uname), and per thread `histogram` (`{"bin": count}`, only with `-h`),
+//!   `cycles`, `min`, `max`, `avg`, `cpu`, `node`;
+//! - the `-h`/`-H` histogram text: `# Histogram`, one row per bin (`000012
+//!   000034<TAB>000056`, all-zero rows possibly removed), then `# Total:`
+//!   (absent in older versions), `# Min Latencies:`, `# Avg Latencies:`,
+//!   `# Max Latencies:`, `# Histogram Overflows:` and the overflow cycle lists.
+//!   With `-H` an extra summary column is present; it is recognised and dropped.
+//!
+//! Conversion: cyclictest truncates latencies to whole microseconds, so a
+//! value of `v` µs (a bin, a min or a max) stands for `[v, v+1)` µs and
+//! becomes `v·1000 + 500` ns, the middle of that interval; series carry
+//! `resolution_ns = 1000`, which widens their confidence intervals. With
+//! `-N` (nanoseconds) values are taken as they are (`resolution_ns = 1`).
+//! Samples beyond the histogram's range (its overflows) are counted in the
+//! attribute `histogram_overflows` and recorded at the maximum latency, so
+//! percentiles above the last bin are upper bounds (a warning says so).
+//!
+//! Every input error is an [`ImportError`] with one line of text; nothing here
+//! panics on any input (fuzzed with proptest).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use rtscope_core::record::{LatencyHistogram, HIST_HIGHEST_NS};
+use rtscope_core::result::{
+    EndReason, ResultDocument, Series, SeriesCounters, Stats, Timeline, Tool, SCHEMA_VERSION,
+};
+use rtscope_core::system::{preemption_model, SystemSnapshot};
+
+/// Bad input, as one line.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{0}")]
+pub struct ImportError(pub String);
+
+fn err<T>(msg: impl Into<String>) -> Result<T, ImportError> {
+    Err(ImportError(msg.into()))
+}
+
+/// The largest plausible count in one bin (beyond it the input is not real data).
+const MAX_COUNT: u64 = 1 << 53;
+
+/// How cyclictest's numbers become ns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Scale {
+    mult: u64,
+    offset: u64,
+}
+
+const US: Scale = Scale {
+    mult: 1000,
+    offset: 500,
+};
+const NS: Scale = Scale { mult: 1, offset: 0 };
+
+impl Scale {
+    fn ns(&self, v: u64) -> Result<u64, ImportError> {
+        v.checked_mul(self.mult)
+            .and_then(|x| x.checked_add(self.offset))
+            .filter(|x| *x <= HIST_HIGHEST_NS)
+            .ok_or_else(|| ImportError(format!("latency {v} is beyond 100 s")))
+    }
+
+    fn ns_f(&self, v: f64) -> Result<f64, ImportError> {
+        let x = v * self.mult as f64 + self.offset as f64;
+        if x.is_finite() && x.abs() <= HIST_HIGHEST_NS as f64 {
+            Ok(x)
+        } else {
+            err(format!("latency {v} is out of range"))
+        }
+    }
+}
+
+/// One thread's figures, in cyclictest's unit.
+#[derive(Debug, Clone, Default)]
+struct Thread {
+    index: usize,
+    attrs: BTreeMap<String, Value>,
+    /// `(bin, count)`, non-zero counts only.
+    bins: Vec<(u64, u64)>,
+    /// Whether a histogram was present at all.
+    has_histogram: bool,
+    overflows: u64,
+    /// Total samples (bins + overflows, or `cycles`).
+    count: u64,
+    min: Option<i64>,
+    max: Option<i64>,
+    avg: Option<f64>,
+}
+
+/// The modification time of `p` as RFC 3339 (now, if unreadable).
+pub fn file_time(p: &Path) -> String {
+    let t = std::fs::metadata(p)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|_| std::time::SystemTime::now());
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// Parses cyclictest's `"%a, %d %b %Y %T %z"` time (`Mon, 23 Nov 2026 09:46:26
+/// +0000`) into seconds since the epoch.
+pub fn parse_rfc2822(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let s = s.split_once(',').map_or(s, |(_, r)| r).trim();
+    let mut it = s.split_whitespace();
+    let day: i64 = it.next()?.parse().ok()?;
+    let mon = it.next()?;
+    let year: i64 = it.next()?.parse().ok()?;
+    let hms = it.next()?;
+    let zone = it.next().unwrap_or("+0000");
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    .iter()
+    .position(|m| m.eq_ignore_ascii_case(mon))? as i64
+        + 1;
+    let mut t = hms.split(':');
+    let (h, m, sec): (i64, i64, i64) = (
+        t.next()?.parse().ok()?,
+        t.next()?.parse().ok()?,
+        t.next()?.parse().ok()?,
+    );
+    if !(1..=31).contains(&day)
+        || !(0..24).contains(&h)
+        || !(0..60).contains(&m)
+        || !(0..=60).contains(&sec)
+        || !(1970..=9999).contains(&year)
+    {
+        return None;
+    }
+    let off = match zone {
+        "GMT" | "UTC" | "Z" => 0,
+        z if z.len() == 5 && (z.starts_with('+') || z.starts_with('-')) => {
+            let hh: i64 = z[1..3].parse().ok()?;
+            let mm: i64 = z[3..5].parse().ok()?;
+            let v = hh * 3600 + mm * 60;
+            if z.starts_with('-') {
+                -v
+            } else {
+                v
+            }
+        }
+        _ => return None,
+    };
+    // Days from civil (Howard Hinnant's algorithm).
+    let (y, mo) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * mo + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + h * 3600 + m * 60 + sec - off)
+}
+
+fn rfc3339(epoch_s: i64) -> Option<String> {
+    let t = std::time::UNIX_EPOCH
+        .checked_add(std::time::Duration::from_secs(u64::try_from(epoch_s).ok()?))?;
+    Some(humantime::format_rfc3339_seconds(t).to_string())
+}
+
+/// Looks a key up with or without cyclictest's trailing colon.
+fn key<'a>(o: &'a serde_json::Map<String, Value>, name: &str) -> Option<&'a Value> {
+    o.get(name).or_else(|| o.get(&format!("{name}:")))
+}
+
+fn as_u64(v: &Value, what: &str) -> Result<u64, ImportError> {
+    v.as_u64()
+        .or_else(|| {
+            v.as_f64()
+                .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1.8e19)
+                .map(|f| f as u64)
+        })
+        .ok_or_else(|| ImportError(format!("{what}: expected a whole number, found {v}")))
+}
+
+fn as_i64(v: &Value, what: &str) -> Result<i64, ImportError> {
+    v.as_i64()
+        .ok_or_else(|| ImportError(format!("{what}: expected a whole number, found {v}")))
+}
+
+/// A `cyclictest --json` document as a result document. `fallback_time` is
+/// used when the file holds no readable start time.
+pub fn from_json(bytes: &[u8], fallback_time: String) -> Result<ResultDocument, ImportError> {
+    let v: Value = serde_json::from_slice(bytes)
+        .map_err(|e| ImportError(format!("not a cyclictest JSON file: {e}")))?;
+    let Some(o) = v.as_object() else {
+        return err("not a cyclictest JSON file: not a JSON object");
+    };
+    let Some(threads_v) = o.get("thread").and_then(Value::as_object) else {
+        return err("not a cyclictest JSON file: no \"thread\" object");
+    };
+    let cmdline = key(o, "cmdline").and_then(Value::as_str).unwrap_or("");
+    let command_line: Vec<String> = cmdline.split_whitespace().map(str::to_string).collect();
+    let nsecs = command_line.iter().any(|a| {
+        a == "-N"
+            || a == "--nsecs"
+            || (a.starts_with('-')
+                && !a.starts_with("--")
+                && a.len() > 2
+                && a[1..].chars().all(|c| c.is_ascii_alphabetic())
+                && a.contains('N'))
+    });
+    let scale = if nsecs { NS } else { US };
+
+    let mut threads = Vec::new();
+    for (name, t) in threads_v {
+        let index: usize = name
+            .parse()
+            .map_err(|_| ImportError(format!("thread \"{name}\": not a thread number")))?;
+        let what = |f: &str| format!("thread {name}: {f}");
+        let Some(t) = t.as_object() else {
+            return err(what("not an object"));
+        };
+        let cycles = as_u64(
+            t.get("cycles")
+                .ok_or_else(|| ImportError(what("no \"cycles\"")))?,
+            &what("cycles"),
+        )?;
+        let mut th = Thread {
+            index,
+            count: cycles,
+            ..Default::default()
+        };
+        if let Some(h) = t.get("histogram") {
+            let Some(h) = h.as_object() else {
+                return err(what("\"histogram\" is not an object"));
+            };
+            th.has_histogram = !h.is_empty();
+            let mut sum = 0u64;
+            for (bin, c) in h {
+                let b: u64 = bin
+                    .parse()
+                    .map_err(|_| ImportError(what(&format!("histogram bin \"{bin}\""))))?;
+                let c = as_u64(c, &what(&format!("histogram bin {b}")))?;
+                if c > MAX_COUNT {
+                    return err(what(&format!(
+                        "histogram bin {b}: count {c} is not plausible"
+                    )));
+                }
+                scale.ns(b).map_err(|e| ImportError(what(&e.0)))?;
+                if c > 0 {
+                    th.bins.push((b, c));
+                    sum = sum.saturating_add(c);
+                }
+            }
+            th.bins.sort_unstable();
+            if th.has_histogram {
+                th.overflows = cycles.saturating_sub(sum);
+                th.count = cycles.max(sum);
+            }
+        }
+        if th.count > MAX_COUNT {
+            return err(what("cycles: not plausible"));
+        }
+        if th.count > 0 {
+            th.min = t.get("min").map(|v| as_i64(v, &what("min"))).transpose()?;
+            th.max = t.get("max").map(|v| as_i64(v, &what("max"))).transpose()?;
+            th.avg = t.get("avg").and_then(Value::as_f64);
+        }
+        for k in ["cpu", "node"] {
+            if let Some(x) = t.get(k).and_then(Value::as_i64) {
+                th.attrs.insert(k.into(), json!(x));
+            }
+        }
+        threads.push(th);
+    }
+    threads.sort_by_key(|t| t.index);
+    if threads.is_empty() {
+        return err("no threads in the \"thread\" object");
+    }
+
+    let sys = o.get("sysinfo").and_then(Value::as_object);
+    let s = |k: &str| {
+        sys.and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let realtime = sys
+        .and_then(|m| m.get("realtime"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+        == 1;
+    let version = s("version");
+    let system = SystemSnapshot {
+        hostname: Some(s("nodename")).filter(|x| !x.is_empty()),
+        arch: s("machine"),
+        kernel_release: s("release"),
+        preemption_model: if version.is_empty() && !realtime {
+            "unknown".into()
+        } else {
+            preemption_model(&version, realtime).to_string()
+        },
+        preempt_rt: realtime || version.contains("PREEMPT_RT"),
+        kernel_version: version,
+        ..Default::default()
+    };
+
+    let mut warnings = vec![format!(
+        "imported from cyclictest {} --json: {}",
+        key(o, "rt_test_version")
+            .and_then(Value::as_str)
+            .unwrap_or("(unknown version)"),
+        if nsecs {
+            "1 ns resolution (-N)"
+        } else {
+            "1 us resolution (values are whole microseconds, taken as the middle of each microsecond)"
+        }
+    )];
+    warnings.push(
+        "cyclictest does not count missed periods: overruns are not known (shown as 0); no timeline, no worst-sample times"
+            .into(),
+    );
+    if !system.preempt_rt && !system.kernel_version.is_empty() {
+        warnings.push(format!(
+            "kernel is not PREEMPT_RT ({}): expect long tails",
+            system.preemption_model
+        ));
+    }
+    if threads.iter().all(|t| !t.has_histogram) {
+        warnings.push(
+            "cyclictest ran without -h: only count, min, avg and max are known; no percentiles or histogram"
+                .into(),
+        );
+    }
+    if let Some(rc) = o
+        .get("return_code")
+        .and_then(Value::as_i64)
+        .filter(|r| *r != 0)
+    {
+        warnings.push(format!("cyclictest exited with return code {rc}"));
+    }
+
+    let parsed_start = key(o, "start_time")
+        .and_then(Value::as_str)
+        .and_then(parse_rfc2822);
+    let parsed_end = key(o, "end_time")
+        .and_then(Value::as_str)
+        .and_then(parse_rfc2822);
+    let started_at = parsed_start.and_then(rfc3339).unwrap_or_else(|| {
+        warnings.push("no readable start_time: the file's modification time is shown".into());
+        fallback_time.clone()
+    });
+    let ended_at = parsed_end
+        .and_then(rfc3339)
+        .unwrap_or_else(|| started_at.clone());
+    let duration_ns = match (parsed_start, parsed_end) {
+        (Some(a), Some(b)) if b >= a => ((b - a) as u64).saturating_mul(1_000_000_000),
+        _ => 0,
+    };
+    let mut plan = serde_json::Map::new();
+    plan.insert("source".into(), json!("cyclictest --json"));
+    for k in [
+        "rt_test_version",
+        "file_version",
+        "cmdline",
+        "num_threads",
+        "resolution_in_ns",
+        "return_code",
+    ] {
+        if let Some(v) = key(o, k) {
+            plan.insert(k.into(), v.clone());
+        }
+    }
+    let series = build_series(&threads, scale, &mut warnings)?;
+    Ok(ResultDocument {
+        schema_version: SCHEMA_VERSION,
+        tool: Tool::default(),
+        experiment: "cyclic".into(),
+        command_line,
+        started_at,
+        ended_at,
+        start_clock_ns: 0,
+        duration_ns,
+        end_reason: EndReason::Imported,
+        plan: Value::Object(plan),
+        system,
+        series,
+        loads: vec![],
+        break_event: None,
+        threshold: None,
+        warnings,
+    })
+}
+
+/// Which summary line a `#` line is.
+fn summary_values<'a>(line: &'a str, name: &str) -> Option<Vec<&'a str>> {
+    let rest = line.strip_prefix('#')?.trim_start();
+    let rest = rest.strip_prefix(name)?;
+    Some(rest.split_whitespace().collect())
+}
+
+fn parse_numbers(vals: &[&str], what: &str, lineno: usize) -> Result<Vec<u64>, ImportError> {
+    vals.iter()
+        .map(|v| {
+            v.parse::<u64>().map_err(|_| {
+                ImportError(format!(
+                    "line {lineno}: {what}: '{v}' is not a whole number"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// cyclictest's `-h`/`-H` histogram text as a result document. `file_time`
+/// stands in for the run's time (the text holds none); `nsecs`: the
+/// histogram was written with `-N`.
+pub fn from_histogram(
+    text: &str,
+    file_time: String,
+    nsecs: bool,
+) -> Result<ResultDocument, ImportError> {
+    let scale = if nsecs { NS } else { US };
+    let mut rows: Vec<(u64, Vec<u64>)> = Vec::new();
+    let mut cols = 0usize;
+    let mut total: Option<Vec<u64>> = None;
+    let mut min: Option<Vec<u64>> = None;
+    let mut avg: Option<Vec<u64>> = None;
+    let mut max: Option<Vec<u64>> = None;
+    let mut ovf: Option<Vec<u64>> = None;
+    let mut saw_header = false;
+    for (i, raw) in text.lines().enumerate() {
+        let lineno = i + 1;
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if line.starts_with('#') {
+            if line == "# Histogram" {
+                saw_header = true;
+            } else if let Some(v) = summary_values(line, "Total:") {
+                total = Some(parse_numbers(&v, "Total", lineno)?);
+            } else if let Some(v) = summary_values(line, "Min Latencies:") {
+                min = Some(parse_numbers(&v, "Min Latencies", lineno)?);
+            } else if let Some(v) = summary_values(line, "Avg Latencies:") {
+                avg = Some(parse_numbers(&v, "Avg Latencies", lineno)?);
+            } else if let Some(v) = summary_values(line, "Max Latencies:") {
+                max = Some(parse_numbers(&v, "Max Latencies", lineno)?);
+            } else if let Some(v) = summary_values(line, "Histogram Overflows:") {
+                ovf = Some(parse_numbers(&v, "Histogram Overflows", lineno)?);
+            }
+            // Other comments (cpu_dma_latency, overflow cycle lists) carry nothing we keep.
+            continue;
+        }
+        // cyclictest's own status lines, when its stdout was captured without -q.
+        if line.starts_with("T:") || line.starts_with("policy:") || line.starts_with('\u{1b}') {
+            continue;
+        }
+        let mut it = line.split_whitespace();
+        let first = it.next().unwrap_or("");
+        let Ok(bin) = first.parse::<u64>() else {
+            return err(format!(
+                "line {lineno}: not a cyclictest histogram line: '{}'",
+                line.chars().take(60).collect::<String>()
+            ));
+        };
+        let counts = parse_numbers(&it.collect::<Vec<_>>(), "count", lineno)?;
+        if counts.is_empty() {
+            return err(format!("line {lineno}: a bin without counts"));
+        }
+        if cols == 0 {
+            cols = counts.len();
+        } else if counts.len() != cols {
+            return err(format!(
+                "line {lineno}: {} columns where earlier rows have {cols}",
+                counts.len()
+            ));
+        }
+        if let Some(c) = counts.iter().find(|c| **c > MAX_COUNT) {
+            return err(format!("line {lineno}: count {c} is not plausible"));
+        }
+        scale
+            .ns(bin)
+            .map_err(|e| ImportError(format!("line {lineno}: {}", e.0)))?;
+        rows.push((bin, counts));
+    }
+    if rows.is_empty() {
+        return err(if saw_header {
+            "no histogram rows after '# Histogram'"
+        } else {
+            "not a cyclictest histogram: no histogram rows"
+        });
+    }
+    // -H adds a summary column: Min/Avg lines then have one value fewer than
+    // the rows have columns; without them, the last column is the others' sum.
+    let per_thread_lines = min.as_ref().or(avg.as_ref()).map(Vec::len);
+    let summary_col = cols >= 2
+        && match per_thread_lines {
+            Some(n) => n == cols - 1,
+            None => rows.iter().all(|(_, c)| {
+                c[..cols - 1].iter().fold(0u64, |a, x| a.saturating_add(*x)) == c[cols - 1]
+            }),
+        };
+    let n = if summary_col { cols - 1 } else { cols };
+    for (name, v) in [
+        ("Min", &min),
+        ("Avg", &avg),
+        ("Max", &max),
+        ("Overflows", &ovf),
+        ("Total", &total),
+    ] {
+        if let Some(v) = v {
+            if v.len() < n {
+                return err(format!(
+                    "'{name}' line has {} values for {n} threads",
+                    v.len()
+                ));
+            }
+        }
+    }
+    let mut threads = Vec::new();
+    for j in 0..n {
+        let mut bins: Vec<(u64, u64)> = rows
+            .iter()
+            .map(|(b, c)| (*b, c[j]))
+            .filter(|(_, c)| *c > 0)
+            .collect();
+        bins.sort_unstable();
+        let sum = bins.iter().fold(0u64, |a, (_, c)| a.saturating_add(*c));
+        let overflows = ovf.as_ref().map_or(0, |v| v[j]);
+        if overflows > MAX_COUNT {
+            return err(format!(
+                "thread {j}: {overflows} overflows is not plausible"
+            ));
+        }
+        let count = sum.saturating_add(overflows);
+        let mut attrs = BTreeMap::new();
+        attrs.insert(
+            "histogram_range_ns".into(),
+            json!((rows.iter().map(|r| r.0).max().unwrap_or(0) + 1).saturating_mul(scale.mult)),
+        );
+        threads.push(Thread {
+            index: j,
+            attrs,
+            bins,
+            has_histogram: true,
+            overflows,
+            count,
+            min: min.as_ref().map(|v| v[j] as i64).filter(|_| count > 0),
+            max: max.as_ref().map(|v| v[j] as i64).filter(|_| count > 0),
+            avg: avg.as_ref().map(|v| v[j] as f64).filter(|_| count > 0),
+        });
+    }
+    let mut warnings = vec![format!(
+        "imported from a cyclictest histogram: {}; the time of the run is unknown (the file's modification time is shown)",
+        if nsecs {
+            "1 ns bins (-N)"
+        } else {
+            "1 us bins, each taken at its middle (bin v: v us + 500 ns); the average is cyclictest's, truncated to whole us"
+        }
+    )];
+    warnings.push(
+        "no system snapshot, no overruns, no timeline and no worst-sample times in a histogram file".into(),
+    );
+    if summary_col {
+        warnings.push("the -H summary column was dropped; 'all' is the sum of the threads".into());
+    }
+    let series = build_series(&threads, scale, &mut warnings)?;
+    let mut plan = serde_json::Map::new();
+    plan.insert("source".into(), json!("cyclictest histogram"));
+    plan.insert("threads".into(), json!(n));
+    plan.insert("total_line".into(), json!(total.is_some()));
+    plan.insert("nsecs".into(), json!(nsecs));
+    Ok(ResultDocument {
+        schema_version: SCHEMA_VERSION,
+        tool: Tool::default(),
+        experiment: "cyclic".into(),
+        command_line: vec![],
+        started_at: file_time.clone(),
+        ended_at: file_time,
+        start_clock_ns: 0,
+        duration_ns: 0,
+        end_reason: EndReason::Imported,
+        plan: Value::Object(plan),
+        system: SystemSnapshot {
+            preemption_model: "unknown".into(),
+            ..Default::default()
+        },
+        series,
+        loads: vec![],
+        break_event: None,
+        threshold: None,
+        warnings,
+    })
+}
+
+/// One series per thread plus `all`.
+fn build_series(
+    threads: &[Thread],
+    scale: Scale,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Series>, ImportError> {
+    let mut out = Vec::new();
+    let mut all = Thread {
+        has_histogram: threads.iter().any(|t| t.has_histogram),
+        ..Default::default()
+    };
+    let mut weighted = 0.0f64;
+    let mut avg_known = true;
+    for t in threads {
+        out.push(one_series(&format!("thread {}", t.index), t, scale, true)?);
+        all.bins.extend(&t.bins);
+        all.overflows = all.overflows.saturating_add(t.overflows);
+        all.count = all.count.saturating_add(t.count);
+        if t.count > 0 {
+            all.min = match (all.min, t.min) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            all.max = match (all.max, t.max) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            match t.avg {
+                Some(a) => weighted += a * t.count as f64,
+                None => avg_known = false,
+            }
+        }
+    }
+    if avg_known && all.count > 0 {
+        all.avg = Some(weighted / all.count as f64);
+    }
+    all.bins.sort_unstable();
+    let mut s = one_series("all", &all, scale, false)?;
+    s.attributes.insert("threads".into(), json!(threads.len()));
+    out.push(s);
+    if all.overflows > 0 {
+        warnings.push(format!(
+            "{} samples were beyond the histogram's range (histogram overflows): they are counted at the maximum latency, so percentiles above the last bin are upper bounds",
+            all.overflows
+        ));
+    }
+    Ok(out)
+}
+
+fn one_series(
+    label: &str,
+    t: &Thread,
+    scale: Scale,
+    per_thread: bool,
+) -> Result<Series, ImportError> {
+    let mut h = LatencyHistogram::new();
+    for (b, c) in &t.bins {
+        h.record_n(scale.ns(*b)?, *c);
+    }
+    let to_ns = |v: i64| -> Result<i64, ImportError> {
+        if v < 0 {
+            // A negative latency (clock step): keep it as is in ns.
+            Ok(v.saturating_mul(scale.mult as i64))
+        } else {
+            Ok(scale.ns(v as u64)? as i64)
+        }
+    };
+    let min_ns = t.min.map(to_ns).transpose()?;
+    let mut max_ns = t.max.map(to_ns).transpose()?;
+    let last_bin_ns = t.bins.last().map(|b| scale.ns(b.0)).transpose()?;
+    if t.overflows > 0 {
+        // Overflows lie above the last bin; the maximum is the best known value for them.
+        let at = max_ns.map(|m| m.max(0) as u64).or(last_bin_ns).unwrap_or(0);
+        h.record_n(at, t.overflows);
+        max_ns.get_or_insert(at as i64);
+    }
+    let has_hist = !h.is_empty() && t.has_histogram;
+    let first_bin_ns = t.bins.first().map(|b| scale.ns(b.0)).transpose()?;
+    let min_ns = min_ns.or(first_bin_ns.map(|v| v as i64)).unwrap_or(0);
+    let max_ns = max_ns.or(last_bin_ns.map(|v| v as i64)).unwrap_or(0);
+    if min_ns > max_ns {
+        return err(format!(
+            "{label}: minimum {min_ns} ns above maximum {max_ns} ns"
+        ));
+    }
+    let mean_ns = match t.avg {
+        Some(a) => scale.ns_f(a)?,
+        None if has_hist => h.inner().mean(),
+        None => 0.0,
+    };
+    let (lo, hi) = (
+        min_ns.max(0) as u64,
+        (max_ns.max(0) as u64).max(min_ns.max(0) as u64),
+    );
+    let q = |p: f64| {
+        if has_hist {
+            h.quantile(p).clamp(lo, hi)
+        } else {
+            0
+        }
+    };
+    let stats = Stats {
+        count: t.count,
+        min_ns,
+        max_ns,
+        mean_ns,
+        stddev_ns: if has_hist { h.inner().stdev() } else { 0.0 },
+        p50_ns: q(0.5),
+        p90_ns: q(0.9),
+        p99_ns: q(0.99),
+        p99_9_ns: q(0.999),
+        p99_99_ns: q(0.9999),
+        p99_999_ns: q(0.99999),
+    };
+    let mut attributes = t.attrs.clone();
+    if per_thread {
+        attributes.insert("thread".into(), json!(t.index));
+    }
+    attributes.insert("source".into(), json!("cyclictest"));
+    attributes.insert("resolution_ns".into(), json!(scale.mult));
+    if t.has_histogram {
+        attributes.insert("histogram_overflows".into(), json!(t.overflows));
+    }
+    Ok(Series {
+        label: label.to_string(),
+        attributes,
+        stats,
+        counters: SeriesCounters::default(),
+        histogram: if has_hist {
+            h.export()
+        } else {
+            LatencyHistogram::new().export()
+        },
+        timeline: Timeline {
+            interval_ns: 1_000_000_000,
+            points: vec![],
+        },
+        spikes: vec![],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: &str = "2026-01-01T00:00:00Z";
+
+    #[test]
+    fn dates() {
+        assert_eq!(
+            parse_rfc2822("Mon, 23 Nov 2026 09:46:26 +0000"),
+            Some(1_795_427_186)
+        );
+        assert_eq!(
+            parse_rfc2822("Mon, 23 Nov 2026 10:46:26 +0100"),
+            Some(1_795_427_186)
+        );
+        assert_eq!(parse_rfc2822("yesterday"), None);
+        assert_eq!(parse_rfc2822("Mon, 99 Nov 2026 09:46:26 +0000"), None);
+        assert_eq!(rfc3339(1_795_427_186).unwrap(), "2026-11-23T09:46:26Z");
+    }
+
+    #[test]
+    fn histogram_with_and_without_total_and_zero_rows() {
+        let full = "# /dev/cpu_dma_latency set to 0us\n# Histogram\n000000 000000\t000000\n\
+                    000001 000002\t000000\n000002 000000\t000000\n000003 000001\t000004\n\
+                    # Total: 000000003 000000004\n# Min Latencies: 00001 00003\n\
+                    # Avg Latencies: 00001 00003\n# Max Latencies: 00009 00003\n\
+                    # Histogram Overflows: 00001 00000\n# Histogram Overflow at cycle number:\n\
+                    # Thread 0: 00002\n# Thread 1:\n";
+        let stripped: String = full
+            .lines()
+            .filter(|l| !l.starts_with("# Total") && !l.ends_with("000000\t000000"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        for text in [full, stripped.as_str()] {
+            let d = from_histogram(text, T.into(), false).unwrap();
+            assert_eq!(d.series.len(), 3);
+            let t0 = &d.series[0];
+            assert_eq!(t0.label, "thread 0");
+            assert_eq!(t0.stats.count, 4);
+            assert_eq!(t0.stats.min_ns, 1500);
+            assert_eq!(t0.stats.max_ns, 9500);
+            assert_eq!(t0.attributes["histogram_overflows"], json!(1));
+            assert_eq!(t0.histogram.buckets.iter().map(|b| b[1]).sum::<u64>(), 4);
+            assert_eq!(d.series[1].stats.count, 4);
+            assert_eq!(d.series[1].stats.p50_ns, 3500);
+            assert_eq!(d.series[2].label, "all");
+            assert_eq!(d.series[2].stats.count, 8);
+            assert!(d.warnings.iter().any(|w| w.contains("overflows")));
+        }
+    }
+
+    #[test]
+    fn summary_column_of_capital_h_is_dropped() {
+        let text = "# Histogram\n000000 000001\t000002\t000003\n000001 000000\t000001\t000001\n\
+                    # Total: 000000001 000000003 000000004\n# Min Latencies: 00000 00000\n\
+                    # Avg Latencies: 00000 00000\n# Max Latencies: 00000 00001 00001\n\
+                    # Histogram Overflows: 00000 00000 00000\n";
+        let d = from_histogram(text, T.into(), false).unwrap();
+        assert_eq!(d.series.len(), 3);
+        assert_eq!(d.series[2].stats.count, 4);
+        // Without Min/Avg lines the sum column is still recognised.
+        let bare = "000000 000001\t000002\t000003\n000001 000000\t000001\t000001\n";
+        let d = from_histogram(bare, T.into(), false).unwrap();
+        assert_eq!(d.series.len(), 3);
+    }
+
+    #[test]
+    fn histogram_errors_are_one_line() {
+        for (text, want) in [
+            ("", "no histogram rows"),
+            ("hello\n", "line 1: not a cyclictest histogram line"),
+            ("000000 000001 000002\n000001 000001\n", "line 2: 1 columns"),
+            ("000000 x\n", "line 1: count: 'x'"),
+            (
+                "000000 1 2 3\n# Min Latencies: 1\n",
+                "'Min' line has 1 values for 3 threads",
+            ),
+            (
+                "000000 1\n# Min Latencies: 5\n",
+                "thread 0: minimum 5500 ns above maximum 500 ns",
+            ),
+        ] {
+            let e = from_histogram(text, T.into(), false).unwrap_err();
+            assert!(e.0.contains(want), "{text:?}: {}", e.0);
+            assert!(!e.0.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn json_without_histogram() {
+        let j = r##"{"file_version":1,"cmdline:":"cyclictest -q --json=x","rt_test_version:":"2.40",
+            "start_time":"Mon, 23 Nov 2026 09:46:36 +0000","end_time":"Mon, 23 Nov 2026 09:46:37 +0000",
+            "return_code":0,"sysinfo":{"sysname":"Linux","nodename":"vm","release":"6.1",
+            "version":"#1 SMP PREEMPT_RT","machine":"x86_64","realtime":1},"num_threads":1,
+            "resolution_in_ns":0,"thread":{"0":{"histogram":{},"cycles":500,"min":14,"max":570,
+            "avg":21.89,"cpu":0,"node":0}}}"##;
+        let d = from_json(j.as_bytes(), T.into()).unwrap();
+        assert_eq!(d.started_at, "2026-11-23T09:46:36Z");
+        assert_eq!(d.duration_ns, 1_000_000_000);
+        assert!(d.system.preempt_rt);
+        assert_eq!(d.system.preemption_model, "PREEMPT_RT");
+        assert_eq!(d.series[0].stats.count, 500);
+        assert_eq!(d.series[0].stats.max_ns, 570_500);
+        assert!(d.series[0].histogram.buckets.is_empty());
+        assert!(d.warnings.iter().any(|w| w.contains("without -h")));
+        assert_eq!(d.command_line, vec!["cyclictest", "-q", "--json=x"]);
+    }
+
+    #[test]
+    fn json_errors() {
+        for (j, want) in [
+            ("[]", "not a JSON object"),
+            ("{}", "no \"thread\" object"),
+            (r#"{"thread":{}}"#, "no threads"),
+            (r#"{"thread":{"x":{}}}"#, "not a thread number"),
+            (r#"{"thread":{"0":{}}}"#, "no \"cycles\""),
+            (
+                r#"{"thread":{"0":{"cycles":-1}}}"#,
+                "cycles: expected a whole number",
+            ),
+            (
+                r#"{"thread":{"0":{"cycles":1,"histogram":{"a":1}}}}"#,
+                "histogram bin \"a\"",
+            ),
+            (
+                r#"{"thread":{"0":{"cycles":1,"histogram":{"1":1},"min":"x"}}}"#,
+                "min",
+            ),
+            (
+                r#"{"thread":{"0":{"cycles":1,"histogram":{"99999999999":1}}}}"#,
+                "beyond 100 s",
+            ),
+            ("{", "not a cyclictest JSON file"),
+        ] {
+            let e = from_json(j.as_bytes(), T.into()).unwrap_err();
+            assert!(e.0.contains(want), "{j}: {}", e.0);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn histogram_parser_never_panics(s in "\\PC*") {
+            let _ = from_histogram(&s, T.into(), false);
+        }
+
+        #[test]
+        fn histogram_parser_never_panics_on_near_misses(
+            rows in proptest::collection::vec(
+                (0u64..1_000_000_000_000, proptest::collection::vec(0u64..u64::MAX, 0..4)), 0..20),
+            tail in "(# (Total|Min Latencies|Avg Latencies|Max Latencies|Histogram Overflows): [0-9 ]{0,30}\n){0,6}",
+        ) {
+            let mut text = String::from("# Histogram\n");
+            for (b, cs) in &rows {
+                text.push_str(&format!("{b:06}"));
+                for c in cs {
+                    text.push_str(&format!(" {c:06}"));
+                }
+                text.push('\n');
+            }
+            text.push_str(&tail);
+            let _ = from_histogram(&text, T.into(), false);
+            let _ = from_histogram(&text, T.into(), true);
+        }
+
+        #[test]
+        fn json_parser_never_panics(b in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+            let _ = from_json(&b, T.into());
+        }
+
+        #[test]
+        fn json_parser_never_panics_on_near_misses(
+            cycles in proptest::num::i64::ANY,
+            bins in proptest::collection::btree_map("[0-9]{1,12}", proptest::num::i64::ANY, 0..6),
+            min in proptest::num::i64::ANY,
+            max in proptest::num::i64::ANY,
+            avg in proptest::num::f64::ANY,
+            start in "\\PC{0,40}",
+        ) {
+            let doc = serde_json::json!({
+                "cmdline:": "cyclictest -N",
+                "start_time": start,
+                "thread": {"0": {"histogram": bins, "cycles": cycles, "min": min, "max": max,
+                                  "avg": if avg.is_finite() { serde_json::json!(avg) } else { serde_json::Value::Null }}}
+            });
+            let _ = from_json(doc.to_string().as_bytes(), T.into());
+            let doc2 = doc.to_string().replace("cyclictest -N", "cyclictest");
+            let _ = from_json(doc2.as_bytes(), T.into());
+        }
+    }
+}

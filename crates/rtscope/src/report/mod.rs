@@ -1,0 +1,162 @@
+//! Reports and comparisons: result documents turned into one self-contained
+//! HTML file (inline CSS and SVG, no script, no external request) and into
+//! side-by-side tables with confidence intervals.
+//!
+//! - [`write_html`]: the report of one or more documents; any experiment can
+//!   call it (`rtscope cyclic --report FILE` does).
+//! - `rtscope report`: [`run_report`].
+//! - `rtscope compare`: [`compare::run`].
+
+pub mod charts;
+pub mod compare;
+pub mod html;
+#[cfg(test)]
+mod snapshot_tests;
+pub mod stats;
+pub mod svg;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use rtscope_core::result::{write_atomic, ResultDocument};
+
+use crate::cli::ReportArgs;
+use crate::error::{usage, EXIT_OK};
+
+/// Escapes text for HTML and SVG (element content and quoted attributes).
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            // Control characters other than tab/newline are not valid in XML.
+            c if c.is_control() && c != '\n' && c != '\t' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A command line as a shell would need it typed (single quotes where needed).
+pub fn shell_join(args: &[String]) -> String {
+    args.iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A loaded result document and the name it is shown under.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub name: String,
+    pub path: PathBuf,
+    pub doc: ResultDocument,
+}
+
+/// Reads a result document; a missing or malformed file is a usage error (exit 2).
+pub fn load(path: &Path) -> Result<ResultDocument> {
+    ResultDocument::read(path).map_err(|e| usage(e.to_string()))
+}
+
+/// Short, distinct names for runs: file stems, or more of the path where stems collide.
+pub fn run_names(paths: &[PathBuf]) -> Vec<String> {
+    let stem = |p: &PathBuf| {
+        p.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| p.display().to_string())
+    };
+    let stems: Vec<String> = paths.iter().map(stem).collect();
+    stems
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            if stems.iter().filter(|t| *t == s).count() > 1 {
+                paths[i].display().to_string()
+            } else {
+                s.clone()
+            }
+        })
+        .collect()
+}
+
+/// Writes the HTML report of `docs` to `path` (atomically). Documents are
+/// named by host and start time.
+pub fn write_html(docs: &[ResultDocument], path: &Path) -> std::io::Result<()> {
+    let runs: Vec<Run> = docs
+        .iter()
+        .map(|d| Run {
+            name: format!(
+                "{} on {}",
+                d.experiment,
+                d.system.hostname.as_deref().unwrap_or("unknown host")
+            ),
+            path: PathBuf::new(),
+            doc: d.clone(),
+        })
+        .collect();
+    write_atomic(path, html::report_page(&runs).as_bytes())
+}
+
+/// `rtscope report RESULT.json... -o report.html`.
+pub fn run_report(a: ReportArgs) -> Result<i32> {
+    crate::experiment::check_output("--output", &a.output)?;
+    let names = run_names(&a.files);
+    let mut runs = Vec::new();
+    for (p, name) in a.files.iter().zip(names) {
+        runs.push(Run {
+            name,
+            path: p.clone(),
+            doc: load(p)?,
+        });
+    }
+    let page = html::report_page(&runs);
+    write_atomic(&a.output, page.as_bytes())
+        .with_context(|| format!("--output {}", a.output.display()))?;
+    println!("report: {}", a.output.display());
+    Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping() {
+        assert_eq!(
+            esc(r#"<script>alert("x" & 'y')</script>"#),
+            "&lt;script&gt;alert(&quot;x&quot; &amp; &#39;y&#39;)&lt;/script&gt;"
+        );
+        assert_eq!(esc("a\u{0}b"), "a\u{FFFD}b");
+    }
+
+    #[test]
+    fn shell_quoting() {
+        let a: Vec<String> = ["rtscope", "cyclic", "-i", "1ms", "a b", "it's", ""]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(shell_join(&a), r"rtscope cyclic -i 1ms 'a b' 'it'\''s' ''");
+    }
+
+    #[test]
+    fn names() {
+        let p = |s: &str| PathBuf::from(s);
+        assert_eq!(
+            run_names(&[p("a/run.json"), p("b/run.json"), p("rt.json")]),
+            vec!["a/run.json", "b/run.json", "rt"]
+        );
+    }
+}

@@ -1,0 +1,531 @@
+//! Integration tests of `rtscope report`, `rtscope compare`, `rtscope import
+//! cyclictest` and `rtscope cyclic --report`, driving the real binary, plus a
+//! browser test that loads a real report in headless Chromium.
+//!
+//! The fixtures under `tests/fixtures/` are real cyclictest (rt-tests 2.40)
+//! outputs; see `tests/fixtures/README.md` for the commands that made them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command as StdCommand;
+
+use assert_cmd::Command;
+use rtscope_core::result::ResultDocument;
+use serde_json::Value;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn rtscope() -> Command {
+    Command::cargo_bin("rtscope").unwrap()
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(args: &[&str]) -> Out {
+    let o = rtscope().args(args).output().unwrap();
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn import(kind: &str, input: &Path, out: &Path) -> ResultDocument {
+    let o = run(&["import", "cyclictest", kind, s(input), "-o", s(out)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("imported 3 series"), "{}", o.stdout);
+    ResultDocument::read(out).unwrap()
+}
+
+/// A real short cyclic run (SCHED_FIFO where allowed, else --no-rt).
+fn real_run(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    let json = dir.join(format!("{name}.json"));
+    let base = [
+        "cyclic",
+        "-l",
+        "400",
+        "-i",
+        "500us",
+        "-q",
+        "--json",
+        s(&json),
+    ];
+    let mut args: Vec<&str> = base.to_vec();
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    if o.code == 1 {
+        args.push("--no-rt");
+        let o = run(&args);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+    } else {
+        assert_eq!(o.code, 0, "{}", o.stderr);
+    }
+    json
+}
+
+fn one_line_usage_error(o: &Out) {
+    assert_eq!(o.code, 2, "stdout {} stderr {}", o.stdout, o.stderr);
+    assert_eq!(o.stderr.trim_end().lines().count(), 1, "{}", o.stderr);
+    assert!(!o.stderr.contains("panicked"), "{}", o.stderr);
+}
+
+#[test]
+fn import_cyclictest_json_with_histogram() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = import(
+        "--json",
+        &fixture("cyclictest-h150.json"),
+        &dir.path().join("a.json"),
+    );
+    assert_eq!(d.experiment, "cyclic");
+    assert_eq!(
+        serde_json::to_value(d.end_reason).unwrap(),
+        Value::from("imported")
+    );
+    assert_eq!(d.started_at, "2026-11-23T10:21:16Z");
+    assert_eq!(d.system.hostname.as_deref(), Some("vm"));
+    assert_eq!(d.system.kernel_release, "6.18.44-fc-v445");
+    assert_eq!(d.system.preemption_model, "PREEMPT_DYNAMIC");
+    assert!(d.command_line.iter().any(|a| a == "-h"));
+    let labels: Vec<&str> = d.series.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels, ["thread 0", "thread 1", "all"]);
+    // The fixture's histogram text (same run) says 6 and 1 overflows, max 3768 and 397 us.
+    let t0 = &d.series[0];
+    assert_eq!(t0.stats.count, 2000);
+    assert_eq!(t0.attributes["histogram_overflows"], Value::from(6));
+    assert_eq!(t0.attributes["resolution_ns"], Value::from(1000));
+    assert_eq!(t0.stats.max_ns, 3_768_500);
+    assert_eq!(t0.stats.min_ns, 10_500);
+    assert_eq!(
+        d.series[1].attributes["histogram_overflows"],
+        Value::from(1)
+    );
+    for s in &d.series {
+        let sum: u64 = s.histogram.buckets.iter().map(|b| b[1]).sum();
+        assert_eq!(sum, s.stats.count, "{}", s.label);
+        assert!(s.stats.p50_ns >= s.stats.min_ns as u64);
+        assert!(s.stats.p99_ns <= s.stats.max_ns as u64);
+    }
+    assert_eq!(d.series[2].stats.count, 4000);
+    assert!(d.warnings.iter().any(|w| w.contains("1 us resolution")));
+    assert!(d
+        .warnings
+        .iter()
+        .any(|w| w.contains("7 samples were beyond")));
+}
+
+#[test]
+fn histogram_text_import_matches_json_import_of_the_same_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = import(
+        "--json",
+        &fixture("cyclictest-h150.json"),
+        &dir.path().join("j.json"),
+    );
+    let h = import(
+        "--histogram",
+        &fixture("cyclictest-h150.txt"),
+        &dir.path().join("h.json"),
+    );
+    // Without the Total line and without all-zero rows (older cyclictest, or
+    // a file cleaned up for plotting): the same result.
+    let text = std::fs::read_to_string(fixture("cyclictest-h150.txt")).unwrap();
+    let stripped: String = text
+        .lines()
+        .filter(|l| !l.starts_with("# Total"))
+        .filter(|l| {
+            let mut it = l.split_whitespace();
+            let first_is_bin = it.next().is_some_and(|b| b.parse::<u64>().is_ok());
+            !(first_is_bin && it.all(|c| c.parse::<u64>() == Ok(0)))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(
+        stripped.lines().count() + 50 < text.lines().count(),
+        "zero rows were not removed"
+    );
+    let sp = dir.path().join("stripped.txt");
+    std::fs::write(&sp, stripped).unwrap();
+    let st = import("--histogram", &sp, &dir.path().join("s.json"));
+    for other in [&h, &st] {
+        for (a, b) in j.series.iter().zip(&other.series) {
+            assert_eq!(a.label, b.label);
+            assert_eq!(a.histogram, b.histogram, "{}", a.label);
+            assert_eq!(a.stats.count, b.stats.count);
+            assert_eq!(a.stats.min_ns, b.stats.min_ns);
+            assert_eq!(a.stats.max_ns, b.stats.max_ns);
+            assert_eq!(a.stats.p99_ns, b.stats.p99_ns);
+            assert_eq!(
+                a.attributes["histogram_overflows"],
+                b.attributes["histogram_overflows"]
+            );
+        }
+    }
+    assert_eq!(h.plan["total_line"], Value::from(true));
+    assert_eq!(st.plan["total_line"], Value::from(false));
+}
+
+#[test]
+fn histogram_text_with_summary_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = import(
+        "--histogram",
+        &fixture("cyclictest-H100.txt"),
+        &dir.path().join("h.json"),
+    );
+    assert_eq!(d.series.len(), 3);
+    assert_eq!(d.series[0].stats.count, 1000);
+    assert_eq!(d.series[1].stats.count, 1000);
+    assert_eq!(d.series[2].stats.count, 2000);
+    assert!(d.warnings.iter().any(|w| w.contains("-H summary column")));
+}
+
+#[test]
+fn json_without_histogram_reports_and_compares() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("n.json");
+    let o = run(&[
+        "import",
+        "cyclictest",
+        "--json",
+        s(&fixture("cyclictest-nohist.json")),
+        "-o",
+        s(&p),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let d = ResultDocument::read(&p).unwrap();
+    assert_eq!(d.series.len(), 2);
+    assert!(d.series[0].histogram.buckets.is_empty());
+    assert_eq!(d.series[0].stats.count, 500);
+    let html = dir.path().join("n.html");
+    let o = run(&["report", s(&p), "-o", s(&html)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("without -h"));
+    assert!(page.contains("data-chart-missing=\"histogram\""));
+    let j = dir.path().join("j.json");
+    import("--json", &fixture("cyclictest-h150.json"), &j);
+    let o = run(&["compare", s(&j), s(&p)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout
+            .contains("too few samples to tell at p50, p99, p99.9"),
+        "{}",
+        o.stdout
+    );
+}
+
+#[test]
+fn malformed_imports_are_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<(&str, &[u8])> = vec![
+        ("empty.txt", b""),
+        ("garbage.bin", b"\x00\x01\xff\xfe not a histogram"),
+        ("truncated.json", b"{\"thread\": {\"0\": {\"cycles\": 5"),
+        ("other.json", b"{\"schema_version\": 1, \"series\": []}"),
+        (
+            "ragged.txt",
+            b"# Histogram\n000000 000001 000002\n000001 000003\n",
+        ),
+    ];
+    let out = dir.path().join("out.json");
+    for (name, bytes) in cases {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        for kind in ["--json", "--histogram"] {
+            let o = run(&["import", "cyclictest", kind, s(&p), "-o", s(&out)]);
+            one_line_usage_error(&o);
+            assert!(o.stderr.contains(name), "{}", o.stderr);
+        }
+    }
+    assert!(!out.exists());
+    let o = run(&[
+        "import",
+        "cyclictest",
+        "--json",
+        "/nonexistent/x.json",
+        "-o",
+        s(&out),
+    ]);
+    one_line_usage_error(&o);
+    let f = s(&fixture("cyclictest-h150.json")).to_string();
+    one_line_usage_error(&run(&[
+        "import",
+        "cyclictest",
+        "--json",
+        &f,
+        "--histogram",
+        &f,
+        "-o",
+        s(&out),
+    ]));
+    one_line_usage_error(&run(&["import", "cyclictest", "-o", s(&out)]));
+}
+
+/// Rewrites a result document with hostile strings where the system and the
+/// user put text: the command line, the kernel cmdline, host, CPU model, a label.
+fn make_hostile(p: &Path) {
+    let mut v: Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+    let evil = "<script>alert('x')</script>";
+    v["command_line"]
+        .as_array_mut()
+        .unwrap()
+        .push(Value::from(evil));
+    v["system"]["cmdline"] = Value::from(format!("quiet {evil}"));
+    v["system"]["hostname"] = Value::from("host\"><img src=x onerror=alert(1)>");
+    v["system"]["cpu_model"] = Value::from("CPU & <b>bold</b>");
+    v["series"][0]["label"] = Value::from("thread <i>0</i>");
+    std::fs::write(p, serde_json::to_vec(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn report_of_a_real_run_escapes_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let html1 = dir.path().join("direct.html");
+    let json = real_run(dir.path(), "run", &["--report", s(&html1)]);
+    let page = std::fs::read_to_string(&html1).unwrap();
+    for kind in ["histogram", "timeline", "percentiles"] {
+        assert!(page.contains(&format!("data-chart=\"{kind}\"")), "{kind}");
+    }
+    // Self-contained: no external reference at all (the SVG namespace is a name, not a request).
+    let no_ns = page.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+    for bad in [
+        "http://", "https://", "src=", "<link", "@import", "url(", "<script",
+    ] {
+        assert!(!no_ns.contains(bad), "{bad} in the report");
+    }
+    make_hostile(&json);
+    let html2 = dir.path().join("r.html");
+    let o = run(&["report", s(&json), "-o", s(&html2)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("report: "));
+    let page = std::fs::read_to_string(&html2).unwrap();
+    assert!(!page.contains("<script"), "unescaped script");
+    assert!(!page.contains("<img"), "unescaped img");
+    assert!(!page.contains("<b>") && !page.contains("<i>"));
+    assert!(page.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+    assert!(page.contains("thread &lt;i&gt;0&lt;/i&gt;"));
+}
+
+#[test]
+fn report_and_compare_refuse_bad_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, b"{\"schema_version\": 99}").unwrap();
+    let out = dir.path().join("r.html");
+    one_line_usage_error(&run(&["report", s(&bad), "-o", s(&out)]));
+    one_line_usage_error(&run(&["report", "/nonexistent.json", "-o", s(&out)]));
+    one_line_usage_error(&run(&["compare", s(&bad), s(&bad)]));
+    one_line_usage_error(&run(&["compare", s(&bad)]));
+    assert!(!out.exists());
+}
+
+/// The document with every latency multiplied by `factor`.
+fn scaled(src: &Path, dst: &Path, factor: u64) {
+    let mut d = ResultDocument::read(src).unwrap();
+    for s in &mut d.series {
+        let mut h = rtscope_core::record::LatencyHistogram::new();
+        for b in &s.histogram.buckets {
+            h.record_n(b[0] * factor, b[1]);
+        }
+        s.histogram = h.export();
+        let st = &mut s.stats;
+        st.min_ns *= factor as i64;
+        st.max_ns *= factor as i64;
+        st.mean_ns *= factor as f64;
+        for p in [
+            &mut st.p50_ns,
+            &mut st.p90_ns,
+            &mut st.p99_ns,
+            &mut st.p99_9_ns,
+        ] {
+            *p *= factor;
+        }
+    }
+    d.write(dst).unwrap();
+}
+
+#[test]
+fn compare_verdicts_and_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("before.json");
+    import("--json", &fixture("cyclictest-h150.json"), &a);
+    let b = dir.path().join("after.json");
+    scaled(&a, &b, 3);
+    let o = run(&["compare", s(&a), s(&b)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout
+            .contains("verdict: after is worse than before at p50 (+200%), p99 (+200%)"),
+        "{}",
+        o.stdout
+    );
+    assert!(o.stdout.contains("order statistics"));
+    assert!(o.stdout.contains("3.00x"));
+    let o = run(&["compare", "--fail-if-worse", s(&a), s(&b)]);
+    assert_eq!(o.code, 3, "{}", o.stdout);
+    let o = run(&["compare", "--fail-if-worse", s(&b), s(&a)]);
+    assert_eq!(o.code, 0);
+    assert!(
+        o.stdout.contains("before is better than after"),
+        "{}",
+        o.stdout
+    );
+    let o = run(&["compare", "--fail-if-worse", s(&a), s(&a)]);
+    assert_eq!(o.code, 0);
+    assert!(
+        o.stdout.contains("no clear difference (p50, p99)"),
+        "{}",
+        o.stdout
+    );
+
+    // --match pairs series explicitly; a wrong label is a usage error.
+    let o = run(&["compare", s(&a), s(&b), "--match", "thread 0=thread 1"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.contains("thread 0 = thread 1 (µs)"),
+        "{}",
+        o.stdout
+    );
+    assert!(!o.stdout.contains("\nall (µs)"));
+    one_line_usage_error(&run(&["compare", s(&a), s(&b), "--match", "thread 9=all"]));
+    one_line_usage_error(&run(&["compare", s(&a), s(&b), "--match", "all"]));
+
+    // --html: one page, one colour per run, charts overlaid.
+    let html = dir.path().join("c.html");
+    let o = run(&["compare", s(&a), s(&b), "--html", s(&html)]);
+    assert_eq!(o.code, 0);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(page.matches("data-chart=\"histogram\"").count(), 3);
+    assert_eq!(page.matches("data-chart=\"percentiles\"").count(), 3);
+    assert!(page.contains("class=\"verdict worse\""));
+}
+
+#[test]
+fn compare_matrix_directories_cell_by_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let (da, db) = (dir.path().join("vanilla"), dir.path().join("rt"));
+    for d in [&da, &db] {
+        std::fs::create_dir_all(d.join("load-cpu")).unwrap();
+    }
+    let src = dir.path().join("src.json");
+    import("--json", &fixture("cyclictest-h150.json"), &src);
+    std::fs::copy(&src, da.join("idle.json")).unwrap();
+    std::fs::copy(&src, da.join("load-cpu/p1000.json")).unwrap();
+    scaled(&src, &db.join("idle.json"), 2);
+    std::fs::copy(&src, db.join("load-cpu/p1000.json")).unwrap();
+    std::fs::copy(&src, db.join("only-here.json")).unwrap();
+    std::fs::write(db.join("notes.json"), b"{\"not\": \"a result\"}").unwrap();
+    let o = run(&["compare", s(&da), s(&db)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("== idle.json =="), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("== load-cpu/p1000.json =="),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.contains("rt is worse than vanilla"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout
+            .contains("1 result files are not in every directory"),
+        "{}",
+        o.stdout
+    );
+    one_line_usage_error(&run(&["compare", s(&da), s(&src)]));
+}
+
+/// Loads `url` in headless Chromium; returns (serialised DOM, console lines).
+fn chromium(url: &str) -> (String, Vec<String>) {
+    let o = StdCommand::new("/usr/bin/chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            url,
+        ])
+        .output()
+        .expect("chromium runs");
+    assert!(
+        o.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Chromium logs every console message (errors, CSP violations, SVG
+    // attribute errors) as `INFO:CONSOLE...] "text", source: URL (line)`.
+    let console = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect();
+    (String::from_utf8_lossy(&o.stdout).into_owned(), console)
+}
+
+#[test]
+fn browser_loads_the_report_of_a_real_run() {
+    if !Path::new("/usr/bin/chromium").exists() {
+        println!("SKIPPED: /usr/bin/chromium is not installed (apt-get install chromium)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = real_run(dir.path(), "run", &[]);
+    make_hostile(&json);
+    let html = dir.path().join("report.html");
+    let o = run(&["report", s(&json), "-o", s(&html)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+
+    let (dom, console) = chromium(&format!("file://{}", html.display()));
+    // The page has no script: any console message is an error.
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    assert!(dom.contains("</html>"), "no DOM dumped");
+    for kind in ["histogram", "timeline", "percentiles"] {
+        let at = dom
+            .find(&format!("data-chart=\"{kind}\""))
+            .unwrap_or_else(|| panic!("no {kind} chart in the rendered DOM"));
+        let svg = &dom[at..at + dom[at..].find("</svg>").unwrap()];
+        assert!(svg.contains("class=\"series\""), "{kind} chart has no data");
+    }
+    // The hostile command line is text, not an element.
+    assert!(
+        !dom.contains("<script"),
+        "a script element made it into the DOM"
+    );
+    assert!(!dom.contains("<img"), "an img element made it into the DOM");
+    assert!(
+        dom.contains("&lt;script&gt;alert('x')&lt;/script&gt;"),
+        "hostile cmdline not shown as text"
+    );
+
+    // Negative control: the same page with a remote image and a script must
+    // produce console errors (the CSP blocks both), so the check above can fail.
+    let page = std::fs::read_to_string(&html).unwrap();
+    let broken = page.replace(
+        "</body>",
+        "<img src=\"http://example.invalid/x.png\"><script>console.error('boom')</script></body>",
+    );
+    let bp = dir.path().join("broken.html");
+    std::fs::write(&bp, broken).unwrap();
+    let (_, console) = chromium(&format!("file://{}", bp.display()));
+    assert!(
+        console.len() >= 2,
+        "the console check did not see the injected errors: {console:#?}"
+    );
+}
