@@ -162,11 +162,7 @@ impl SystemSnapshot {
             .iter()
             .filter_map(|p| read_trim(p))
             .collect();
-            if parts.is_empty() {
-                hypervisor.then(|| "hypervisor (unknown type)".to_string())
-            } else {
-                Some(parts.join(" / "))
-            }
+            (!parts.is_empty()).then(|| parts.join(" / "))
         };
         let num = |p: &str| read_trim(p).and_then(|s| s.parse::<i64>().ok());
         let (rt_soft, rt_hard) = sys::rlimit_rtprio();
@@ -230,7 +226,9 @@ impl SystemSnapshot {
         if self.hypervisor || self.virtualization.is_some() {
             w.push(format!(
                 "running in a virtual machine ({}): host scheduling adds latency",
-                self.virtualization.as_deref().unwrap_or("hypervisor")
+                self.virtualization
+                    .as_deref()
+                    .unwrap_or("the CPU reports a hypervisor")
             ));
         }
         if let Some(r) = self.sched_rt_runtime_us {
