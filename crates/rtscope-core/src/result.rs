@@ -301,3 +301,80 @@ impl ResultDocument {
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::SeriesRecorder;
+    use crate::sample::Sample;
+
+    fn doc() -> ResultDocument {
+        let mut rec = SeriesRecorder::new(1_000, 4, Some(50));
+        for i in 0..100u64 {
+            rec.record(&Sample {
+                seq: i,
+                t_ns: 1_000 + i * 1_000_000,
+                latency_ns: (i * 37 % 101) as i64,
+                overruns: (i % 17 == 0) as u32,
+                cpu: (i % 2) as u32,
+            });
+        }
+        let mut s = rec.to_series("thread 0", 3);
+        s.attributes.insert("tid".into(), serde_json::json!(42));
+        ResultDocument {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool::default(),
+            experiment: "cyclic".into(),
+            command_line: vec!["rtscope".into(), "cyclic".into()],
+            started_at: now_rfc3339(),
+            ended_at: now_rfc3339(),
+            start_clock_ns: 1_000,
+            duration_ns: 99_000_000,
+            end_reason: EndReason::Loops,
+            plan: serde_json::json!({"period_ns": 1_000_000}),
+            system: SystemSnapshot::capture(),
+            series: vec![s],
+            loads: vec![serde_json::json!({"name": "cpu"})],
+            break_event: None,
+            threshold: Some(Threshold {
+                fail_above_ns: 50,
+                exceeded: true,
+                samples_above: 49,
+            }),
+            warnings: vec!["w".into()],
+        }
+    }
+
+    #[test]
+    fn round_trip_through_a_file() {
+        let d = doc();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.json");
+        d.write(&p).unwrap();
+        assert_eq!(ResultDocument::read(&p).unwrap(), d);
+        // No temporary file is left beside it.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn read_refuses_other_versions_and_garbage() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v2.json");
+        let mut v = serde_json::to_value(doc()).unwrap();
+        v["schema_version"] = serde_json::json!(2);
+        std::fs::write(&p, v.to_string()).unwrap();
+        assert!(matches!(
+            ResultDocument::read(&p),
+            Err(DocError::Version { found: 2, .. })
+        ));
+        std::fs::write(&p, b"{not json").unwrap();
+        assert!(matches!(
+            ResultDocument::read(&p),
+            Err(DocError::Parse { .. })
+        ));
+        assert!(matches!(
+            ResultDocument::read(&dir.path().join("missing.json")),
+            Err(DocError::Io { .. })
+        ));
+    }
+}
