@@ -7,6 +7,7 @@
 mod cli;
 mod error;
 mod experiment;
+mod load;
 mod output;
 
 use clap::error::ErrorKind;
@@ -17,6 +18,14 @@ use cli::{Cli, Command};
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Cyclic(a) => experiment::cyclic::run(a),
+        Command::Load(a) => load::command::run(a),
+        Command::Matrix(a) => experiment::matrix::run(a),
+        Command::LoadWorker(a) => Ok(load::worker::main(
+            &a.spec,
+            a.instance,
+            a.parent,
+            a.cpus.as_deref(),
+        )),
     }
 }
 
