@@ -121,9 +121,11 @@ fn load_items(values: &[String]) -> Result<Vec<LoadItem>> {
                         last.text.push(',');
                         last.text.push_str(tok);
                     }
-                    _ => return Err(usage(format!(
+                    _ => {
+                        return Err(usage(format!(
                         "--loads: '{tok}' must follow the load it belongs to (mem-churn,size=64M)"
-                    ))),
+                    )))
+                    }
                 }
             } else {
                 items.push(LoadItem {
