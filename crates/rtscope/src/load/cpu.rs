@@ -1,7 +1,7 @@
 //! `cpu:P`: an arithmetic busy loop (floating-point square roots and integer
 //! multiply-adds) at a duty cycle of P %. Stresses the scheduler only: the
 //! measurement thread must preempt a task that never sleeps (P = 100) or that
-//! sleeps and wakes every 5 ms (P < 100), which exercises wake-up preemption.
+//! sleeps and wakes every 4-6 ms (P < 100), which exercises wake-up preemption.
 
 use std::hint::black_box;
 

@@ -104,7 +104,7 @@ fn no_memory(_: &LoadSpec) -> u64 {
 pub static LOADS: &[LoadDef] = &[
     LoadDef {
         name: "cpu",
-        help: "arithmetic busy loop at a duty cycle of LEVEL % (100: spin), in 5 ms slices",
+        help: "arithmetic busy loop at a duty cycle of LEVEL % (100: spin), in 4-6 ms slices",
         takes_level: true,
         params: &[INSTANCES],
         counters: cpu::COUNTERS,

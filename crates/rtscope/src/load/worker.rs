@@ -5,7 +5,7 @@
 //! catches SIGTERM/SIGINT/SIGHUP into a stop flag, runs as SCHED_OTHER on its
 //! CPUs, runs the load until the flag is raised, and prints one JSON line on
 //! stdout: `{"counters": {...}, "error": null}`. Loads check the flag at least
-//! every slice (5 ms), so a worker exits within milliseconds of SIGTERM.
+//! every slice (at most 6 ms), so a worker exits within milliseconds of SIGTERM.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
