@@ -433,6 +433,9 @@ impl Progress {
     }
 
     fn end(&self, line: &str, done_ms: u64) {
+        if let Ok(mut s) = self.state.lock() {
+            *s = (done_ms, Instant::now(), 0);
+        }
         match &self.bar {
             Some(b) => {
                 b.set_position(done_ms);
