@@ -421,3 +421,279 @@ pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
 pub fn process_cpu_ns() -> u64 {
     clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
+
+// ---------------------------------------------------------------------------
+// Process supervision and memory mappings, used by background loads.
+
+/// Unblocks `signals` in the calling thread (`pthread_sigmask(SIG_UNBLOCK)`).
+pub fn unblock_signals(signals: &[i32]) -> io::Result<()> {
+    let set = sigset_of(signals);
+    // SAFETY: `set` is initialised; the old-set pointer may be null.
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
+/// Asks the kernel to send `sig` to the calling process when the thread that
+/// created it exits (`PR_SET_PDEATHSIG`).
+pub fn set_parent_death_signal(sig: i32) -> io::Result<()> {
+    // SAFETY: prctl with integer arguments only.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Makes the calling process a child subreaper (`PR_SET_CHILD_SUBREAPER`):
+/// orphaned descendants are re-parented to it, so it can reap them.
+pub fn set_child_subreaper() -> io::Result<()> {
+    // SAFETY: prctl with integer arguments only.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The parent's process id.
+pub fn getppid() -> i32 {
+    // SAFETY: getppid cannot fail.
+    unsafe { libc::getppid() }
+}
+
+/// The calling process's id.
+pub fn getpid() -> i32 {
+    // SAFETY: getpid cannot fail.
+    unsafe { libc::getpid() }
+}
+
+/// Sends `sig` to every process of process group `pgid`.
+pub fn killpg(pgid: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: plain syscall with integer arguments; pgid > 1 is checked so that
+    // a bad value can never signal our own group (0) or every process (-1 / 1).
+    if pgid <= 1 {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    if unsafe { libc::killpg(pgid, sig) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Reaps one exited child of process group `pgid` without blocking
+/// (`waitpid(-pgid, WNOHANG)`). `Ok(Some(pid))`: one was reaped; `Ok(None)`:
+/// members remain but none has exited; `Err` with ECHILD: no child in that group.
+pub fn reap_group_nohang(pgid: i32) -> io::Result<Option<i32>> {
+    if pgid <= 1 {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    let mut status = 0;
+    // SAFETY: `status` is valid and writable; -pgid selects children of that group.
+    let rc = unsafe { libc::waitpid(-pgid, &mut status, libc::WNOHANG) };
+    match rc {
+        r if r > 0 => Ok(Some(r)),
+        0 => Ok(None),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`), the unit of `/proc/PID/stat` times.
+pub fn clock_ticks_per_sec() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if n > 0 {
+        n as u64
+    } else {
+        100
+    }
+}
+
+/// Page protection of an [`AnonMap`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prot {
+    /// No access: every touch faults (`PROT_NONE`).
+    None,
+    /// Read and write.
+    ReadWrite,
+}
+
+impl Prot {
+    fn raw(self) -> i32 {
+        match self {
+            Prot::None => libc::PROT_NONE,
+            Prot::ReadWrite => libc::PROT_READ | libc::PROT_WRITE,
+        }
+    }
+}
+
+/// A private anonymous memory mapping, unmapped on drop.
+///
+/// Bytes are accessed with volatile reads and writes so that the compiler
+/// neither removes nor merges them: the point is to make the kernel work.
+#[derive(Debug)]
+pub struct AnonMap {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is owned by this value alone; the kernel object may be
+// used from any thread.
+unsafe impl Send for AnonMap {}
+
+impl AnonMap {
+    /// `mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS)`.
+    pub fn new(len: usize, prot: Prot) -> io::Result<Self> {
+        if len == 0 {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        // SAFETY: a fresh anonymous mapping; no existing memory is affected.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                prot.raw(),
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(AnonMap { ptr: p.cast(), len })
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the mapping is empty (never: `new` refuses 0).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Start address (for a fault handler that must recognise the region).
+    pub fn addr(&self) -> usize {
+        self.ptr as usize
+    }
+
+    /// Changes the protection of `[offset, offset + len)` (page aligned).
+    pub fn protect(&self, offset: usize, len: usize, prot: Prot) -> io::Result<()> {
+        if offset.checked_add(len).is_none_or(|end| end > self.len) {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        // SAFETY: the range lies inside this mapping (checked above).
+        if unsafe { libc::mprotect(self.ptr.add(offset).cast(), len, prot.raw()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Volatile write of one byte at `offset` (ignored when out of range).
+    ///
+    /// On a `PROT_NONE` page the write faults; it completes only if a SIGSEGV
+    /// handler (see [`install_fault_handler`]) makes the page writable.
+    #[inline]
+    pub fn write_byte(&self, offset: usize, v: u8) {
+        if offset < self.len {
+            // SAFETY: in range of a live mapping owned by `self`.
+            unsafe { std::ptr::write_volatile(self.ptr.add(offset), v) };
+        }
+    }
+
+    /// Volatile read of one byte at `offset` (0 when out of range).
+    #[inline]
+    pub fn read_byte(&self, offset: usize) -> u8 {
+        if offset < self.len {
+            // SAFETY: in range of a live, readable mapping owned by `self`.
+            unsafe { std::ptr::read_volatile(self.ptr.add(offset)) }
+        } else {
+            0
+        }
+    }
+}
+
+impl Drop for AnonMap {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` describe a mapping created by `new` and unmapped once.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// A SIGSEGV handler: called with the faulting address; returns true if it
+/// repaired the fault (the faulting instruction is then retried).
+pub type FaultHandler = fn(addr: usize) -> bool;
+
+static FAULT_HANDLER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+extern "C" fn segv_trampoline(
+    _sig: libc::c_int,
+    info: *mut libc::siginfo_t,
+    _ctx: *mut libc::c_void,
+) {
+    // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers, and
+    // si_addr is the valid union member for SIGSEGV.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    let h = FAULT_HANDLER.load(std::sync::atomic::Ordering::Acquire);
+    if h != 0 {
+        // SAFETY: FAULT_HANDLER only ever holds a `FaultHandler` stored by
+        // install_fault_handler.
+        let f: FaultHandler = unsafe { std::mem::transmute::<usize, FaultHandler>(h) };
+        if f(addr) {
+            return;
+        }
+    }
+    // Not ours: restore the default action and return; the access faults
+    // again and the process dies with SIGSEGV as it would have.
+    // SAFETY: resetting a signal disposition to SIG_DFL is async-signal-safe.
+    unsafe { libc::signal(libc::SIGSEGV, libc::SIG_DFL) };
+}
+
+/// Installs `handler` for SIGSEGV with `sigaction(SA_SIGINFO)`. The handler
+/// runs in signal context: it may only do async-signal-safe work (atomics,
+/// `mprotect` through [`mprotect_raw_rw`]).
+pub fn install_fault_handler(handler: FaultHandler) -> io::Result<()> {
+    FAULT_HANDLER.store(
+        handler as *const () as usize,
+        std::sync::atomic::Ordering::Release,
+    );
+    // SAFETY: sigaction is POD; zero is a valid start.
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = segv_trampoline as *const () as usize;
+    sa.sa_flags = libc::SA_SIGINFO;
+    // SAFETY: `sa.sa_mask` is a valid sigset to initialise.
+    unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+    // SAFETY: `sa` is fully initialised; the old-action pointer may be null.
+    if unsafe { libc::sigaction(libc::SIGSEGV, &sa, std::ptr::null_mut()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `mprotect` of one page at `page_addr` to read-write, for use inside a fault
+/// handler (async-signal-safe: one syscall). Returns false on failure.
+pub fn mprotect_raw_rw(page_addr: usize, len: usize) -> bool {
+    // SAFETY: called from a fault handler with an address that the handler has
+    // checked lies inside a mapping this process owns; mprotect on a mapped
+    // range only changes its protection.
+    unsafe {
+        libc::mprotect(
+            page_addr as *mut libc::c_void,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+        ) == 0
+    }
+}
+
+/// A pipe: (read end, write end), both close-on-exec.
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}

@@ -24,6 +24,13 @@ pub enum Command {
     /// Turn another tool's output into an rtscope result document.
     #[command(subcommand)]
     Import(ImportSource),
+    /// Run background loads alone and report what they achieved (stress-ng style).
+    Load(LoadCmdArgs),
+    /// Run the cyclic experiment over periods x loads x levels, one result per cell.
+    Matrix(MatrixArgs),
+    /// Internal: one instance of a background load (started by rtscope itself).
+    #[command(name = "__load-worker", hide = true)]
+    LoadWorker(LoadWorkerArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -114,13 +121,13 @@ pub fn positive_duration_s(s: &str) -> Result<u64, String> {
     }
 }
 
-/// A CPU list such as `0-3,6` (a newtype, so that clap treats it as one value).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CpuList(pub Vec<usize>);
+/// A parsed CPU list. An alias, so that clap takes `Option<CpuList>` as one
+/// value (`-a 0-3`), not as a repeatable option of single CPUs.
+pub type CpuList = Vec<usize>;
 
-/// Parses a CPU list such as `0-3,6`.
-pub fn cpu_list(s: &str) -> Result<CpuList, String> {
-    parse_cpu_list(s).map(CpuList).map_err(|e| e.to_string())
+/// A CPU list such as `0-3,6`.
+pub fn cpu_list(s: &str) -> Result<Vec<usize>, String> {
+    parse_cpu_list(s).map_err(|e| e.to_string())
 }
 
 fn positive_usize(s: &str) -> Result<usize, String> {
@@ -137,6 +144,130 @@ fn positive_u64(s: &str) -> Result<u64, String> {
         Ok(v) => Ok(v),
         Err(_) => Err(format!("'{s}' is not a positive whole number")),
     }
+}
+
+/// A load SPEC: `name[:level][,key=value...]`.
+pub fn load_spec(s: &str) -> Result<crate::load::LoadSpec, String> {
+    crate::load::parse_spec(s)
+}
+
+/// Background loads beside an experiment.
+#[derive(Debug, Clone, Default, Args)]
+pub struct LoadArgs {
+    /// Background load NAME[:LEVEL][,KEY=VALUE...], e.g. cpu:50, mem-fault:100,size=64M,
+    /// cmd:'stress-ng --vm 1' (repeatable; `rtscope load --list` lists them).
+    #[arg(long = "load", value_name = "SPEC", value_parser = load_spec)]
+    pub load: Vec<crate::load::LoadSpec>,
+
+    /// CPUs that loads run on, one instance per CPU (default: every online CPU).
+    #[arg(long, value_name = "LIST", value_parser = cpu_list)]
+    pub load_cpus: Option<CpuList>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LoadCmdArgs {
+    /// Loads to run: NAME[:LEVEL][,KEY=VALUE...].
+    #[arg(value_name = "SPEC", value_parser = load_spec)]
+    pub specs: Vec<crate::load::LoadSpec>,
+
+    /// List the loads, their parameters and counters.
+    #[arg(long)]
+    pub list: bool,
+
+    /// CPUs that loads run on, one instance per CPU (default: every online CPU).
+    #[arg(long, value_name = "LIST", value_parser = cpu_list)]
+    pub load_cpus: Option<CpuList>,
+
+    /// How long to run (s, m, h, d; a bare number is seconds).
+    #[arg(short = 'D', long, value_name = "DURATION", default_value = "10s",
+          value_parser = positive_duration_s)]
+    pub duration: u64,
+
+    /// Write a result document (JSON, with the `loads` section) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Print only the final table.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LoadWorkerArgs {
+    #[arg(long)]
+    pub instance: usize,
+    #[arg(long)]
+    pub parent: i32,
+    #[arg(long, value_parser = cpu_list)]
+    pub cpus: Option<CpuList>,
+    pub spec: String,
+}
+
+/// A load level in percent, 1-100.
+fn level(s: &str) -> Result<u8, String> {
+    match s.trim_end_matches('%').parse::<i64>() {
+        Ok(v) if (1..=100).contains(&v) => Ok(v as u8),
+        Ok(v) => Err(format!("level {v} is out of range (1-100)")),
+        Err(_) => Err(format!("'{s}' is not a level (1-100)")),
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MatrixArgs {
+    /// Periods, comma-separated (a bare number is microseconds).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "1ms",
+          value_parser = positive_duration_us)]
+    pub periods: Vec<u64>,
+
+    /// Loads, comma-separated: none, cpu, mem-churn, ...; a KEY=VALUE item belongs to
+    /// the load before it (mem-churn,size=64M); cmd:'...' takes the rest of its value.
+    /// Repeatable.
+    #[arg(long, value_name = "LIST", default_value = "none")]
+    pub loads: Vec<String>,
+
+    /// Levels (CPU share per instance, %) for loads that take one, comma-separated.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "50,100",
+          value_parser = level)]
+    pub levels: Vec<u8>,
+
+    /// Wake-ups per measurement thread in each cell.
+    #[arg(short = 'l', long, default_value_t = 10_000, value_parser = positive_u64)]
+    pub samples: u64,
+
+    /// Output directory: one result per cell, matrix.json, summary.md, summary.csv.
+    #[arg(short = 'o', long, value_name = "DIR")]
+    pub out: PathBuf,
+
+    /// Skip cells whose result is already complete in --out.
+    #[arg(long)]
+    pub resume: bool,
+
+    /// Number of measurement threads (default: one per CPU of --cpus, or per online CPU).
+    #[arg(short = 't', long, value_parser = positive_usize)]
+    pub threads: Option<usize>,
+
+    /// CPUs to run measurement threads on (default: every online CPU).
+    #[arg(short = 'a', long = "cpus", value_name = "LIST", value_parser = cpu_list)]
+    pub cpus: Option<CpuList>,
+
+    /// CPUs that loads run on, one instance per CPU (default: every online CPU).
+    #[arg(long, value_name = "LIST", value_parser = cpu_list)]
+    pub load_cpus: Option<CpuList>,
+
+    /// Clock for the schedule and the latency.
+    #[arg(long, value_enum, default_value_t = ClockArg::Monotonic)]
+    pub clock: ClockArg,
+
+    /// How threads wait for their next period.
+    #[arg(long, value_enum, default_value_t = WakeArg::Absolute)]
+    pub wake: WakeArg,
+
+    #[command(flatten)]
+    pub rt: RtArgs,
+
+    /// Print only the final summary.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 /// Scheduling policy of measurement threads.
@@ -281,4 +412,7 @@ pub struct CyclicArgs {
 
     #[command(flatten)]
     pub out: OutputArgs,
+
+    #[command(flatten)]
+    pub loads: LoadArgs,
 }

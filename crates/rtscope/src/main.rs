@@ -8,6 +8,7 @@ mod cli;
 mod error;
 mod experiment;
 mod import;
+mod load;
 mod output;
 mod report;
 
@@ -22,6 +23,14 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Report(a) => report::run_report(a),
         Command::Compare(a) => report::compare::run(a),
         Command::Import(s) => import::run(s),
+        Command::Load(a) => load::command::run(a),
+        Command::Matrix(a) => experiment::matrix::run(a),
+        Command::LoadWorker(a) => Ok(load::worker::main(
+            &a.spec,
+            a.instance,
+            a.parent,
+            a.cpus.as_deref(),
+        )),
     }
 }
 

@@ -69,6 +69,9 @@ pub struct CyclicPlan {
     pub histogram: Option<PathBuf>,
     pub report: Option<PathBuf>,
     pub ring_capacity: usize,
+    /// Background loads (`--load`) and their CPUs (`--load-cpus`).
+    pub loads: Vec<crate::load::LoadSpec>,
+    pub load_cpus: Option<Vec<usize>>,
     #[serde(skip)]
     pub quiet: bool,
     #[serde(skip)]
@@ -78,7 +81,7 @@ pub struct CyclicPlan {
 /// Turns arguments into a validated plan (bad input: a usage error, exit 2).
 pub fn plan(a: &CyclicArgs) -> Result<CyclicPlan> {
     let online = online_cpus();
-    let requested = a.cpus.as_ref().map(|c| c.0.clone());
+    let requested = a.cpus.clone();
     if let Some(cpus) = &requested {
         if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {
             return Err(usage(format!(
@@ -129,6 +132,7 @@ pub fn plan(a: &CyclicArgs) -> Result<CyclicPlan> {
     }
     // About one second of samples per ring at the shortest period, within bounds.
     let ring_capacity = (1_000_000_000 / a.period.max(1)).clamp(4096, 1 << 20) as usize;
+    crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
     Ok(CyclicPlan {
         threads,
         period_ns: a.period,
@@ -162,6 +166,8 @@ pub fn plan(a: &CyclicArgs) -> Result<CyclicPlan> {
         histogram: a.histogram.clone(),
         report: a.out.report.clone(),
         ring_capacity,
+        loads: a.loads.load.clone(),
+        load_cpus: a.loads.load_cpus.clone(),
         quiet: a.out.quiet,
     })
 }
@@ -309,6 +315,7 @@ pub fn run(args: CyclicArgs) -> Result<i32> {
     let out = execute(&plan)?;
     let doc = &out.doc;
     print!("{}", summary::cyclic_summary(doc));
+    print!("{}", crate::output::loads::table(&doc.loads));
     for w in &out.written {
         println!("{w}");
     }
@@ -345,6 +352,9 @@ pub fn run(args: CyclicArgs) -> Result<i32> {
 pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     let system = SystemSnapshot::capture();
     let env = RunEnv::setup(plan.rt.default_system)?;
+    // Background loads (crate::load): ramped up before the threads start; a
+    // Drop guard stops and reaps them on every early return.
+    let loads = crate::load::LoadSet::start(&plan.loads, plan.load_cpus.as_deref())?;
     let started_at = now_rfc3339();
 
     // Rings and threads.
@@ -453,6 +463,9 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     let mut live = Live::new(plan.quiet);
     if !plan.quiet {
         eprintln!("{}", header(plan));
+        if !loads.is_empty() {
+            eprintln!("{}", loads.describe());
+        }
         for w in system.warnings().iter().chain(env.notes.iter()) {
             eprintln!("warning: {w}");
         }
@@ -507,6 +520,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     }
     agg.drain();
     live.finish();
+    let load_reports = loads.stop();
 
     // How it ended.
     let mut break_event = None;
@@ -541,7 +555,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     } else {
         EndReason::Interrupted
     };
-    let doc = document(
+    let mut doc = document(
         plan,
         &system,
         &env,
@@ -551,6 +565,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         end_reason,
         break_event,
     );
+    crate::load::attach(&mut doc, &load_reports);
 
     // Outputs: every file is written even if another one fails.
     let mut written = Vec::new();

@@ -3,6 +3,7 @@
 //! `/dev/cpu_dma_latency`), policy resolution and output-path checks.
 
 pub mod cyclic;
+pub mod matrix;
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -85,6 +86,9 @@ pub struct RunEnv {
     pub dma_latency_held: bool,
     /// What could not be set up (the run goes on; these become warnings).
     pub notes: Vec<String>,
+    /// Signal actions registered by `setup`, removed on drop (so that a later
+    /// run in the same process, a matrix cell, starts with a fresh flag).
+    sig_ids: Vec<signal_hook::SigId>,
 }
 
 impl RunEnv {
@@ -93,9 +97,14 @@ impl RunEnv {
     /// `/dev/cpu_dma_latency` at 0.
     pub fn setup(default_system: bool) -> Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
+        let mut sig_ids = Vec::new();
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())?;
-            signal_hook::flag::register(sig, stop.clone())?;
+            sig_ids.push(signal_hook::flag::register_conditional_shutdown(
+                sig,
+                130,
+                stop.clone(),
+            )?);
+            sig_ids.push(signal_hook::flag::register(sig, stop.clone())?);
         }
         let mut notes = Vec::new();
         let (mut mlocked, mut dma) = (false, None);
@@ -117,12 +126,16 @@ impl RunEnv {
             _dma: dma,
             mlocked,
             notes,
+            sig_ids,
         })
     }
 }
 
 impl Drop for RunEnv {
     fn drop(&mut self) {
+        for id in self.sig_ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
         if self.mlocked {
             rtscope_core::sys::munlockall();
         }

@@ -2,6 +2,8 @@
 
 pub mod histogram;
 pub mod live;
+pub mod loads;
+pub mod matrix;
 pub mod summary;
 
 /// ns as µs with one decimal (`12.3`).

@@ -1,0 +1,740 @@
+//! `rtscope matrix`: the cyclic experiment over periods x loads x levels, the
+//! campaign of seed 001 (300/500/1000 us x CPU and memory loads x 0/50/100 %)
+//! in one command.
+//!
+//! Every cell is a full `cyclic` result document, `<out>/<cell-id>.json`. Cell
+//! ids are stable (`p1ms-mem-fault-50`), so the same matrix run on two kernels
+//! can be compared cell by cell. `matrix.json` indexes the cells and is
+//! rewritten after each one (a crash keeps what was done); `summary.md` and
+//! `summary.csv` hold one row per cell. Ctrl-C stops the cell in flight (its
+//! result is written, marked interrupted), writes the index and the summary,
+//! and `--resume` later runs only the cells that are not complete.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::{Parser, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+use rtscope_core::result::{now_rfc3339, write_atomic, EndReason, ResultDocument};
+use rtscope_core::units::{format_cpu_list, format_ns};
+
+use super::{command_line, cyclic};
+use crate::cli::{CyclicArgs, MatrixArgs};
+use crate::error::{usage, EXIT_OK, EXIT_RUN};
+use crate::load::{parse_spec, LoadSet, LoadSpec};
+use crate::output::matrix as out;
+
+/// Version of `matrix.json`'s shape.
+pub const INDEX_VERSION: u32 = 1;
+
+/// One cell of the matrix.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellEntry {
+    /// Stable id, also the result file's name without `.json`.
+    pub id: String,
+    pub period_ns: u64,
+    /// Load name, or `none`.
+    pub load: String,
+    /// Level in percent, for loads that take one.
+    pub level: Option<u8>,
+    /// The full load SPEC (absent for `none`).
+    pub spec: Option<String>,
+    /// Result file, relative to the matrix directory.
+    pub file: String,
+    /// `pending`, `done`, `interrupted`, `error`, `failed`.
+    pub status: String,
+    /// Why the cell failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The cell's figures (all threads together), once it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<CellSummary>,
+}
+
+/// A cell's figures, from its result document's `all` series and `loads`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CellSummary {
+    pub samples: u64,
+    pub min_ns: i64,
+    pub avg_ns: f64,
+    pub max_ns: i64,
+    pub stddev_ns: f64,
+    pub p99_9_ns: u64,
+    /// Wake-ups whose latency exceeded the period (a period was missed).
+    pub overruns: u64,
+    /// Mean achieved CPU share of the load's instances, percent (None: no load).
+    pub load_cpu_percent: Option<f64>,
+    pub end_reason: String,
+    pub duration_ns: u64,
+}
+
+/// `matrix.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MatrixIndex {
+    pub kind: String,
+    pub version: u32,
+    pub tool_version: String,
+    pub command_line: Vec<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub periods_ns: Vec<u64>,
+    pub loads: Vec<String>,
+    pub levels: Vec<u8>,
+    pub samples: u64,
+    pub cells: Vec<CellEntry>,
+}
+
+/// A load item of `--loads` before levels are applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LoadItem {
+    /// `none`, or a SPEC without level or with a fixed one.
+    text: String,
+}
+
+/// Splits `--loads` values: items on commas, a `KEY=VALUE` item joins the one
+/// before it, `cmd:` takes the rest of its value.
+fn load_items(values: &[String]) -> Result<Vec<LoadItem>> {
+    let mut items: Vec<LoadItem> = Vec::new();
+    for v in values {
+        let mut rest = v.as_str();
+        while !rest.is_empty() {
+            if rest.trim_start().starts_with("cmd:") {
+                items.push(LoadItem {
+                    text: rest.trim().to_string(),
+                });
+                break;
+            }
+            let (tok, next) = rest.split_once(',').unwrap_or((rest, ""));
+            rest = next;
+            let tok = tok.trim();
+            if tok.is_empty() {
+                continue;
+            }
+            if tok.contains('=') {
+                match items.last_mut() {
+                    Some(last) if last.text != "none" && !last.text.starts_with("cmd:") => {
+                        last.text.push(',');
+                        last.text.push_str(tok);
+                    }
+                    _ => {
+                        return Err(usage(format!(
+                        "--loads: '{tok}' must follow the load it belongs to (mem-churn,size=64M)"
+                    )))
+                    }
+                }
+            } else {
+                items.push(LoadItem {
+                    text: tok.to_string(),
+                });
+            }
+        }
+    }
+    if items.is_empty() {
+        return Err(usage("--loads: no load given"));
+    }
+    Ok(items)
+}
+
+/// `300us`, `1ms`, `1500ns`: the period as a cell-id part.
+fn period_id(ns: u64) -> String {
+    if ns % 1_000_000_000 == 0 {
+        format!("{}s", ns / 1_000_000_000)
+    } else if ns % 1_000_000 == 0 {
+        format!("{}ms", ns / 1_000_000)
+    } else if ns % 1000 == 0 {
+        format!("{}us", ns / 1000)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+fn fnv1a(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The stable id of a cell: `p<period>-<load>[-<params>][-<level>]`.
+pub fn cell_id(period_ns: u64, spec: Option<&LoadSpec>) -> String {
+    let mut id = format!("p{}", period_id(period_ns));
+    match spec {
+        None => id.push_str("-none"),
+        Some(s) if s.name == "cmd" => {
+            let c = s.command.as_deref().unwrap_or_default();
+            id.push_str(&format!("-cmd-{:08x}", fnv1a(c) as u32));
+        }
+        Some(s) => {
+            id.push('-');
+            id.push_str(s.name);
+            for (k, v) in &s.params {
+                let v: String = v.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+                id.push_str(&format!("-{k}{v}"));
+            }
+            if let Some(l) = s.level {
+                id.push_str(&format!("-{l}"));
+            }
+        }
+    }
+    id
+}
+
+/// Every cell in order: periods, then loads, then levels.
+fn cells(a: &MatrixArgs) -> Result<Vec<(CellEntry, Option<LoadSpec>)>> {
+    let items = load_items(&a.loads)?;
+    let mut specs: Vec<Option<LoadSpec>> = Vec::new();
+    for it in &items {
+        if it.text == "none" {
+            specs.push(None);
+            continue;
+        }
+        let base = parse_spec(&it.text).map_err(|e| usage(format!("--loads: {e}")))?;
+        let head = it.text.split(',').next().unwrap_or_default();
+        if base.def().takes_level && !head.contains(':') {
+            for l in &a.levels {
+                let text = match it.text.split_once(',') {
+                    Some((h, rest)) => format!("{h}:{l},{rest}"),
+                    None => format!("{}:{l}", it.text),
+                };
+                specs.push(Some(
+                    parse_spec(&text).map_err(|e| usage(format!("--loads: {e}")))?,
+                ));
+            }
+        } else {
+            specs.push(Some(base));
+        }
+    }
+    let mut out = Vec::new();
+    for &p in &a.periods {
+        for s in &specs {
+            let id = cell_id(p, s.as_ref());
+            out.push((
+                CellEntry {
+                    file: format!("{id}.json"),
+                    id,
+                    period_ns: p,
+                    load: s.as_ref().map_or("none".into(), |s| s.name.to_string()),
+                    level: s.as_ref().and_then(|s| s.level),
+                    spec: s.as_ref().map(|s| s.text.clone()),
+                    status: "pending".into(),
+                    error: None,
+                    summary: None,
+                },
+                s.clone(),
+            ));
+        }
+    }
+    let mut ids: Vec<&str> = out.iter().map(|c| c.0.id.as_str()).collect();
+    ids.sort_unstable();
+    if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+        return Err(usage(format!("the matrix has cell {} twice", w[0])));
+    }
+    Ok(out)
+}
+
+/// The cyclic arguments of one cell, through clap so that every option not
+/// set here keeps `rtscope cyclic`'s default.
+#[derive(Parser)]
+#[command(name = "cyclic")]
+struct CellCli {
+    #[command(flatten)]
+    args: CyclicArgs,
+}
+
+fn value_name<T: ValueEnum>(v: &T) -> String {
+    v.to_possible_value()
+        .map(|p| p.get_name().to_string())
+        .unwrap_or_default()
+}
+
+fn cell_args(
+    a: &MatrixArgs,
+    period_ns: u64,
+    spec: Option<&LoadSpec>,
+    json: &Path,
+) -> Result<CyclicArgs> {
+    let mut argv: Vec<String> = vec![
+        "cyclic".into(),
+        "--period".into(),
+        format!("{period_ns}ns"),
+        "--loops".into(),
+        a.samples.to_string(),
+        "--json".into(),
+        json.display().to_string(),
+        "--quiet".into(),
+        "--clock".into(),
+        value_name(&a.clock),
+        "--wake".into(),
+        value_name(&a.wake),
+        "--policy".into(),
+        value_name(&a.rt.policy),
+        "--priority".into(),
+        a.rt.priority.to_string(),
+    ];
+    if a.rt.no_rt {
+        argv.push("--no-rt".into());
+    }
+    if a.rt.default_system {
+        argv.push("--default-system".into());
+    }
+    if let Some(t) = a.threads {
+        argv.extend(["--threads".into(), t.to_string()]);
+    }
+    if let Some(c) = &a.cpus {
+        argv.extend(["--cpus".into(), format_cpu_list(c)]);
+    }
+    if let Some(c) = &a.load_cpus {
+        argv.extend(["--load-cpus".into(), format_cpu_list(c)]);
+    }
+    if let Some(s) = spec {
+        argv.extend(["--load".into(), s.text.clone()]);
+    }
+    CellCli::try_parse_from(&argv)
+        .map(|c| c.args)
+        .map_err(|e| usage(format!("cell options: {}", e.render().to_string().trim())))
+}
+
+/// Whether `path` holds a complete result of this cell.
+fn complete(path: &Path, cell: &CellEntry) -> Option<ResultDocument> {
+    let doc = ResultDocument::read(path).ok()?;
+    let ok_end = matches!(doc.end_reason, EndReason::Loops | EndReason::Duration);
+    let same_period = doc.plan.get("period_ns").and_then(|v| v.as_u64()) == Some(cell.period_ns);
+    let loads: Vec<String> = doc
+        .plan
+        .get("loads")
+        .and_then(|l| l.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.get("text").and_then(|t| t.as_str()).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let want: Vec<String> = cell.spec.iter().cloned().collect();
+    (doc.experiment == "cyclic" && ok_end && same_period && loads == want).then_some(doc)
+}
+
+/// A cell's figures from its document.
+pub fn summarize(doc: &ResultDocument) -> CellSummary {
+    let all = doc
+        .series
+        .iter()
+        .find(|s| s.label == "all")
+        .or(doc.series.first());
+    let shares: Vec<f64> = doc
+        .loads
+        .iter()
+        .filter_map(|l| l.get("achieved_cpu_percent_mean").and_then(|v| v.as_f64()))
+        .collect();
+    let mut s = CellSummary {
+        load_cpu_percent: (!shares.is_empty())
+            .then(|| shares.iter().sum::<f64>() / shares.len() as f64),
+        end_reason: serde_json::to_value(doc.end_reason)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        duration_ns: doc.duration_ns,
+        ..Default::default()
+    };
+    if let Some(a) = all {
+        s.samples = a.stats.count;
+        s.min_ns = a.stats.min_ns;
+        s.avg_ns = a.stats.mean_ns;
+        s.max_ns = a.stats.max_ns;
+        s.stddev_ns = a.stats.stddev_ns;
+        s.p99_9_ns = a.stats.p99_9_ns;
+        s.overruns = a.counters.overrun_samples;
+    }
+    s
+}
+
+fn write_index(dir: &Path, index: &mut MatrixIndex) -> Result<()> {
+    index.updated_at = now_rfc3339();
+    let text = serde_json::to_string_pretty(index)? + "\n";
+    write_atomic(&dir.join("matrix.json"), text.as_bytes())
+        .with_context(|| format!("{}", dir.join("matrix.json").display()))?;
+    write_atomic(
+        &dir.join("summary.md"),
+        out::markdown(&index.cells).as_bytes(),
+    )
+    .context("summary.md")?;
+    write_atomic(&dir.join("summary.csv"), out::csv(&index.cells).as_bytes())
+        .context("summary.csv")?;
+    Ok(())
+}
+
+/// Progress: an indicatif bar on a terminal, plain lines otherwise.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    /// (estimated ms of the cells before the current one, current cell start, its estimate)
+    state: Arc<Mutex<(u64, Instant, u64)>>,
+    done: Arc<AtomicBool>,
+    ticker: Option<std::thread::JoinHandle<()>>,
+    quiet: bool,
+    started: Instant,
+    total_ms: u64,
+}
+
+impl Progress {
+    fn new(total_ms: u64, quiet: bool) -> Self {
+        let tty = std::io::stderr().is_terminal() && !quiet;
+        let state = Arc::new(Mutex::new((0, Instant::now(), 0)));
+        let done = Arc::new(AtomicBool::new(false));
+        let bar = tty.then(|| {
+            let b = indicatif::ProgressBar::new(total_ms.max(1));
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta} {msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b
+        });
+        // Moves the bar within a cell, by time, up to the cell's estimate.
+        let ticker = bar.clone().map(|b| {
+            let (state, done) = (state.clone(), done.clone());
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    if let Ok(s) = state.lock() {
+                        let within = (s.1.elapsed().as_millis() as u64).min(s.2);
+                        b.set_position(s.0 + within);
+                    }
+                    b.tick();
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            })
+        });
+        Progress {
+            bar,
+            state,
+            done,
+            ticker,
+            quiet,
+            started: Instant::now(),
+            total_ms,
+        }
+    }
+
+    fn begin(&self, n: usize, of: usize, id: &str, base_ms: u64, est_ms: u64) {
+        if let Ok(mut s) = self.state.lock() {
+            *s = (base_ms, Instant::now(), est_ms);
+        }
+        match &self.bar {
+            Some(b) => b.set_message(format!("{n}/{of} {id}")),
+            None if !self.quiet => eprintln!("matrix: cell {n}/{of} {id} ..."),
+            None => {}
+        }
+    }
+
+    fn end(&self, line: &str, done_ms: u64) {
+        if let Ok(mut s) = self.state.lock() {
+            *s = (done_ms, Instant::now(), 0);
+        }
+        match &self.bar {
+            Some(b) => {
+                b.set_position(done_ms);
+                b.println(line);
+            }
+            None if !self.quiet => {
+                let el = self.started.elapsed().as_secs_f64();
+                let eta = if done_ms > 0 && done_ms < self.total_ms {
+                    let left = self.total_ms.saturating_sub(done_ms) as f64 / done_ms as f64 * el;
+                    format!(" (ETA {})", format_ns((left * 1e9) as u64))
+                } else {
+                    String::new()
+                };
+                eprintln!("{line}{eta}");
+            }
+            None => {}
+        }
+    }
+
+    fn finish(mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(t) = self.ticker.take() {
+            let _ = t.join();
+        }
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// Runs the matrix; the exit code.
+pub fn run(a: MatrixArgs) -> Result<i32> {
+    let mut plan = cells(&a)?;
+    // Everything is checked before the first cell runs.
+    let specs: Vec<LoadSpec> = plan.iter().filter_map(|c| c.1.clone()).collect();
+    for s in &specs {
+        LoadSet::check(std::slice::from_ref(s), a.load_cpus.as_deref())?;
+    }
+    let dir: PathBuf = a.out.clone();
+    if dir.join("matrix.json").exists() && !a.resume {
+        return Err(usage(format!(
+            "{} already holds a matrix: --resume continues it, or choose another --out",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| usage(format!("--out {}: cannot create: {e}", dir.display())))?;
+    for (c, s) in &plan {
+        // Validates every cell's options through cyclic's own planner.
+        cyclic::plan(&cell_args(&a, c.period_ns, s.as_ref(), &dir.join(&c.file))?)?;
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut sig_ids = Vec::new();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        sig_ids.push(signal_hook::flag::register_conditional_shutdown(
+            sig,
+            130,
+            stop.clone(),
+        )?);
+        sig_ids.push(signal_hook::flag::register(sig, stop.clone())?);
+    }
+
+    let created_at = existing_created_at(&dir).unwrap_or_else(now_rfc3339);
+    let mut index = MatrixIndex {
+        kind: "rtscope-matrix".into(),
+        version: INDEX_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        command_line: command_line(),
+        created_at,
+        updated_at: String::new(),
+        periods_ns: a.periods.clone(),
+        loads: a.loads.clone(),
+        levels: a.levels.clone(),
+        samples: a.samples,
+        cells: plan.iter().map(|c| c.0.clone()).collect(),
+    };
+    let est: Vec<u64> = index
+        .cells
+        .iter()
+        // Threads run side by side: a cell lasts one thread's loops, plus the
+        // loads' ramp-up and stop.
+        .map(|c| {
+            (c.period_ns as u128 * a.samples as u128 / 1_000_000) as u64
+                + if c.spec.is_some() { 600 } else { 100 }
+        })
+        .collect();
+    let total_ms: u64 = est.iter().sum();
+    if !a.quiet {
+        eprintln!(
+            "rtscope matrix: {} cells ({} periods x {} load settings), {} samples per thread, about {} -> {}",
+            index.cells.len(),
+            a.periods.len(),
+            index.cells.len() / a.periods.len().max(1),
+            a.samples,
+            format_ns(total_ms * 1_000_000),
+            dir.display()
+        );
+    }
+    let progress = Progress::new(total_ms, a.quiet);
+    let n = index.cells.len();
+    let mut done_ms = 0u64;
+    let mut interrupted = false;
+    let mut failure: Option<anyhow::Error> = None;
+    for i in 0..n {
+        if stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        let (cell, spec) = &mut plan[i];
+        let path = dir.join(&cell.file);
+        if a.resume {
+            if let Some(doc) = complete(&path, cell) {
+                let e = &mut index.cells[i];
+                e.status = "done".into();
+                e.summary = Some(summarize(&doc));
+                done_ms += est[i];
+                progress.end(
+                    &format!("{} ({}/{n}): complete, skipped", e.id, i + 1),
+                    done_ms,
+                );
+                continue;
+            }
+        }
+        progress.begin(i + 1, n, &cell.id, done_ms, est[i]);
+        let result = cell_args(&a, cell.period_ns, spec.as_ref(), &path)
+            .and_then(|args| cyclic::plan(&args))
+            .and_then(|p| cyclic::execute(&p));
+        done_ms += est[i];
+        let e = &mut index.cells[i];
+        match result {
+            Ok(o) => {
+                let s = summarize(&o.doc);
+                let mut errs: Vec<String> = o.write_errors.clone();
+                errs.extend(o.thread_errors.iter().cloned());
+                e.status = if !errs.is_empty() {
+                    "error".into()
+                } else if o.doc.end_reason == EndReason::Interrupted {
+                    "interrupted".into()
+                } else {
+                    "done".into()
+                };
+                e.error = (!errs.is_empty()).then(|| errs.join("; "));
+                progress.end(&out::cell_line(e, &s, i + 1, n), done_ms);
+                e.summary = Some(s);
+                if o.doc.end_reason == EndReason::Interrupted {
+                    interrupted = true;
+                }
+            }
+            Err(err) => {
+                e.status = "failed".into();
+                e.error = Some(crate::error::one_line(&err));
+                progress.end(
+                    &format!(
+                        "{} ({}/{n}): failed: {}",
+                        e.id,
+                        i + 1,
+                        crate::error::one_line(&err)
+                    ),
+                    done_ms,
+                );
+                failure = Some(err);
+            }
+        }
+        write_index(&dir, &mut index)?;
+        if interrupted || failure.is_some() {
+            break;
+        }
+    }
+    progress.finish();
+    write_index(&dir, &mut index)?;
+    for id in sig_ids {
+        signal_hook::low_level::unregister(id);
+    }
+    print!("{}", out::table(&index.cells));
+    println!(
+        "matrix: {} (matrix.json, summary.md, summary.csv, one <cell>.json per cell)",
+        dir.display()
+    );
+    let pending = index.cells.iter().filter(|c| c.status != "done").count();
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if interrupted || pending > 0 {
+        eprintln!(
+            "matrix: {} of {} cells complete; run the same command with --resume to finish",
+            n - pending,
+            n
+        );
+        return Ok(if interrupted { EXIT_OK } else { EXIT_RUN });
+    }
+    Ok(EXIT_OK)
+}
+
+/// The `created_at` of an existing index (kept across `--resume`).
+fn existing_created_at(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("matrix.json")).ok()?;
+    let idx: MatrixIndex = serde_json::from_str(&text).ok()?;
+    Some(idx.created_at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(loads: &[&str], levels: &[u8], periods: &[u64]) -> MatrixArgs {
+        let mut argv: Vec<String> = vec!["matrix".into(), "--out".into(), "/tmp/x".into()];
+        for l in loads {
+            argv.extend(["--loads".into(), l.to_string()]);
+        }
+        argv.push("--levels".into());
+        argv.push(
+            levels
+                .iter()
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+        argv.push("--periods".into());
+        argv.push(
+            periods
+                .iter()
+                .map(|p| format!("{p}ns"))
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+        #[derive(Parser)]
+        struct W {
+            #[command(flatten)]
+            a: MatrixArgs,
+        }
+        W::try_parse_from(argv).unwrap().a
+    }
+
+    #[test]
+    fn splits_load_lists() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let items = load_items(&v(&["none,cpu,mem-churn,size=64M,instances=1,messaging"])).unwrap();
+        let t: Vec<&str> = items.iter().map(|i| i.text.as_str()).collect();
+        assert_eq!(
+            t,
+            ["none", "cpu", "mem-churn,size=64M,instances=1", "messaging"]
+        );
+        let items = load_items(&v(&["cpu", "cmd:stress-ng --cpu 1,2"])).unwrap();
+        assert_eq!(items[1].text, "cmd:stress-ng --cpu 1,2");
+        assert!(load_items(&v(&["size=1M,cpu"])).is_err());
+        assert!(load_items(&v(&["none,size=1M"])).is_err());
+    }
+
+    #[test]
+    fn expands_the_cross_product_with_stable_ids() {
+        let a = args(
+            &["none,cpu,messaging,mem-fault:75"],
+            &[50, 100],
+            &[300_000, 1_000_000],
+        );
+        let c = cells(&a).unwrap();
+        let ids: Vec<&str> = c.iter().map(|c| c.0.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "p300us-none",
+                "p300us-cpu-50",
+                "p300us-cpu-100",
+                "p300us-messaging",
+                "p300us-mem-fault-75",
+                "p1ms-none",
+                "p1ms-cpu-50",
+                "p1ms-cpu-100",
+                "p1ms-messaging",
+                "p1ms-mem-fault-75",
+            ]
+        );
+        assert_eq!(c[1].0.spec.as_deref(), Some("cpu:50"));
+        let a = args(&["mem-churn,size=64M"], &[50], &[1_000_000]);
+        let c = cells(&a).unwrap();
+        assert_eq!(c[0].0.id, "p1ms-mem-churn-size64M-50");
+        assert_eq!(c[0].0.spec.as_deref(), Some("mem-churn:50,size=64M"));
+        let a = args(&["cmd:stress-ng --cpu 1"], &[50], &[1_500]);
+        let c = cells(&a).unwrap();
+        assert_eq!(
+            c[0].0.id,
+            cell_id(1_500, parse_spec("cmd:stress-ng --cpu 1").ok().as_ref())
+        );
+        assert!(c[0].0.id.starts_with("p1500ns-cmd-"));
+        let a = args(&["cpu,cpu"], &[50], &[1_000_000]);
+        assert!(cells(&a).is_err());
+        let a = args(&["bogus"], &[50], &[1_000_000]);
+        assert!(cells(&a).unwrap_err().to_string().contains("unknown load"));
+    }
+
+    #[test]
+    fn cell_options_go_through_cyclic() {
+        let a = args(&["cpu"], &[50], &[500_000]);
+        let s = parse_spec("cpu:50").unwrap();
+        let c = cell_args(&a, 500_000, Some(&s), Path::new("/tmp/c.json")).unwrap();
+        assert_eq!(c.period, 500_000);
+        assert_eq!(c.loops, Some(10_000));
+        assert_eq!(c.loads.load, vec![s]);
+        assert!(c.out.quiet);
+    }
+}

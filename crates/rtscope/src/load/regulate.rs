@@ -1,0 +1,96 @@
+//! Duty-cycle regulation: work for LEVEL % of every slice, sleep the rest.
+//!
+//! Slices are 5 ms long on average and laid on absolute deadlines of
+//! CLOCK_MONOTONIC, so that the load is smooth against 1 ms measurement
+//! periods and does not drift. Each slice's length is drawn from 4-6 ms: a
+//! fixed 5 ms slice would stay phase-locked to the scheduler tick (4 ms at
+//! HZ=250), and tick-sampled accounting (/proc/stat) would then see 40 % or
+//! 60 % for a 50 % load depending on the phase.
+//! A step that overshoots its slice (an munmap of a large region, say) is paid
+//! back in the following slices, so the long-run share stays at LEVEL.
+
+use rtscope_core::sys;
+
+use super::Ctx;
+
+/// Mean length of one regulation slice.
+pub const SLICE_NS: u64 = 5_000_000;
+/// Slices are `SLICE_NS` +- this much.
+const DITHER_NS: u64 = 1_000_000;
+
+/// A tiny xorshift generator for the slice lengths (no need for quality).
+struct Dither(u64);
+
+impl Dither {
+    fn next_slice(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        SLICE_NS - DITHER_NS + self.0 % (2 * DITHER_NS)
+    }
+}
+
+const CLOCK: libc::clockid_t = libc::CLOCK_MONOTONIC;
+
+/// Calls `step` (which should take well under a millisecond) for `level` % of
+/// every slice, sleeping the rest, until the load is told to stop.
+pub fn duty_cycle(
+    ctx: &Ctx,
+    level: u8,
+    mut step: impl FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let level = u64::from(level.clamp(1, 100));
+    if level == 100 {
+        while !ctx.stopped() {
+            step()?;
+        }
+        return Ok(());
+    }
+    // Work done beyond the target so far (negative: owed).
+    let mut debt: i64 = 0;
+    let mut slice_start = sys::clock_ns(CLOCK);
+    let mut dither = Dither(slice_start | 1);
+    while !ctx.stopped() {
+        let slice = dither.next_slice();
+        let busy = (slice * level / 100) as i64;
+        let target = busy - debt;
+        let t0 = sys::clock_ns(CLOCK);
+        let mut now = t0;
+        if target > 0 {
+            while ((now - t0) as i64) < target && !ctx.stopped() {
+                step()?;
+                now = sys::clock_ns(CLOCK);
+            }
+        }
+        let worked = (now - t0) as i64;
+        // Pay back overshoot, forgive an unfinished slice (we were stopped or preempted).
+        debt = (debt + worked - busy).clamp(-busy, 20 * SLICE_NS as i64);
+        slice_start += slice;
+        if now < slice_start {
+            sys::sleep_until(CLOCK, slice_start)?;
+        } else if now > slice_start + slice {
+            // Fell more than a slice behind: start afresh rather than catch up in a burst.
+            slice_start = now;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_stay_within_bounds_and_average_out() {
+        let mut d = Dither(12345);
+        let n = 10_000;
+        let mut sum = 0;
+        for _ in 0..n {
+            let s = d.next_slice();
+            assert!((SLICE_NS - DITHER_NS..SLICE_NS + DITHER_NS).contains(&s));
+            sum += s;
+        }
+        let mean = sum / n;
+        assert!(mean.abs_diff(SLICE_NS) < 50_000, "{mean}");
+    }
+}

@@ -1,0 +1,638 @@
+//! The parent side of loads: spawn, watch, stop and reap.
+//!
+//! Each instance is `rtscope __load-worker` (re-executed from /proc/self/exe)
+//! in its own process group (so a Ctrl-C on the terminal reaches rtscope only,
+//! and a whole load, an external command's children included, can be signalled
+//! at once). rtscope makes itself a child subreaper, so that processes a load
+//! leaves behind are re-parented to it and can be reaped too.
+//!
+//! Achieved CPU share: the sum of utime+stime (+cutime+cstime, for reaped
+//! descendants) of every process in the instance's group, read from
+//! `/proc/PID/stat` at the start of the window (after the ramp-up) and at its
+//! end (before SIGTERM), divided by the wall time between the two readings.
+//!
+//! Stopping: SIGTERM to every group, up to [`GRACE`] for the workers to print
+//! their counters and exit, SIGKILL to what is left, then `waitpid` of every
+//! worker and of every re-parented member of its group. [`RunningLoads`] does
+//! the same on drop, so an error or a panic never leaves a load running; the
+//! workers also carry `PR_SET_PDEATHSIG`, for when rtscope itself is killed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use serde::Serialize;
+
+use rtscope_core::sys;
+use rtscope_core::units::{format_cpu_list, online_cpus};
+
+use super::{format_size, DefaultInstances, LoadSpec};
+use crate::error::usage;
+
+/// How long loads run before the measurement window opens.
+pub const RAMP: Duration = Duration::from_millis(200);
+/// How long stopped workers get to exit before SIGKILL.
+pub const GRACE: Duration = Duration::from_secs(2);
+/// At most this share of MemAvailable may be mapped by loads in total.
+pub const MEMORY_CAP_PERCENT: u64 = 50;
+
+/// What one instance achieved.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstanceReport {
+    pub index: usize,
+    /// Worker pid (also its process-group id).
+    pub pid: i32,
+    pub cpus: Vec<usize>,
+    /// CPU share over the window, percent of one CPU.
+    pub cpu_percent: f64,
+    /// Work counters, over the worker's whole life.
+    pub counters: BTreeMap<String, u64>,
+    /// `exited 0`, `exited 1`, `signal 9`, ...
+    pub exit: String,
+    /// The worker's own error, if it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What one load achieved (the object that goes into a result's `loads`).
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadReport {
+    /// The SPEC as given.
+    pub spec: String,
+    pub name: String,
+    /// Requested CPU share per instance, percent (regulated loads only).
+    pub level: Option<u8>,
+    /// Number of instances (worker processes).
+    pub instances: usize,
+    /// CPUs the instances ran on.
+    pub cpus: Vec<usize>,
+    /// Length of the window the CPU share was measured over, seconds.
+    pub window_s: f64,
+    /// Worker lifetime (the counters' window), seconds.
+    pub lifetime_s: f64,
+    /// CPU share of each instance over the window, percent of one CPU.
+    pub achieved_cpu_percent: Vec<f64>,
+    /// Mean of `achieved_cpu_percent`.
+    pub achieved_cpu_percent_mean: f64,
+    /// Work counters summed over the instances.
+    pub counters: BTreeMap<String, u64>,
+    /// Per-instance detail.
+    pub instance_reports: Vec<InstanceReport>,
+    /// Instances that failed.
+    pub errors: Vec<String>,
+}
+
+impl LoadReport {
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+struct Instance {
+    index: usize,
+    cpus: Vec<usize>,
+    pid: i32,
+    child: Option<Child>,
+    status: Option<ExitStatus>,
+    killed: bool,
+    reader: Option<JoinHandle<String>>,
+    base_ticks: u64,
+    end_ticks: u64,
+}
+
+struct Running {
+    spec: LoadSpec,
+    instances: Vec<Instance>,
+}
+
+/// Starting loads.
+pub struct LoadSet;
+
+/// Loads that run; stop them with [`RunningLoads::stop`] (or drop them).
+pub struct RunningLoads {
+    loads: Vec<Running>,
+    spawned_at: Instant,
+    window_start: Instant,
+}
+
+/// The CPUs loads go on: `--load-cpus` or every online CPU.
+fn resolve_cpus(cpus: Option<&[usize]>) -> Result<Vec<usize>> {
+    let online = online_cpus();
+    match cpus {
+        None => Ok(online),
+        Some(c) => {
+            if let Some(bad) = c.iter().find(|x| !online.contains(x)) {
+                return Err(usage(format!(
+                    "--load-cpus: CPU {bad} is not online (online CPUs: {})",
+                    format_cpu_list(&online)
+                )));
+            }
+            Ok(c.to_vec())
+        }
+    }
+}
+
+/// Instance placement: one CPU each, round robin, or every CPU for a
+/// single-instance load without `instances=`.
+fn placement(spec: &LoadSpec, cpus: &[usize]) -> Vec<Vec<usize>> {
+    match (spec.instances(), spec.def().instances) {
+        (None, DefaultInstances::One) => vec![cpus.to_vec()],
+        (None, DefaultInstances::PerCpu) => cpus.iter().map(|&c| vec![c]).collect(),
+        (Some(n), _) => (0..n).map(|i| vec![cpus[i % cpus.len()]]).collect(),
+    }
+}
+
+/// MemAvailable from /proc/meminfo, bytes.
+pub fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+impl LoadSet {
+    /// Checks placement and the memory cap without starting anything (usage
+    /// errors, exit 2).
+    pub fn check(specs: &[LoadSpec], cpus: Option<&[usize]>) -> Result<()> {
+        let cpus = resolve_cpus(cpus)?;
+        if cpus.is_empty() {
+            return Err(usage("--load-cpus: no CPU"));
+        }
+        let total: u64 = specs
+            .iter()
+            .map(|s| (s.def().memory)(s).saturating_mul(placement(s, &cpus).len() as u64))
+            .fold(0u64, u64::saturating_add);
+        if total > 0 {
+            let avail = mem_available().unwrap_or(0);
+            let cap = avail / 100 * MEMORY_CAP_PERCENT;
+            if total > cap {
+                return Err(usage(format!(
+                    "loads would map {} in total, more than {MEMORY_CAP_PERCENT} % of MemAvailable ({}): lower size= or instances=",
+                    format_size(total),
+                    format_size(avail)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts every load, lets them ramp up for [`RAMP`], and opens the
+    /// measurement window. A load that fails during the ramp-up is an error
+    /// (the others are stopped and reaped).
+    pub fn start(specs: &[LoadSpec], cpus: Option<&[usize]>) -> Result<RunningLoads> {
+        Self::check(specs, cpus)?;
+        let cpus = resolve_cpus(cpus)?;
+        let mut running = RunningLoads {
+            loads: Vec::new(),
+            spawned_at: Instant::now(),
+            window_start: Instant::now(),
+        };
+        if specs.is_empty() {
+            return Ok(running);
+        }
+        // Orphans of a load's group are re-parented to us, so we can reap them.
+        let _ = sys::set_child_subreaper();
+        let parent = sys::getpid();
+        for spec in specs {
+            let mut r = Running {
+                spec: spec.clone(),
+                instances: Vec::new(),
+            };
+            for (index, icpus) in placement(spec, &cpus).into_iter().enumerate() {
+                let mut child = Command::new("/proc/self/exe")
+                    .arg0("rtscope")
+                    .arg("__load-worker")
+                    .arg("--instance")
+                    .arg(index.to_string())
+                    .arg("--parent")
+                    .arg(parent.to_string())
+                    .arg("--cpus")
+                    .arg(format_cpu_list(&icpus))
+                    .arg("--")
+                    .arg(&spec.text)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .process_group(0)
+                    .spawn()
+                    .with_context(|| format!("cannot start load {spec}"))?;
+                let pid = child.id() as i32;
+                let mut out = child.stdout.take();
+                let reader = std::thread::Builder::new()
+                    .name("load-reader".into())
+                    .stack_size(64 * 1024)
+                    .spawn(move || {
+                        let mut s = String::new();
+                        if let Some(o) = out.as_mut() {
+                            let _ = o.read_to_string(&mut s);
+                        }
+                        s
+                    })
+                    .ok();
+                r.instances.push(Instance {
+                    index,
+                    cpus: icpus,
+                    pid,
+                    child: Some(child),
+                    status: None,
+                    killed: false,
+                    reader,
+                    base_ticks: 0,
+                    end_ticks: 0,
+                });
+            }
+            running.loads.push(r);
+        }
+        running.spawned_at = Instant::now();
+        // Ramp-up: a load that dies now (bad command, mmap refused) fails the run.
+        let until = Instant::now() + RAMP;
+        while Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+            if let Some(msg) = running.first_failure() {
+                return Err(anyhow!(msg));
+            }
+        }
+        let ticks = group_ticks();
+        for inst in running.instances_mut() {
+            inst.base_ticks = ticks.get(&inst.pid).copied().unwrap_or(0);
+        }
+        running.window_start = Instant::now();
+        Ok(running)
+    }
+}
+
+impl RunningLoads {
+    /// Whether no load runs.
+    pub fn is_empty(&self) -> bool {
+        self.loads.is_empty()
+    }
+
+    fn instances_mut(&mut self) -> impl Iterator<Item = &mut Instance> {
+        self.loads.iter_mut().flat_map(|l| l.instances.iter_mut())
+    }
+
+    /// One line: what runs where.
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> = self
+            .loads
+            .iter()
+            .map(|l| {
+                let mut cpus: Vec<usize> =
+                    l.instances.iter().flat_map(|i| i.cpus.clone()).collect();
+                cpus.sort_unstable();
+                cpus.dedup();
+                format!(
+                    "{} x{} on CPU {}",
+                    l.spec,
+                    l.instances.len(),
+                    format_cpu_list(&cpus)
+                )
+            })
+            .collect();
+        format!("loads: {}", parts.join("; "))
+    }
+
+    /// A worker that exited during the ramp-up, as an error line.
+    fn first_failure(&mut self) -> Option<String> {
+        for l in &mut self.loads {
+            for inst in &mut l.instances {
+                let Some(child) = inst.child.as_mut() else {
+                    continue;
+                };
+                if let Ok(Some(st)) = child.try_wait() {
+                    inst.status = Some(st);
+                    inst.child = None;
+                    let out = inst
+                        .reader
+                        .take()
+                        .and_then(|h| h.join().ok())
+                        .unwrap_or_default();
+                    let (_, err) = parse_worker_line(&out);
+                    return Some(format!(
+                        "load {} (instance {}) stopped during start-up: {}",
+                        l.spec,
+                        inst.index,
+                        err.unwrap_or_else(|| describe_status(st))
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    /// Stops every load, reaps every process, and returns what each achieved.
+    pub fn stop(mut self) -> Vec<LoadReport> {
+        let window = self.window_start.elapsed();
+        let lifetime = self.spawned_at.elapsed();
+        let ticks = group_ticks();
+        for inst in self.instances_mut() {
+            inst.end_ticks = ticks.get(&inst.pid).copied().unwrap_or(inst.base_ticks);
+        }
+        self.shutdown();
+        let hz = sys::clock_ticks_per_sec() as f64;
+        let loads = std::mem::take(&mut self.loads);
+        loads
+            .into_iter()
+            .map(|l| {
+                let names = l.spec.def().counters;
+                let mut counters: BTreeMap<String, u64> =
+                    names.iter().map(|n| (n.to_string(), 0)).collect();
+                let mut reports = Vec::new();
+                let mut errors = Vec::new();
+                let mut cpus = Vec::new();
+                for mut inst in l.instances {
+                    let out = inst
+                        .reader
+                        .take()
+                        .and_then(|h| h.join().ok())
+                        .unwrap_or_default();
+                    let (c, err) = parse_worker_line(&out);
+                    for (k, v) in &c {
+                        *counters.entry(k.clone()).or_default() += v;
+                    }
+                    let exit = match inst.status {
+                        Some(st) if inst.killed => {
+                            format!(
+                                "{} (SIGKILL after {} s)",
+                                describe_status(st),
+                                GRACE.as_secs()
+                            )
+                        }
+                        Some(st) => describe_status(st),
+                        None => "unknown".into(),
+                    };
+                    if let Some(e) = &err {
+                        errors.push(format!("instance {}: {e}", inst.index));
+                    } else if c.is_empty() {
+                        errors.push(format!("instance {}: no counters ({exit})", inst.index));
+                    }
+                    let used = inst.end_ticks.saturating_sub(inst.base_ticks) as f64 / hz;
+                    cpus.extend(inst.cpus.iter().copied());
+                    reports.push(InstanceReport {
+                        index: inst.index,
+                        pid: inst.pid,
+                        cpus: inst.cpus.clone(),
+                        cpu_percent: round2(100.0 * used / window.as_secs_f64().max(1e-9)),
+                        counters: c,
+                        exit,
+                        error: err,
+                    });
+                }
+                cpus.sort_unstable();
+                cpus.dedup();
+                let shares: Vec<f64> = reports.iter().map(|r| r.cpu_percent).collect();
+                let mean = if shares.is_empty() {
+                    0.0
+                } else {
+                    shares.iter().sum::<f64>() / shares.len() as f64
+                };
+                LoadReport {
+                    spec: l.spec.text.clone(),
+                    name: l.spec.name.to_string(),
+                    level: l.spec.level,
+                    instances: reports.len(),
+                    cpus,
+                    window_s: round3(window.as_secs_f64()),
+                    lifetime_s: round3(lifetime.as_secs_f64()),
+                    achieved_cpu_percent: shares,
+                    achieved_cpu_percent_mean: round2(mean),
+                    counters,
+                    instance_reports: reports,
+                    errors,
+                }
+            })
+            .collect()
+    }
+
+    /// SIGTERM, grace, SIGKILL, reap: every worker and every process left in
+    /// its group.
+    fn shutdown(&mut self) {
+        for inst in self.instances_mut() {
+            if inst.child.is_some() {
+                let _ = sys::killpg(inst.pid, libc::SIGTERM);
+            }
+        }
+        let deadline = Instant::now() + GRACE;
+        loop {
+            let mut alive = 0;
+            for inst in self.instances_mut() {
+                if let Some(c) = inst.child.as_mut() {
+                    match c.try_wait() {
+                        Ok(Some(st)) => {
+                            inst.status = Some(st);
+                            inst.child = None;
+                        }
+                        Ok(None) => alive += 1,
+                        Err(_) => inst.child = None,
+                    }
+                }
+            }
+            if alive == 0 || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        for inst in self.instances_mut() {
+            if let Some(mut c) = inst.child.take() {
+                let _ = sys::killpg(inst.pid, libc::SIGKILL);
+                inst.killed = true;
+                inst.status = c.wait().ok();
+            }
+            reap_group(inst.pid);
+        }
+    }
+}
+
+impl Drop for RunningLoads {
+    fn drop(&mut self) {
+        // Normal path: stop() emptied `loads`. Error or panic: stop everything now.
+        if !self.loads.is_empty() {
+            self.shutdown();
+            for inst in self.instances_mut() {
+                if let Some(h) = inst.reader.take() {
+                    let _ = h.join();
+                }
+            }
+        }
+    }
+}
+
+/// Kills and reaps whatever is left in process group `pgid` once its leader
+/// (the worker) has been reaped: children an external command left behind.
+fn reap_group(pgid: i32) {
+    if !group_members(pgid) {
+        // Nothing alive; collect zombies re-parented to us, if any.
+        while let Ok(Some(_)) = sys::reap_group_nohang(pgid) {}
+        return;
+    }
+    let _ = sys::killpg(pgid, libc::SIGKILL);
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < deadline {
+        match sys::reap_group_nohang(pgid) {
+            Ok(Some(_)) => continue,
+            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            // No child of ours is left in the group; others are init's to reap.
+            Err(_) => {
+                if !group_members(pgid) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+    }
+}
+
+/// The fields of /proc/PID/stat after the command name.
+fn stat_fields(pid: &str) -> Option<Vec<u64>> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 1..];
+    // Field 3 (state) is a letter: map it to 0 so indices stay aligned.
+    Some(
+        rest.split_whitespace()
+            .map(|f| f.parse::<u64>().unwrap_or(0))
+            .collect(),
+    )
+}
+
+// Indices into `stat_fields` (field number - 3).
+const F_PGRP: usize = 2;
+const F_UTIME: usize = 11;
+const F_CSTIME: usize = 14;
+
+/// utime+stime+cutime+cstime summed per process group, in clock ticks, for
+/// every process in /proc.
+pub fn group_ticks() -> HashMap<i32, u64> {
+    let mut out = HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        if let Some(f) = stat_fields(pid) {
+            if f.len() > F_CSTIME {
+                let t: u64 = f[F_UTIME..=F_CSTIME].iter().sum();
+                *out.entry(f[F_PGRP] as i32).or_insert(0) += t;
+            }
+        }
+    }
+    out
+}
+
+/// Whether any live (not zombie) process is in group `pgid`.
+pub fn group_members(pgid: i32) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            return false;
+        };
+        let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        let Some(rest) = s.rfind(')').map(|i| &s[i + 1..]) else {
+            return false;
+        };
+        let mut it = rest.split_whitespace();
+        let state = it.next().unwrap_or("");
+        let pgrp = it.nth(1).and_then(|p| p.parse::<i32>().ok());
+        pgrp == Some(pgid) && state != "Z" && state != "X"
+    })
+}
+
+fn describe_status(st: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (st.code(), st.signal()) {
+        (Some(c), _) => format!("exited {c}"),
+        (None, Some(s)) => format!("signal {s}"),
+        _ => "unknown".into(),
+    }
+}
+
+/// The worker's JSON line: counters and error.
+fn parse_worker_line(out: &str) -> (BTreeMap<String, u64>, Option<String>) {
+    let Some(line) = out.lines().rev().find(|l| l.trim_start().starts_with('{')) else {
+        return (BTreeMap::new(), None);
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+        return (BTreeMap::new(), None);
+    };
+    let counters = v
+        .get("counters")
+        .and_then(|c| c.as_object())
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_u64().map(|n| (k.clone(), n)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let error = v.get("error").and_then(|e| e.as_str()).map(str::to_string);
+    (counters, error)
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::parse_spec;
+
+    #[test]
+    fn worker_line() {
+        let (c, e) = parse_worker_line("noise\n{\"counters\":{\"ops\":12},\"error\":null}\n");
+        assert_eq!(c.get("ops"), Some(&12));
+        assert_eq!(e, None);
+        let (c, e) = parse_worker_line("{\"counters\":{},\"error\":\"mmap: ENOMEM\"}");
+        assert!(c.is_empty());
+        assert_eq!(e.as_deref(), Some("mmap: ENOMEM"));
+        assert_eq!(parse_worker_line("").0.len(), 0);
+    }
+
+    #[test]
+    fn places_instances() {
+        let s = parse_spec("cpu:50").unwrap();
+        assert_eq!(placement(&s, &[0, 1]), vec![vec![0], vec![1]]);
+        let s = parse_spec("cpu:50,instances=3").unwrap();
+        assert_eq!(placement(&s, &[2, 5]), vec![vec![2], vec![5], vec![2]]);
+        let s = parse_spec("cmd:sleep 1").unwrap();
+        assert_eq!(placement(&s, &[0, 1]), vec![vec![0, 1]]);
+    }
+
+    #[test]
+    fn refuses_memory_beyond_the_cap() {
+        let s = parse_spec("mem-churn,size=1T").unwrap();
+        let e = LoadSet::check(&[s], None).unwrap_err();
+        assert!(e.to_string().contains("MemAvailable"), "{e}");
+        let s = parse_spec("mem-churn,size=1M").unwrap();
+        LoadSet::check(&[s], None).unwrap();
+    }
+
+    #[test]
+    fn own_group_is_counted() {
+        let me = sys::getpid();
+        // Our own process group (the test harness's) has used some CPU time.
+        let pgrp = stat_fields(&me.to_string()).unwrap()[F_PGRP] as i32;
+        assert!(group_ticks().contains_key(&pgrp));
+        assert!(group_members(pgrp));
+    }
+}

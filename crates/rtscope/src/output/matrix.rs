@@ -1,0 +1,167 @@
+//! The matrix summary: one row per cell, as an aligned text table, Markdown
+//! and CSV. Latencies in microseconds with one decimal.
+
+use crate::experiment::matrix::{CellEntry, CellSummary};
+use rtscope_core::units::format_ns;
+
+use super::{summary::render, us1};
+
+const HEADER: [&str; 12] = [
+    "cell",
+    "period",
+    "load",
+    "level",
+    "samples",
+    "avg_us",
+    "max_us",
+    "stddev_us",
+    "p99.9_us",
+    "overruns",
+    "load_cpu_%",
+    "status",
+];
+
+fn row(c: &CellEntry) -> Vec<String> {
+    let s = c.summary.as_ref();
+    let f =
+        |g: &dyn Fn(&CellSummary) -> String| s.filter(|s| s.samples > 0).map_or("-".to_string(), g);
+    vec![
+        c.id.clone(),
+        format_ns(c.period_ns),
+        c.load.clone(),
+        c.level.map_or("-".into(), |l| l.to_string()),
+        s.map_or("-".into(), |s| s.samples.to_string()),
+        f(&|s| us1(s.avg_ns)),
+        f(&|s| us1(s.max_ns as f64)),
+        f(&|s| us1(s.stddev_ns)),
+        f(&|s| us1(s.p99_9_ns as f64)),
+        s.map_or("-".into(), |s| s.overruns.to_string()),
+        s.and_then(|s| s.load_cpu_percent)
+            .map_or("-".into(), |p| format!("{p:.1}")),
+        c.status.clone(),
+    ]
+}
+
+/// The terminal table.
+pub fn table(cells: &[CellEntry]) -> String {
+    let mut rows = vec![HEADER.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+    rows.extend(cells.iter().map(row));
+    format!(
+        "\nmatrix summary (all threads, latency in us):\n{}",
+        render(&rows)
+    )
+}
+
+/// `summary.md`: a Markdown table.
+pub fn markdown(cells: &[CellEntry]) -> String {
+    let mut out = String::from(
+        "# rtscope matrix\n\nLatency in microseconds, all measurement threads together. ",
+    );
+    out.push_str("`overruns`: wake-ups later than one period. `load_cpu_%`: the CPU share the load's instances achieved (mean).\n\n");
+    out.push_str(&format!("| {} |\n", HEADER.join(" | ")));
+    out.push_str(&format!(
+        "|{}|\n",
+        HEADER
+            .iter()
+            .enumerate()
+            .map(|(i, _)| if i < 4 { "---" } else { "---:" })
+            .collect::<Vec<_>>()
+            .join("|")
+    ));
+    for c in cells {
+        out.push_str(&format!("| {} |\n", row(c).join(" | ")));
+    }
+    out
+}
+
+/// `summary.csv`: raw numbers (ns), one row per cell.
+pub fn csv(cells: &[CellEntry]) -> String {
+    let mut out = String::from(
+        "cell,period_ns,load,level,samples,avg_ns,max_ns,stddev_ns,p99_9_ns,overruns,load_cpu_percent,status\n",
+    );
+    for c in cells {
+        let s = c.summary.clone().unwrap_or_default();
+        let has = c.summary.is_some();
+        let opt = |v: String| if has { v } else { String::new() };
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            c.id,
+            c.period_ns,
+            c.load,
+            c.level.map_or(String::new(), |l| l.to_string()),
+            opt(s.samples.to_string()),
+            opt(format!("{:.1}", s.avg_ns)),
+            opt(s.max_ns.to_string()),
+            opt(format!("{:.1}", s.stddev_ns)),
+            opt(s.p99_9_ns.to_string()),
+            opt(s.overruns.to_string()),
+            s.load_cpu_percent
+                .map_or(String::new(), |p| format!("{p:.2}")),
+            c.status
+        ));
+    }
+    out
+}
+
+/// A progress line for a finished cell.
+pub fn cell_line(c: &CellEntry, s: &CellSummary, n: usize, of: usize) -> String {
+    format!(
+        "{} ({n}/{of}): {}, {} samples, avg {} us, max {} us, overruns {}{}",
+        c.id,
+        c.status,
+        s.samples,
+        us1(s.avg_ns),
+        us1(s.max_ns as f64),
+        s.overruns,
+        s.load_cpu_percent
+            .map(|p| format!(", load {p:.1} % CPU"))
+            .unwrap_or_default()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(id: &str, summary: Option<CellSummary>) -> CellEntry {
+        CellEntry {
+            id: id.into(),
+            period_ns: 1_000_000,
+            load: "cpu".into(),
+            level: Some(50),
+            spec: Some("cpu:50".into()),
+            file: format!("{id}.json"),
+            status: if summary.is_some() { "done" } else { "pending" }.into(),
+            error: None,
+            summary,
+        }
+    }
+
+    #[test]
+    fn formats() {
+        let s = CellSummary {
+            samples: 1000,
+            avg_ns: 12_345.0,
+            max_ns: 99_000,
+            stddev_ns: 1500.0,
+            p99_9_ns: 50_000,
+            overruns: 2,
+            load_cpu_percent: Some(49.87),
+            ..Default::default()
+        };
+        let cells = [cell("p1ms-cpu-50", Some(s)), cell("p1ms-cpu-100", None)];
+        let csv = csv(&cells);
+        assert_eq!(
+            csv.lines().nth(1).unwrap(),
+            "p1ms-cpu-50,1000000,cpu,50,1000,12345.0,99000,1500.0,50000,2,49.87,done"
+        );
+        assert_eq!(
+            csv.lines().nth(2).unwrap(),
+            "p1ms-cpu-100,1000000,cpu,50,,,,,,,,pending"
+        );
+        let md = markdown(&cells);
+        assert!(md.contains("| p1ms-cpu-50 | 1ms | cpu | 50 | 1000 | 12.3 | 99.0 | 1.5 | 50.0 | 2 | 49.9 | done |"), "{md}");
+        let t = table(&cells);
+        assert!(t.contains("p1ms-cpu-100"), "{t}");
+    }
+}

@@ -1,0 +1,402 @@
+//! Integration tests of background loads, `rtscope load` and `rtscope matrix`,
+//! driving the real binary. They check structure and that work was done, and
+//! that no load process outlives rtscope; they never assert a latency.
+//!
+//! Tests that start loads take a shared lock; the CPU-share fidelity test
+//! takes it exclusively, so that no other load of this file runs while it
+//! reads /proc/stat.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::RwLock;
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+static CPUS: RwLock<()> = RwLock::new(());
+
+fn rtscope() -> Command {
+    Command::cargo_bin("rtscope").unwrap()
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// (pid, ppid, pgrp, state) of every process.
+fn processes() -> Vec<(i32, i32, i32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(i) = s.rfind(')') else { continue };
+        let f: Vec<&str> = s[i + 1..].split_whitespace().collect();
+        out.push((
+            pid,
+            f[1].parse().unwrap(),
+            f[2].parse().unwrap(),
+            f[0].to_string(),
+        ));
+    }
+    out
+}
+
+/// Processes left in the load groups of a result document, or children of
+/// the rtscope process `parent` (which has exited).
+fn leftovers(doc: &Value, parent: u32) -> Vec<(i32, i32, i32, String)> {
+    let groups: Vec<i32> = doc["loads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l["instance_reports"].as_array().unwrap().clone())
+        .map(|i| i["pid"].as_i64().unwrap() as i32)
+        .collect();
+    assert!(!groups.is_empty());
+    processes()
+        .into_iter()
+        .filter(|p| groups.contains(&p.2) || groups.contains(&p.0) || p.1 == parent as i32)
+        .collect()
+}
+
+fn run_load(spec: &str, main_counter: &str) {
+    let _g = CPUS.read().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("load.json");
+    let child = rtscope()
+        .args(["load", spec, "--duration", "2s", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{spec}: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("achieved %"), "{stdout}");
+    let doc = read_json(&json);
+    assert_eq!(doc["experiment"], "load");
+    let l = &doc["loads"][0];
+    assert_eq!(l["spec"], spec);
+    assert!(l["errors"].as_array().unwrap().is_empty(), "{l}");
+    let n = l["counters"][main_counter].as_u64().unwrap();
+    assert!(n > 0, "{spec}: {main_counter} = 0: {l}");
+    for inst in l["instance_reports"].as_array().unwrap() {
+        assert!(
+            inst["counters"][main_counter].as_u64().unwrap() > 0,
+            "{inst}"
+        );
+        assert_eq!(inst["exit"], "exited 0", "{inst}");
+    }
+    assert_eq!(
+        l["achieved_cpu_percent"].as_array().unwrap().len() as u64,
+        l["instances"].as_u64().unwrap()
+    );
+    let left = leftovers(&doc, pid);
+    assert!(left.is_empty(), "{spec}: processes left: {left:?}");
+}
+
+#[test]
+fn cpu_load() {
+    run_load("cpu:50", "ops");
+}
+
+#[test]
+fn mem_churn_load() {
+    run_load("mem-churn:50,size=4M", "pages_touched");
+}
+
+#[test]
+fn mem_fault_load() {
+    run_load("mem-fault:50,size=4M", "faults_handled");
+}
+
+#[test]
+fn mem_access_load() {
+    run_load("mem-access:50,size=8M", "bytes_moved");
+}
+
+#[test]
+fn messaging_load() {
+    run_load("messaging,groups=1,fds=2", "messages_received");
+    run_load("messaging,transport=socket,fds=2", "messages_received");
+}
+
+#[test]
+fn net_load() {
+    run_load("net,rate=20000,size=128", "packets_received");
+}
+
+#[test]
+fn io_load() {
+    run_load("io,size=256K", "fsyncs");
+}
+
+#[test]
+fn cmd_load_and_its_children_are_reaped() {
+    // The shell leaves a background child in the group: it must go too.
+    run_load("cmd:sleep 30 & sleep 30", "runs");
+}
+
+#[test]
+fn bad_specs_exit_2_with_one_line() {
+    for spec in [
+        "bogus",
+        "cpu:0",
+        "cpu:101",
+        "cpu:-3",
+        "mem-churn,size=-16M",
+        "mem-churn,size=100T",
+        "mem-fault,size=600G",
+        "cpu,instances=0",
+        "messaging:50",
+        "cmd:",
+    ] {
+        let out = rtscope().args(["load", spec, "-D", "1"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{spec}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{spec}: {err}");
+    }
+    let out = rtscope()
+        .args(["cyclic", "-l", "10", "--load", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown load 'nope'"));
+    let out = rtscope()
+        .args(["cyclic", "-l", "10", "--load-cpus", "4096", "--load", "cpu"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = rtscope()
+        .args([
+            "matrix",
+            "--loads",
+            "cpu,size=1M",
+            "--out",
+            "/nonexistent/x",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn list_shows_every_load() {
+    let out = rtscope().args(["load", "--list"]).output().unwrap();
+    assert!(out.status.success());
+    let t = String::from_utf8_lossy(&out.stdout);
+    for n in [
+        "cpu",
+        "mem-churn",
+        "mem-fault",
+        "mem-access",
+        "messaging",
+        "net",
+        "io",
+        "cmd",
+    ] {
+        assert!(t.lines().any(|l| l.starts_with(n)), "{n}: {t}");
+    }
+}
+
+#[test]
+fn failing_command_is_reported() {
+    let _g = CPUS.read().unwrap();
+    let out = rtscope()
+        .args(["load", "cmd:exit 3", "-D", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("failed at once"), "{err}");
+}
+
+#[test]
+fn sigint_during_loaded_cyclic_writes_results_and_leaves_no_orphan() {
+    let _g = CPUS.read().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("cyclic.json");
+    let mut child = rtscope()
+        .args([
+            "cyclic",
+            "--no-rt",
+            "-D",
+            "60",
+            "-q",
+            "--load",
+            "cpu:50",
+            "--load",
+            "mem-fault:30,size=4M,instances=1",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    std::thread::sleep(Duration::from_millis(2000));
+    // SAFETY: signalling a child we started and have not reaped.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "rtscope did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_json(&json);
+    assert_eq!(doc["end_reason"], "interrupted");
+    let loads = doc["loads"].as_array().unwrap();
+    assert_eq!(loads.len(), 2);
+    assert!(loads[0]["counters"]["ops"].as_u64().unwrap() > 0);
+    assert!(loads[1]["counters"]["faults_handled"].as_u64().unwrap() > 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("mem-fault:30"));
+    let left = leftovers(&doc, pid);
+    assert!(left.is_empty(), "processes left: {left:?}");
+}
+
+#[test]
+fn matrix_runs_and_resumes() {
+    let _g = CPUS.read().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let outdir = dir.path().join("m");
+    let args = [
+        "matrix",
+        "--no-rt",
+        "--periods",
+        "1ms,500us",
+        "--loads",
+        "none,cpu,mem-churn,size=1M",
+        "--levels",
+        "50",
+        "--samples",
+        "200",
+        "--out",
+    ];
+    let out = rtscope().args(args).arg(&outdir).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ids = [
+        "p1ms-none",
+        "p1ms-cpu-50",
+        "p1ms-mem-churn-size1M-50",
+        "p500us-none",
+        "p500us-cpu-50",
+        "p500us-mem-churn-size1M-50",
+    ];
+    for id in ids {
+        assert!(stdout.contains(id), "{stdout}");
+        let d = read_json(&outdir.join(format!("{id}.json")));
+        assert_eq!(d["experiment"], "cyclic");
+        assert_eq!(d["end_reason"], "loops");
+    }
+    let idx = read_json(&outdir.join("matrix.json"));
+    let cells = idx["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 6);
+    assert!(cells.iter().all(|c| c["status"] == "done"));
+    assert!(cells[1]["summary"]["load_cpu_percent"].as_f64().unwrap() > 0.0);
+    let csv = std::fs::read_to_string(outdir.join("summary.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 7);
+    assert!(std::fs::read_to_string(outdir.join("summary.md"))
+        .unwrap()
+        .contains("| p500us-cpu-50 |"));
+
+    // The same matrix again: refused without --resume, all skipped with it.
+    let out = rtscope().args(args).arg(&outdir).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = rtscope()
+        .args(args)
+        .arg(&outdir)
+        .arg("--resume")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("complete, skipped").count(), 6, "{err}");
+}
+
+/// Busy and total jiffies of one CPU from /proc/stat.
+fn cpu_jiffies(cpu: usize) -> (u64, u64) {
+    let s = std::fs::read_to_string("/proc/stat").unwrap();
+    let line = s
+        .lines()
+        .find(|l| l.starts_with(&format!("cpu{cpu} ")))
+        .unwrap();
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let total: u64 = v.iter().take(8).sum();
+    let idle = v[3] + v[4];
+    (total - idle, total)
+}
+
+/// Fidelity, with a tolerant bound (not a latency bound): `cpu:50` pinned to
+/// one CPU keeps that CPU 44-56 % busy over 5 s, as /proc/stat sees it, and
+/// reports about the same share itself. /proc/stat counts everything on that
+/// CPU, so other work on the machine skews it: ignored by default, run with
+/// `cargo test --test loads -- --ignored` on an otherwise idle machine.
+#[test]
+#[ignore = "5 s, and needs an otherwise idle CPU"]
+fn cpu_50_lands_near_50_percent() {
+    let _g = CPUS.write().unwrap();
+    let cpu = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .unwrap()
+        .trim()
+        .rsplit(['-', ','])
+        .next()
+        .unwrap()
+        .parse::<usize>()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("fid.json");
+    let mut child = rtscope()
+        .args(["load", "cpu:50", "-D", "5400ms", "-q", "--load-cpus"])
+        .arg(cpu.to_string())
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Past the 200 ms ramp-up, then 5 s.
+    std::thread::sleep(Duration::from_millis(300));
+    let (b0, t0) = cpu_jiffies(cpu);
+    std::thread::sleep(Duration::from_secs(5));
+    let (b1, t1) = cpu_jiffies(cpu);
+    assert!(child.wait().unwrap().success());
+    let busy = 100.0 * (b1 - b0) as f64 / (t1 - t0).max(1) as f64;
+    let reported = read_json(&json)["loads"][0]["achieved_cpu_percent_mean"]
+        .as_f64()
+        .unwrap();
+    eprintln!("cpu:50 on CPU {cpu}: /proc/stat {busy:.1} %, reported {reported:.1} %");
+    assert!((44.0..=56.0).contains(&busy), "/proc/stat: {busy:.1} %");
+    assert!(
+        (44.0..=56.0).contains(&reported),
+        "reported: {reported:.1} %"
+    );
+}
