@@ -34,7 +34,25 @@ pub fn series_table(doc: &ResultDocument) -> String {
     render(&rows)
 }
 
-/// Renders rows as an aligned table: first column left-aligned, the rest right.
+/// Whether a cell reads as a number: its first word is one (`12.3`, `-`,
+/// `+24%`, `1.5x`, `40.1k`, `[14.8, 15.2]`).
+fn numeric(cell: &str) -> bool {
+    let t = cell
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .trim_matches(['[', ']', '(', ')', ',']);
+    if t.is_empty() || t == "-" {
+        return true;
+    }
+    let t = t.trim_start_matches(['+', '-']);
+    let t = t.trim_end_matches(['%', 'x', 'k', 'M', 'G']);
+    !t.is_empty() && t.parse::<f64>().is_ok()
+}
+
+/// Renders rows (the first is the header) as an aligned table: the first
+/// column and every column holding text are left-aligned, numeric columns
+/// right-aligned.
 pub fn render(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
@@ -46,14 +64,27 @@ pub fn render(rows: &[Vec<String>]) -> String {
                 .unwrap_or(0)
         })
         .collect();
+    let right: Vec<bool> = (0..cols)
+        .map(|c| {
+            c > 0
+                && rows
+                    .iter()
+                    .skip(1)
+                    .filter_map(|r| r.get(c))
+                    .all(|s| numeric(s))
+        })
+        .collect();
     let mut out = String::new();
     for r in rows {
         let mut line = String::new();
         for (c, cell) in r.iter().enumerate() {
-            if c == 0 {
-                line.push_str(&format!("{cell:<w$}", w = widths[c]));
+            if c > 0 {
+                line.push_str("  ");
+            }
+            if right[c] {
+                line.push_str(&format!("{cell:>w$}", w = widths[c]));
             } else {
-                line.push_str(&format!("  {cell:>w$}", w = widths[c]));
+                line.push_str(&format!("{cell:<w$}", w = widths[c]));
             }
         }
         out.push_str(line.trim_end());
@@ -89,5 +120,10 @@ mod tests {
             vec!["long".into(), "1234".into()],
         ]);
         assert_eq!(t, "a        1\nlong  1234\n");
+        let t = render(&[
+            vec!["load".into(), "n".into(), "counters".into()],
+            vec!["cpu".into(), "1".into(), "ops 5 (1/s)".into()],
+        ]);
+        assert_eq!(t, "load  n  counters\ncpu   1  ops 5 (1/s)\n");
     }
 }
