@@ -359,6 +359,8 @@ pub fn uname() -> (String, String, String, String) {
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
     // SAFETY: `u` is valid and writable.
     unsafe { libc::uname(&mut u) };
+    // c_char is i8 on x86-64 and u8 on ARM.
+    #[allow(clippy::unnecessary_cast)]
     fn s(f: &[libc::c_char]) -> String {
         let bytes: Vec<u8> = f
             .iter()

@@ -17,6 +17,8 @@ use cli::{Cli, Command};
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Cyclic(a) => experiment::cyclic::run(a),
+        Command::Clock(a) => experiment::clock::run(a),
+        Command::Period(a) => experiment::period::run(a),
     }
 }
 

@@ -182,7 +182,8 @@ pub fn calibrate<C: Counter, T: Timebase>(
 pub fn calibrate_source(src: &Source, window_ns: u64) -> Calibration {
     let id = src.id();
     let busy = !id.counts_in_idle();
-    let mut cal = with_counter!(src, c => calibrate(c, &MonotonicRaw, id.width_bits(), window_ns, busy));
+    let mut cal =
+        with_counter!(src, c => calibrate(c, &MonotonicRaw, id.width_bits(), window_ns, busy));
     cal.declared = src.declared_frequencies();
     cal.declared_diff_ppm = cal
         .declared
@@ -273,7 +274,12 @@ mod tests {
             let m = SimMachine::new(hz, width);
             let cal = calibrate(&m, &m, width, window, false);
             let err = (cal.hz - hz).abs();
-            assert!(err <= cal.uncertainty_hz, "hz {hz}: got {} ± {}", cal.hz, cal.uncertainty_hz);
+            assert!(
+                err <= cal.uncertainty_hz,
+                "hz {hz}: got {} ± {}",
+                cal.hz,
+                cal.uncertainty_hz
+            );
             assert!(cal.uncertainty_ppm < 1.0, "{}", cal.uncertainty_ppm);
             assert!((cal.window_ns - window as f64).abs() < 10_000.0);
         }

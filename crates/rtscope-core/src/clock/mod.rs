@@ -155,7 +155,9 @@ impl SourceId {
                 "CLOCK_MONOTONIC through syscall(SYS_clock_gettime): no vDSO"
             }
             SourceId::Tsc => "x86-64 time-stamp counter, rdtsc",
-            SourceId::Rdtscp => "x86-64 time-stamp counter, rdtscp (waits for earlier instructions)",
+            SourceId::Rdtscp => {
+                "x86-64 time-stamp counter, rdtscp (waits for earlier instructions)"
+            }
             SourceId::LfenceTsc => "x86-64 time-stamp counter, lfence; rdtsc (ordered)",
             SourceId::Cntvct => "aarch64 generic timer virtual count, isb; mrs cntvct_el0",
             SourceId::PerfCycles => {
@@ -354,9 +356,7 @@ impl Source {
     pub fn kernel_resolution_ns(&self) -> Option<u64> {
         match self.id() {
             SourceId::Gettimeofday => Some(1000),
-            id => id
-                .clock_id()
-                .and_then(|c| crate::sys::clock_res_ns(c).ok()),
+            id => id.clock_id().and_then(|c| crate::sys::clock_res_ns(c).ok()),
         }
     }
 
@@ -366,7 +366,9 @@ impl Source {
         #[allow(clippy::match_single_binding)]
         match self {
             #[cfg(target_arch = "x86_64")]
-            Source::Tsc(_) | Source::Rdtscp(_) | Source::LfenceTsc(_) => x86::declared_frequencies(),
+            Source::Tsc(_) | Source::Rdtscp(_) | Source::LfenceTsc(_) => {
+                x86::declared_frequencies()
+            }
             #[cfg(target_arch = "aarch64")]
             Source::Cntvct(_) => arm::declared_frequencies(),
             _ => Vec::new(),
@@ -413,10 +415,7 @@ fn not_here(id: SourceId) -> String {
         SourceId::Cntvct | SourceId::PerfCycles => "aarch64",
         _ => "armv7",
     };
-    format!(
-        "{arch} only (this machine is {})",
-        std::env::consts::ARCH
-    )
+    format!("{arch} only (this machine is {})", std::env::consts::ARCH)
 }
 
 /// Converts a source's counts to nanoseconds.

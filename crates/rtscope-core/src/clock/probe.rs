@@ -156,7 +156,8 @@ impl PeriodStats {
         }
         s.attributes
             .insert("period_ns".into(), json!(self.requested_ns));
-        s.attributes.insert("frequency_hz".into(), json!(self.scale.hz));
+        s.attributes
+            .insert("frequency_hz".into(), json!(self.scale.hz));
         s.attributes.insert(
             "period".into(),
             serde_json::to_value(self.summary()).unwrap_or_default(),
@@ -374,6 +375,11 @@ mod tests {
         assert_eq!(doc.series.len(), 1);
         assert_eq!(doc.series[0].stats.count, 19);
         assert_eq!(doc.series[0].attributes["source"], "monotonic");
-        assert!(doc.series[0].attributes["period"]["mean_period_ns"].as_f64().unwrap() > 0.0);
+        assert!(
+            doc.series[0].attributes["period"]["mean_period_ns"]
+                .as_f64()
+                .unwrap()
+                > 0.0
+        );
     }
 }

@@ -113,7 +113,12 @@ where
                     let mut n: u64 = 0;
                     loop {
                         while lock
-                            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+                            .compare_exchange_weak(
+                                false,
+                                true,
+                                Ordering::Acquire,
+                                Ordering::Relaxed,
+                            )
                             .is_err()
                         {
                             std::hint::spin_loop();
@@ -165,7 +170,8 @@ pub fn warp_source(src: &Source, scale: Scale, cpus: &[usize], window_ns: u64) -
         ..Default::default()
     };
     if !id.is_global() {
-        r.skipped = Some("a per-thread counter: readings on different CPUs are not comparable".into());
+        r.skipped =
+            Some("a per-thread counter: readings on different CPUs are not comparable".into());
         return r;
     }
     if cpus.len() < 2 {
