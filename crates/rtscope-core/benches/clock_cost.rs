@@ -18,8 +18,10 @@
 
 use std::hint::black_box;
 
+#[cfg(target_arch = "x86_64")]
+use rtscope_core::clock::calibrate;
 use rtscope_core::clock::measure::{deltas_into, source_consecutive, summarize, touched_buffer};
-use rtscope_core::clock::{calibrate, Scale, Source, SourceId};
+use rtscope_core::clock::{Scale, Source, SourceId};
 
 const REPS: usize = 31;
 
@@ -104,6 +106,7 @@ fn main() {
     let cpus = rtscope_core::units::online_cpus();
     let _ = rtscope_core::sys::set_affinity(&cpus[cpus.len() - 1..]);
     let mut rows: Vec<(String, f64, f64, f64)> = Vec::new();
+    #[allow(unused_mut)] // only x86-64 has a target to miss
     let mut ok = true;
 
     #[cfg(target_arch = "x86_64")]
