@@ -1,6 +1,7 @@
 //! rtscope-core: the embeddable measurement core of rtscope.
 //!
 //! - [`rt`]: real-time environment (policy, priority, affinity, mlock, cpu_dma_latency)
+//! - [`clock`]: time sources, calibration, read cost, stopwatch and period probe
 //! - [`cyclic`]: the periodic wake-up measurement loop and its wake methods
 //! - [`sample`]: the sample type and the wait-free rings to the aggregator
 //! - [`record`]: histogram, statistics, timeline, spikes
@@ -11,6 +12,7 @@
 //!
 //! The crate has no CLI or plotting dependencies and builds as pure Rust.
 
+pub mod clock;
 pub mod cyclic;
 pub mod record;
 pub mod result;

@@ -374,6 +374,8 @@ pub fn uname() -> (String, String, String, String) {
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
     // SAFETY: `u` is valid and writable.
     unsafe { libc::uname(&mut u) };
+    // c_char is i8 on x86-64 and u8 on ARM.
+    #[allow(clippy::unnecessary_cast)]
     fn s(f: &[libc::c_char]) -> String {
         let bytes: Vec<u8> = f
             .iter()
@@ -696,4 +698,165 @@ pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     }
     // SAFETY: both descriptors were just created and are owned by nobody else.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// `gettimeofday(2)` as ns since the epoch (microsecond resolution).
+#[inline]
+pub fn gettimeofday_ns() -> u64 {
+    let mut tv = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    };
+    // SAFETY: `tv` is a valid, writable timeval; the timezone pointer may be null.
+    unsafe { libc::gettimeofday(&mut tv, std::ptr::null_mut()) };
+    (tv.tv_sec as u64)
+        .wrapping_mul(NS_PER_SEC)
+        .wrapping_add((tv.tv_usec as u64).wrapping_mul(1000))
+}
+
+/// Reads `clock` through the raw `clock_gettime` system call, bypassing the
+/// vDSO: what reading the clock costs when the kernel has to be entered.
+#[inline]
+pub fn clock_ns_syscall(clock: ClockId) -> u64 {
+    // SAFETY: timespec is POD.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: SYS_clock_gettime takes (clockid_t, struct timespec *); `ts` is valid
+    // and writable for the duration of the call.
+    unsafe {
+        libc::syscall(
+            libc::SYS_clock_gettime,
+            clock as libc::c_long,
+            &mut ts as *mut libc::timespec,
+        )
+    };
+    ts_to_ns(&ts)
+}
+
+/// Whether reading `clock` works on this kernel (`clock_gettime` returns 0).
+pub fn clock_works(clock: ClockId) -> bool {
+    // SAFETY: as in `clock_ns`.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: `ts` is valid and writable.
+    unsafe { libc::clock_gettime(clock, &mut ts) == 0 }
+}
+
+/// Whether the `rdtsc` instruction may be executed by this process
+/// (`prctl(PR_GET_TSC)`; a process can be set up so that it faults).
+#[cfg(target_arch = "x86_64")]
+pub fn tsc_allowed() -> bool {
+    let mut state: libc::c_int = 0;
+    // SAFETY: PR_GET_TSC writes one int through the pointer, which is valid.
+    let rc = unsafe { libc::prctl(libc::PR_GET_TSC, &mut state as *mut libc::c_int, 0, 0, 0) };
+    rc != 0 || state == libc::PR_TSC_ENABLE
+}
+
+/// The kernel log buffer (`syslog(SYSLOG_ACTION_READ_ALL)`); `None` when not
+/// permitted (dmesg_restrict without CAP_SYSLOG) or empty.
+pub fn kernel_log() -> Option<String> {
+    // SAFETY: SYSLOG_ACTION_SIZE_BUFFER (10) takes no buffer.
+    let size = unsafe { libc::klogctl(10, std::ptr::null_mut(), 0) };
+    if size <= 0 {
+        return None;
+    }
+    let mut buf = vec![0u8; size as usize];
+    // SAFETY: SYSLOG_ACTION_READ_ALL (3) writes at most `size` bytes into `buf`.
+    let n = unsafe { libc::klogctl(3, buf.as_mut_ptr().cast(), size) };
+    if n <= 0 {
+        return None;
+    }
+    buf.truncate(n as usize);
+    Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// `perf_event_open(2)` for the calling thread on any CPU, from the raw bytes
+/// of a `struct perf_event_attr` (whose `size` field must be set).
+#[cfg(target_arch = "aarch64")]
+pub fn perf_event_open_self(attr: &[u8]) -> io::Result<OwnedFd> {
+    // SAFETY: `attr` points to a perf_event_attr of the size recorded in it, valid
+    // for the call; pid 0 / cpu -1 / group -1 / flags CLOEXEC are plain integers.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr.as_ptr(),
+            0 as libc::pid_t,
+            -1 as libc::c_int,
+            -1 as libc::c_int,
+            8 as libc::c_ulong, // PERF_FLAG_FD_CLOEXEC
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the fd was just returned by the kernel and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+/// A read-only shared mapping of the first page of a file (the perf user page),
+/// unmapped on drop.
+#[cfg(target_arch = "aarch64")]
+#[derive(Debug)]
+pub struct MappedPage {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and lives until drop; reading it from any
+// thread is memory-safe (what the values mean is the caller's business).
+#[cfg(target_arch = "aarch64")]
+unsafe impl Send for MappedPage {}
+// SAFETY: as above; only reads through a shared reference.
+#[cfg(target_arch = "aarch64")]
+unsafe impl Sync for MappedPage {}
+
+#[cfg(target_arch = "aarch64")]
+impl MappedPage {
+    /// Maps one page of `fd` read-only and shared.
+    pub fn map(fd: &OwnedFd) -> io::Result<Self> {
+        let len = page_size();
+        // SAFETY: a fresh mapping chosen by the kernel; fd is a valid descriptor.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(MappedPage {
+            ptr: p as *const u8,
+            len,
+        })
+    }
+
+    /// Start of the mapping.
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+impl Drop for MappedPage {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` describe a mapping created by `map` and unmapped once.
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
+    }
+}
+
+/// Sleeps until the absolute time `deadline_ns` on `clock`, like [`sleep_until`],
+/// but returns `Ok(false)` when a signal handler interrupted the sleep (so the
+/// caller can look at its stop flag) and `Ok(true)` when the deadline passed.
+#[inline]
+pub fn sleep_until_interruptible(clock: ClockId, deadline_ns: u64) -> io::Result<bool> {
+    let ts = ns_to_ts(deadline_ns);
+    // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be null.
+    match unsafe { libc::clock_nanosleep(clock, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) } {
+        0 => Ok(true),
+        libc::EINTR => Ok(false),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
 }

@@ -17,6 +17,14 @@ pub struct Cli {
 pub enum Command {
     /// Periodic wake-up latency (what cyclictest measures), with missed periods counted.
     Cyclic(CyclicArgs),
+    /// Time sources: what reading each clock costs, counter calibration, cross-CPU check.
+    Clock(ClockArgs),
+    /// A periodic loop's period as each time source observes it: mean, error, jitter.
+    Period(PeriodArgs),
+    /// Run background loads alone and report what they achieved (stress-ng style).
+    Load(LoadCmdArgs),
+    /// Run the cyclic experiment over periods x loads x levels, one result per cell.
+    Matrix(MatrixArgs),
     /// Turn result documents into one self-contained HTML report.
     Report(ReportArgs),
     /// Compare runs side by side (series matched by label), with confidence intervals.
@@ -24,10 +32,6 @@ pub enum Command {
     /// Turn another tool's output into an rtscope result document.
     #[command(subcommand)]
     Import(ImportSource),
-    /// Run background loads alone and report what they achieved (stress-ng style).
-    Load(LoadCmdArgs),
-    /// Run the cyclic experiment over periods x loads x levels, one result per cell.
-    Matrix(MatrixArgs),
     /// Internal: one instance of a background load (started by rtscope itself).
     #[command(name = "__load-worker", hide = true)]
     LoadWorker(LoadWorkerArgs),
@@ -415,4 +419,128 @@ pub struct CyclicArgs {
 
     #[command(flatten)]
     pub loads: LoadArgs,
+}
+
+/// A time-source name (`rtscope clock --list` shows them).
+pub fn source_name(s: &str) -> Result<String, String> {
+    match rtscope_core::clock::SourceId::from_name(s) {
+        Some(_) => Ok(s.to_string()),
+        None => Err(format!(
+            "unknown source '{s}' (known: {})",
+            rtscope_core::clock::SourceId::ALL
+                .iter()
+                .map(|x| x.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+fn at_least_two(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(v) if v >= 2 => Ok(v),
+        Ok(_) => Err("must be at least 2 (a delta needs two readings)".into()),
+        Err(_) => Err(format!("'{s}' is not a whole number")),
+    }
+}
+
+/// How `rtscope clock` reads each source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClockModeArg {
+    /// N back-to-back reads: the read cost, warm
+    Consecutive,
+    /// two back-to-back reads every interval (--every): the cold path
+    Sparse,
+    /// like sparse, the gaps alternating between the --every values: colder still
+    Alternating,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ClockArgs {
+    /// How to read each source.
+    #[arg(long, value_enum, default_value_t = ClockModeArg::Consecutive)]
+    pub mode: ClockModeArg,
+
+    /// Consecutive mode: reads per source (N reads give N-1 deltas).
+    #[arg(short = 'n', long = "reads", value_name = "N", default_value_t = 1_000_000,
+          value_parser = at_least_two)]
+    pub reads: u64,
+
+    /// Sparse modes: the gap before each pair of reads (a bare number is seconds);
+    /// alternating takes a list [default: sparse 1s, alternating 1s,5s].
+    #[arg(long, value_name = "DURATION[,DURATION...]", value_delimiter = ',',
+          value_parser = positive_duration_s)]
+    pub every: Vec<u64>,
+
+    /// Sparse modes: number of wake-ups (pairs of reads per source).
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = positive_usize)]
+    pub pairs: usize,
+
+    /// Sources to measure, comma-separated (default: every source available here).
+    #[arg(short = 's', long = "source", value_name = "NAME[,NAME...]", value_delimiter = ',',
+          value_parser = source_name)]
+    pub sources: Vec<String>,
+
+    /// Calibrate counters against CLOCK_MONOTONIC_RAW over this window (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = positive_duration_s)]
+    pub calibrate: u64,
+
+    /// Cross-CPU warp test per CPU pair for this long; 0 skips it (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = duration_s)]
+    pub warp: u64,
+
+    /// CPU to measure on (default: the last online CPU).
+    #[arg(short = 'a', long, value_name = "CPU")]
+    pub cpu: Option<usize>,
+
+    /// List the sources with their availability and exit.
+    #[arg(long)]
+    pub list: bool,
+
+    #[command(flatten)]
+    pub rt: RtArgs,
+
+    /// Write the result document (JSON) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// No progress, no header: only the final tables.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PeriodArgs {
+    /// Loop periods, each run in turn (a bare number is microseconds).
+    #[arg(short = 'i', long, value_name = "DURATION[,DURATION...]", value_delimiter = ',',
+          default_value = "100us,1ms", value_parser = positive_duration_us)]
+    pub period: Vec<u64>,
+
+    /// Cycles per period (N cycles give N-1 observed periods).
+    #[arg(short = 'l', long, value_name = "N", default_value_t = 1000, value_parser = at_least_two)]
+    pub cycles: u64,
+
+    /// Sources that timestamp every cycle, comma-separated (default: every source available here).
+    #[arg(short = 's', long = "source", value_name = "NAME[,NAME...]", value_delimiter = ',',
+          value_parser = source_name)]
+    pub sources: Vec<String>,
+
+    /// Calibrate counters against CLOCK_MONOTONIC_RAW over this window (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = positive_duration_s)]
+    pub calibrate: u64,
+
+    /// CPU to run the loop on (default: the last online CPU).
+    #[arg(short = 'a', long, value_name = "CPU")]
+    pub cpu: Option<usize>,
+
+    #[command(flatten)]
+    pub rt: RtArgs,
+
+    /// Write the result document (JSON) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// No header: only the final table.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }

@@ -31,6 +31,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             a.parent,
             a.cpus.as_deref(),
         )),
+        Command::Clock(a) => experiment::clock::run(a),
+        Command::Period(a) => experiment::period::run(a),
     }
 }
 

@@ -2,8 +2,10 @@
 //! stop flag wired to SIGINT/SIGTERM, the real-time environment (mlockall,
 //! `/dev/cpu_dma_latency`), policy resolution and output-path checks.
 
+pub mod clock;
 pub mod cyclic;
 pub mod matrix;
+pub mod period;
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;

@@ -1,0 +1,868 @@
+//! `rtscope clock`: what reading each time source costs.
+//!
+//! The main thread opens every source (reporting the unavailable ones),
+//! calibrates the counters against CLOCK_MONOTONIC_RAW and runs the cross-CPU
+//! warp test. One measurement thread, with the requested real-time setup and
+//! pinned to one CPU, then reads the sources:
+//!
+//! - `consecutive`: N back-to-back reads per source into a pre-touched buffer
+//!   (generic loop per counter type, read inlined) -> N-1 deltas;
+//! - `sparse` / `alternating`: sleep, then two back-to-back reads of every
+//!   source (the order rotated at each wake-up so no source is always first),
+//!   the gaps being one interval or alternating between several.
+//!
+//! Each source's deltas become one series (`<source> <mode>`) in the result
+//! document; calibration and warp results go into `plan.sources`.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use anyhow::{anyhow, Result};
+use serde::Serialize;
+use serde_json::json;
+
+use rtscope_core::clock::measure::{
+    deltas_into, run_sparse, series_from_deltas, source_consecutive, source_pair, summarize,
+    touched_buffer, worst, DeltaSummary, SparseOutcome, SystemSleeper,
+};
+use rtscope_core::clock::{
+    calibrate, delta, warp, Calibration, Scale, Source, SourceId, SourceInfo,
+};
+use rtscope_core::result::{now_rfc3339, EndReason, ResultDocument, Series, Tool, SCHEMA_VERSION};
+use rtscope_core::rt::{ThreadSetup, ThreadState};
+use rtscope_core::sys;
+use rtscope_core::system::SystemSnapshot;
+use rtscope_core::units::{format_cpu_list, format_ns, online_cpus};
+
+use super::{check_output, command_line, resolve_rt, RtChoice, RunEnv};
+use crate::cli::{ClockArgs, ClockModeArg};
+use crate::error::{usage, EXIT_OK};
+use crate::output::summary::render;
+
+/// How the sources are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Consecutive,
+    Sparse,
+    Alternating,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Consecutive => "consecutive",
+            Mode::Sparse => "sparse",
+            Mode::Alternating => "alternating",
+        }
+    }
+}
+
+/// Every setting of a clock run (goes into the result document).
+#[derive(Debug, Clone, Serialize)]
+pub struct ClockPlan {
+    pub mode: Mode,
+    /// Consecutive: reads per source.
+    pub reads: u64,
+    /// Sparse modes: the gaps, ns.
+    pub every_ns: Vec<u64>,
+    /// Sparse modes: wake-ups.
+    pub pairs: usize,
+    /// Sources asked for (empty: all).
+    pub requested_sources: Vec<String>,
+    pub calibration_window_ns: u64,
+    pub warp_window_ns: u64,
+    pub cpu: usize,
+    pub rt: RtChoice,
+    pub json: Option<PathBuf>,
+    #[serde(skip)]
+    pub quiet: bool,
+}
+
+/// Turns arguments into a validated plan (bad input: a usage error, exit 2).
+pub fn plan(a: &ClockArgs) -> Result<ClockPlan> {
+    let mode = match a.mode {
+        ClockModeArg::Consecutive => Mode::Consecutive,
+        ClockModeArg::Sparse => Mode::Sparse,
+        ClockModeArg::Alternating => Mode::Alternating,
+    };
+    let every_ns = match (mode, a.every.len()) {
+        (Mode::Consecutive, 0) => vec![],
+        (Mode::Consecutive, _) => {
+            return Err(usage(
+                "--every applies to --mode sparse and --mode alternating",
+            ))
+        }
+        (Mode::Sparse, 0) => vec![1_000_000_000],
+        (Mode::Sparse, 1) => a.every.clone(),
+        (Mode::Sparse, _) => {
+            return Err(usage(
+                "--mode sparse takes one --every interval (use --mode alternating for several)",
+            ))
+        }
+        (Mode::Alternating, 0) => vec![1_000_000_000, 5_000_000_000],
+        (Mode::Alternating, 1) => {
+            return Err(usage(
+                "--mode alternating needs at least two --every values, e.g. --every 1s,5s",
+            ))
+        }
+        (Mode::Alternating, _) => a.every.clone(),
+    };
+    let cpu = resolve_cpu(a.cpu)?;
+    let rt = resolve_rt(&a.rt)?;
+    if let Some(p) = &a.json {
+        check_output("--json", p)?;
+    }
+    Ok(ClockPlan {
+        mode,
+        reads: a.reads,
+        every_ns,
+        pairs: a.pairs,
+        requested_sources: a.sources.clone(),
+        calibration_window_ns: a.calibrate,
+        warp_window_ns: a.warp,
+        cpu,
+        rt,
+        json: a.json.clone(),
+        quiet: a.quiet,
+    })
+}
+
+/// `--cpu`, checked against the online CPUs (default: the last one).
+pub fn resolve_cpu(cpu: Option<usize>) -> Result<usize> {
+    let online = online_cpus();
+    match cpu {
+        Some(c) if online.contains(&c) => Ok(c),
+        Some(c) => Err(usage(format!(
+            "--cpu: CPU {c} is not online (online CPUs: {})",
+            format_cpu_list(&online)
+        ))),
+        None => Ok(online.last().copied().unwrap_or(0)),
+    }
+}
+
+/// The sources named on the command line (deduplicated, in the order of
+/// [`SourceId::ALL`]), or all of them.
+pub fn requested_ids(names: &[String]) -> Vec<SourceId> {
+    SourceId::ALL
+        .into_iter()
+        .filter(|id| names.is_empty() || names.iter().any(|n| n == id.name()))
+        .collect()
+}
+
+/// A source ready to measure: its id, its scale and what the report says about it.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub id: SourceId,
+    pub scale: Scale,
+}
+
+/// The counter hardware behind a source: sources that read the same counter
+/// share one calibration.
+fn counter_family(id: SourceId) -> SourceId {
+    match id {
+        SourceId::Rdtscp | SourceId::LfenceTsc => SourceId::Tsc,
+        other => other,
+    }
+}
+
+/// Opens the requested sources, calibrates the counters (once per counter
+/// hardware) and, if `warp_ns > 0`, runs the warp test on `warp_cpus`.
+/// Returns the usable sources and the report entry of every requested one.
+pub fn prepare_sources(
+    ids: &[SourceId],
+    calibration_ns: u64,
+    warp_ns: u64,
+    warp_cpus: &[usize],
+    stop: &AtomicBool,
+    quiet: bool,
+) -> (Vec<Prepared>, Vec<SourceInfo>) {
+    let mut ready = Vec::new();
+    let mut infos = Vec::new();
+    let mut cals: Vec<(SourceId, Calibration)> = Vec::new();
+    for &id in ids {
+        let src = match Source::open(id) {
+            Ok(s) => s,
+            Err(u) => {
+                infos.push(SourceInfo::unavailable(&u, id));
+                continue;
+            }
+        };
+        let (scale, cal) = if id.is_counter() && !stop.load(Ordering::Relaxed) {
+            let fam = counter_family(id);
+            let cal = match cals.iter().find(|(f, _)| *f == fam) {
+                Some((_, c)) => c.clone(),
+                None => {
+                    if !quiet {
+                        eprintln!(
+                            "calibrating {} against monotonic-raw over {} ...",
+                            fam.name(),
+                            format_ns(calibration_ns)
+                        );
+                    }
+                    let c = calibrate::calibrate_source(&src, calibration_ns);
+                    cals.push((fam, c.clone()));
+                    c
+                }
+            };
+            (Scale::from_hz(cal.hz), Some(cal))
+        } else {
+            (Scale::ns(), None)
+        };
+        let mut info = SourceInfo::available(&src, scale, cal);
+        if warp_ns > 0 && !stop.load(Ordering::Relaxed) {
+            info.warp = Some(warp::warp_source(&src, scale, warp_cpus, warp_ns));
+        }
+        infos.push(info);
+        ready.push(Prepared { id, scale });
+    }
+    (ready, infos)
+}
+
+/// What the measurement thread hands back.
+struct ThreadOut {
+    state: ThreadState,
+    measured: Vec<Series>,
+    sparse: Option<SparseOutcome>,
+    interrupted: bool,
+}
+
+fn label(id: SourceId, mode: Mode) -> String {
+    format!("{} {}", id.name(), mode.name())
+}
+
+fn base_series(
+    id: SourceId,
+    mode: Mode,
+    deltas: &mut [i64],
+    spikes: &[(usize, i64, u64)],
+    scale: &Scale,
+) -> Series {
+    let summary = summarize(deltas, scale);
+    let mut s = series_from_deltas(&label(id, mode), deltas, scale, &summary, spikes);
+    let a = &mut s.attributes;
+    a.insert("source".into(), json!(id.name()));
+    a.insert("mode".into(), json!(mode.name()));
+    a.insert("monotonic".into(), json!(id.monotonic()));
+    a.insert("unit".into(), json!(id.unit()));
+    a.insert("width_bits".into(), json!(id.width_bits()));
+    if id.is_counter() {
+        a.insert("frequency_hz".into(), json!(scale.hz));
+        a.insert("resolution_ns".into(), json!(scale.ns_per_tick()));
+    } else if let Some(r) = id.clock_id().and_then(|c| sys::clock_res_ns(c).ok()) {
+        let r = if id == SourceId::Gettimeofday {
+            1000
+        } else {
+            r
+        };
+        a.insert("resolution_ns".into(), json!(r));
+    }
+    s
+}
+
+fn measure_consecutive(plan: &ClockPlan, sources: &[Prepared], stop: &AtomicBool) -> Vec<Series> {
+    let n = plan.reads as usize;
+    let mut ts = touched_buffer(n);
+    let mut deltas: Vec<i64> = Vec::with_capacity(n);
+    let mut out = Vec::new();
+    for p in sources {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let Ok(src) = Source::open(p.id) else {
+            continue;
+        };
+        // Warm up: code, vDSO data and branch predictors.
+        let warm = n.min(10_000);
+        source_consecutive(&src, &mut ts[..warm]);
+        let r0 = sys::clock_ns(libc::CLOCK_MONOTONIC_RAW);
+        source_consecutive(&src, &mut ts);
+        let r1 = sys::clock_ns(libc::CLOCK_MONOTONIC_RAW);
+        let w = p.id.width_bits();
+        deltas_into(&ts, w, &mut deltas);
+        let spikes: Vec<(usize, i64, u64)> = worst(&deltas, 10)
+            .into_iter()
+            .map(|(i, d)| (i, d, p.scale.to_ns(delta(ts[0], ts[i], w).max(0) as u64)))
+            .collect();
+        let mut series = base_series(p.id, Mode::Consecutive, &mut deltas, &spikes, &p.scale);
+        let ref_cost = (r1 - r0) as f64 / (n - 1) as f64;
+        series
+            .attributes
+            .insert("cost_per_read_ns".into(), json!(ref_cost));
+        series.attributes.insert("reads".into(), json!(n));
+        out.push(series);
+    }
+    out
+}
+
+/// Progress of the sparse modes on stderr: rewritten in place on a terminal,
+/// a line every 10 s otherwise.
+struct Progress {
+    quiet: bool,
+    tty: bool,
+    last: Option<Instant>,
+    total: usize,
+    gaps: Vec<u64>,
+}
+
+impl Progress {
+    fn update(&mut self, done: usize, t0: Instant) {
+        if self.quiet {
+            return;
+        }
+        let every = if self.tty { 0.2 } else { 10.0 };
+        if done < self.total && self.last.is_some_and(|l| l.elapsed().as_secs_f64() < every) {
+            return;
+        }
+        self.last = Some(Instant::now());
+        let left_ns: u64 = (done..self.total)
+            .map(|i| self.gaps[i % self.gaps.len()])
+            .sum();
+        let line = format!(
+            "pair {done}/{} ({:.0}%), {} elapsed, about {} left",
+            self.total,
+            100.0 * done as f64 / self.total as f64,
+            format_ns(t0.elapsed().as_nanos() as u64),
+            format_ns(left_ns)
+        );
+        let mut e = std::io::stderr().lock();
+        if self.tty {
+            let _ = write!(e, "\r\x1b[2K{line}");
+            if done == self.total {
+                let _ = writeln!(e);
+            }
+        } else {
+            let _ = writeln!(e, "{line}");
+        }
+        let _ = e.flush();
+    }
+}
+
+fn measure_sparse(
+    plan: &ClockPlan,
+    sources: &[Prepared],
+    stop: &AtomicBool,
+) -> (Vec<Series>, SparseOutcome) {
+    let opened: Vec<(Prepared, Source)> = sources
+        .iter()
+        .filter_map(|p| Source::open(p.id).ok().map(|s| (p.clone(), s)))
+        .collect();
+    let k = opened.len();
+    let pairs = plan.pairs;
+    // deltas[source * pairs + pair], allocated and touched up front.
+    let mut deltas: Vec<i64> = vec![0; k * pairs];
+    for d in deltas.iter_mut() {
+        *d = i64::MIN;
+    }
+    let mut wake_ns: Vec<u64> = vec![0; pairs];
+    let mut progress = Progress {
+        quiet: plan.quiet,
+        tty: std::io::stderr().is_terminal(),
+        last: None,
+        total: pairs,
+        gaps: plan.every_ns.clone(),
+    };
+    let t0 = Instant::now();
+    let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let mut sleeper = SystemSleeper { stop };
+    let outcome = run_sparse(&mut sleeper, &plan.every_ns, pairs, stop, |i, deadline| {
+        for j in 0..k {
+            let s = (i + j) % k;
+            let (a, b) = source_pair(&opened[s].1);
+            deltas[s * pairs + i] = delta(a, b, opened[s].0.id.width_bits());
+        }
+        wake_ns[i] = deadline.saturating_sub(start);
+        progress.update(i + 1, t0);
+    });
+    if outcome.interrupted && !plan.quiet && progress.tty {
+        eprintln!();
+    }
+    let done = outcome.pairs;
+    let mode = plan.mode;
+    let mut out = Vec::new();
+    for (s, (p, _)) in opened.iter().enumerate() {
+        let d = &mut deltas[s * pairs..s * pairs + done];
+        let spikes: Vec<(usize, i64, u64)> = worst(d, 10)
+            .into_iter()
+            .map(|(i, v)| (i, v, wake_ns[i]))
+            .collect();
+        let mut series = base_series(p.id, mode, d, &spikes, &p.scale);
+        series.attributes.insert("pairs".into(), json!(done));
+        series
+            .attributes
+            .insert("every_ns".into(), json!(plan.every_ns));
+        out.push(series);
+    }
+    (out, outcome)
+}
+
+/// Runs the experiment from the command line.
+pub fn run(a: ClockArgs) -> Result<i32> {
+    if a.list {
+        print!("{}", list_table());
+        return Ok(EXIT_OK);
+    }
+    let plan = plan(&a)?;
+    let (doc, shown) = execute(&plan)?;
+    if let Some(p) = &plan.json {
+        doc.write(p)
+            .map_err(|e| anyhow!("--json {}: {e}", p.display()))?;
+    }
+    print!("{}", report(&doc, &shown));
+    if let Some(p) = &plan.json {
+        println!("result: {}", p.display());
+    }
+    Ok(EXIT_OK)
+}
+
+/// Measures and builds the result document.
+/// Also returns the warnings already printed when the run started.
+pub fn execute(plan: &ClockPlan) -> Result<(ResultDocument, Vec<String>)> {
+    let system = SystemSnapshot::capture();
+    let env = RunEnv::setup(plan.rt.default_system)?;
+    let started_at = now_rfc3339();
+    let start_clock = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let ids = requested_ids(&plan.requested_sources);
+    if !plan.quiet {
+        eprintln!("{}", header(plan, ids.len()));
+        for w in system.warnings().iter().chain(env.notes.iter()) {
+            eprintln!("warning: {w}");
+        }
+    }
+    let shown: Vec<String> = if plan.quiet {
+        vec![]
+    } else {
+        system
+            .warnings()
+            .into_iter()
+            .chain(env.notes.iter().cloned())
+            .collect()
+    };
+    let (ready, infos) = prepare_sources(
+        &ids,
+        plan.calibration_window_ns,
+        plan.warp_window_ns,
+        &online_cpus(),
+        &env.stop,
+        plan.quiet,
+    );
+    if ready.is_empty() {
+        let why: Vec<String> = infos
+            .iter()
+            .map(|i| {
+                format!(
+                    "{}: {}",
+                    i.name,
+                    i.unavailable_reason.as_deref().unwrap_or("?")
+                )
+            })
+            .collect();
+        return Err(anyhow!(
+            "none of the requested sources is available here ({})",
+            why.join("; ")
+        ));
+    }
+    let setup = ThreadSetup {
+        policy: plan.rt.policy,
+        priority: plan.rt.priority,
+        cpus: vec![plan.cpu],
+        timer_slack_ns: (!plan.rt.default_system).then_some(1),
+        prefault_stack: 128 * 1024,
+        block_signals: vec![],
+    };
+    let stop: &AtomicBool = &env.stop;
+    let out: Result<ThreadOut, String> = std::thread::scope(|s| {
+        let h = std::thread::Builder::new()
+            .name("rtscope-clock".into())
+            .spawn_scoped(s, || -> Result<ThreadOut, String> {
+                let state = setup.apply().map_err(|e| e.to_string())?;
+                let (measured, sparse) = match plan.mode {
+                    Mode::Consecutive => (measure_consecutive(plan, &ready, stop), None),
+                    _ => {
+                        let (m, o) = measure_sparse(plan, &ready, stop);
+                        (m, Some(o))
+                    }
+                };
+                Ok(ThreadOut {
+                    state,
+                    measured,
+                    sparse,
+                    interrupted: stop.load(Ordering::Relaxed),
+                })
+            });
+        // SIGINT/SIGTERM go to the measurement thread, whose sleeps they interrupt.
+        let _ = sys::block_signals(&[libc::SIGINT, libc::SIGTERM]);
+        match h {
+            Ok(h) => h
+                .join()
+                .unwrap_or_else(|_| Err("the measurement thread panicked".into())),
+            Err(e) => Err(format!("cannot start the measurement thread: {e}")),
+        }
+    });
+    let out = out.map_err(|e| anyhow!(e))?;
+    let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+
+    let mut warnings = system.warnings();
+    warnings.extend(env.notes.iter().cloned());
+    if !plan.rt.policy.is_rt() {
+        warnings.push(format!(
+            "measured as SCHED_{} without real-time priority{}",
+            plan.rt.policy.name().to_uppercase(),
+            if plan.rt.no_rt { " (--no-rt)" } else { "" }
+        ));
+    }
+    if let Some(o) = out.sparse {
+        if o.late > 0 {
+            warnings.push(format!(
+                "{} wake-ups came after the following deadline (the schedule re-anchored)",
+                o.late
+            ));
+        }
+    }
+    for i in &infos {
+        if let Some(w) = &i.warp {
+            if w.backwards_steps > 0 {
+                warnings.push(format!(
+                    "{}: went backwards across CPUs {} times (largest step {:.1} ns)",
+                    i.name, w.backwards_steps, w.max_backwards_ns
+                ));
+            }
+        }
+        if let Some(c) = &i.calibration {
+            if let Some(inv) = c.invariant {
+                if !inv.invariant() {
+                    warnings.push(format!(
+                        "{}: the TSC is not invariant (constant_tsc/nonstop_tsc missing): its rate can change",
+                        i.name
+                    ));
+                }
+            }
+        }
+    }
+    let mut plan_json = serde_json::to_value(plan).unwrap_or_default();
+    if let Some(o) = plan_json.as_object_mut() {
+        o.insert("sources".into(), json!(infos));
+        o.insert("thread".into(), json!(out.state));
+        if let Some(sp) = out.sparse {
+            o.insert("sparse".into(), json!(sp));
+        }
+        o.insert("mlocked".into(), json!(env.mlocked));
+        o.insert("cpu_dma_latency_held".into(), json!(env.dma_latency_held));
+    }
+    let interrupted = out.interrupted || out.sparse.is_some_and(|o| o.interrupted);
+    let doc = ResultDocument {
+        schema_version: SCHEMA_VERSION,
+        tool: Tool::default(),
+        experiment: "clock".into(),
+        command_line: command_line(),
+        started_at,
+        ended_at: now_rfc3339(),
+        start_clock_ns: start_clock,
+        duration_ns: now.saturating_sub(start_clock),
+        end_reason: if interrupted {
+            EndReason::Interrupted
+        } else {
+            EndReason::Loops
+        },
+        plan: plan_json,
+        system,
+        series: out.measured,
+        loads: vec![],
+        break_event: None,
+        threshold: None,
+        warnings,
+    };
+    Ok((doc, shown))
+}
+
+fn header(plan: &ClockPlan, n: usize) -> String {
+    let what = match plan.mode {
+        Mode::Consecutive => format!("{} back-to-back reads per source", plan.reads),
+        Mode::Sparse => format!(
+            "{} pairs of reads, one every {}",
+            plan.pairs,
+            format_ns(plan.every_ns[0])
+        ),
+        Mode::Alternating => format!(
+            "{} pairs of reads, gaps alternating {}",
+            plan.pairs,
+            plan.every_ns
+                .iter()
+                .map(|&g| format_ns(g))
+                .collect::<Vec<_>>()
+                .join("/")
+        ),
+    };
+    format!(
+        "rtscope clock: mode {}, {what}, {n} source{} asked, CPU {}, SCHED_{} {}",
+        plan.mode.name(),
+        if n == 1 { "" } else { "s" },
+        plan.cpu,
+        plan.rt.policy.name().to_uppercase(),
+        plan.rt.priority
+    )
+}
+
+fn f1(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+/// The per-source table of a clock document, plus calibration, warp and
+/// unavailable sources.
+pub fn report(doc: &ResultDocument, already_shown: &[String]) -> String {
+    let mut out = String::new();
+    let mode = doc
+        .plan
+        .get("mode")
+        .and_then(|m| m.as_str())
+        .unwrap_or("consecutive")
+        .to_string();
+    let consecutive = mode == "consecutive";
+    let rows_src: Vec<(&Series, DeltaSummary, Option<f64>)> = doc
+        .series
+        .iter()
+        .map(|s| {
+            let sum: DeltaSummary = s
+                .attributes
+                .get("summary")
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default();
+            let cost = s
+                .attributes
+                .get("cost_per_read_ns")
+                .and_then(|v| v.as_f64());
+            (s, sum, cost)
+        })
+        .collect();
+    // The cheapest source: by the reference-timed cost per read (consecutive),
+    // else by the mean among sources that see their own read (most deltas > 0).
+    let sees_itself = |d: &DeltaSummary| d.count > 0 && d.zero_deltas * 2 < d.count;
+    let key = |(_, d, c): &(&Series, DeltaSummary, Option<f64>)| -> Option<f64> {
+        if consecutive {
+            *c
+        } else if sees_itself(d) {
+            Some(d.mean_ns)
+        } else {
+            None
+        }
+    };
+    let base = rows_src
+        .iter()
+        .filter_map(key)
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let mut header = vec!["source", "count", "min", "median", "mean", "p99", "max"];
+    if consecutive {
+        header.push("cost/read");
+    }
+    header.push("x cheapest");
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for r in &rows_src {
+        let (s, d, c) = r;
+        let src = s
+            .attributes
+            .get("source")
+            .and_then(|v| v.as_str())
+            .unwrap_or(&s.label)
+            .to_string();
+        let mut row = vec![
+            src,
+            d.count.to_string(),
+            f1(d.min_ns),
+            f1(d.p50_ns),
+            f1(d.mean_ns),
+            f1(d.p99_ns),
+            f1(d.max_ns),
+        ];
+        if consecutive {
+            row.push(c.map_or("-".into(), f1));
+        }
+        row.push(match key(r) {
+            Some(v) if base.is_finite() && v > 0.0 => format!("{:.2}", v / base),
+            _ => "-".into(),
+        });
+        rows.push(row);
+    }
+    let what = match mode.as_str() {
+        "consecutive" => "back-to-back reads".to_string(),
+        _ => {
+            let every: Vec<String> = doc
+                .plan
+                .get("every_ns")
+                .and_then(|v| serde_json::from_value::<Vec<u64>>(v.clone()).ok())
+                .unwrap_or_default()
+                .into_iter()
+                .map(format_ns)
+                .collect();
+            format!("pairs of reads after sleeping {}", every.join(" / "))
+        }
+    };
+    out.push_str(&format!(
+        "\nclock read cost, {mode} ({what}), ns per read:\n"
+    ));
+    out.push_str(&render(&rows));
+    if consecutive {
+        out.push_str(
+            "cost/read: the whole loop timed with monotonic-raw / reads (also right for coarse clocks)\n",
+        );
+    }
+    let coarse: Vec<&str> = rows_src
+        .iter()
+        .filter(|(_, d, _)| d.count > 0 && d.zero_deltas * 2 >= d.count)
+        .filter_map(|(s, _, _)| s.attributes.get("source").and_then(|v| v.as_str()))
+        .collect();
+    if !coarse.is_empty() {
+        out.push_str(&format!(
+            "{}: most deltas are 0 (the source does not advance between two reads)\n",
+            coarse.join(", ")
+        ));
+    }
+    let infos: Vec<SourceInfo> = doc
+        .plan
+        .get("sources")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    let mut cal_lines = Vec::new();
+    let mut seen_cal: Vec<f64> = Vec::new();
+    for i in &infos {
+        if let Some(c) = &i.calibration {
+            if seen_cal.contains(&c.hz) {
+                continue;
+            }
+            seen_cal.push(c.hz);
+            let mut l = format!(
+                "{}: {:.6} MHz ± {:.3} ppm (over {} against {})",
+                i.name,
+                c.hz / 1e6,
+                c.uncertainty_ppm,
+                format_ns(c.window_ns as u64),
+                c.reference
+            );
+            for (d, ppm) in c.declared.iter().zip(&c.declared_diff_ppm) {
+                l.push_str(&format!(
+                    "; {} {:.3} MHz ({:+.1} ppm)",
+                    d.origin,
+                    d.hz / 1e6,
+                    ppm
+                ));
+            }
+            if let Some(inv) = c.invariant {
+                l.push_str(&format!(
+                    "; invariant: {} (constant_tsc {}, nonstop_tsc {})",
+                    if inv.invariant() { "yes" } else { "no" },
+                    inv.constant_tsc,
+                    inv.nonstop_tsc
+                ));
+            }
+            cal_lines.push(l);
+        }
+    }
+    if !cal_lines.is_empty() {
+        out.push_str("\ncalibration:\n");
+        for l in cal_lines {
+            out.push_str(&format!("  {l}\n"));
+        }
+    }
+    let warp_rows: Vec<Vec<String>> = infos
+        .iter()
+        .filter_map(|i| i.warp.as_ref().map(|w| (i, w)))
+        .map(|(i, w)| {
+            if let Some(why) = &w.skipped {
+                return vec![
+                    i.name.clone(),
+                    "-".into(),
+                    "-".into(),
+                    format!("skipped: {why}"),
+                ];
+            }
+            let pairs: Vec<String> = w
+                .pairs
+                .iter()
+                .map(|p| format!("{}/{}", p[0], p[1]))
+                .collect();
+            vec![
+                i.name.clone(),
+                w.iterations.to_string(),
+                w.backwards_steps.to_string(),
+                if w.backwards_steps == 0 {
+                    format!("CPUs {}", pairs.join(","))
+                } else {
+                    format!(
+                        "CPUs {}, largest step back {:.1} ns",
+                        pairs.join(","),
+                        w.max_backwards_ns
+                    )
+                },
+            ]
+        })
+        .collect();
+    if !warp_rows.is_empty() {
+        out.push_str("\ncross-CPU warp test:\n");
+        let mut rows = vec![vec![
+            "source".to_string(),
+            "readings".into(),
+            "backwards".into(),
+            "".into(),
+        ]];
+        rows.extend(warp_rows);
+        out.push_str(&render(&rows));
+    }
+    let unavailable: Vec<String> = infos
+        .iter()
+        .filter(|i| !i.available)
+        .map(|i| {
+            format!(
+                "  {}: {}",
+                i.name,
+                i.unavailable_reason.as_deref().unwrap_or("unavailable")
+            )
+        })
+        .collect();
+    if !unavailable.is_empty() {
+        out.push_str("\nunavailable here:\n");
+        out.push_str(&unavailable.join("\n"));
+        out.push('\n');
+    }
+    for w in doc.warnings.iter().filter(|w| !already_shown.contains(w)) {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    out
+}
+
+/// `rtscope clock --list`.
+fn list_table() -> String {
+    let mut rows = vec![vec![
+        "source".to_string(),
+        "available".into(),
+        "monotonic".into(),
+        "resolution".into(),
+    ]];
+    let mut what = vec!["".to_string()];
+    for id in SourceId::ALL {
+        let mono = if id.monotonic() { "yes" } else { "no" }.to_string();
+        match Source::open(id) {
+            Ok(src) => {
+                let res = match src.kernel_resolution_ns() {
+                    Some(r) => format_ns(r),
+                    None => match src.declared_frequencies().first() {
+                        Some(f) => format!("1 tick ({:.3} MHz declared)", f.hz / 1e6),
+                        None => "1 tick".into(),
+                    },
+                };
+                rows.push(vec![id.name().into(), "yes".into(), mono, res]);
+                what.push(id.description().into());
+            }
+            Err(u) => {
+                rows.push(vec![id.name().into(), "no".into(), mono, "-".into()]);
+                what.push(u.reason);
+            }
+        }
+    }
+    render(&rows)
+        .lines()
+        .zip(what)
+        .map(|(l, w)| format!("{l}  {w}\n"))
+        .collect()
+}

@@ -1,0 +1,284 @@
+//! Integration tests of `rtscope clock` and `rtscope period`: the real binary,
+//! short runs, structure and sanity only (never a latency bound).
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use rtscope_core::result::ResultDocument;
+
+fn rtscope() -> Command {
+    Command::cargo_bin("rtscope").unwrap()
+}
+
+/// Reads a result document: deserialised by rtscope's own reader (which checks
+/// the schema version), and, when the JSON Schema is present in `docs/`,
+/// validated against it too.
+fn read_doc(path: &Path) -> ResultDocument {
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result-schema.json");
+    if let Ok(text) = std::fs::read_to_string(&schema_path) {
+        let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let v = jsonschema::validator_for(&schema).unwrap();
+        let errors: Vec<String> = v.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "schema errors: {errors:?}");
+    }
+    ResultDocument::read(path).unwrap()
+}
+
+fn labels(doc: &ResultDocument) -> Vec<String> {
+    doc.series.iter().map(|s| s.label.clone()).collect()
+}
+
+#[test]
+fn consecutive_lists_posix_clocks_syscall_and_tsc() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("clock.json");
+    let out = rtscope()
+        .args([
+            "clock",
+            "-n",
+            "10000",
+            "--calibrate",
+            "50ms",
+            "--warp",
+            "10ms",
+        ])
+        .args(["--no-rt", "--default-system", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("cost/read"), "{stdout}");
+    assert!(stdout.contains("x cheapest"), "{stdout}");
+
+    let doc = read_doc(&json);
+    assert_eq!(doc.experiment, "clock");
+    let l = labels(&doc);
+    let mut want = vec![
+        "monotonic",
+        "monotonic-raw",
+        "realtime",
+        "boottime",
+        "tai",
+        "monotonic-coarse",
+        "realtime-coarse",
+        "gettimeofday",
+        "monotonic-syscall",
+    ];
+    if cfg!(target_arch = "x86_64") {
+        want.extend(["tsc", "rdtscp", "lfence-tsc"]);
+    }
+    for w in want {
+        let label = format!("{w} consecutive");
+        let s = doc
+            .series
+            .iter()
+            .find(|s| s.label == label)
+            .unwrap_or_else(|| panic!("no series {label} in {l:?}"));
+        assert_eq!(s.stats.count, 9999, "{label}");
+        assert_eq!(s.attributes["source"], w);
+        assert_eq!(s.attributes["mode"], "consecutive");
+        assert!(s.attributes.contains_key("resolution_ns"), "{label}");
+        assert!(s.attributes["cost_per_read_ns"].as_f64().unwrap() > 0.0);
+        let buckets: u64 = s.histogram.buckets.iter().map(|b| b[1]).sum();
+        assert_eq!(buckets, 9999);
+    }
+    // Every known source is listed in the plan, available or not.
+    let sources = doc.plan["sources"].as_array().unwrap();
+    assert_eq!(sources.len(), 15);
+    for s in sources {
+        if s["available"] == false {
+            assert!(s["unavailable_reason"].as_str().unwrap().len() > 3);
+        }
+    }
+    if cfg!(target_arch = "x86_64") {
+        let tsc = sources.iter().find(|s| s["name"] == "tsc").unwrap();
+        let hz = tsc["calibration"]["hz"].as_f64().unwrap();
+        assert!(hz > 1e6, "{hz}");
+        assert!(tsc["calibration"]["uncertainty_hz"].as_f64().unwrap() > 0.0);
+        assert!(tsc["calibration"]["invariant"].is_object());
+        let tsc_series = doc
+            .series
+            .iter()
+            .find(|s| s.label == "tsc consecutive")
+            .unwrap();
+        assert_eq!(tsc_series.attributes["frequency_hz"].as_f64().unwrap(), hz);
+        assert!(tsc["warp"].is_object());
+    }
+}
+
+#[test]
+fn sparse_and_alternating_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("sparse.json");
+    rtscope()
+        .args([
+            "clock", "--mode", "sparse", "--every", "5ms", "--pairs", "6",
+        ])
+        .args([
+            "-s",
+            "monotonic,monotonic-syscall",
+            "--warp",
+            "0",
+            "--no-rt",
+            "--json",
+        ])
+        .arg(&json)
+        .assert()
+        .success();
+    let doc = read_doc(&json);
+    assert_eq!(
+        labels(&doc),
+        vec!["monotonic sparse", "monotonic-syscall sparse"]
+    );
+    for s in &doc.series {
+        assert_eq!(s.stats.count, 6);
+        assert_eq!(s.attributes["pairs"], 6);
+    }
+    assert_eq!(doc.plan["every_ns"], serde_json::json!([5_000_000]));
+
+    let json = dir.path().join("alt.json");
+    rtscope()
+        .args([
+            "clock",
+            "--mode",
+            "alternating",
+            "--every",
+            "2ms,7ms",
+            "--pairs",
+            "4",
+        ])
+        .args(["-s", "realtime", "--warp", "0", "--no-rt", "-q", "--json"])
+        .arg(&json)
+        .assert()
+        .success();
+    let doc = read_doc(&json);
+    assert_eq!(labels(&doc), vec!["realtime alternating"]);
+    assert_eq!(doc.series[0].stats.count, 4);
+    assert_eq!(
+        doc.plan["every_ns"],
+        serde_json::json!([2_000_000, 7_000_000])
+    );
+    // Four wake-ups after gaps of 2, 7, 2, 7 ms: the run took at least 18 ms.
+    assert!(doc.duration_ns >= 18_000_000, "{}", doc.duration_ns);
+}
+
+#[test]
+fn unavailable_sources_are_reported_not_fatal() {
+    let foreign = if cfg!(target_arch = "x86_64") {
+        "cntvct"
+    } else {
+        "tsc"
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("c.json");
+    let out = rtscope()
+        .args(["clock", "-n", "100", "--warp", "0", "--no-rt", "-s"])
+        .arg(format!("monotonic,{foreign}"))
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("unavailable here"));
+    let doc = read_doc(&json);
+    assert_eq!(labels(&doc), vec!["monotonic consecutive"]);
+    let sources = doc.plan["sources"].as_array().unwrap();
+    let f = sources.iter().find(|s| s["name"] == foreign).unwrap();
+    assert_eq!(f["available"], false);
+
+    // Only unavailable sources: nothing can be measured (exit 1, one line).
+    let out = rtscope()
+        .args(["clock", "-n", "100", "--no-rt", "-q", "-s", foreign])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("none of the requested sources"), "{err}");
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    for args in [
+        &["clock", "--every", "0s"][..],
+        &["clock", "--source", "nosuch"],
+        &["clock", "--pairs", "0"],
+        &["clock", "-n", "1"],
+        &["clock", "--every", "1s"],
+        &["clock", "--mode", "alternating", "--every", "1s"],
+        &["clock", "--mode", "sparse", "--every", "1s,2s"],
+        &["clock", "--cpu", "4096"],
+        &["clock", "--calibrate", "0"],
+        &["period", "--period", "0"],
+        &["period", "-l", "1"],
+        &["period", "--source", "tsc,nosuch"],
+    ] {
+        let out = rtscope().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn list_shows_every_source() {
+    let out = rtscope().args(["clock", "--list"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for id in rtscope_core::clock::SourceId::ALL {
+        assert!(text.contains(id.name()), "{}", id.name());
+    }
+}
+
+#[test]
+fn period_reports_each_source_and_period() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("period.json");
+    let out = rtscope()
+        .args([
+            "period",
+            "-i",
+            "500us,1ms",
+            "-l",
+            "40",
+            "-s",
+            "monotonic,realtime",
+        ])
+        .args(["--calibrate", "20ms", "--no-rt", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("|jitter| p99"));
+    let doc = read_doc(&json);
+    assert_eq!(doc.experiment, "period");
+    assert_eq!(
+        labels(&doc),
+        vec![
+            "monotonic 500us",
+            "realtime 500us",
+            "monotonic 1ms",
+            "realtime 1ms"
+        ]
+    );
+    for s in &doc.series {
+        assert_eq!(s.stats.count, 39);
+        let p = &s.attributes["period"];
+        assert_eq!(p["periods"], 39);
+        let mean = p["mean_period_ns"].as_f64().unwrap();
+        let req = p["requested_ns"].as_f64().unwrap();
+        assert!((p["error_ns"].as_f64().unwrap() - (mean - req)).abs() < 1e-6);
+        assert!(p["jitter_min_ns"].as_f64().unwrap() <= p["jitter_max_ns"].as_f64().unwrap());
+    }
+}
