@@ -1,27 +1,17 @@
 //! Integration tests of `rtscope clock` and `rtscope period`: the real binary,
 //! short runs, structure and sanity only (never a latency bound).
 
+mod common;
+
 use std::path::Path;
 
-use assert_cmd::Command;
+use common::{read_result, rtscope};
 use rtscope_core::result::ResultDocument;
 
-fn rtscope() -> Command {
-    Command::cargo_bin("rtscope").unwrap()
-}
-
-/// Reads a result document: deserialised by rtscope's own reader (which checks
-/// the schema version), and, when the JSON Schema is present in `docs/`,
-/// validated against it too.
+/// Reads a result document: validated against docs/result-schema.json, then
+/// deserialised by rtscope's own reader (which checks the schema version).
 fn read_doc(path: &Path) -> ResultDocument {
-    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result-schema.json");
-    if let Ok(text) = std::fs::read_to_string(&schema_path) {
-        let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-        let v = jsonschema::validator_for(&schema).unwrap();
-        let errors: Vec<String> = v.iter_errors(&doc).map(|e| e.to_string()).collect();
-        assert!(errors.is_empty(), "schema errors: {errors:?}");
-    }
+    read_result(path);
     ResultDocument::read(path).unwrap()
 }
 

@@ -504,15 +504,7 @@ pub fn execute(plan: &ClockPlan) -> Result<(ResultDocument, Vec<String>)> {
     let out = out.map_err(|e| anyhow!(e))?;
     let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
 
-    let mut warnings = system.warnings();
-    warnings.extend(env.notes.iter().cloned());
-    if !plan.rt.policy.is_rt() {
-        warnings.push(format!(
-            "measured as SCHED_{} without real-time priority{}",
-            plan.rt.policy.name().to_uppercase(),
-            if plan.rt.no_rt { " (--no-rt)" } else { "" }
-        ));
-    }
+    let mut warnings = super::run_warnings(&system, &env, &plan.rt);
     if let Some(o) = out.sparse {
         if o.late > 0 {
             warnings.push(format!(

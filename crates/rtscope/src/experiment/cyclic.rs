@@ -681,15 +681,7 @@ fn document(
         .insert("threads".into(), json!(agg.threads.len()));
     series.push(all);
 
-    let mut warnings = system.warnings();
-    warnings.extend(env.notes.iter().cloned());
-    if !plan.rt.policy.is_rt() {
-        warnings.push(format!(
-            "measured as SCHED_{} without real-time priority{}",
-            plan.rt.policy.name().to_uppercase(),
-            if plan.rt.no_rt { " (--no-rt)" } else { "" }
-        ));
-    }
+    let mut warnings = super::run_warnings(system, env, &plan.rt);
     if total_dropped > 0 {
         warnings.push(format!(
             "{total_dropped} samples dropped: the aggregator could not keep up"

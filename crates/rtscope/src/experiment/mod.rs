@@ -144,6 +144,26 @@ impl Drop for RunEnv {
     }
 }
 
+/// The warnings every experiment's result carries: what weakens real-time
+/// results on this system, what the run could not set up, and a run without
+/// real-time scheduling.
+pub fn run_warnings(
+    system: &rtscope_core::system::SystemSnapshot,
+    env: &RunEnv,
+    rt: &RtChoice,
+) -> Vec<String> {
+    let mut warnings = system.warnings();
+    warnings.extend(env.notes.iter().cloned());
+    if !rt.policy.is_rt() {
+        warnings.push(format!(
+            "measured as SCHED_{} without real-time priority{}",
+            rt.policy.name().to_uppercase(),
+            if rt.no_rt { " (--no-rt)" } else { "" }
+        ));
+    }
+    warnings
+}
+
 /// The command line as given.
 pub fn command_line() -> Vec<String> {
     std::env::args().collect()

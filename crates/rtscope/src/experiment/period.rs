@@ -247,15 +247,7 @@ pub fn execute(plan: &PeriodPlan) -> Result<(ResultDocument, Vec<String>)> {
             series.push(s);
         }
     }
-    let mut warnings = system.warnings();
-    warnings.extend(env.notes.iter().cloned());
-    if !plan.rt.policy.is_rt() {
-        warnings.push(format!(
-            "measured as SCHED_{} without real-time priority{}",
-            plan.rt.policy.name().to_uppercase(),
-            if plan.rt.no_rt { " (--no-rt)" } else { "" }
-        ));
-    }
+    let mut warnings = super::run_warnings(&system, &env, &plan.rt);
     if total_overruns > 0 {
         warnings.push(format!(
             "{total_overruns} wake-ups came after the following deadline (the loop caught up on its grid)"
