@@ -500,6 +500,9 @@ pub struct ClockArgs {
     #[command(flatten)]
     pub rt: RtArgs,
 
+    #[command(flatten)]
+    pub loads: LoadArgs,
+
     /// Write the result document (JSON) to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -535,6 +538,9 @@ pub struct PeriodArgs {
 
     #[command(flatten)]
     pub rt: RtArgs,
+
+    #[command(flatten)]
+    pub loads: LoadArgs,
 
     /// Write the result document (JSON) to FILE.
     #[arg(long, value_name = "FILE")]

@@ -272,3 +272,75 @@ fn period_reports_each_source_and_period() {
         assert!(p["jitter_min_ns"].as_f64().unwrap() <= p["jitter_max_ns"].as_f64().unwrap());
     }
 }
+
+#[test]
+fn period_and_clock_run_under_load_and_report_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for (exp, args) in [
+        ("period", vec!["-i", "1ms", "-l", "200", "-s", "monotonic"]),
+        (
+            "clock",
+            vec![
+                "-n",
+                "20000",
+                "-s",
+                "monotonic",
+                "--calibrate",
+                "20ms",
+                "--warp",
+                "5ms",
+            ],
+        ),
+    ] {
+        let json = dir.path().join(format!("{exp}.json"));
+        let out = rtscope()
+            .arg(exp)
+            .args(&args)
+            .args([
+                "--no-rt",
+                "-q",
+                "--load",
+                "cpu:30",
+                "--load-cpus",
+                "0",
+                "--json",
+            ])
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{exp}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("achieved %"),
+            "{exp}"
+        );
+        let doc = read_result(&json);
+        let loads = doc["loads"].as_array().unwrap();
+        assert_eq!(loads.len(), 1, "{exp}");
+        assert_eq!(loads[0]["name"], "cpu");
+        assert!(loads[0]["counters"]["ops"].as_u64().unwrap() > 0, "{exp}");
+        // The worker is gone.
+        let pid = loads[0]["instance_reports"][0]["pid"].as_i64().unwrap();
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "{exp}: load {pid} left"
+        );
+    }
+}
+
+#[test]
+fn load_command_output_is_a_valid_result_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("load.json");
+    rtscope()
+        .args(["load", "cpu:20", "-D", "1", "--load-cpus", "0", "--json"])
+        .arg(&json)
+        .assert()
+        .code(0);
+    let doc = read_result(&json);
+    assert_eq!(doc["experiment"], "load");
+}

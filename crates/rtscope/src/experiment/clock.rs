@@ -63,6 +63,9 @@ impl Mode {
 /// Every setting of a clock run (goes into the result document).
 #[derive(Debug, Clone, Serialize)]
 pub struct ClockPlan {
+    /// Background loads (`--load`) and their CPUs (`--load-cpus`).
+    pub loads: Vec<crate::load::LoadSpec>,
+    pub load_cpus: Option<Vec<usize>>,
     pub mode: Mode,
     /// Consecutive: reads per source.
     pub reads: u64,
@@ -115,7 +118,10 @@ pub fn plan(a: &ClockArgs) -> Result<ClockPlan> {
     if let Some(p) = &a.json {
         check_output("--json", p)?;
     }
+    crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
     Ok(ClockPlan {
+        loads: a.loads.load.clone(),
+        load_cpus: a.loads.load_cpus.clone(),
         mode,
         reads: a.reads,
         every_ns,
@@ -411,6 +417,7 @@ pub fn run(a: ClockArgs) -> Result<i32> {
             .map_err(|e| anyhow!("--json {}: {e}", p.display()))?;
     }
     print!("{}", report(&doc, &shown));
+    print!("{}", crate::output::loads::table(&doc.loads));
     if let Some(p) = &plan.json {
         println!("result: {}", p.display());
     }
@@ -422,6 +429,12 @@ pub fn run(a: ClockArgs) -> Result<i32> {
 pub fn execute(plan: &ClockPlan) -> Result<(ResultDocument, Vec<String>)> {
     let system = SystemSnapshot::capture();
     let env = RunEnv::setup(plan.rt.default_system)?;
+    // Background loads (crate::load): started and ramped up before measuring,
+    // stopped and reaped (also on errors, by their guard) after.
+    let loads = crate::load::LoadSet::start(&plan.loads, plan.load_cpus.as_deref())?;
+    if !plan.quiet && !loads.is_empty() {
+        eprintln!("{}", loads.describe());
+    }
     let started_at = now_rfc3339();
     let start_clock = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let ids = requested_ids(&plan.requested_sources);
@@ -544,7 +557,8 @@ pub fn execute(plan: &ClockPlan) -> Result<(ResultDocument, Vec<String>)> {
         o.insert("cpu_dma_latency_held".into(), json!(env.dma_latency_held));
     }
     let interrupted = out.interrupted || out.sparse.is_some_and(|o| o.interrupted);
-    let doc = ResultDocument {
+    let load_reports = loads.stop();
+    let mut doc = ResultDocument {
         schema_version: SCHEMA_VERSION,
         tool: Tool::default(),
         experiment: "clock".into(),
@@ -566,6 +580,7 @@ pub fn execute(plan: &ClockPlan) -> Result<(ResultDocument, Vec<String>)> {
         threshold: None,
         warnings,
     };
+    crate::load::attach(&mut doc, &load_reports);
     Ok((doc, shown))
 }
 

@@ -1,5 +1,5 @@
 //! `rtscope matrix`: the cyclic experiment over periods x loads x levels, the
-//! campaign of seed 001 (300/500/1000 us x CPU and memory loads x 0/50/100 %)
+//! classic vanilla-vs-PREEMPT_RT campaign (300/500/1000 us x CPU and memory loads x 0/50/100 %)
 //! in one command.
 //!
 //! Every cell is a full `cyclic` result document, `<out>/<cell-id>.json`. Cell

@@ -32,6 +32,9 @@ use crate::output::summary::render;
 /// Every setting of a period run (goes into the result document).
 #[derive(Debug, Clone, Serialize)]
 pub struct PeriodPlan {
+    /// Background loads (`--load`) and their CPUs (`--load-cpus`).
+    pub loads: Vec<crate::load::LoadSpec>,
+    pub load_cpus: Option<Vec<usize>>,
     pub periods_ns: Vec<u64>,
     pub cycles: u64,
     pub requested_sources: Vec<String>,
@@ -54,7 +57,10 @@ pub fn plan(a: &PeriodArgs) -> Result<PeriodPlan> {
     }
     let mut periods = a.period.clone();
     periods.dedup();
+    crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
     Ok(PeriodPlan {
+        loads: a.loads.load.clone(),
+        load_cpus: a.loads.load_cpus.clone(),
         periods_ns: periods,
         cycles: a.cycles,
         requested_sources: a.sources.clone(),
@@ -119,6 +125,7 @@ pub fn run(a: PeriodArgs) -> Result<i32> {
             .map_err(|e| anyhow!("--json {}: {e}", p.display()))?;
     }
     print!("{}", report(&doc, &shown));
+    print!("{}", crate::output::loads::table(&doc.loads));
     if let Some(p) = &plan.json {
         println!("result: {}", p.display());
     }
@@ -130,6 +137,12 @@ pub fn run(a: PeriodArgs) -> Result<i32> {
 pub fn execute(plan: &PeriodPlan) -> Result<(ResultDocument, Vec<String>)> {
     let system = SystemSnapshot::capture();
     let env = RunEnv::setup(plan.rt.default_system)?;
+    // Background loads (crate::load): started and ramped up before measuring,
+    // stopped and reaped (also on errors, by their guard) after.
+    let loads = crate::load::LoadSet::start(&plan.loads, plan.load_cpus.as_deref())?;
+    if !plan.quiet && !loads.is_empty() {
+        eprintln!("{}", loads.describe());
+    }
     let started_at = now_rfc3339();
     let start_clock = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let ids = requested_ids(&plan.requested_sources);
@@ -267,7 +280,8 @@ pub fn execute(plan: &PeriodPlan) -> Result<(ResultDocument, Vec<String>)> {
         o.insert("mlocked".into(), json!(env.mlocked));
         o.insert("cpu_dma_latency_held".into(), json!(env.dma_latency_held));
     }
-    let doc = ResultDocument {
+    let load_reports = loads.stop();
+    let mut doc = ResultDocument {
         schema_version: SCHEMA_VERSION,
         tool: Tool::default(),
         experiment: "period".into(),
@@ -289,6 +303,7 @@ pub fn execute(plan: &PeriodPlan) -> Result<(ResultDocument, Vec<String>)> {
         threshold: None,
         warnings,
     };
+    crate::load::attach(&mut doc, &load_reports);
     Ok((doc, shown))
 }
 
