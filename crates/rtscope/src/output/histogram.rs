@@ -90,6 +90,8 @@ fn render(
         }
         out.push('\n');
     }
+    // cyclictest ends its histogram with an empty line.
+    out.push('\n');
     out
 }
 
@@ -126,6 +128,7 @@ mod tests {
 # Histogram Overflow at cycle number:
 # Thread 0: 00003 00004 # 00001 others
 # Thread 1:
+
 ";
         assert_eq!(t, want);
     }
