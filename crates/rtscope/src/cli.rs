@@ -507,6 +507,10 @@ pub struct ClockArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
+    /// Write a self-contained HTML report of the result to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+
     /// No progress, no header: only the final tables.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -545,6 +549,10 @@ pub struct PeriodArgs {
     /// Write the result document (JSON) to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+
+    /// Write a self-contained HTML report of the result to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
 
     /// No header: only the final table.
     #[arg(short = 'q', long)]

@@ -80,6 +80,7 @@ pub struct ClockPlan {
     pub cpu: usize,
     pub rt: RtChoice,
     pub json: Option<PathBuf>,
+    pub report: Option<PathBuf>,
     #[serde(skip)]
     pub quiet: bool,
 }
@@ -118,6 +119,9 @@ pub fn plan(a: &ClockArgs) -> Result<ClockPlan> {
     if let Some(p) = &a.json {
         check_output("--json", p)?;
     }
+    if let Some(p) = &a.report {
+        check_output("--report", p)?;
+    }
     crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
     Ok(ClockPlan {
         loads: a.loads.load.clone(),
@@ -132,6 +136,7 @@ pub fn plan(a: &ClockArgs) -> Result<ClockPlan> {
         cpu,
         rt,
         json: a.json.clone(),
+        report: a.report.clone(),
         quiet: a.quiet,
     })
 }
@@ -412,14 +417,11 @@ pub fn run(a: ClockArgs) -> Result<i32> {
     }
     let plan = plan(&a)?;
     let (doc, shown) = execute(&plan)?;
-    if let Some(p) = &plan.json {
-        doc.write(p)
-            .map_err(|e| anyhow!("--json {}: {e}", p.display()))?;
-    }
+    let written = super::write_outputs(&doc, plan.json.as_deref(), plan.report.as_deref())?;
     print!("{}", report(&doc, &shown));
     print!("{}", crate::output::loads::table(&doc.loads));
-    if let Some(p) = &plan.json {
-        println!("result: {}", p.display());
+    for w in &written {
+        println!("{w}");
     }
     Ok(EXIT_OK)
 }

@@ -164,6 +164,35 @@ pub fn run_warnings(
     warnings
 }
 
+/// Writes a finished run's JSON result and HTML report, each if asked for;
+/// returns the lines that say where they went. A failure of one does not stop
+/// the other: all failures are returned together as one run error.
+pub fn write_outputs(
+    doc: &rtscope_core::result::ResultDocument,
+    json: Option<&Path>,
+    report: Option<&Path>,
+) -> Result<Vec<String>> {
+    let mut written = Vec::new();
+    let mut errors = Vec::new();
+    if let Some(p) = json {
+        match doc.write(p) {
+            Ok(()) => written.push(format!("result: {}", p.display())),
+            Err(e) => errors.push(format!("--json {}: {e}", p.display())),
+        }
+    }
+    if let Some(p) = report {
+        match crate::report::write_html(std::slice::from_ref(doc), p) {
+            Ok(()) => written.push(format!("report: {}", p.display())),
+            Err(e) => errors.push(format!("--report {}: {e}", p.display())),
+        }
+    }
+    if errors.is_empty() {
+        Ok(written)
+    } else {
+        Err(anyhow::anyhow!(errors.join("; ")))
+    }
+}
+
 /// The command line as given.
 pub fn command_line() -> Vec<String> {
     std::env::args().collect()

@@ -44,6 +44,7 @@ pub struct PeriodPlan {
     pub clock: &'static str,
     pub wake: &'static str,
     pub json: Option<std::path::PathBuf>,
+    pub report: Option<std::path::PathBuf>,
     #[serde(skip)]
     pub quiet: bool,
 }
@@ -54,6 +55,9 @@ pub fn plan(a: &PeriodArgs) -> Result<PeriodPlan> {
     let rt = resolve_rt(&a.rt)?;
     if let Some(p) = &a.json {
         check_output("--json", p)?;
+    }
+    if let Some(p) = &a.report {
+        check_output("--report", p)?;
     }
     let mut periods = a.period.clone();
     periods.dedup();
@@ -70,6 +74,7 @@ pub fn plan(a: &PeriodArgs) -> Result<PeriodPlan> {
         clock: "monotonic",
         wake: "absolute",
         json: a.json.clone(),
+        report: a.report.clone(),
         quiet: a.quiet,
     })
 }
@@ -120,14 +125,11 @@ fn periodic_loop(
 pub fn run(a: PeriodArgs) -> Result<i32> {
     let plan = plan(&a)?;
     let (doc, shown) = execute(&plan)?;
-    if let Some(p) = &plan.json {
-        doc.write(p)
-            .map_err(|e| anyhow!("--json {}: {e}", p.display()))?;
-    }
+    let written = super::write_outputs(&doc, plan.json.as_deref(), plan.report.as_deref())?;
     print!("{}", report(&doc, &shown));
     print!("{}", crate::output::loads::table(&doc.loads));
-    if let Some(p) = &plan.json {
-        println!("result: {}", p.display());
+    for w in &written {
+        println!("{w}");
     }
     Ok(EXIT_OK)
 }

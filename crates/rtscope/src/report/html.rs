@@ -478,20 +478,24 @@ pub fn plan_rows(plan: &serde_json::Value) -> Vec<(&str, String)> {
         .collect()
 }
 
-/// The unit the summary tables of these documents use.
+/// The unit the summary tables of these documents use: chosen from the
+/// largest p99 rather than the largest maximum, so that one spike does not
+/// turn a table of 30 ns clock reads into rows of `0.0 µs`.
 pub fn doc_unit(docs: &[ResultDocument]) -> Unit {
-    let max = docs
+    let p99 = docs
         .iter()
-        .flat_map(|d| d.series.iter().map(|s| s.stats.max_ns.max(0)))
+        .flat_map(|d| d.series.iter().map(|s| s.stats.p99_ns))
         .max()
         .unwrap_or(0);
-    latency_unit(max as f64)
+    latency_unit(p99 as f64)
 }
 
-/// A latency in `unit`: integer ns, µs with one decimal, ms/s with three.
+/// A latency in `unit`: ns (one decimal below 100 ns), µs with one decimal,
+/// ms/s with three.
 pub fn in_unit(ns: f64, unit: Unit) -> String {
     let v = ns / unit.div;
     match unit.name {
+        "ns" if v.abs() < 100.0 => format!("{v:.1}"),
         "ns" => format!("{v:.0}"),
         "µs" => format!("{v:.1}"),
         _ => format!("{v:.3}"),
