@@ -488,16 +488,8 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
         cyclic::plan(&cell_args(&a, c.period_ns, s.as_ref(), &dir.join(&c.file))?)?;
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut sig_ids = Vec::new();
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        sig_ids.push(signal_hook::flag::register_conditional_shutdown(
-            sig,
-            130,
-            stop.clone(),
-        )?);
-        sig_ids.push(signal_hook::flag::register(sig, stop.clone())?);
-    }
+    let signals = super::StopSignals::install()?;
+    let stop = signals.flag.clone();
 
     let created_at = existing_created_at(&dir).unwrap_or_else(now_rfc3339);
     let mut index = MatrixIndex {
@@ -607,9 +599,7 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
     }
     progress.finish();
     write_index(&dir, &mut index)?;
-    for id in sig_ids {
-        signal_hook::low_level::unregister(id);
-    }
+    drop(signals);
     print!("{}", out::table(&index.cells));
     println!(
         "matrix: {} (matrix.json, summary.md, summary.csv, one <cell>.json per cell)",

@@ -77,6 +77,41 @@ pub fn check_output(flag: &str, path: &Path) -> Result<()> {
     })
 }
 
+/// SIGINT and SIGTERM wired to a stop flag while this value lives; a second
+/// signal ends the process at once (exit 130). The signal actions are removed
+/// on drop, so that a later run in the same process (a matrix cell) starts
+/// with a fresh flag.
+pub struct StopSignals {
+    /// Raised by SIGINT/SIGTERM.
+    pub flag: Arc<AtomicBool>,
+    ids: Vec<signal_hook::SigId>,
+}
+
+impl StopSignals {
+    /// Registers the signal actions.
+    pub fn install() -> Result<Self> {
+        let flag = Arc::new(AtomicBool::new(false));
+        let mut ids = Vec::new();
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            ids.push(signal_hook::flag::register_conditional_shutdown(
+                sig,
+                130,
+                flag.clone(),
+            )?);
+            ids.push(signal_hook::flag::register(sig, flag.clone())?);
+        }
+        Ok(StopSignals { flag, ids })
+    }
+}
+
+impl Drop for StopSignals {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
+
 /// What the run changed in the system, undone on drop.
 pub struct RunEnv {
     /// Raised by SIGINT/SIGTERM, by `--duration`, or by `--break-above`.
@@ -88,9 +123,7 @@ pub struct RunEnv {
     pub dma_latency_held: bool,
     /// What could not be set up (the run goes on; these become warnings).
     pub notes: Vec<String>,
-    /// Signal actions registered by `setup`, removed on drop (so that a later
-    /// run in the same process, a matrix cell, starts with a fresh flag).
-    sig_ids: Vec<signal_hook::SigId>,
+    _signals: StopSignals,
 }
 
 impl RunEnv {
@@ -98,16 +131,8 @@ impl RunEnv {
     /// once), and unless `default_system`, locks memory and holds
     /// `/dev/cpu_dma_latency` at 0.
     pub fn setup(default_system: bool) -> Result<Self> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut sig_ids = Vec::new();
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            sig_ids.push(signal_hook::flag::register_conditional_shutdown(
-                sig,
-                130,
-                stop.clone(),
-            )?);
-            sig_ids.push(signal_hook::flag::register(sig, stop.clone())?);
-        }
+        let signals = StopSignals::install()?;
+        let stop = signals.flag.clone();
         let mut notes = Vec::new();
         let (mut mlocked, mut dma) = (false, None);
         if !default_system {
@@ -128,16 +153,13 @@ impl RunEnv {
             _dma: dma,
             mlocked,
             notes,
-            sig_ids,
+            _signals: signals,
         })
     }
 }
 
 impl Drop for RunEnv {
     fn drop(&mut self) {
-        for id in self.sig_ids.drain(..) {
-            signal_hook::low_level::unregister(id);
-        }
         if self.mlocked {
             rtscope_core::sys::munlockall();
         }
