@@ -3,6 +3,7 @@
 //! `/dev/cpu_dma_latency`), policy resolution and output-path checks.
 
 pub mod cyclic;
+pub mod ipc;
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
