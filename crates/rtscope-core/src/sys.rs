@@ -1039,12 +1039,13 @@ pub fn tgkill(pid: i32, tid: i32, sig: i32) -> io::Result<()> {
 
 /// `fork()`: `Ok(0)` in the child, `Ok(pid)` in the parent.
 ///
-/// Call it only while the process has a single thread: the child then is a
-/// complete copy and may allocate and lock freely. The child must leave with
+/// Only the calling thread exists in the child: call it when no other thread
+/// can hold a lock the child will need (glibc keeps malloc consistent across
+/// fork; Rust's stdout lock and the like are not). The child must leave with
 /// [`exit_now`], never by returning.
 pub fn fork() -> io::Result<i32> {
-    // SAFETY: the caller guarantees the process is single-threaded, so no lock
-    // (malloc's, stdio's) can be held by a thread that does not exist in the child.
+    // SAFETY: fork itself has no preconditions; what the child may do afterwards
+    // is the caller's contract above.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(io::Error::last_os_error());

@@ -331,3 +331,62 @@ fn list_shows_the_table() {
     }
     assert!(t.contains("handoff,roundtrip"));
 }
+
+/// The children of process `pid` (from /proc/*/status).
+fn children_of(pid: u32) -> Vec<i32> {
+    let mut kids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(status) = std::fs::read_to_string(e.path().join("status")) else {
+            continue;
+        };
+        let ppid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:"))
+            .map(|v| v.trim().to_string());
+        if ppid.as_deref() == Some(&pid.to_string()) {
+            if let Ok(k) = e.file_name().to_string_lossy().parse() {
+                kids.push(k);
+            }
+        }
+    }
+    kids
+}
+
+#[test]
+fn a_receiver_process_that_dies_ends_the_run_without_hanging() {
+    for (mech, keeps_samples) in [("futex", true), ("posix-mq", false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("dies.json");
+        let child = std::process::Command::new(rtscope_path())
+            .args([
+                "ipc",
+                "--between",
+                "processes",
+                "--mech",
+                mech,
+                "-l",
+                "100000",
+                "--period",
+                "200us",
+                "-q",
+                "--json",
+            ])
+            .arg(&json)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1000));
+        let kids = children_of(child.id());
+        assert_eq!(kids.len(), 1, "{mech}: one receiver process");
+        rtscope_core::sys::kill(kids[0], libc::SIGKILL).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{mech}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains("receiver process ended"), "{mech}: {e}");
+        let doc = read_result(&json);
+        assert_eq!(doc["end_reason"], "error");
+        let n = latency_series(&doc)[0]["stats"]["count"].as_u64().unwrap();
+        assert_eq!(n > 0, keeps_samples, "{mech}: {n} samples");
+    }
+}

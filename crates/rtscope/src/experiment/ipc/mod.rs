@@ -771,13 +771,13 @@ pub fn run(a: IpcArgs) -> Result<i32> {
         let name = format!("{} {} {}", s.mechanism, s.pattern.name(), plan.suffix(s));
         if threads_stuck && s.between == Between::Processes {
             errors.push(format!(
-                "{name}: not run: a receiver thread of an earlier experiment is stuck, fork is unsafe"
+                "{name}: not run: a thread of an earlier experiment was left behind, fork is unsafe"
             ));
             continue;
         }
         match runner::run_session(&plan, s, dir.path(), &k.to_string(), &env) {
             Ok(d) => {
-                threads_stuck |= d.receiver_stuck;
+                threads_stuck |= d.thread_left;
                 if let Some(e) = &d.error {
                     errors.push(format!("{name}: {e}"));
                 }

@@ -40,6 +40,8 @@ const STOP: usize = 2;
 const RECEIVED: usize = 3;
 const RX_ERR: usize = 4;
 const RX_DONE: usize = 5;
+/// Raised by the parent when a receiver process died: the driver gives up.
+const ABANDON: usize = 6;
 const CTL_LEN: usize = 8;
 
 // Failure stages of the receiver (high half of RX_ERR; the low half is errno).
@@ -78,8 +80,9 @@ pub struct SessionData {
     pub error: Option<String>,
     /// The real-time setup failed (every later experiment would fail too).
     pub setup_failed: bool,
-    /// A receiver thread did not leave (left detached).
-    pub receiver_stuck: bool,
+    /// A thread of this experiment did not leave and was left behind (no fork
+    /// is safe afterwards).
+    pub thread_left: bool,
 }
 
 fn ctl_get(ctl: &Ctl, i: usize) -> u64 {
@@ -291,13 +294,17 @@ impl Driver {
             let t0 = Instant::now();
             while ctl_get(&self.ctl, RECEIVED) < out.done as u64
                 && ctl_get(&self.ctl, RX_READY) == 1
+                && ctl_get(&self.ctl, ABANDON) == 0
                 && t0.elapsed() < DRAIN_TIMEOUT
             {
                 let _ = sys::nanosleep(100_000);
             }
         }
         ctl_set(&self.ctl, STOP, 1);
-        if ctl_get(&self.ctl, RX_READY) == 1 && ctl_get(&self.ctl, RECEIVED) >= out.done as u64 {
+        if ctl_get(&self.ctl, RX_READY) == 1
+            && ctl_get(&self.ctl, ABANDON) == 0
+            && ctl_get(&self.ctl, RECEIVED) >= out.done as u64
+        {
             // Non-zero: an eventfd write of 0 wakes nobody.
             let _ = self.tx.send(1);
         } else if ctl_get(&self.ctl, RX_READY) == 2 {
@@ -317,7 +324,9 @@ impl Driver {
                 out.interrupted = true;
                 break;
             }
-            if ctl[RX_READY].load(Ordering::Relaxed) == 2 {
+            if ctl[RX_READY].load(Ordering::Relaxed) == 2
+                || ctl[ABANDON].load(Ordering::Relaxed) != 0
+            {
                 out.rx_failed = true;
                 break;
             }
@@ -337,7 +346,9 @@ impl Driver {
                                 out.interrupted = true;
                                 break 'outer;
                             }
-                            if ctl[RX_READY].load(Ordering::Relaxed) == 2 {
+                            if ctl[RX_READY].load(Ordering::Relaxed) == 2
+                                || ctl[ABANDON].load(Ordering::Relaxed) != 0
+                            {
                                 out.rx_failed = true;
                                 break 'outer;
                             }
@@ -423,6 +434,13 @@ impl Drop for ChildGuard {
     }
 }
 
+fn exit_text(e: ChildExit) -> String {
+    match e {
+        ChildExit::Code(c) => format!("exit code {c}"),
+        ChildExit::Signal(s) => format!("signal {s}"),
+    }
+}
+
 /// The receiver process: never returns.
 fn child_main(server: Server, mlock: bool) -> ! {
     let _ = sys::block_signals(&[libc::SIGINT, libc::SIGTERM, signal::SIGNAL]);
@@ -504,15 +522,17 @@ pub fn run_session(
             if wait_word(&ctl, RX_DONE, DRAIN_TIMEOUT) == 1 {
                 let _ = rx_thread.join();
             } else {
-                data.receiver_stuck = true;
+                data.thread_left = true;
                 data.error = Some("the receiver thread did not stop (left behind)".into());
             }
             out
         }
         super::Between::Processes => {
-            // SAFETY of the fork: every thread of an earlier experiment has been
-            // joined (run() refuses to fork after a stuck one), so this process
-            // has a single thread here.
+            // The fork: every thread of an earlier experiment has been joined
+            // (run() refuses to fork after one was left behind), so the only
+            // other threads can be helpers that hold no lock the child needs;
+            // the child makes system calls and uses glibc's malloc, which glibc
+            // keeps consistent across fork.
             let pid = sys::fork().context("fork failed")?;
             if pid == 0 {
                 drop(driver);
@@ -520,17 +540,51 @@ pub fn run_session(
             }
             let mut child = ChildGuard { pid, reaped: None };
             drop(server);
-            let out = std::thread::Builder::new()
+            let h = std::thread::Builder::new()
                 .name("ipc-sender".into())
                 .spawn(move || driver.run())
-                .context("cannot start the sender thread")?
+                .context("cannot start the sender thread")?;
+            // Watch the receiver while the sender runs: if it dies, the sender
+            // must not wait for it for ever.
+            while !h.is_finished() {
+                if child.reaped.is_none() {
+                    if let Ok(Some(e)) = sys::waitpid(pid, false) {
+                        child.reaped = Some(e);
+                    }
+                }
+                if let Some(e) = child.reaped {
+                    ctl_set(&ctl, ABANDON, 1);
+                    let t0 = Instant::now();
+                    while !h.is_finished() && t0.elapsed() < DRAIN_TIMEOUT {
+                        let _ = sys::nanosleep(5_000_000);
+                    }
+                    if !h.is_finished() {
+                        // Blocked in a receive that can no longer complete.
+                        data.thread_left = true;
+                        data.error = Some(format!(
+                            "the receiver process ended ({}) while the sender waited for its reply; \
+                             the experiment's samples are lost",
+                            exit_text(e)
+                        ));
+                        return Ok(data);
+                    }
+                    break;
+                }
+                let _ = sys::nanosleep(5_000_000);
+            }
+            let out = h
                 .join()
                 .map_err(|_| anyhow!("the sender thread panicked"))?;
+            let abandoned = ctl_get(&ctl, ABANDON) != 0;
             match child.finish(DRAIN_TIMEOUT) {
-                ChildExit::Code(0) => {}
-                ChildExit::Code(c) if out.rx_failed || ctl_get(&ctl, RX_READY) == 2 => {
-                    let _ = c;
+                _ if ctl_get(&ctl, RX_READY) == 2 => {} // reported below
+                e if abandoned => {
+                    data.error = Some(format!(
+                        "the receiver process ended early ({})",
+                        exit_text(e)
+                    ))
                 }
+                ChildExit::Code(0) => {}
                 ChildExit::Code(c) => {
                     data.error = Some(format!("the receiver process exited with code {c}"))
                 }
@@ -544,7 +598,7 @@ pub fn run_session(
         }
     };
 
-    if out.rx_failed || ctl_get(&ctl, RX_READY) == 2 {
+    if ctl_get(&ctl, RX_READY) == 2 {
         let code = ctl_get(&ctl, RX_ERR);
         if code >> 32 == STAGE_PERMISSION {
             data.setup_failed = true;
@@ -552,7 +606,13 @@ pub fn run_session(
         data.error = Some(describe_rx_error(code, plan));
     }
     if let Some(e) = out.error {
-        data.error = Some(e);
+        data.error = Some(match data.error.take() {
+            Some(first) => format!("{first}; {e}"),
+            None => e,
+        });
+    }
+    if data.error.is_none() && out.rx_failed {
+        data.error = Some("the receiver failed".into());
     }
     data.setup_failed |= out.setup_failed;
     data.done = out.done;
