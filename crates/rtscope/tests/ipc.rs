@@ -280,8 +280,9 @@ fn sigint_in_processes_mode_cleans_up_and_writes_the_result() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    // The receiver is running as a child process now.
+    // Wait until the receiver runs as a child process, then let it measure a little.
+    wait_for_child(child.id());
+    std::thread::sleep(Duration::from_millis(300));
     assert!(processes_with("proc-token-b").len() >= 2);
     rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).unwrap();
     let out = child.wait_with_output().unwrap();
@@ -376,8 +377,8 @@ fn a_receiver_process_that_dies_ends_the_run_without_hanging() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(1000));
-        let kids = children_of(child.id());
+        let kids = wait_for_child(child.id());
+        std::thread::sleep(Duration::from_millis(300));
         assert_eq!(kids.len(), 1, "{mech}: one receiver process");
         rtscope_core::sys::kill(kids[0], libc::SIGKILL).unwrap();
         let out = child.wait_with_output().unwrap();
@@ -389,4 +390,16 @@ fn a_receiver_process_that_dies_ends_the_run_without_hanging() {
         let n = latency_series(&doc)[0]["stats"]["count"].as_u64().unwrap();
         assert_eq!(n > 0, keeps_samples, "{mech}: {n} samples");
     }
+}
+
+/// Polls (up to 20 s) until process `pid` has a child; returns its children.
+fn wait_for_child(pid: u32) -> Vec<i32> {
+    for _ in 0..400 {
+        let kids = children_of(pid);
+        if !kids.is_empty() {
+            return kids;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("process {pid} never forked a receiver");
 }
