@@ -53,17 +53,20 @@ printf '%-12s %-11s %6s %6s %6s | %-7s %6s %6s %6s %7s | %-7s %6s %7s\n' \
   rt-tests mechanism min avg max rtscope min p50 mean max rtscope p50 max
 printf '%-12s %-11s %6s %6s %6s | %-7s %6s %6s %6s %7s | %-7s %6s %7s\n' \
   "(95/95)" "" "" "" "" "(95/95)" "" "" "" "" "(95/94)" "" ""
-for pair in "ptsematest mutex" "svsematest sysv-sem" "pmqtest posix-mq" "sigwaittest signal"; do
+# Threads, then processes (rt-tests -f: svsematest and sigwaittest can fork).
+for pair in "ptsematest mutex threads" "svsematest sysv-sem threads" "pmqtest posix-mq threads" \
+            "sigwaittest signal threads" "svsematest sysv-sem processes" "sigwaittest signal processes"; do
   set -- $pair
-  read -r a_min a_avg a_max < <($1 -q -a "$cpu" -t 1 -p 95 -i "$interval" -l "$loops" 2>&1 | rt_stats)
-  "$rtscope" ipc -q --mech "$2" --pattern handoff --cpus "$cpu,$cpu" -p 95 --sender-priority 95 \
+  fork=""; [ "$3" = processes ] && fork="-f"
+  read -r a_min a_avg a_max < <($1 $fork -q -a "$cpu" -t 1 -p 95 -i "$interval" -l "$loops" 2>&1 | rt_stats)
+  "$rtscope" ipc -q --mech "$2" --pattern handoff --between "$3" --cpus "$cpu,$cpu" -p 95 --sender-priority 95 \
     --period "${interval}us" -l "$loops" --json "$tmp/$2.json" >/dev/null
   read -r b_min b_p50 b_mean b_max < <(rs_stats "$tmp/$2.json")
-  "$rtscope" ipc -q --mech "$2" --pattern handoff --cpus "$cpu,$cpu" -p 95 \
+  "$rtscope" ipc -q --mech "$2" --pattern handoff --between "$3" --cpus "$cpu,$cpu" -p 95 \
     --period "${interval}us" -l "$loops" --json "$tmp/$2-d.json" >/dev/null
   read -r _ c_p50 _ c_max < <(rs_stats "$tmp/$2-d.json")
   printf '%-12s %-11s %6s %6s %6s | %-7s %6s %6s %6s %7s | %-7s %6s %7s\n' \
-    "$1" "$2" "$a_min" "$a_avg" "$a_max" rtscope "$b_min" "$b_p50" "$b_mean" "$b_max" \
+    "$1$fork" "$2" "$a_min" "$a_avg" "$a_max" rtscope "$b_min" "$b_p50" "$b_mean" "$b_max" \
     rtscope "$c_p50" "$c_max"
 done
 

@@ -741,13 +741,46 @@ pub fn summary_text(doc: &ResultDocument, repetitions: u64) -> String {
     out
 }
 
+/// Refuses to start when the real-time setup cannot work (no privilege, a CPU
+/// that cannot be used), before anything is measured: one line, exit 1.
+fn preflight(plan: &IpcPlan) -> Result<()> {
+    let mut checks = vec![(plan.sender_cpu, plan.sender_priority)];
+    if plan.receiver_cpu != plan.sender_cpu || plan.receiver_priority != plan.sender_priority {
+        checks.push((plan.receiver_cpu, plan.receiver_priority));
+    }
+    for (cpu, priority) in checks {
+        let setup = rtscope_core::rt::ThreadSetup {
+            policy: plan.rt.policy,
+            priority,
+            cpus: cpu.into_iter().collect(),
+            timer_slack_ns: None,
+            prefault_stack: 0,
+            block_signals: vec![],
+        };
+        std::thread::spawn(move || setup.apply())
+            .join()
+            .map_err(|_| anyhow::anyhow!("the real-time check panicked"))?
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    Ok(())
+}
+
+/// Writes to stdout, ignoring a closed pipe (`rtscope ipc | head` must not
+/// panic, and the result file is still written).
+fn say(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
 /// Runs the experiment from the command line: measure, print, exit code.
 pub fn run(a: IpcArgs) -> Result<i32> {
     if a.list {
-        print!("{}", list_text());
+        say(&list_text());
         return Ok(EXIT_OK);
     }
     let plan = plan(&a)?;
+    preflight(&plan)?;
     let env = RunEnv::setup(plan.rt.default_system)?;
     let system = SystemSnapshot::capture();
     let dir = tempfile::Builder::new()
@@ -755,7 +788,7 @@ pub fn run(a: IpcArgs) -> Result<i32> {
         .tempdir()
         .context("cannot create a temporary directory")?;
     if !plan.quiet {
-        println!("{}", header(&plan));
+        say(&format!("{}\n", header(&plan)));
     }
     let started_at = now_rfc3339();
     let start_ns = sys::clock_ns(CLOCK);
@@ -784,12 +817,12 @@ pub fn run(a: IpcArgs) -> Result<i32> {
                 let new = session_series(&plan, s, &d);
                 if !plan.quiet {
                     let l = &new[0].stats;
-                    println!(
-                        "  {name}: {} samples, p50 {} max {}",
+                    say(&format!(
+                        "  {name}: {} samples, p50 {} max {}\n",
                         l.count,
                         format_ns(l.p50_ns),
                         format_ns(l.max_ns.max(0) as u64)
-                    );
+                    ));
                 }
                 series.extend(new);
                 if d.interrupted {
@@ -847,17 +880,17 @@ pub fn run(a: IpcArgs) -> Result<i32> {
         warnings,
     };
 
-    print!("{}", summary_text(&doc, plan.repetitions));
+    say(&summary_text(&doc, plan.repetitions));
     let mut write_errors = Vec::new();
     if let Some(p) = &plan.json {
         match doc.write(p) {
-            Ok(()) => println!("result: {}", p.display()),
+            Ok(()) => say(&format!("result: {}\n", p.display())),
             Err(e) => write_errors.push(format!("--json {}: {e}", p.display())),
         }
     }
     if let Some(p) = &plan.report {
         match crate::report::write_html(std::slice::from_ref(&doc), p) {
-            Ok(()) => println!("report: {}", p.display()),
+            Ok(()) => say(&format!("report: {}\n", p.display())),
             Err(e) => write_errors.push(format!("--report {}: {e}", p.display())),
         }
     }
