@@ -25,6 +25,8 @@ pub enum Command {
     Load(LoadCmdArgs),
     /// Run the cyclic experiment over periods x loads x levels, one result per cell.
     Matrix(MatrixArgs),
+    /// IPC and synchronisation latency between two real-time tasks (handoff or round trip).
+    Ipc(IpcArgs),
     /// Turn result documents into one self-contained HTML report.
     Report(ReportArgs),
     /// Compare runs side by side (series matched by label), with confidence intervals.
@@ -555,6 +557,98 @@ pub struct PeriodArgs {
     pub report: Option<PathBuf>,
 
     /// No header: only the final table.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+/// How an IPC exchange is timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IpcPatternArg {
+    /// one-way: latency = receiver's wake-up time - sender's send time
+    Handoff,
+    /// A sends, B replies on a second channel, A times the whole trip
+    Roundtrip,
+}
+
+/// Where the two sides of an IPC exchange run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IpcBetweenArg {
+    /// two threads of one process
+    Threads,
+    /// two processes (the receiver is forked)
+    Processes,
+}
+
+/// Sender and receiver CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuPair(pub usize, pub usize);
+
+/// Parses `A,B` (two CPU numbers, which may be equal).
+pub fn cpu_pair(s: &str) -> Result<CpuPair, String> {
+    let bad = || format!("'{s}' is not a CPU pair: give sender and receiver CPU as A,B (e.g. 0,1)");
+    let (a, b) = s.split_once(',').ok_or_else(bad)?;
+    let a = a.trim().parse::<usize>().map_err(|_| bad())?;
+    let b = b.trim().parse::<usize>().map_err(|_| bad())?;
+    Ok(CpuPair(a, b))
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct IpcArgs {
+    /// Mechanisms, comma-separated, or `all` (`--list` shows them).
+    #[arg(short = 'm', long = "mech", value_name = "LIST", default_value = "all")]
+    pub mech: String,
+
+    /// List the mechanisms, what they measure and the patterns they support, then exit.
+    #[arg(long)]
+    pub list: bool,
+
+    /// handoff or roundtrip, or both (comma-separated); default: each mechanism's natural one.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "PATTERN")]
+    pub pattern: Vec<IpcPatternArg>,
+
+    /// threads or processes, or both (comma-separated).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "threads",
+        value_name = "PLACEMENT"
+    )]
+    pub between: Vec<IpcBetweenArg>,
+
+    /// Sender and receiver CPUs as A,B (default: the first two online CPUs, or one if there is one).
+    #[arg(short = 'a', long = "cpus", value_name = "A,B", value_parser = cpu_pair)]
+    pub cpus: Option<CpuPair>,
+
+    /// Priority of the sender (default: the receiver's --priority minus 1).
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub sender_priority: Option<u8>,
+
+    /// Periods of the driving task, comma-separated (one exchange per period; a bare number is us).
+    #[arg(short = 'i', long, value_name = "DURATION", value_delimiter = ',', default_value = "1ms",
+          value_parser = positive_duration_us, allow_hyphen_values = true)]
+    pub period: Vec<u64>,
+
+    /// Exchanges per repetition.
+    #[arg(short = 'l', long, default_value = "1000", value_parser = positive_u64)]
+    pub loops: u64,
+
+    /// Repetitions of each experiment (each gets its own summary).
+    #[arg(long, default_value = "1", value_parser = positive_u64)]
+    pub repetitions: u64,
+
+    #[command(flatten)]
+    pub rt: RtArgs,
+
+    /// Write the result document (JSON) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Also write a self-contained HTML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+
+    /// Print only the final summary.
     #[arg(short = 'q', long)]
     pub quiet: bool,
 }

@@ -73,7 +73,12 @@ fn short_run_writes_valid_json_histogram_and_raw() {
 
     // cyclictest histogram format: 400 rows of 1 us bins, one column per thread.
     let hist = std::fs::read_to_string(&hist).unwrap();
-    let rows: Vec<&str> = hist.lines().filter(|l| !l.starts_with('#')).collect();
+    let rows: Vec<&str> = hist
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .collect();
+    // Like cyclictest, the file ends with an empty line.
+    assert!(hist.ends_with("\n\n"));
     assert_eq!(rows.len(), 400);
     for (i, r) in rows.iter().enumerate() {
         let fields: Vec<&str> = r.split([' ', '\t']).collect();

@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod cyclic;
+pub mod ipc;
 pub mod matrix;
 pub mod period;
 

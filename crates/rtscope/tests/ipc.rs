@@ -1,0 +1,405 @@
+//! Integration tests of `rtscope ipc`: the real binary, short runs. They check
+//! structure, exit codes, clean-up and file formats, never a latency bound.
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{assert_one_line, read_result, rtscope, rtscope_path};
+
+const MECHANISMS: [&str; 13] = [
+    "futex",
+    "posix-sem",
+    "sysv-sem",
+    "mutex",
+    "condvar",
+    "signal",
+    "eventfd",
+    "pipe",
+    "fifo",
+    "unix-stream",
+    "unix-dgram",
+    "posix-mq",
+    "sysv-mq",
+];
+
+fn latency_series(doc: &serde_json::Value) -> Vec<&serde_json::Value> {
+    doc["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["attributes"]["measures"] == "latency")
+        .collect()
+}
+
+/// Processes whose command line contains `token` (a forked receiver keeps its
+/// parent's command line).
+fn processes_with(token: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(token) {
+                found.push(format!("{name}: {cmd}"));
+            }
+        }
+    }
+    found
+}
+
+/// Every SysV object the run recorded is gone from /proc/sysvipc.
+fn assert_sysv_removed(doc: &serde_json::Value) -> usize {
+    let sem = std::fs::read_to_string("/proc/sysvipc/sem").unwrap_or_default();
+    let msg = std::fs::read_to_string("/proc/sysvipc/msg").unwrap_or_default();
+    let ids = |table: &str| -> Vec<String> {
+        table
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
+            .collect()
+    };
+    let (sem_ids, msg_ids) = (ids(&sem), ids(&msg));
+    let mut checked = 0;
+    for s in latency_series(doc) {
+        for o in s["attributes"]["ipc_objects"].as_array().unwrap() {
+            let o = o.as_str().unwrap();
+            let (kind, id) = o.split_once(' ').unwrap();
+            let live = match kind {
+                "sysv_sem" => &sem_ids,
+                "sysv_msg" => &msg_ids,
+                k => panic!("unknown object kind {k}"),
+            };
+            assert!(!live.iter().any(|x| x == id), "{o} still exists");
+            checked += 1;
+        }
+    }
+    checked
+}
+
+#[test]
+fn all_mechanisms_produce_full_series_with_repetitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("ipc.json");
+    let out = rtscope()
+        .args([
+            "ipc",
+            "--mech",
+            "all",
+            "-l",
+            "200",
+            "--repetitions",
+            "2",
+            "--period",
+            "200us",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_result(&json);
+    assert_eq!(doc["experiment"], "ipc");
+    assert_eq!(doc["end_reason"], "loops");
+    let lat = latency_series(&doc);
+    assert_eq!(lat.len(), MECHANISMS.len());
+    for m in MECHANISMS {
+        let s = lat
+            .iter()
+            .find(|s| s["attributes"]["mechanism"] == m)
+            .unwrap_or_else(|| panic!("no series for {m}"));
+        assert_eq!(s["stats"]["count"], 400, "{m}");
+        let a = &s["attributes"];
+        assert_eq!(a["between"], "threads");
+        assert_eq!(a["period_ns"], 200_000);
+        assert_eq!(a["repetitions"], 2);
+        let reps = a["repetition_summaries"].as_array().unwrap();
+        assert_eq!(reps.len(), 2, "{m}");
+        for r in reps {
+            assert_eq!(r["count"], 200);
+            assert!(r["min_ns"].as_i64() <= r["p50_ns"].as_i64());
+            assert!(r["p50_ns"].as_i64() <= r["max_ns"].as_i64());
+        }
+        let label = s["label"].as_str().unwrap();
+        assert!(label.starts_with(m) && label.ends_with("200us"), "{label}");
+        // Sync mechanisms default to a handoff, data mechanisms to a round trip.
+        let natural = if m.contains("sem")
+            || ["futex", "mutex", "condvar", "signal", "eventfd"].contains(&m)
+        {
+            "handoff"
+        } else {
+            "roundtrip"
+        };
+        assert_eq!(a["pattern"], natural, "{m}");
+    }
+    // The driving task's activation latency is its own series, one per experiment.
+    let act: Vec<_> = doc["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["attributes"]["measures"] == "activation")
+        .collect();
+    assert_eq!(act.len(), MECHANISMS.len());
+    assert!(act.iter().all(|s| s["label"]
+        .as_str()
+        .unwrap()
+        .starts_with("periodic activation ")
+        && s["stats"]["count"] == 400));
+    // The terminal table is sorted by median.
+    let text = String::from_utf8_lossy(&out.stdout);
+    let p50s: Vec<f64> = text
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.starts_with("periodic activation ("))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .map(|w| w[w.len() - 5].parse::<f64>().unwrap())
+        .collect();
+    assert_eq!(p50s.len(), MECHANISMS.len(), "{text}");
+    assert!(p50s.windows(2).all(|w| w[0] <= w[1]), "{text}");
+}
+
+#[test]
+fn both_patterns_and_same_cpu_placement() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("p.json");
+    let out = rtscope()
+        .args([
+            "ipc",
+            "--mech",
+            "futex,pipe,signal",
+            "--pattern",
+            "handoff,roundtrip",
+            "--cpus",
+            "0,0",
+            "-l",
+            "50",
+            "--period",
+            "200us",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_result(&json);
+    let lat = latency_series(&doc);
+    assert_eq!(lat.len(), 6);
+    for s in lat {
+        assert_eq!(s["stats"]["count"], 50);
+        assert_eq!(s["attributes"]["sender_cpu"], 0);
+        assert_eq!(s["attributes"]["receiver_cpu"], 0);
+        assert!(s["label"].as_str().unwrap().contains("cpu0->cpu0"));
+    }
+}
+
+#[test]
+fn between_processes_leaves_no_child_and_no_ipc_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("proc-token-a.json");
+    let out = rtscope()
+        .args([
+            "ipc",
+            "--between",
+            "processes",
+            "--mech",
+            "all",
+            "-l",
+            "100",
+            "--period",
+            "200us",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_result(&json);
+    let lat = latency_series(&doc);
+    assert_eq!(lat.len(), MECHANISMS.len());
+    assert!(lat
+        .iter()
+        .all(|s| s["stats"]["count"] == 100 && s["attributes"]["between"] == "processes"));
+    assert!(processes_with("proc-token-a").is_empty());
+    // sysv-sem (1 set) and sysv-mq (2 queues) were recorded and are gone.
+    assert_eq!(assert_sysv_removed(&doc), 3);
+    assert_no_named_objects(dir.path());
+}
+
+/// No POSIX queue of ours in /dev/mqueue (when mounted), no FIFO dir in /tmp.
+fn assert_no_named_objects(_dir: &Path) {
+    if let Ok(rd) = std::fs::read_dir("/dev/mqueue") {
+        for e in rd.flatten() {
+            let n = e.file_name().to_string_lossy().to_string();
+            assert!(!n.starts_with("rtscope-"), "queue {n} left behind");
+        }
+    }
+}
+
+#[test]
+fn sigint_in_processes_mode_cleans_up_and_writes_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("proc-token-b.json");
+    let child = std::process::Command::new(rtscope_path())
+        .args([
+            "ipc",
+            "--between",
+            "processes",
+            "--mech",
+            "sysv-mq,sysv-sem,fifo,posix-mq",
+            "-l",
+            "100000",
+            "--period",
+            "200us",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the receiver runs as a child process, then let it measure a little.
+    wait_for_child(child.id());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(processes_with("proc-token-b").len() >= 2);
+    rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_result(&json);
+    assert_eq!(doc["end_reason"], "interrupted");
+    let lat = latency_series(&doc);
+    assert_eq!(lat.len(), 1, "stopped in the first experiment");
+    assert!(lat[0]["stats"]["count"].as_u64().unwrap() > 0);
+    assert!(processes_with("proc-token-b").is_empty());
+    assert_eq!(assert_sysv_removed(&doc), 2);
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    for args in [
+        &["ipc", "--mech", "smoke-signal"][..],
+        &["ipc", "--mech", "mutex", "--pattern", "roundtrip"],
+        &["ipc", "--repetitions", "0"],
+        &["ipc", "--period", "0"],
+        &["ipc", "--period", "1ms,0"],
+        &["ipc", "-l", "0"],
+        &["ipc", "--cpus", "3"],
+        &["ipc", "--cpus", "0,9999"],
+        &["ipc", "--between", "planets"],
+        &["ipc", "--policy", "fifo", "-p", "0"],
+    ] {
+        let out = rtscope().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let e = assert_one_line(&out.stderr);
+        assert!(e.starts_with("error"), "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn list_shows_the_table() {
+    let out = rtscope().args(["ipc", "--list"]).output().unwrap();
+    assert!(out.status.success());
+    let t = String::from_utf8_lossy(&out.stdout);
+    for m in MECHANISMS {
+        assert!(t.contains(m), "{m}");
+    }
+    assert!(t.contains("handoff,roundtrip"));
+}
+
+/// The children of process `pid` (from /proc/*/status).
+fn children_of(pid: u32) -> Vec<i32> {
+    let mut kids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(status) = std::fs::read_to_string(e.path().join("status")) else {
+            continue;
+        };
+        let ppid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:"))
+            .map(|v| v.trim().to_string());
+        if ppid.as_deref() == Some(&pid.to_string()) {
+            if let Ok(k) = e.file_name().to_string_lossy().parse() {
+                kids.push(k);
+            }
+        }
+    }
+    kids
+}
+
+#[test]
+fn a_receiver_process_that_dies_ends_the_run_without_hanging() {
+    for (mech, keeps_samples) in [("futex", true), ("posix-mq", false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("dies.json");
+        let child = std::process::Command::new(rtscope_path())
+            .args([
+                "ipc",
+                "--between",
+                "processes",
+                "--mech",
+                mech,
+                "-l",
+                "100000",
+                "--period",
+                "200us",
+                "-q",
+                "--json",
+            ])
+            .arg(&json)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let kids = wait_for_child(child.id());
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(kids.len(), 1, "{mech}: one receiver process");
+        rtscope_core::sys::kill(kids[0], libc::SIGKILL).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{mech}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains("receiver process ended"), "{mech}: {e}");
+        let doc = read_result(&json);
+        assert_eq!(doc["end_reason"], "error");
+        let n = latency_series(&doc)[0]["stats"]["count"].as_u64().unwrap();
+        assert_eq!(n > 0, keeps_samples, "{mech}: {n} samples");
+    }
+}
+
+/// Polls (up to 20 s) until process `pid` has a child; returns its children.
+fn wait_for_child(pid: u32) -> Vec<i32> {
+    for _ in 0..400 {
+        let kids = children_of(pid);
+        if !kids.is_empty() {
+            return kids;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("process {pid} never forked a receiver");
+}
