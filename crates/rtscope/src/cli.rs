@@ -640,6 +640,9 @@ pub struct IpcArgs {
     #[command(flatten)]
     pub rt: RtArgs,
 
+    #[command(flatten)]
+    pub loads: LoadArgs,
+
     /// Write the result document (JSON) to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

@@ -403,3 +403,40 @@ fn wait_for_child(pid: u32) -> Vec<i32> {
     }
     panic!("process {pid} never forked a receiver");
 }
+
+#[test]
+fn runs_under_load_between_processes_and_reaps_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("loaded.json");
+    let out = rtscope()
+        .args([
+            "ipc",
+            "--mech",
+            "futex",
+            "-l",
+            "100",
+            "--between",
+            "processes",
+            "-q",
+        ])
+        .args(["--load", "cpu:30", "--load-cpus", "0", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_result(&json);
+    let loads = doc["loads"].as_array().unwrap();
+    assert_eq!(loads.len(), 1);
+    assert!(loads[0]["counters"]["ops"].as_u64().unwrap() > 0);
+    let pid = loads[0]["instance_reports"][0]["pid"].as_i64().unwrap();
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "load worker {pid} left"
+    );
+    assert_eq!(latency_series(&doc)[0]["stats"]["count"], 100);
+}

@@ -281,6 +281,9 @@ pub struct Session {
 /// Every setting of an ipc run, defaults included (goes into the result document).
 #[derive(Debug, Clone, Serialize)]
 pub struct IpcPlan {
+    /// Background loads (`--load`) and their CPUs (`--load-cpus`).
+    pub loads: Vec<crate::load::LoadSpec>,
+    pub load_cpus: Option<Vec<usize>>,
     pub sessions: Vec<Session>,
     /// Exchanges per repetition.
     pub loops: u64,
@@ -483,7 +486,10 @@ pub fn plan(a: &IpcArgs) -> Result<IpcPlan> {
         }
     }
 
+    crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
     Ok(IpcPlan {
+        loads: a.loads.load.clone(),
+        load_cpus: a.loads.load_cpus.clone(),
         sessions,
         loops: a.loops,
         repetitions: a.repetitions,
@@ -783,6 +789,12 @@ pub fn run(a: IpcArgs) -> Result<i32> {
     preflight(&plan)?;
     let env = RunEnv::setup(plan.rt.default_system)?;
     let system = SystemSnapshot::capture();
+    // Background loads (crate::load): started and ramped up before measuring,
+    // stopped and reaped (also on errors, by their guard) after.
+    let loads = crate::load::LoadSet::start(&plan.loads, plan.load_cpus.as_deref())?;
+    if !plan.quiet && !loads.is_empty() {
+        eprintln!("{}", loads.describe());
+    }
     let dir = tempfile::Builder::new()
         .prefix("rtscope-ipc-")
         .tempdir()
@@ -861,7 +873,8 @@ pub fn run(a: IpcArgs) -> Result<i32> {
         o.insert("cpu_dma_latency_held".into(), json!(env.dma_latency_held));
         o.insert("clock".into(), json!("monotonic"));
     }
-    let doc = ResultDocument {
+    let load_reports = loads.stop();
+    let mut doc = ResultDocument {
         schema_version: SCHEMA_VERSION,
         tool: Tool::default(),
         experiment: "ipc".into(),
@@ -879,8 +892,10 @@ pub fn run(a: IpcArgs) -> Result<i32> {
         threshold: None,
         warnings,
     };
+    crate::load::attach(&mut doc, &load_reports);
 
     say(&summary_text(&doc, plan.repetitions));
+    say(&crate::output::loads::table(&doc.loads));
     let mut write_errors = Vec::new();
     if let Some(p) = &plan.json {
         match doc.write(p) {
