@@ -141,10 +141,8 @@ pub fn execute(plan: &PeriodPlan) -> Result<(ResultDocument, Vec<String>)> {
     let env = RunEnv::setup(plan.rt.default_system)?;
     // Background loads (crate::load): started and ramped up before measuring,
     // stopped and reaped (also on errors, by their guard) after.
-    let loads = crate::load::LoadSet::start(&plan.loads, plan.load_cpus.as_deref())?;
-    if !plan.quiet && !loads.is_empty() {
-        eprintln!("{}", loads.describe());
-    }
+    let loads =
+        crate::load::LoadSet::start_for_run(&plan.loads, plan.load_cpus.as_deref(), plan.quiet)?;
     let started_at = now_rfc3339();
     let start_clock = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let ids = requested_ids(&plan.requested_sources);

@@ -180,6 +180,20 @@ impl LoadSet {
         Ok(())
     }
 
+    /// [`LoadSet::start`] for an experiment: unless `quiet`, says on stderr
+    /// which loads run where.
+    pub fn start_for_run(
+        specs: &[LoadSpec],
+        cpus: Option<&[usize]>,
+        quiet: bool,
+    ) -> Result<RunningLoads> {
+        let loads = Self::start(specs, cpus)?;
+        if !quiet && !loads.is_empty() {
+            eprintln!("{}", loads.describe());
+        }
+        Ok(loads)
+    }
+
     /// Starts every load, lets them ramp up for [`RAMP`], and opens the
     /// measurement window. A load that fails during the ramp-up is an error
     /// (the others are stopped and reaped).

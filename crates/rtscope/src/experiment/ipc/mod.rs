@@ -791,10 +791,8 @@ pub fn run(a: IpcArgs) -> Result<i32> {
     let system = SystemSnapshot::capture();
     // Background loads (crate::load): started and ramped up before measuring,
     // stopped and reaped (also on errors, by their guard) after.
-    let loads = crate::load::LoadSet::start(&plan.loads, plan.load_cpus.as_deref())?;
-    if !plan.quiet && !loads.is_empty() {
-        eprintln!("{}", loads.describe());
-    }
+    let loads =
+        crate::load::LoadSet::start_for_run(&plan.loads, plan.load_cpus.as_deref(), plan.quiet)?;
     let dir = tempfile::Builder::new()
         .prefix("rtscope-ipc-")
         .tempdir()
