@@ -417,13 +417,12 @@ pub fn run(a: ClockArgs) -> Result<i32> {
     }
     let plan = plan(&a)?;
     let (doc, shown) = execute(&plan)?;
-    let written = super::write_outputs(&doc, plan.json.as_deref(), plan.report.as_deref())?;
-    print!("{}", report(&doc, &shown));
-    print!("{}", crate::output::loads::table(&doc.loads));
-    for w in &written {
-        println!("{w}");
-    }
-    Ok(EXIT_OK)
+    Ok(super::finish_run(
+        &doc,
+        &report(&doc, &shown),
+        plan.json.as_deref(),
+        plan.report.as_deref(),
+    ))
 }
 
 /// Measures and builds the result document.

@@ -187,32 +187,41 @@ pub fn run_warnings(
     warnings
 }
 
-/// Writes a finished run's JSON result and HTML report, each if asked for;
-/// returns the lines that say where they went. A failure of one does not stop
-/// the other: all failures are returned together as one run error.
-pub fn write_outputs(
+/// Ends a finished run: writes its JSON result and HTML report (each if
+/// asked for; one failing does not stop the other), then prints `summary`,
+/// the loads table and where the files went. Files come first, so that a
+/// closed terminal cannot lose them. Returns the exit code: 0, or 1 when a
+/// file could not be written (the reason is on stderr).
+pub fn finish_run(
     doc: &rtscope_core::result::ResultDocument,
+    summary: &str,
     json: Option<&Path>,
     report: Option<&Path>,
-) -> Result<Vec<String>> {
-    let mut written = Vec::new();
+) -> i32 {
+    let mut written = String::new();
     let mut errors = Vec::new();
     if let Some(p) = json {
         match doc.write(p) {
-            Ok(()) => written.push(format!("result: {}", p.display())),
+            Ok(()) => written.push_str(&format!("result: {}\n", p.display())),
             Err(e) => errors.push(format!("--json {}: {e}", p.display())),
         }
     }
     if let Some(p) = report {
         match crate::report::write_html(std::slice::from_ref(doc), p) {
-            Ok(()) => written.push(format!("report: {}", p.display())),
+            Ok(()) => written.push_str(&format!("report: {}\n", p.display())),
             Err(e) => errors.push(format!("--report {}: {e}", p.display())),
         }
     }
+    crate::output::say(summary);
+    crate::output::say(&crate::output::loads::table(&doc.loads));
+    crate::output::say(&written);
+    for e in &errors {
+        eprintln!("error: {e}");
+    }
     if errors.is_empty() {
-        Ok(written)
+        crate::error::EXIT_OK
     } else {
-        Err(anyhow::anyhow!(errors.join("; ")))
+        crate::error::EXIT_RUN
     }
 }
 

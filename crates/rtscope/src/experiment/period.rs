@@ -26,7 +26,6 @@ use rtscope_core::units::format_ns;
 use super::clock::{prepare_sources, requested_ids, resolve_cpu, Prepared};
 use super::{check_output, command_line, resolve_rt, RtChoice, RunEnv};
 use crate::cli::PeriodArgs;
-use crate::error::EXIT_OK;
 use crate::output::summary::render;
 
 /// Every setting of a period run (goes into the result document).
@@ -125,13 +124,12 @@ fn periodic_loop(
 pub fn run(a: PeriodArgs) -> Result<i32> {
     let plan = plan(&a)?;
     let (doc, shown) = execute(&plan)?;
-    let written = super::write_outputs(&doc, plan.json.as_deref(), plan.report.as_deref())?;
-    print!("{}", report(&doc, &shown));
-    print!("{}", crate::output::loads::table(&doc.loads));
-    for w in &written {
-        println!("{w}");
-    }
-    Ok(EXIT_OK)
+    Ok(super::finish_run(
+        &doc,
+        &report(&doc, &shown),
+        plan.json.as_deref(),
+        plan.report.as_deref(),
+    ))
 }
 
 /// Measures and builds the result document.

@@ -771,18 +771,10 @@ fn preflight(plan: &IpcPlan) -> Result<()> {
     Ok(())
 }
 
-/// Writes to stdout, ignoring a closed pipe (`rtscope ipc | head` must not
-/// panic, and the result file is still written).
-fn say(text: &str) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
-}
-
 /// Runs the experiment from the command line: measure, print, exit code.
 pub fn run(a: IpcArgs) -> Result<i32> {
     if a.list {
-        say(&list_text());
+        crate::output::say(&list_text());
         return Ok(EXIT_OK);
     }
     let plan = plan(&a)?;
@@ -798,7 +790,7 @@ pub fn run(a: IpcArgs) -> Result<i32> {
         .tempdir()
         .context("cannot create a temporary directory")?;
     if !plan.quiet {
-        say(&format!("{}\n", header(&plan)));
+        crate::output::say(&format!("{}\n", header(&plan)));
     }
     let started_at = now_rfc3339();
     let start_ns = sys::clock_ns(CLOCK);
@@ -827,7 +819,7 @@ pub fn run(a: IpcArgs) -> Result<i32> {
                 let new = session_series(&plan, s, &d);
                 if !plan.quiet {
                     let l = &new[0].stats;
-                    say(&format!(
+                    crate::output::say(&format!(
                         "  {name}: {} samples, p50 {} max {}\n",
                         l.count,
                         format_ns(l.p50_ns),
@@ -892,29 +884,16 @@ pub fn run(a: IpcArgs) -> Result<i32> {
     };
     crate::load::attach(&mut doc, &load_reports);
 
-    say(&summary_text(&doc, plan.repetitions));
-    say(&crate::output::loads::table(&doc.loads));
-    let mut write_errors = Vec::new();
-    if let Some(p) = &plan.json {
-        match doc.write(p) {
-            Ok(()) => say(&format!("result: {}\n", p.display())),
-            Err(e) => write_errors.push(format!("--json {}: {e}", p.display())),
-        }
-    }
-    if let Some(p) = &plan.report {
-        match crate::report::write_html(std::slice::from_ref(&doc), p) {
-            Ok(()) => say(&format!("report: {}\n", p.display())),
-            Err(e) => write_errors.push(format!("--report {}: {e}", p.display())),
-        }
-    }
-    for e in errors.iter().chain(&write_errors) {
+    let code = super::finish_run(
+        &doc,
+        &summary_text(&doc, plan.repetitions),
+        plan.json.as_deref(),
+        plan.report.as_deref(),
+    );
+    for e in &errors {
         eprintln!("error: {e}");
     }
-    if errors.is_empty() && write_errors.is_empty() {
-        Ok(EXIT_OK)
-    } else {
-        Ok(EXIT_RUN)
-    }
+    Ok(if errors.is_empty() { code } else { EXIT_RUN })
 }
 
 #[cfg(test)]
