@@ -348,6 +348,22 @@ pub struct OutputArgs {
     pub quiet: bool,
 }
 
+/// Where a run's results go (experiments without checkpoints).
+#[derive(Debug, Clone, Args)]
+pub struct ResultArgs {
+    /// Write the result document (JSON) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write a self-contained HTML report of the result to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+
+    /// Print only the final tables (no header, no progress).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct CyclicArgs {
     /// Number of measurement threads (default: one per CPU of --cpus, or per online CPU).
@@ -505,17 +521,8 @@ pub struct ClockArgs {
     #[command(flatten)]
     pub loads: LoadArgs,
 
-    /// Write the result document (JSON) to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-
-    /// Write a self-contained HTML report of the result to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub report: Option<PathBuf>,
-
-    /// No progress, no header: only the final tables.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub out: ResultArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -548,17 +555,8 @@ pub struct PeriodArgs {
     #[command(flatten)]
     pub loads: LoadArgs,
 
-    /// Write the result document (JSON) to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-
-    /// Write a self-contained HTML report of the result to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub report: Option<PathBuf>,
-
-    /// No header: only the final table.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub out: ResultArgs,
 }
 
 /// How an IPC exchange is timed.
@@ -643,15 +641,6 @@ pub struct IpcArgs {
     #[command(flatten)]
     pub loads: LoadArgs,
 
-    /// Write the result document (JSON) to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-
-    /// Also write a self-contained HTML report to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub report: Option<PathBuf>,
-
-    /// Print only the final summary.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub out: ResultArgs,
 }

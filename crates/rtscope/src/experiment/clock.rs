@@ -116,10 +116,10 @@ pub fn plan(a: &ClockArgs) -> Result<ClockPlan> {
     };
     let cpu = resolve_cpu(a.cpu)?;
     let rt = resolve_rt(&a.rt)?;
-    if let Some(p) = &a.json {
+    if let Some(p) = &a.out.json {
         check_output("--json", p)?;
     }
-    if let Some(p) = &a.report {
+    if let Some(p) = &a.out.report {
         check_output("--report", p)?;
     }
     crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
@@ -135,9 +135,9 @@ pub fn plan(a: &ClockArgs) -> Result<ClockPlan> {
         warp_window_ns: a.warp,
         cpu,
         rt,
-        json: a.json.clone(),
-        report: a.report.clone(),
-        quiet: a.quiet,
+        json: a.out.json.clone(),
+        report: a.out.report.clone(),
+        quiet: a.out.quiet,
     })
 }
 

@@ -52,10 +52,10 @@ pub struct PeriodPlan {
 pub fn plan(a: &PeriodArgs) -> Result<PeriodPlan> {
     let cpu = resolve_cpu(a.cpu)?;
     let rt = resolve_rt(&a.rt)?;
-    if let Some(p) = &a.json {
+    if let Some(p) = &a.out.json {
         check_output("--json", p)?;
     }
-    if let Some(p) = &a.report {
+    if let Some(p) = &a.out.report {
         check_output("--report", p)?;
     }
     let mut periods = a.period.clone();
@@ -72,9 +72,9 @@ pub fn plan(a: &PeriodArgs) -> Result<PeriodPlan> {
         rt,
         clock: "monotonic",
         wake: "absolute",
-        json: a.json.clone(),
-        report: a.report.clone(),
-        quiet: a.quiet,
+        json: a.out.json.clone(),
+        report: a.out.report.clone(),
+        quiet: a.out.quiet,
     })
 }
 

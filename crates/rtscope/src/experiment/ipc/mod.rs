@@ -480,7 +480,7 @@ pub fn plan(a: &IpcArgs) -> Result<IpcPlan> {
         (0, 0)
     };
 
-    for (flag, p) in [("--json", &a.json), ("--report", &a.report)] {
+    for (flag, p) in [("--json", &a.out.json), ("--report", &a.out.report)] {
         if let Some(p) = p {
             check_output(flag, p)?;
         }
@@ -502,9 +502,9 @@ pub fn plan(a: &IpcArgs) -> Result<IpcPlan> {
         start_delay_ns: 1_000_000,
         spikes: 16,
         skipped,
-        json: a.json.clone(),
-        report: a.report.clone(),
-        quiet: a.quiet,
+        json: a.out.json.clone(),
+        report: a.out.report.clone(),
+        quiet: a.out.quiet,
     })
 }
 
