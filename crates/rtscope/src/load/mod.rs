@@ -96,6 +96,17 @@ const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 const TIB: u64 = 1 << 40;
 
+/// `size=` of the loads that map a region per round.
+const MAP_SIZE: ParamDef = ParamDef {
+    key: "size",
+    kind: ParamKind::Size {
+        min: 4096,
+        max: TIB,
+    },
+    default: Some("16M"),
+    help: "bytes mapped per round",
+};
+
 fn no_memory(_: &LoadSpec) -> u64 {
     0
 }
@@ -117,12 +128,7 @@ pub static LOADS: &[LoadDef] = &[
         help: "mmap a read-write region, write one byte per page, munmap; repeat (page faults, page allocation and freeing)",
         takes_level: true,
         params: &[
-            ParamDef {
-                key: "size",
-                kind: ParamKind::Size { min: 4096, max: TIB },
-                default: Some("16M"),
-                help: "bytes mapped per round",
-            },
+            MAP_SIZE,
             INSTANCES,
         ],
         counters: mem_churn::COUNTERS,
@@ -135,12 +141,7 @@ pub static LOADS: &[LoadDef] = &[
         help: "mmap PROT_NONE, write each page; a SIGSEGV handler mprotects the page read-write and the write retries; munmap; repeat",
         takes_level: true,
         params: &[
-            ParamDef {
-                key: "size",
-                kind: ParamKind::Size { min: 4096, max: TIB },
-                default: Some("16M"),
-                help: "bytes mapped per round",
-            },
+            MAP_SIZE,
             INSTANCES,
         ],
         counters: mem_fault::COUNTERS,
