@@ -5,10 +5,12 @@
 //! The fixtures under `tests/fixtures/` are real cyclictest (rt-tests 2.40)
 //! outputs; see `tests/fixtures/README.md` for the commands that made them.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 
-use assert_cmd::Command;
+use common::rtscope;
 use rtscope_core::result::ResultDocument;
 use serde_json::Value;
 
@@ -16,10 +18,6 @@ fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name)
-}
-
-fn rtscope() -> Command {
-    Command::cargo_bin("rtscope").unwrap()
 }
 
 struct Out {
