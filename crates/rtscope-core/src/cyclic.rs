@@ -58,18 +58,13 @@ pub enum WakeMethod {
     PosixTimer,
 }
 
-impl WakeMethod {
-    /// Name as used on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            WakeMethod::Absolute => "absolute",
-            WakeMethod::Relative => "relative",
-            WakeMethod::Nanosleep => "nanosleep",
-            WakeMethod::Timerfd => "timerfd",
-            WakeMethod::PosixTimer => "posix-timer",
-        }
-    }
-}
+crate::named_enum!(WakeMethod, "wake method", {
+    WakeMethod::Absolute => "absolute",
+    WakeMethod::Relative => "relative",
+    WakeMethod::Nanosleep => "nanosleep",
+    WakeMethod::Timerfd => "timerfd",
+    WakeMethod::PosixTimer => "posix-timer",
+});
 
 /// `clock_nanosleep(TIMER_ABSTIME)`.
 pub struct AbsoluteSleep {

@@ -5,8 +5,10 @@
 //! - [`cyclic`]: the periodic wake-up measurement loop and its wake methods
 //! - [`sample`]: the sample type and the wait-free rings to the aggregator
 //! - [`record`]: histogram, statistics, timeline, spikes
+//! - [`file`]: output files written atomically, or through for devices and FIFOs
 //! - [`result`]: the versioned result document
 //! - [`system`]: snapshot of the machine
+//! - [`named`]: enums users name on the command line (`FromStr`/`Display`)
 //! - [`units`]: durations and CPU lists as users type them
 //! - [`sys`]: every unsafe libc call, wrapped once
 //!
@@ -14,6 +16,8 @@
 
 pub mod clock;
 pub mod cyclic;
+pub mod file;
+pub mod named;
 pub mod record;
 pub mod result;
 pub mod rt;

@@ -6,7 +6,6 @@
 //! `_ns`; means and standard deviations are floats (still ns).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -14,7 +13,14 @@ use serde::{Deserialize, Serialize};
 use crate::system::SystemSnapshot;
 
 /// Version of the document's shape. Bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// 2: `loads` became typed ([`LoadReport`]); the run environment moved out of
+/// `plan` into [`RunEnvironment`]. Version 1 documents are still read
+/// (upgraded on reading, see [`upgrade_v1`]).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The oldest version [`ResultDocument::read`] still reads.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
 
 /// A whole run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -42,11 +48,14 @@ pub struct ResultDocument {
     pub plan: serde_json::Value,
     /// The machine it ran on.
     pub system: SystemSnapshot,
+    /// How the measurement threads ran (absent for imported documents).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<RunEnvironment>,
     /// One entry per series (per thread, plus their union, for `cyclic`).
     pub series: Vec<Series>,
     /// Background loads that ran beside the measurement, with what they achieved.
     #[serde(default)]
-    pub loads: Vec<serde_json::Value>,
+    pub loads: Vec<LoadReport>,
     /// Set when `--break-above` stopped the run.
     #[serde(default)]
     pub break_event: Option<BreakEvent>,
@@ -56,6 +65,75 @@ pub struct ResultDocument {
     /// Conditions that weaken the result (not RT, no mlock, a VM, ...).
     #[serde(default)]
     pub warnings: Vec<String>,
+}
+
+/// The real-time environment a run's measurement threads had: what was asked
+/// and what the system granted.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RunEnvironment {
+    /// Scheduling policy of the measurement threads (`fifo`, `other`, ...).
+    pub policy: crate::rt::Policy,
+    /// Their priority (0 for non-real-time policies).
+    pub priority: i32,
+    /// `--no-rt`: measured without real-time scheduling on purpose.
+    #[serde(default)]
+    pub no_rt: bool,
+    /// `--default-system`: no system tuning was applied.
+    #[serde(default)]
+    pub default_system: bool,
+    /// Whether memory was locked (`mlockall`).
+    pub mlocked: bool,
+    /// Whether `/dev/cpu_dma_latency` was held at 0.
+    pub cpu_dma_latency_held: bool,
+}
+
+/// What one background load achieved during a run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
+pub struct LoadReport {
+    /// The SPEC as given (`cpu:50`, `mem-fault:100,size=64M`, ...).
+    pub spec: String,
+    /// Load name from the load table.
+    pub name: String,
+    /// Requested CPU share per instance, percent (regulated loads only).
+    pub level: Option<u8>,
+    /// Number of instances (worker processes).
+    pub instances: usize,
+    /// CPUs the instances ran on.
+    pub cpus: Vec<usize>,
+    /// Length of the window the CPU share was measured over, seconds.
+    pub window_s: f64,
+    /// Worker lifetime (the counters' window), seconds.
+    pub lifetime_s: f64,
+    /// CPU share of each instance over the window, percent of one CPU.
+    pub achieved_cpu_percent: Vec<f64>,
+    /// Mean of `achieved_cpu_percent`.
+    pub achieved_cpu_percent_mean: f64,
+    /// Work counters summed over the instances.
+    pub counters: BTreeMap<String, u64>,
+    /// Per-instance detail.
+    pub instance_reports: Vec<InstanceReport>,
+    /// Instances that failed.
+    pub errors: Vec<String>,
+}
+
+/// What one instance of a load achieved.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
+pub struct InstanceReport {
+    pub index: usize,
+    /// Worker pid (also its process-group id).
+    pub pid: i32,
+    pub cpus: Vec<usize>,
+    /// CPU share over the window, percent of one CPU.
+    pub cpu_percent: f64,
+    /// Work counters, over the worker's whole life.
+    pub counters: BTreeMap<String, u64>,
+    /// `exited 0`, `exited 1`, `signal 9`, ...
+    pub exit: String,
+    /// The worker's own error, if it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// The program that wrote a document.
@@ -220,48 +298,65 @@ pub enum DocError {
     Version { path: String, found: u64 },
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory,
-/// flushed and synced, then renamed over the target.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".rtscope-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    // tempfile creates files 0600; results and reports are meant to be shared.
-    use std::os::unix::fs::PermissionsExt;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
+pub use crate::file::{check_writable, write_atomic};
 
-/// Checks that a file can be created at `path` (its directory exists and is
-/// writable), without leaving anything behind. Used to refuse an unwritable
-/// output path before a run starts rather than losing its results after.
-pub fn check_writable(path: &Path) -> std::io::Result<()> {
-    if path.is_dir() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::IsADirectory,
-            "is a directory",
-        ));
+/// Upgrades a version 1 document (as JSON) to the current shape: the run
+/// environment that v1 kept in `plan` (`rt`, `mlocked`,
+/// `cpu_dma_latency_held`) becomes [`RunEnvironment`]; `loads` entries already
+/// have [`LoadReport`]'s fields.
+pub fn upgrade_v1(v: &mut serde_json::Value) {
+    let Some(o) = v.as_object_mut() else { return };
+    o.insert("schema_version".into(), SCHEMA_VERSION.into());
+    let plan = o.get_mut("plan").and_then(|p| p.as_object_mut());
+    let env = plan.and_then(|p| {
+        let mlocked = p.remove("mlocked")?.as_bool()?;
+        let dma = p.remove("cpu_dma_latency_held")?.as_bool()?;
+        let rt = p.get("rt")?;
+        Some(serde_json::json!({
+            "policy": rt.get("policy")?,
+            "priority": rt.get("priority")?,
+            "no_rt": rt.get("no_rt").and_then(|x| x.as_bool()).unwrap_or(false),
+            "default_system": rt.get("default_system").and_then(|x| x.as_bool()).unwrap_or(false),
+            "mlocked": mlocked,
+            "cpu_dma_latency_held": dma,
+        }))
+    });
+    if let Some(env) = env {
+        o.insert("environment".into(), env);
     }
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    tempfile::Builder::new()
-        .prefix(".rtscope-check-")
-        .tempfile_in(dir)
-        .map(|_| ())
 }
 
 impl ResultDocument {
+    /// A new document of `experiment` with this plan, machine and series,
+    /// stamped now; the rest empty. Callers fill in what their run knows.
+    pub fn new(
+        experiment: &str,
+        plan: serde_json::Value,
+        system: SystemSnapshot,
+        series: Vec<Series>,
+    ) -> Self {
+        let now = now_rfc3339();
+        ResultDocument {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool::default(),
+            experiment: experiment.into(),
+            command_line: std::env::args().collect(),
+            started_at: now.clone(),
+            ended_at: now,
+            start_clock_ns: 0,
+            duration_ns: 0,
+            end_reason: EndReason::Loops,
+            plan,
+            system,
+            environment: None,
+            series,
+            loads: vec![],
+            break_event: None,
+            threshold: None,
+            warnings: vec![],
+        }
+    }
+
     /// Serialises the document as pretty JSON.
     pub fn to_json(&self) -> Vec<u8> {
         let mut v = serde_json::to_vec_pretty(self).expect("result documents always serialise");
@@ -281,7 +376,7 @@ impl ResultDocument {
             path: p.clone(),
             source,
         })?;
-        let v: serde_json::Value =
+        let mut v: serde_json::Value =
             serde_json::from_slice(&bytes).map_err(|source| DocError::Parse {
                 path: p.clone(),
                 source,
@@ -290,7 +385,9 @@ impl ResultDocument {
             .get("schema_version")
             .and_then(|x| x.as_u64())
             .unwrap_or(0);
-        if found != u64::from(SCHEMA_VERSION) {
+        if found == 1 {
+            upgrade_v1(&mut v);
+        } else if found != u64::from(SCHEMA_VERSION) {
             return Err(DocError::Version { path: p, found });
         }
         serde_json::from_value(v).map_err(|source| DocError::Parse { path: p, source })
@@ -333,8 +430,19 @@ mod tests {
             end_reason: EndReason::Loops,
             plan: serde_json::json!({"period_ns": 1_000_000}),
             system: SystemSnapshot::capture(),
+            environment: Some(RunEnvironment {
+                policy: crate::rt::Policy::Fifo,
+                priority: 80,
+                no_rt: false,
+                default_system: false,
+                mlocked: true,
+                cpu_dma_latency_held: true,
+            }),
             series: vec![s],
-            loads: vec![serde_json::json!({"name": "cpu"})],
+            loads: vec![LoadReport {
+                name: "cpu".into(),
+                ..Default::default()
+            }],
             break_event: None,
             threshold: Some(Threshold {
                 fail_above_ns: 50,
@@ -343,6 +451,37 @@ mod tests {
             }),
             warnings: vec!["w".into()],
         }
+    }
+
+    #[test]
+    fn reads_version_1_documents() {
+        let d = doc();
+        let mut v = serde_json::to_value(&d).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.insert("schema_version".into(), 1.into());
+        let env = o.remove("environment").unwrap();
+        o.insert(
+            "plan".into(),
+            serde_json::json!({
+                "period_ns": 1_000_000,
+                "rt": {"policy": "fifo", "priority": 80, "no_rt": false, "default_system": false},
+                "mlocked": env["mlocked"],
+                "cpu_dma_latency_held": env["cpu_dma_latency_held"],
+            }),
+        );
+        o.insert(
+            "loads".into(),
+            serde_json::json!([{"name": "cpu", "extra": 1}]),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v1.json");
+        std::fs::write(&p, v.to_string()).unwrap();
+        let back = ResultDocument::read(&p).unwrap();
+        assert_eq!(back.schema_version, SCHEMA_VERSION);
+        assert_eq!(back.environment, d.environment);
+        assert_eq!(back.loads, d.loads);
+        assert_eq!(back.plan["rt"]["priority"], 80);
+        assert!(back.plan.get("mlocked").is_none());
     }
 
     #[test]
@@ -359,13 +498,13 @@ mod tests {
     #[test]
     fn read_refuses_other_versions_and_garbage() {
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("v2.json");
+        let p = dir.path().join("v99.json");
         let mut v = serde_json::to_value(doc()).unwrap();
-        v["schema_version"] = serde_json::json!(2);
+        v["schema_version"] = serde_json::json!(99);
         std::fs::write(&p, v.to_string()).unwrap();
         assert!(matches!(
             ResultDocument::read(&p),
-            Err(DocError::Version { found: 2, .. })
+            Err(DocError::Version { found: 99, .. })
         ));
         std::fs::write(&p, b"{not json").unwrap();
         assert!(matches!(

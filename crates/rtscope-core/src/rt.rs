@@ -53,18 +53,15 @@ impl Policy {
     pub fn is_rt(self) -> bool {
         matches!(self, Policy::Fifo | Policy::Rr)
     }
-
-    /// Lower-case name (`fifo`, `other`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::Fifo => "fifo",
-            Policy::Rr => "rr",
-            Policy::Other => "other",
-            Policy::Batch => "batch",
-            Policy::Idle => "idle",
-        }
-    }
 }
+
+crate::named_enum!(Policy, "policy", {
+    Policy::Fifo => "fifo",
+    Policy::Rr => "rr",
+    Policy::Other => "other",
+    Policy::Batch => "batch",
+    Policy::Idle => "idle",
+});
 
 /// Why the real-time environment could not be set up.
 #[derive(Debug, Error)]

@@ -3,7 +3,13 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use rtscope_core::cyclic::WakeMethod;
+use rtscope_core::named::MeasureClock;
+use rtscope_core::rt::Policy;
 use rtscope_core::units::{parse_cpu_list, parse_duration_ns, Unit};
+
+use crate::experiment::cyclic::CyclicOptions;
+use crate::experiment::run::{Outputs, RtChoice};
 
 /// rtscope: a real-time latency lab for Linux.
 #[derive(Debug, Parser)]
@@ -261,12 +267,14 @@ pub struct MatrixArgs {
     pub load_cpus: Option<CpuList>,
 
     /// Clock for the schedule and the latency.
-    #[arg(long, value_enum, default_value_t = ClockArg::Monotonic)]
-    pub clock: ClockArg,
+    #[arg(long, default_value = "monotonic", value_parser = named::<MeasureClock>(MeasureClock::NAMES))]
+    pub clock: MeasureClock,
 
-    /// How threads wait for their next period.
-    #[arg(long, value_enum, default_value_t = WakeArg::Absolute)]
-    pub wake: WakeArg,
+    /// How threads wait for their next period: absolute (clock_nanosleep to the
+    /// deadline), relative (clock_nanosleep of one period), nanosleep, timerfd
+    /// (periodic timerfd, blocking read), posix-timer (periodic POSIX timer, sigwaitinfo).
+    #[arg(long, default_value = "absolute", value_parser = named::<WakeMethod>(WakeMethod::NAMES))]
+    pub wake: WakeMethod,
 
     #[command(flatten)]
     pub rt: RtArgs,
@@ -276,48 +284,40 @@ pub struct MatrixArgs {
     pub quiet: bool,
 }
 
-/// Scheduling policy of measurement threads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PolicyArg {
-    Fifo,
-    Rr,
-    Other,
-    Batch,
-    Idle,
+/// A value from a core enum's table of names ([`rtscope_core::named`]); help
+/// lists the names.
+fn named<T>(names: &'static [&'static str]) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: std::str::FromStr + Clone + Send + Sync + 'static,
+    T::Err: std::fmt::Debug,
+{
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(names)
+        .map(|s| s.parse::<T>().expect("every listed name parses"))
 }
 
-/// Clock the schedule and the latency are measured on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ClockArg {
-    Monotonic,
-    Realtime,
-}
-
-/// How a measurement thread waits for its next period.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum WakeArg {
-    /// clock_nanosleep(TIMER_ABSTIME) to the next deadline
-    Absolute,
-    /// clock_nanosleep of one period, relative
-    Relative,
-    /// nanosleep of one period
-    Nanosleep,
-    /// a periodic timerfd, blocking read
-    Timerfd,
-    /// a periodic POSIX timer signalling the thread, sigwaitinfo
-    PosixTimer,
+/// A real-time priority, 0-99 (with the valid range in the message).
+fn priority(s: &str) -> Result<u8, String> {
+    match s.parse::<i64>() {
+        Ok(v) if (0..=99).contains(&v) => Ok(v as u8),
+        Ok(v) => Err(format!(
+            "priority {v} is out of range (1-99 for fifo/rr; 0 for other, batch, idle)"
+        )),
+        Err(_) => Err(format!("'{s}' is not a priority (1-99)")),
+    }
 }
 
 /// Options shared by every experiment that runs real-time threads.
 #[derive(Debug, Clone, Args)]
 pub struct RtArgs {
     /// Real-time priority of measurement threads (1-99 for fifo/rr).
-    #[arg(short = 'p', long, default_value_t = 95, value_parser = clap::value_parser!(u8).range(0..=99))]
+    #[arg(short = 'p', long, default_value_t = 95, value_parser = priority,
+          allow_hyphen_values = true)]
     pub priority: u8,
 
     /// Scheduling policy of measurement threads.
-    #[arg(long, value_enum, default_value_t = PolicyArg::Fifo)]
-    pub policy: PolicyArg,
+    #[arg(long, default_value = "fifo", value_parser = named::<Policy>(Policy::NAMES))]
+    pub policy: Policy,
 
     /// Run as SCHED_OTHER without real-time privileges (the result is marked as such).
     #[arg(long)]
@@ -398,12 +398,14 @@ pub struct CyclicArgs {
     pub start_delay: u64,
 
     /// Clock for the schedule and the latency.
-    #[arg(long, value_enum, default_value_t = ClockArg::Monotonic)]
-    pub clock: ClockArg,
+    #[arg(long, default_value = "monotonic", value_parser = named::<MeasureClock>(MeasureClock::NAMES))]
+    pub clock: MeasureClock,
 
-    /// How threads wait for their next period.
-    #[arg(long, value_enum, default_value_t = WakeArg::Absolute)]
-    pub wake: WakeArg,
+    /// How threads wait for their next period: absolute (clock_nanosleep to the
+    /// deadline), relative (clock_nanosleep of one period), nanosleep, timerfd
+    /// (periodic timerfd, blocking read), posix-timer (periodic POSIX timer, sigwaitinfo).
+    #[arg(long, default_value = "absolute", value_parser = named::<WakeMethod>(WakeMethod::NAMES))]
+    pub wake: WakeMethod,
 
     #[command(flatten)]
     pub rt: RtArgs,
@@ -643,4 +645,75 @@ pub struct IpcArgs {
 
     #[command(flatten)]
     pub out: ResultArgs,
+}
+
+impl RtArgs {
+    /// The validated real-time settings.
+    pub fn choice(&self) -> anyhow::Result<RtChoice> {
+        RtChoice::new(self.policy, self.priority, self.no_rt, self.default_system)
+    }
+}
+
+impl From<&ResultArgs> for Outputs {
+    fn from(a: &ResultArgs) -> Self {
+        Outputs {
+            json: a.json.clone(),
+            report: a.report.clone(),
+            quiet: a.quiet,
+        }
+    }
+}
+
+impl CyclicArgs {
+    /// The options these arguments ask for.
+    pub fn options(&self) -> anyhow::Result<CyclicOptions> {
+        Ok(CyclicOptions {
+            threads: self.threads,
+            cpus: self.cpus.clone(),
+            period_ns: self.period,
+            distance_ns: self.distance,
+            loops: self.loops,
+            duration_ns: self.duration,
+            start_delay_ns: self.start_delay,
+            clock: self.clock,
+            wake: self.wake,
+            rt: self.rt.choice()?,
+            spikes: self.spikes,
+            raw: self.raw.clone(),
+            histogram: self.histogram.clone(),
+            histogram_max_ns: self.histogram_max,
+            break_above_ns: self.break_above,
+            fail_above_ns: self.fail_above,
+            checkpoint_ns: self.out.checkpoint,
+            outputs: Outputs {
+                json: self.out.json.clone(),
+                report: self.out.report.clone(),
+                quiet: self.out.quiet,
+            },
+            loads: self.loads.load.clone(),
+            load_cpus: self.loads.load_cpus.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `CyclicOptions::default()` (what `matrix` starts its cells from) is
+    /// what `rtscope cyclic` does with no option.
+    #[test]
+    fn cyclic_defaults_agree_with_the_cli() {
+        let cli = Cli::try_parse_from(["rtscope", "cyclic"]).unwrap();
+        let Command::Cyclic(a) = cli.command else {
+            panic!("not cyclic")
+        };
+        assert_eq!(a.options().unwrap(), CyclicOptions::default());
+    }
+
+    #[test]
+    fn priority_out_of_range_names_the_range() {
+        let e = Cli::try_parse_from(["rtscope", "cyclic", "-p", "-1"]).unwrap_err();
+        assert!(e.to_string().contains("out of range (1-99"), "{e}");
+    }
 }

@@ -19,7 +19,7 @@ use cli::{Cli, Command};
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
-        Command::Cyclic(a) => experiment::cyclic::run(a),
+        Command::Cyclic(a) => experiment::cyclic::run(&a.options()?),
         Command::Ipc(a) => experiment::ipc::run(a),
         Command::Report(a) => report::run_report(a),
         Command::Compare(a) => report::compare::run(a),

@@ -32,7 +32,7 @@ use super::{
     delta, open_calibrated, preferred_sources, ClockError, Counter, Scale, Source, SourceId,
 };
 use crate::record::{LatencyHistogram, SeriesRecorder};
-use crate::result::{now_rfc3339, EndReason, ResultDocument, Series, Tool, SCHEMA_VERSION};
+use crate::result::{now_rfc3339, ResultDocument, Series};
 use crate::sample::Sample;
 use crate::system::SystemSnapshot;
 
@@ -282,28 +282,21 @@ impl<C: Counter> PeriodProbe<C> {
     /// and compare.
     pub fn document(&self) -> ResultDocument {
         let now = crate::sys::clock_ns(libc::CLOCK_MONOTONIC);
-        ResultDocument {
-            schema_version: SCHEMA_VERSION,
-            tool: Tool::default(),
-            experiment: "period".into(),
-            command_line: std::env::args().collect(),
-            started_at: self.started_at.clone(),
-            ended_at: now_rfc3339(),
-            start_clock_ns: self.start_clock_ns,
-            duration_ns: now.saturating_sub(self.start_clock_ns),
-            end_reason: EndReason::Loops,
-            plan: json!({
-                "origin": "PeriodProbe",
-                "sources": [self.name],
-                "periods_ns": [self.stats.requested_ns],
-            }),
-            system: SystemSnapshot::capture(),
-            series: vec![self.series()],
-            loads: vec![],
-            break_event: None,
-            threshold: None,
-            warnings: vec![],
-        }
+        let plan = json!({
+            "origin": "PeriodProbe",
+            "sources": [self.name],
+            "periods_ns": [self.stats.requested_ns],
+        });
+        let mut doc = ResultDocument::new(
+            "period",
+            plan,
+            SystemSnapshot::capture(),
+            vec![self.series()],
+        );
+        doc.started_at = self.started_at.clone();
+        doc.start_clock_ns = self.start_clock_ns;
+        doc.duration_ns = now.saturating_sub(self.start_clock_ns);
+        doc
     }
 
     /// Writes [`document`](Self::document) atomically as JSON.

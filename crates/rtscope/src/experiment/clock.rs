@@ -15,7 +15,6 @@
 //! document; calibration and warp results go into `plan.sources`.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -25,20 +24,20 @@ use serde_json::json;
 
 use rtscope_core::clock::measure::{
     deltas_into, run_sparse, series_from_deltas, source_consecutive, source_pair, summarize,
-    touched_buffer, worst, DeltaSummary, SparseOutcome, SystemSleeper,
+    touched_buffer, worst, SparseOutcome, SystemSleeper,
 };
 use rtscope_core::clock::{
     calibrate, delta, warp, Calibration, Scale, Source, SourceId, SourceInfo,
 };
-use rtscope_core::result::{now_rfc3339, EndReason, ResultDocument, Series, Tool, SCHEMA_VERSION};
-use rtscope_core::rt::{ThreadSetup, ThreadState};
+use rtscope_core::result::{EndReason, Series};
+use rtscope_core::rt::ThreadState;
 use rtscope_core::sys;
-use rtscope_core::system::SystemSnapshot;
 use rtscope_core::units::{format_cpu_list, format_ns, online_cpus};
 
-use super::{check_output, command_line, resolve_rt, RtChoice, RunEnv};
+use super::run::{self, Finished, Outputs, RtChoice, RunSettings};
 use crate::cli::{ClockArgs, ClockModeArg};
 use crate::error::{usage, EXIT_OK};
+use crate::output::say;
 use crate::output::summary::render;
 
 /// How the sources are read.
@@ -79,10 +78,9 @@ pub struct ClockPlan {
     pub warp_window_ns: u64,
     pub cpu: usize,
     pub rt: RtChoice,
-    pub json: Option<PathBuf>,
-    pub report: Option<PathBuf>,
-    #[serde(skip)]
-    pub quiet: bool,
+    /// `--json`, `--report`.
+    #[serde(flatten)]
+    pub outputs: Outputs,
 }
 
 /// Turns arguments into a validated plan (bad input: a usage error, exit 2).
@@ -115,13 +113,9 @@ pub fn plan(a: &ClockArgs) -> Result<ClockPlan> {
         (Mode::Alternating, _) => a.every.clone(),
     };
     let cpu = resolve_cpu(a.cpu)?;
-    let rt = resolve_rt(&a.rt)?;
-    if let Some(p) = &a.out.json {
-        check_output("--json", p)?;
-    }
-    if let Some(p) = &a.out.report {
-        check_output("--report", p)?;
-    }
+    let rt = a.rt.choice()?;
+    let outputs = Outputs::from(&a.out);
+    outputs.check(&[])?;
     crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
     Ok(ClockPlan {
         loads: a.loads.load.clone(),
@@ -135,9 +129,7 @@ pub fn plan(a: &ClockArgs) -> Result<ClockPlan> {
         warp_window_ns: a.warp,
         cpu,
         rt,
-        json: a.out.json.clone(),
-        report: a.out.report.clone(),
-        quiet: a.out.quiet,
+        outputs,
     })
 }
 
@@ -369,7 +361,7 @@ fn measure_sparse(
     }
     let mut wake_ns: Vec<u64> = vec![0; pairs];
     let mut progress = Progress {
-        quiet: plan.quiet,
+        quiet: plan.outputs.quiet,
         tty: std::io::stderr().is_terminal(),
         last: None,
         total: pairs,
@@ -387,7 +379,7 @@ fn measure_sparse(
         wake_ns[i] = deadline.saturating_sub(start);
         progress.update(i + 1, t0);
     });
-    if outcome.interrupted && !plan.quiet && progress.tty {
+    if outcome.interrupted && !plan.outputs.quiet && progress.tty {
         eprintln!();
     }
     let done = outcome.pairs;
@@ -412,53 +404,34 @@ fn measure_sparse(
 /// Runs the experiment from the command line.
 pub fn run(a: ClockArgs) -> Result<i32> {
     if a.list {
-        print!("{}", list_table());
+        say(&list_table());
         return Ok(EXIT_OK);
     }
     let plan = plan(&a)?;
-    let (doc, shown) = execute(&plan)?;
-    Ok(super::finish_run(
-        &doc,
-        &report(&doc, &shown),
-        plan.json.as_deref(),
-        plan.report.as_deref(),
-    ))
+    let f = execute(&plan)?;
+    let summary = crate::output::clock::report(&f.doc, &f.shown);
+    Ok(run::deliver(&f.doc, &plan.outputs, vec![], &summary))
 }
 
 /// Measures and builds the result document.
-/// Also returns the warnings already printed when the run started.
-pub fn execute(plan: &ClockPlan) -> Result<(ResultDocument, Vec<String>)> {
-    let system = SystemSnapshot::capture();
-    let env = RunEnv::setup(plan.rt.default_system)?;
-    // Background loads (crate::load): started and ramped up before measuring,
-    // stopped and reaped (also on errors, by their guard) after.
-    let loads =
-        crate::load::LoadSet::start_for_run(&plan.loads, plan.load_cpus.as_deref(), plan.quiet)?;
-    let started_at = now_rfc3339();
-    let start_clock = sys::clock_ns(libc::CLOCK_MONOTONIC);
+pub fn execute(plan: &ClockPlan) -> Result<Finished> {
     let ids = requested_ids(&plan.requested_sources);
-    if !plan.quiet {
-        eprintln!("{}", header(plan, ids.len()));
-        for w in system.warnings().iter().chain(env.notes.iter()) {
-            eprintln!("warning: {w}");
-        }
-    }
-    let shown: Vec<String> = if plan.quiet {
-        vec![]
-    } else {
-        system
-            .warnings()
-            .into_iter()
-            .chain(env.notes.iter().cloned())
-            .collect()
-    };
+    let run = run::begin(
+        &RunSettings {
+            rt: plan.rt,
+            loads: &plan.loads,
+            load_cpus: plan.load_cpus.as_deref(),
+            quiet: plan.outputs.quiet,
+        },
+        &header(plan, ids.len()),
+    )?;
     let (ready, infos) = prepare_sources(
         &ids,
         plan.calibration_window_ns,
         plan.warp_window_ns,
         &online_cpus(),
-        &env.stop,
-        plan.quiet,
+        run.stop(),
+        plan.outputs.quiet,
     );
     if ready.is_empty() {
         let why: Vec<String> = infos
@@ -476,15 +449,8 @@ pub fn execute(plan: &ClockPlan) -> Result<(ResultDocument, Vec<String>)> {
             why.join("; ")
         ));
     }
-    let setup = ThreadSetup {
-        policy: plan.rt.policy,
-        priority: plan.rt.priority,
-        cpus: vec![plan.cpu],
-        timer_slack_ns: (!plan.rt.default_system).then_some(1),
-        prefault_stack: 128 * 1024,
-        block_signals: vec![],
-    };
-    let stop: &AtomicBool = &env.stop;
+    let setup = plan.rt.thread_setup(vec![plan.cpu], vec![]);
+    let stop: &AtomicBool = run.stop();
     let out: Result<ThreadOut, String> = std::thread::scope(|s| {
         let h = std::thread::Builder::new()
             .name("rtscope-clock".into())
@@ -505,7 +471,7 @@ pub fn execute(plan: &ClockPlan) -> Result<(ResultDocument, Vec<String>)> {
                 })
             });
         // SIGINT/SIGTERM go to the measurement thread, whose sleeps they interrupt.
-        let _ = sys::block_signals(&[libc::SIGINT, libc::SIGTERM]);
+        let _ = sys::block_signals(&run::STOP_SIGNALS);
         match h {
             Ok(h) => h
                 .join()
@@ -514,9 +480,7 @@ pub fn execute(plan: &ClockPlan) -> Result<(ResultDocument, Vec<String>)> {
         }
     });
     let out = out.map_err(|e| anyhow!(e))?;
-    let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
-
-    let mut warnings = super::run_warnings(&system, &env, &plan.rt);
+    let mut warnings = Vec::new();
     if let Some(o) = out.sparse {
         if o.late > 0 {
             warnings.push(format!(
@@ -545,42 +509,31 @@ pub fn execute(plan: &ClockPlan) -> Result<(ResultDocument, Vec<String>)> {
             }
         }
     }
-    let mut plan_json = serde_json::to_value(plan).unwrap_or_default();
-    if let Some(o) = plan_json.as_object_mut() {
-        o.insert("sources".into(), json!(infos));
-        o.insert("thread".into(), json!(out.state));
-        if let Some(sp) = out.sparse {
-            o.insert("sparse".into(), json!(sp));
-        }
-        o.insert("mlocked".into(), json!(env.mlocked));
-        o.insert("cpu_dma_latency_held".into(), json!(env.dma_latency_held));
-    }
     let interrupted = out.interrupted || out.sparse.is_some_and(|o| o.interrupted);
-    let load_reports = loads.stop();
-    let mut doc = ResultDocument {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool::default(),
-        experiment: "clock".into(),
-        command_line: command_line(),
-        started_at,
-        ended_at: now_rfc3339(),
-        start_clock_ns: start_clock,
-        duration_ns: now.saturating_sub(start_clock),
-        end_reason: if interrupted {
-            EndReason::Interrupted
-        } else {
-            EndReason::Loops
-        },
-        plan: plan_json,
-        system,
-        series: out.measured,
-        loads: vec![],
-        break_event: None,
-        threshold: None,
-        warnings,
+    let plan_doc = Documented {
+        plan,
+        sources: &infos,
+        thread: &out.state,
+        sparse: out.sparse,
     };
-    crate::load::attach(&mut doc, &load_reports);
-    Ok((doc, shown))
+    let end = if interrupted {
+        EndReason::Interrupted
+    } else {
+        EndReason::Loops
+    };
+    Ok(run.finish("clock", &plan_doc, out.measured, end, warnings))
+}
+
+/// The plan as the document records it: with the sources as found, the
+/// measurement thread as set up and the sparse modes' outcome.
+#[derive(Serialize)]
+struct Documented<'a> {
+    #[serde(flatten)]
+    plan: &'a ClockPlan,
+    sources: &'a [SourceInfo],
+    thread: &'a ThreadState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sparse: Option<SparseOutcome>,
 }
 
 fn header(plan: &ClockPlan, n: usize) -> String {
@@ -609,232 +562,6 @@ fn header(plan: &ClockPlan, n: usize) -> String {
         plan.rt.policy.name().to_uppercase(),
         plan.rt.priority
     )
-}
-
-fn f1(v: f64) -> String {
-    format!("{v:.1}")
-}
-
-/// The per-source table of a clock document, plus calibration, warp and
-/// unavailable sources.
-pub fn report(doc: &ResultDocument, already_shown: &[String]) -> String {
-    let mut out = String::new();
-    let mode = doc
-        .plan
-        .get("mode")
-        .and_then(|m| m.as_str())
-        .unwrap_or("consecutive")
-        .to_string();
-    let consecutive = mode == "consecutive";
-    let rows_src: Vec<(&Series, DeltaSummary, Option<f64>)> = doc
-        .series
-        .iter()
-        .map(|s| {
-            let sum: DeltaSummary = s
-                .attributes
-                .get("summary")
-                .and_then(|v| serde_json::from_value(v.clone()).ok())
-                .unwrap_or_default();
-            let cost = s
-                .attributes
-                .get("cost_per_read_ns")
-                .and_then(|v| v.as_f64());
-            (s, sum, cost)
-        })
-        .collect();
-    // The cheapest source: by the reference-timed cost per read (consecutive),
-    // else by the mean among sources that see their own read (most deltas > 0).
-    let sees_itself = |d: &DeltaSummary| d.count > 0 && d.zero_deltas * 2 < d.count;
-    let key = |(_, d, c): &(&Series, DeltaSummary, Option<f64>)| -> Option<f64> {
-        if consecutive {
-            *c
-        } else if sees_itself(d) {
-            Some(d.mean_ns)
-        } else {
-            None
-        }
-    };
-    let base = rows_src
-        .iter()
-        .filter_map(key)
-        .filter(|v| *v > 0.0)
-        .fold(f64::INFINITY, f64::min);
-    let mut header = vec!["source", "count", "min", "median", "mean", "p99", "max"];
-    if consecutive {
-        header.push("cost/read");
-    }
-    header.push("x cheapest");
-    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
-    for r in &rows_src {
-        let (s, d, c) = r;
-        let src = s
-            .attributes
-            .get("source")
-            .and_then(|v| v.as_str())
-            .unwrap_or(&s.label)
-            .to_string();
-        let mut row = vec![
-            src,
-            d.count.to_string(),
-            f1(d.min_ns),
-            f1(d.p50_ns),
-            f1(d.mean_ns),
-            f1(d.p99_ns),
-            f1(d.max_ns),
-        ];
-        if consecutive {
-            row.push(c.map_or("-".into(), f1));
-        }
-        row.push(match key(r) {
-            Some(v) if base.is_finite() && v > 0.0 => format!("{:.2}", v / base),
-            _ => "-".into(),
-        });
-        rows.push(row);
-    }
-    let what = match mode.as_str() {
-        "consecutive" => "back-to-back reads".to_string(),
-        _ => {
-            let every: Vec<String> = doc
-                .plan
-                .get("every_ns")
-                .and_then(|v| serde_json::from_value::<Vec<u64>>(v.clone()).ok())
-                .unwrap_or_default()
-                .into_iter()
-                .map(format_ns)
-                .collect();
-            format!("pairs of reads after sleeping {}", every.join(" / "))
-        }
-    };
-    out.push_str(&format!(
-        "\nclock read cost, {mode} ({what}), ns per read:\n"
-    ));
-    out.push_str(&render(&rows));
-    if consecutive {
-        out.push_str(
-            "cost/read: the whole loop timed with monotonic-raw / reads (also right for coarse clocks)\n",
-        );
-    }
-    let coarse: Vec<&str> = rows_src
-        .iter()
-        .filter(|(_, d, _)| d.count > 0 && d.zero_deltas * 2 >= d.count)
-        .filter_map(|(s, _, _)| s.attributes.get("source").and_then(|v| v.as_str()))
-        .collect();
-    if !coarse.is_empty() {
-        out.push_str(&format!(
-            "{}: most deltas are 0 (the source does not advance between two reads)\n",
-            coarse.join(", ")
-        ));
-    }
-    let infos: Vec<SourceInfo> = doc
-        .plan
-        .get("sources")
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default();
-    let mut cal_lines = Vec::new();
-    let mut seen_cal: Vec<f64> = Vec::new();
-    for i in &infos {
-        if let Some(c) = &i.calibration {
-            if seen_cal.contains(&c.hz) {
-                continue;
-            }
-            seen_cal.push(c.hz);
-            let mut l = format!(
-                "{}: {:.6} MHz ± {:.3} ppm (over {} against {})",
-                i.name,
-                c.hz / 1e6,
-                c.uncertainty_ppm,
-                format_ns(c.window_ns as u64),
-                c.reference
-            );
-            for (d, ppm) in c.declared.iter().zip(&c.declared_diff_ppm) {
-                l.push_str(&format!(
-                    "; {} {:.3} MHz ({:+.1} ppm)",
-                    d.origin,
-                    d.hz / 1e6,
-                    ppm
-                ));
-            }
-            if let Some(inv) = c.invariant {
-                l.push_str(&format!(
-                    "; invariant: {} (constant_tsc {}, nonstop_tsc {})",
-                    if inv.invariant() { "yes" } else { "no" },
-                    inv.constant_tsc,
-                    inv.nonstop_tsc
-                ));
-            }
-            cal_lines.push(l);
-        }
-    }
-    if !cal_lines.is_empty() {
-        out.push_str("\ncalibration:\n");
-        for l in cal_lines {
-            out.push_str(&format!("  {l}\n"));
-        }
-    }
-    let warp_rows: Vec<Vec<String>> = infos
-        .iter()
-        .filter_map(|i| i.warp.as_ref().map(|w| (i, w)))
-        .map(|(i, w)| {
-            if let Some(why) = &w.skipped {
-                return vec![
-                    i.name.clone(),
-                    "-".into(),
-                    "-".into(),
-                    format!("skipped: {why}"),
-                ];
-            }
-            let pairs: Vec<String> = w
-                .pairs
-                .iter()
-                .map(|p| format!("{}/{}", p[0], p[1]))
-                .collect();
-            vec![
-                i.name.clone(),
-                w.iterations.to_string(),
-                w.backwards_steps.to_string(),
-                if w.backwards_steps == 0 {
-                    format!("CPUs {}", pairs.join(","))
-                } else {
-                    format!(
-                        "CPUs {}, largest step back {:.1} ns",
-                        pairs.join(","),
-                        w.max_backwards_ns
-                    )
-                },
-            ]
-        })
-        .collect();
-    if !warp_rows.is_empty() {
-        out.push_str("\ncross-CPU warp test:\n");
-        let mut rows = vec![vec![
-            "source".to_string(),
-            "readings".into(),
-            "backwards".into(),
-            "".into(),
-        ]];
-        rows.extend(warp_rows);
-        out.push_str(&render(&rows));
-    }
-    let unavailable: Vec<String> = infos
-        .iter()
-        .filter(|i| !i.available)
-        .map(|i| {
-            format!(
-                "  {}: {}",
-                i.name,
-                i.unavailable_reason.as_deref().unwrap_or("unavailable")
-            )
-        })
-        .collect();
-    if !unavailable.is_empty() {
-        out.push_str("\nunavailable here:\n");
-        out.push_str(&unavailable.join("\n"));
-        out.push('\n');
-    }
-    for w in doc.warnings.iter().filter(|w| !already_shown.contains(w)) {
-        out.push_str(&format!("warning: {w}\n"));
-    }
-    out
 }
 
 /// `rtscope clock --list`.

@@ -7,9 +7,8 @@
 //! rings into recorders, refreshes the live display, writes checkpoints and
 //! watches for the end (loops, duration, signal, break, error).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -23,20 +22,82 @@ use rtscope_core::cyclic::{
     run_loop, timer_signal, AbsoluteSleep, LoopConfig, LoopEnd, PosixClock, PosixTimerWait,
     RelativeSleep, TimerfdWait, WakeMethod,
 };
+use rtscope_core::file::OutFile;
+use rtscope_core::named::MeasureClock;
 use rtscope_core::record::{MicrosecondBins, SeriesRecorder};
-use rtscope_core::result::{
-    now_rfc3339, BreakEvent, EndReason, ResultDocument, Series, Threshold, Tool, SCHEMA_VERSION,
-};
-use rtscope_core::rt::{ThreadSetup, ThreadState};
+use rtscope_core::result::{BreakEvent, EndReason, ResultDocument, Series, Threshold};
+use rtscope_core::rt::{Policy, ThreadSetup, ThreadState};
 use rtscope_core::sample::{ring, RingSink, RingSource, Sample};
 use rtscope_core::sys::{self, ClockId};
-use rtscope_core::system::SystemSnapshot;
 use rtscope_core::units::{format_cpu_list, format_ns, online_cpus};
 
-use super::{check_output, command_line, resolve_rt, RtChoice, RunEnv};
-use crate::cli::{ClockArg, CyclicArgs, WakeArg};
+use super::run::{self, ExtraFile, Outputs, RtChoice, Run, RunSettings};
 use crate::error::{usage, EXIT_OK, EXIT_RUN, EXIT_THRESHOLD};
-use crate::output::{histogram as hist_out, live::Live, summary};
+use crate::output::live::{Live, ThreadStatus};
+use crate::output::{histogram as hist_out, summary};
+
+/// What a user asks of a cyclic run: every setting, `None` where the default
+/// depends on the machine. The CLI converts its arguments to this; `matrix`
+/// builds one per cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CyclicOptions {
+    /// Measurement threads (default: one per CPU of `cpus`).
+    pub threads: Option<usize>,
+    /// CPUs to pin threads to (default: every online CPU; with `threads`
+    /// alone, threads are not pinned).
+    pub cpus: Option<Vec<usize>>,
+    pub period_ns: u64,
+    pub distance_ns: u64,
+    pub loops: Option<u64>,
+    pub duration_ns: Option<u64>,
+    pub start_delay_ns: u64,
+    pub clock: MeasureClock,
+    pub wake: WakeMethod,
+    pub rt: RtChoice,
+    pub spikes: usize,
+    pub raw: Option<PathBuf>,
+    pub histogram: Option<PathBuf>,
+    pub histogram_max_ns: u64,
+    pub break_above_ns: Option<u64>,
+    pub fail_above_ns: Option<u64>,
+    pub checkpoint_ns: Option<u64>,
+    pub outputs: Outputs,
+    pub loads: Vec<crate::load::LoadSpec>,
+    pub load_cpus: Option<Vec<usize>>,
+}
+
+impl Default for CyclicOptions {
+    /// `rtscope cyclic`'s defaults (a test checks that the CLI agrees).
+    fn default() -> Self {
+        CyclicOptions {
+            threads: None,
+            cpus: None,
+            period_ns: 1_000_000,
+            distance_ns: 0,
+            loops: None,
+            duration_ns: None,
+            start_delay_ns: 1_000_000,
+            clock: MeasureClock::Monotonic,
+            wake: WakeMethod::Absolute,
+            rt: RtChoice {
+                policy: Policy::Fifo,
+                priority: 95,
+                no_rt: false,
+                default_system: false,
+            },
+            spikes: 32,
+            raw: None,
+            histogram: None,
+            histogram_max_ns: 400_000,
+            break_above_ns: None,
+            fail_above_ns: None,
+            checkpoint_ns: None,
+            outputs: Outputs::default(),
+            loads: vec![],
+            load_cpus: None,
+        }
+    }
+}
 
 /// One measurement thread as planned.
 #[derive(Debug, Clone, Serialize)]
@@ -56,7 +117,7 @@ pub struct CyclicPlan {
     pub loops: Option<u64>,
     pub duration_ns: Option<u64>,
     pub start_delay_ns: u64,
-    pub clock: &'static str,
+    pub clock: MeasureClock,
     pub wake: WakeMethod,
     pub rt: RtChoice,
     pub spikes: usize,
@@ -64,22 +125,25 @@ pub struct CyclicPlan {
     pub break_above_ns: Option<u64>,
     pub fail_above_ns: Option<u64>,
     pub checkpoint_ns: Option<u64>,
-    pub json: Option<PathBuf>,
+    /// `--json`, `--report`.
+    #[serde(flatten)]
+    pub outputs: Outputs,
     pub raw: Option<PathBuf>,
     pub histogram: Option<PathBuf>,
-    pub report: Option<PathBuf>,
     pub ring_capacity: usize,
     /// Background loads (`--load`) and their CPUs (`--load-cpus`).
     pub loads: Vec<crate::load::LoadSpec>,
     pub load_cpus: Option<Vec<usize>>,
-    #[serde(skip)]
-    pub quiet: bool,
-    #[serde(skip)]
-    pub clock_id: ClockId,
 }
 
-/// Turns arguments into a validated plan (bad input: a usage error, exit 2).
-pub fn plan(a: &CyclicArgs) -> Result<CyclicPlan> {
+impl CyclicPlan {
+    fn clock_id(&self) -> ClockId {
+        self.clock.id()
+    }
+}
+
+/// Turns options into a validated plan (bad input: a usage error, exit 2).
+pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
     let online = online_cpus();
     let requested = a.cpus.clone();
     if let Some(cpus) = &requested {
@@ -97,8 +161,8 @@ pub fn plan(a: &CyclicArgs) -> Result<CyclicPlan> {
     let mut threads = Vec::with_capacity(n);
     for i in 0..n {
         let period_ns = (i as u64)
-            .checked_mul(a.distance)
-            .and_then(|d| d.checked_add(a.period))
+            .checked_mul(a.distance_ns)
+            .and_then(|d| d.checked_add(a.period_ns))
             .ok_or_else(|| usage("--distance: thread periods overflow"))?;
         threads.push(ThreadPlan {
             index: i,
@@ -110,65 +174,43 @@ pub fn plan(a: &CyclicArgs) -> Result<CyclicPlan> {
             period_ns,
         });
     }
-    if a.out.checkpoint.is_some() && a.out.json.is_none() {
+    if a.checkpoint_ns.is_some() && a.outputs.json.is_none() {
         return Err(usage("--checkpoint needs --json FILE"));
     }
-    let rt = resolve_rt(&a.rt)?;
-    if a.histogram_max / 1000 > 10_000_000 {
+    if a.histogram_max_ns / 1000 > 10_000_000 {
         return Err(usage("--histogram-max: at most 10s"));
     }
-    if a.histogram_max < 1000 {
+    if a.histogram_max_ns < 1000 {
         return Err(usage("--histogram-max: at least 1us (bins are 1 us wide)"));
     }
-    for (flag, p) in [
-        ("--json", &a.out.json),
-        ("--raw", &a.raw),
-        ("--histogram", &a.histogram),
-        ("--report", &a.out.report),
-    ] {
-        if let Some(p) = p {
-            check_output(flag, p)?;
-        }
-    }
+    a.outputs.check(&[
+        ("--raw", a.raw.as_deref()),
+        ("--histogram", a.histogram.as_deref()),
+    ])?;
     // About one second of samples per ring at the shortest period, within bounds.
-    let ring_capacity = (1_000_000_000 / a.period.max(1)).clamp(4096, 1 << 20) as usize;
-    crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
+    let ring_capacity = (1_000_000_000 / a.period_ns.max(1)).clamp(4096, 1 << 20) as usize;
+    crate::load::LoadSet::check(&a.loads, a.load_cpus.as_deref())?;
     Ok(CyclicPlan {
         threads,
-        period_ns: a.period,
-        distance_ns: a.distance,
+        period_ns: a.period_ns,
+        distance_ns: a.distance_ns,
         loops: a.loops,
-        duration_ns: a.duration,
-        start_delay_ns: a.start_delay,
-        clock: match a.clock {
-            ClockArg::Monotonic => "monotonic",
-            ClockArg::Realtime => "realtime",
-        },
-        clock_id: match a.clock {
-            ClockArg::Monotonic => libc::CLOCK_MONOTONIC,
-            ClockArg::Realtime => libc::CLOCK_REALTIME,
-        },
-        wake: match a.wake {
-            WakeArg::Absolute => WakeMethod::Absolute,
-            WakeArg::Relative => WakeMethod::Relative,
-            WakeArg::Nanosleep => WakeMethod::Nanosleep,
-            WakeArg::Timerfd => WakeMethod::Timerfd,
-            WakeArg::PosixTimer => WakeMethod::PosixTimer,
-        },
-        rt,
+        duration_ns: a.duration_ns,
+        start_delay_ns: a.start_delay_ns,
+        clock: a.clock,
+        wake: a.wake,
+        rt: a.rt,
         spikes: a.spikes,
-        histogram_max_ns: a.histogram_max,
-        break_above_ns: a.break_above,
-        fail_above_ns: a.fail_above,
-        checkpoint_ns: a.out.checkpoint,
-        json: a.out.json.clone(),
+        histogram_max_ns: a.histogram_max_ns,
+        break_above_ns: a.break_above_ns,
+        fail_above_ns: a.fail_above_ns,
+        checkpoint_ns: a.checkpoint_ns,
+        outputs: a.outputs.clone(),
         raw: a.raw.clone(),
         histogram: a.histogram.clone(),
-        report: a.out.report.clone(),
         ring_capacity,
-        loads: a.loads.load.clone(),
-        load_cpus: a.loads.load_cpus.clone(),
-        quiet: a.out.quiet,
+        loads: a.loads.clone(),
+        load_cpus: a.load_cpus.clone(),
     })
 }
 
@@ -241,31 +283,43 @@ fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
 }
 
 /// Per-thread state of the aggregator.
-pub struct ThreadView {
-    pub plan: ThreadPlan,
-    pub state: Option<ThreadState>,
-    pub rec: SeriesRecorder,
-    pub last: Option<Sample>,
-    pub us_bins: Option<MicrosecondBins>,
+struct ThreadView {
+    plan: ThreadPlan,
+    state: Option<ThreadState>,
+    rec: SeriesRecorder,
+    last: Option<Sample>,
+    us_bins: Option<MicrosecondBins>,
     source: RingSource,
 }
 
 impl ThreadView {
-    pub fn dropped(&self) -> u64 {
-        self.source.dropped()
+    fn label(&self) -> String {
+        format!("thread {}", self.plan.index)
     }
 
-    pub fn label(&self) -> String {
-        format!("thread {}", self.plan.index)
+    fn status(&self, priority: i32) -> ThreadStatus {
+        let st = &self.rec.stats;
+        ThreadStatus {
+            index: self.plan.index,
+            tid: self.state.as_ref().map_or(0, |s| s.tid),
+            priority,
+            period_ns: self.plan.period_ns,
+            count: st.count(),
+            min_ns: st.min(),
+            act_ns: self.last.map_or(0, |s| s.latency_ns),
+            mean_ns: st.mean(),
+            max_ns: st.max(),
+            overruns: self.rec.overruns,
+        }
     }
 }
 
 /// The aggregator's view of the whole run.
-pub struct Aggregate {
-    pub threads: Vec<ThreadView>,
-    pub all: SeriesRecorder,
-    raw: Option<(tempfile::NamedTempFile, BufWriter<File>, PathBuf)>,
-    raw_error: Option<String>,
+struct Aggregate {
+    threads: Vec<ThreadView>,
+    all: SeriesRecorder,
+    /// `--raw`: every sample as CSV, and the first write error.
+    raw: Option<(OutFile, Option<String>)>,
 }
 
 impl Aggregate {
@@ -276,18 +330,17 @@ impl Aggregate {
             let (rec, all, last, bins) = (&mut t.rec, &mut self.all, &mut t.last, &mut t.us_bins);
             let idx = t.plan.index;
             let raw = &mut self.raw;
-            let raw_error = &mut self.raw_error;
             n += t.source.drain(|s| {
                 rec.record(s);
                 all.record(s);
                 if let Some(b) = bins.as_mut() {
                     b.record(s.latency_ns, s.seq);
                 }
-                if let Some((_, w, _)) = raw.as_mut() {
+                if let Some((w, err)) = raw.as_mut() {
                     if let Err(e) =
                         writeln!(w, "{idx},{},{},{},{}", s.cpu, s.seq, s.t_ns, s.latency_ns)
                     {
-                        raw_error.get_or_insert_with(|| e.to_string());
+                        err.get_or_insert_with(|| e.to_string());
                     }
                 }
                 *last = Some(*s);
@@ -295,47 +348,138 @@ impl Aggregate {
         }
         n
     }
+
+    fn statuses(&self, priority: i32) -> Vec<ThreadStatus> {
+        self.threads.iter().map(|t| t.status(priority)).collect()
+    }
+
+    /// The series: one per thread, then `all`; with the drop and negative
+    /// warnings.
+    fn series(&self) -> (Vec<Series>, Vec<String>) {
+        let mut series: Vec<Series> = Vec::new();
+        let mut total_dropped = 0;
+        for t in &self.threads {
+            let dropped = t.source.dropped();
+            total_dropped += dropped;
+            let mut s = t.rec.to_series(&t.label(), dropped);
+            let a = &mut s.attributes;
+            a.insert("thread".into(), json!(t.plan.index));
+            a.insert("period_ns".into(), json!(t.plan.period_ns));
+            a.insert("cpus".into(), json!(t.plan.cpus));
+            if let Some(st) = &t.state {
+                a.insert("tid".into(), json!(st.tid));
+                a.insert("policy".into(), json!(st.policy));
+                a.insert("priority".into(), json!(st.priority));
+                a.insert("timer_slack_ns".into(), json!(st.timer_slack_ns));
+            }
+            series.push(s);
+        }
+        let mut all = self.all.to_series("all", total_dropped);
+        all.attributes
+            .insert("threads".into(), json!(self.threads.len()));
+        series.push(all);
+        let mut warnings = Vec::new();
+        if total_dropped > 0 {
+            warnings.push(format!(
+                "{total_dropped} samples dropped: the aggregator could not keep up"
+            ));
+        }
+        if self.all.negative > 0 {
+            warnings.push(format!(
+                "{} samples had negative latency (the clock was stepped)",
+                self.all.negative
+            ));
+        }
+        (series, warnings)
+    }
+
+    /// The document as of now (checkpoints).
+    fn document(&self, run: &Run, plan: &CyclicPlan, end: EndReason) -> ResultDocument {
+        let (series, warnings) = self.series();
+        let mut doc = run.document("cyclic", plan, series, end, warnings);
+        self.threshold(plan, &mut doc);
+        doc
+    }
+
+    fn threshold(&self, plan: &CyclicPlan, doc: &mut ResultDocument) {
+        doc.threshold = plan.fail_above_ns.map(|t| Threshold {
+            fail_above_ns: t,
+            exceeded: self.all.above_threshold > 0,
+            samples_above: self.all.above_threshold,
+        });
+    }
 }
 
 /// What a finished cyclic run produced.
 pub struct Outcome {
-    /// The result document (also written to `--json` if given).
+    /// The result document.
     pub doc: ResultDocument,
-    /// One line per file written (`result: run.json`).
-    pub written: Vec<String>,
-    /// Files that could not be written.
-    pub write_errors: Vec<String>,
+    /// The histogram text, if asked for.
+    histogram: Option<String>,
+    /// The raw sample file, if asked for, and its first write error.
+    raw: Option<(OutFile, Option<String>)>,
     /// Measurement threads that failed.
     pub thread_errors: Vec<String>,
 }
 
-/// Runs the experiment from the command line: measure, print, exit code.
-pub fn run(args: CyclicArgs) -> Result<i32> {
-    let plan = plan(&args)?;
+impl Outcome {
+    /// Writes every requested file and prints the summary (see
+    /// [`run::deliver`]); the exit code: 0, 1 (a thread or a file failed).
+    pub fn deliver(self, plan: &CyclicPlan) -> i32 {
+        let mut extra = Vec::new();
+        if let (Some(text), Some(p)) = (self.histogram, &plan.histogram) {
+            extra.push(ExtraFile {
+                what: "histogram",
+                flag: "--histogram",
+                path: p.clone(),
+                write: Box::new(move |p: &Path| {
+                    rtscope_core::file::write_atomic(p, text.as_bytes())
+                }),
+            });
+        }
+        if let (Some((f, err)), Some(p)) = (self.raw, &plan.raw) {
+            extra.push(ExtraFile {
+                what: "raw samples",
+                flag: "--raw",
+                path: p.clone(),
+                write: Box::new(move |_: &Path| match err {
+                    Some(e) => Err(std::io::Error::other(e)),
+                    None => f.commit(),
+                }),
+            });
+        }
+        let mut text = summary::cyclic_summary(&self.doc);
+        if let Some(b) = &self.doc.break_event {
+            text.push_str(&format!(
+                "break: {} sample {} at {} latency {} (above {})\n",
+                b.series,
+                b.seq,
+                b.t_ns,
+                format_ns(b.latency_ns.max(0) as u64),
+                format_ns(b.threshold_ns)
+            ));
+        }
+        let code = run::deliver(&self.doc, &plan.outputs, extra, &text);
+        for e in &self.thread_errors {
+            eprintln!("error: {e}");
+        }
+        if code != EXIT_OK || !self.thread_errors.is_empty() {
+            return EXIT_RUN;
+        }
+        EXIT_OK
+    }
+}
+
+/// Runs the experiment: measure, write, print; the exit code.
+pub fn run(options: &CyclicOptions) -> Result<i32> {
+    let plan = plan(options)?;
     let out = execute(&plan)?;
-    let doc = &out.doc;
-    print!("{}", summary::cyclic_summary(doc));
-    print!("{}", crate::output::loads::table(&doc.loads));
-    for w in &out.written {
-        println!("{w}");
+    let threshold = out.doc.threshold.clone();
+    let code = out.deliver(&plan);
+    if code != EXIT_OK {
+        return Ok(code);
     }
-    if let Some(b) = &doc.break_event {
-        println!(
-            "break: {} sample {} at {} latency {} (above {})",
-            b.series,
-            b.seq,
-            b.t_ns,
-            format_ns(b.latency_ns.max(0) as u64),
-            format_ns(b.threshold_ns)
-        );
-    }
-    for e in out.write_errors.iter().chain(&out.thread_errors) {
-        eprintln!("error: {e}");
-    }
-    if !out.thread_errors.is_empty() || !out.write_errors.is_empty() {
-        return Ok(EXIT_RUN);
-    }
-    if let Some(t) = doc.threshold.as_ref().filter(|t| t.exceeded) {
+    if let Some(t) = threshold.filter(|t| t.exceeded) {
         eprintln!(
             "fail: {} samples above {}",
             t.samples_above,
@@ -346,43 +490,39 @@ pub fn run(args: CyclicArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-/// Runs a planned measurement to its end and writes its files. Errors before
-/// the measurement starts (privileges, thread setup) are returned; everything
-/// after is reported in the [`Outcome`] so that no result is lost.
+/// Runs a planned measurement to its end. Errors before the measurement
+/// starts (privileges, thread setup) are returned; everything after is in
+/// the [`Outcome`], so that no result is lost.
 pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
-    let system = SystemSnapshot::capture();
-    let env = RunEnv::setup(plan.rt.default_system)?;
-    // Background loads (crate::load): ramped up before the threads start; a
-    // Drop guard stops and reaps them on every early return.
-    let loads = crate::load::LoadSet::start(&plan.loads, plan.load_cpus.as_deref())?;
-    let started_at = now_rfc3339();
+    let mut run = run::begin(
+        &RunSettings {
+            rt: plan.rt,
+            loads: &plan.loads,
+            load_cpus: plan.load_cpus.as_deref(),
+            quiet: plan.outputs.quiet,
+        },
+        &header(plan),
+    )?;
 
     // Rings and threads.
     let (ready_tx, ready_rx) = mpsc::channel();
     let mut starts = Vec::new();
     let mut handles: Vec<JoinHandle<Option<LoopEnd>>> = Vec::new();
     let mut pending = Vec::new();
-    let block = vec![libc::SIGINT, libc::SIGTERM, timer_signal()];
+    let block = vec![libc::SIGINT, libc::SIGTERM, libc::SIGHUP, timer_signal()];
     for tp in &plan.threads {
         let (sink, source) = ring(plan.ring_capacity);
         let (start_tx, start_rx) = mpsc::channel();
         starts.push(start_tx);
         let job = ThreadJob {
-            setup: ThreadSetup {
-                policy: plan.rt.policy,
-                priority: plan.rt.priority,
-                cpus: tp.cpus.clone(),
-                timer_slack_ns: (!plan.rt.default_system).then_some(1),
-                prefault_stack: 128 * 1024,
-                block_signals: block.clone(),
-            },
+            setup: plan.rt.thread_setup(tp.cpus.clone(), block.clone()),
             period_ns: tp.period_ns,
             wake: plan.wake,
-            clock: plan.clock_id,
+            clock: plan.clock_id(),
             loops: plan.loops,
             break_above_ns: plan.break_above_ns,
             sink,
-            stop: env.stop.clone(),
+            stop: run.stop().clone(),
             ready: ready_tx.clone(),
             start: start_rx,
             index: tp.index,
@@ -419,7 +559,8 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             .map_or(setup_errors[0].clone(), |x| x.1.to_string())));
     }
 
-    let start_at = sys::clock_ns(plan.clock_id) + plan.start_delay_ns;
+    let start_at = sys::clock_ns(plan.clock_id()) + plan.start_delay_ns;
+    run.anchor(plan.clock_id(), start_at);
     let new_recorder = || SeriesRecorder::new(start_at, plan.spikes, plan.fail_above_ns);
     let mut agg = Aggregate {
         threads: pending
@@ -439,37 +580,15 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             .collect(),
         all: new_recorder(),
         raw: None,
-        raw_error: None,
     };
     if let Some(p) = &plan.raw {
-        let dir = p
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."));
-        let tmp = tempfile::Builder::new()
-            .prefix(".rtscope-raw-")
-            .tempfile_in(dir)
+        let mut f = OutFile::create(p).with_context(|| format!("--raw {}", p.display()))?;
+        writeln!(f, "thread,cpu,seq,t_ns,latency_ns")
             .with_context(|| format!("--raw {}", p.display()))?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            tmp.as_file()
-                .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-        }
-        let mut w = BufWriter::with_capacity(1 << 20, tmp.reopen()?);
-        writeln!(w, "thread,cpu,seq,t_ns,latency_ns")?;
-        agg.raw = Some((tmp, w, p.clone()));
+        agg.raw = Some((f, None));
     }
 
-    let mut live = Live::new(plan.quiet);
-    if !plan.quiet {
-        eprintln!("{}", header(plan));
-        if !loads.is_empty() {
-            eprintln!("{}", loads.describe());
-        }
-        for w in system.warnings().iter().chain(env.notes.iter()) {
-            eprintln!("warning: {w}");
-        }
-    }
+    let mut live = Live::new(plan.outputs.quiet);
     for s in &starts {
         let _ = s.send(Some(start_at));
     }
@@ -482,45 +601,34 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     loop {
         let all_done = handles.iter().all(|h| h.is_finished());
         agg.drain();
-        live.update(&agg, plan, t0.elapsed());
-        if env.stop.load(Ordering::Relaxed) || all_done {
+        live.update(|| agg.statuses(plan.rt.priority), t0.elapsed());
+        if run.stopped() || all_done {
             break;
         }
         if let Some(d) = duration {
             if t0.elapsed() >= d + Duration::from_nanos(plan.start_delay_ns) {
                 duration_hit = true;
-                env.stop.store(true, Ordering::Relaxed);
+                run.stop().store(true, Ordering::Relaxed);
                 break;
             }
         }
-        if let (Some(every), Some(path)) = (plan.checkpoint_ns, &plan.json) {
+        if let (Some(every), Some(path)) = (plan.checkpoint_ns, &plan.outputs.json) {
             if last_checkpoint.elapsed() >= Duration::from_nanos(every) {
                 last_checkpoint = Instant::now();
-                let doc = document(
-                    plan,
-                    &system,
-                    &env,
-                    &agg,
-                    &started_at,
-                    start_at,
-                    EndReason::Running,
-                    None,
-                );
-                if let Err(e) = doc.write(path) {
+                if let Err(e) = agg.document(&run, plan, EndReason::Running).write(path) {
                     eprintln!("warning: checkpoint to {} failed: {e}", path.display());
                 }
             }
         }
         std::thread::sleep(poll);
     }
-    env.stop.store(true, Ordering::Relaxed);
+    run.stop().store(true, Ordering::Relaxed);
     let mut ends = Vec::new();
     for (i, h) in handles.into_iter().enumerate() {
         ends.push((i, h.join().unwrap_or(None)));
     }
     agg.drain();
     live.finish();
-    let load_reports = loads.stop();
 
     // How it ended.
     let mut break_event = None;
@@ -555,60 +663,24 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     } else {
         EndReason::Interrupted
     };
-    let mut doc = document(
-        plan,
-        &system,
-        &env,
-        &agg,
-        &started_at,
-        start_at,
-        end_reason,
-        break_event,
-    );
-    crate::load::attach(&mut doc, &load_reports);
-
-    // Outputs: every file is written even if another one fails.
-    let mut written = Vec::new();
-    let mut write_errors = Vec::new();
-    if let Some(p) = &plan.json {
-        match doc.write(p) {
-            Ok(()) => written.push(format!("result: {}", p.display())),
-            Err(e) => write_errors.push(format!("--json {}: {e}", p.display())),
-        }
-    }
-    if let Some(p) = &plan.histogram {
-        let text = hist_out::cyclictest_text(&agg, env.dma_latency_held);
-        match rtscope_core::result::write_atomic(p, text.as_bytes()) {
-            Ok(()) => written.push(format!("histogram: {}", p.display())),
-            Err(e) => write_errors.push(format!("--histogram {}: {e}", p.display())),
-        }
-    }
-    if let Some((tmp, mut w, p)) = agg.raw.take() {
-        let res = w
-            .flush()
-            .and_then(|_| tmp.as_file().sync_all())
-            .and_then(|_| tmp.persist(&p).map(|_| ()).map_err(|e| e.error));
-        match (res, agg.raw_error.take()) {
-            (Ok(()), None) => written.push(format!("raw samples: {}", p.display())),
-            (Ok(()), Some(e)) | (Err(_), Some(e)) => {
-                write_errors.push(format!("--raw {}: {e}", p.display()))
-            }
-            (Err(e), None) => write_errors.push(format!("--raw {}: {e}", p.display())),
-        }
-    }
-
-    // The HTML report (crate::report), written last so that it shows the final document.
-    if let Some(p) = &plan.report {
-        match crate::report::write_html(std::slice::from_ref(&doc), p) {
-            Ok(()) => written.push(format!("report: {}", p.display())),
-            Err(e) => write_errors.push(format!("--report {}: {e}", p.display())),
-        }
-    }
-
+    let (series, warnings) = agg.series();
+    let dma_held = run.env.dma_latency_held;
+    let finished = run.finish("cyclic", plan, series, end_reason, warnings);
+    let mut doc = finished.doc;
+    doc.break_event = break_event;
+    agg.threshold(plan, &mut doc);
+    let histogram = plan.histogram.as_ref().map(|_| {
+        let cols: Vec<_> = agg
+            .threads
+            .iter()
+            .filter_map(|t| t.us_bins.as_ref().map(|b| (b, &t.rec.stats)))
+            .collect();
+        hist_out::cyclictest_text(&cols, dma_held)
+    });
     Ok(Outcome {
         doc,
-        written,
-        write_errors,
+        histogram,
+        raw: agg.raw.take(),
         thread_errors: errors,
     })
 }
@@ -642,83 +714,6 @@ fn header(plan: &CyclicPlan) -> String {
         plan.rt.policy.name().to_uppercase(),
         plan.rt.priority,
         plan.wake.name(),
-        plan.clock.to_uppercase(),
+        plan.clock.name().to_uppercase(),
     )
-}
-
-/// Builds the result document from the aggregator's state.
-#[allow(clippy::too_many_arguments)]
-fn document(
-    plan: &CyclicPlan,
-    system: &SystemSnapshot,
-    env: &RunEnv,
-    agg: &Aggregate,
-    started_at: &str,
-    start_at: u64,
-    end_reason: EndReason,
-    break_event: Option<BreakEvent>,
-) -> ResultDocument {
-    let mut series: Vec<Series> = Vec::new();
-    let mut total_dropped = 0;
-    for t in &agg.threads {
-        let dropped = t.dropped();
-        total_dropped += dropped;
-        let mut s = t.rec.to_series(&t.label(), dropped);
-        let a = &mut s.attributes;
-        a.insert("thread".into(), json!(t.plan.index));
-        a.insert("period_ns".into(), json!(t.plan.period_ns));
-        a.insert("cpus".into(), json!(t.plan.cpus));
-        if let Some(st) = &t.state {
-            a.insert("tid".into(), json!(st.tid));
-            a.insert("policy".into(), json!(st.policy));
-            a.insert("priority".into(), json!(st.priority));
-            a.insert("timer_slack_ns".into(), json!(st.timer_slack_ns));
-        }
-        series.push(s);
-    }
-    let mut all = agg.all.to_series("all", total_dropped);
-    all.attributes
-        .insert("threads".into(), json!(agg.threads.len()));
-    series.push(all);
-
-    let mut warnings = super::run_warnings(system, env, &plan.rt);
-    if total_dropped > 0 {
-        warnings.push(format!(
-            "{total_dropped} samples dropped: the aggregator could not keep up"
-        ));
-    }
-    if agg.all.negative > 0 {
-        warnings.push(format!(
-            "{} samples had negative latency (the clock was stepped)",
-            agg.all.negative
-        ));
-    }
-    let now = sys::clock_ns(plan.clock_id);
-    let mut plan_json = serde_json::to_value(plan).unwrap_or_default();
-    if let Some(o) = plan_json.as_object_mut() {
-        o.insert("mlocked".into(), json!(env.mlocked));
-        o.insert("cpu_dma_latency_held".into(), json!(env.dma_latency_held));
-    }
-    ResultDocument {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool::default(),
-        experiment: "cyclic".into(),
-        command_line: command_line(),
-        started_at: started_at.to_string(),
-        ended_at: now_rfc3339(),
-        start_clock_ns: start_at,
-        duration_ns: now.saturating_sub(start_at),
-        end_reason,
-        plan: plan_json,
-        system: system.clone(),
-        series,
-        loads: vec![],
-        break_event,
-        threshold: plan.fail_above_ns.map(|t| Threshold {
-            fail_above_ns: t,
-            exceeded: agg.all.above_threshold > 0,
-            samples_above: agg.all.above_threshold,
-        }),
-        warnings,
-    }
 }

@@ -17,61 +17,21 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use clap::{Parser, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use rtscope_core::result::{now_rfc3339, write_atomic, EndReason, ResultDocument};
-use rtscope_core::units::{format_cpu_list, format_ns};
+use rtscope_core::units::format_ns;
 
-use super::{command_line, cyclic};
-use crate::cli::{CyclicArgs, MatrixArgs};
+use super::cyclic::{self, CyclicOptions};
+use super::run::{Outputs, StopSignals};
+use crate::cli::MatrixArgs;
 use crate::error::{usage, EXIT_OK, EXIT_RUN};
 use crate::load::{parse_spec, LoadSet, LoadSpec};
-use crate::output::matrix as out;
+use crate::output::matrix::{self as out, CellEntry, CellSummary};
+use crate::output::{out, outln};
 
 /// Version of `matrix.json`'s shape.
 pub const INDEX_VERSION: u32 = 1;
-
-/// One cell of the matrix.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CellEntry {
-    /// Stable id, also the result file's name without `.json`.
-    pub id: String,
-    pub period_ns: u64,
-    /// Load name, or `none`.
-    pub load: String,
-    /// Level in percent, for loads that take one.
-    pub level: Option<u8>,
-    /// The full load SPEC (absent for `none`).
-    pub spec: Option<String>,
-    /// Result file, relative to the matrix directory.
-    pub file: String,
-    /// `pending`, `done`, `interrupted`, `error`, `failed`.
-    pub status: String,
-    /// Why the cell failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The cell's figures (all threads together), once it ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub summary: Option<CellSummary>,
-}
-
-/// A cell's figures, from its result document's `all` series and `loads`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct CellSummary {
-    pub samples: u64,
-    pub min_ns: i64,
-    pub avg_ns: f64,
-    pub max_ns: i64,
-    pub stddev_ns: f64,
-    pub p99_9_ns: u64,
-    /// Wake-ups whose latency exceeded the period (a period was missed).
-    pub overruns: u64,
-    /// Mean achieved CPU share of the load's instances, percent (None: no load).
-    pub load_cpu_percent: Option<f64>,
-    pub end_reason: String,
-    pub duration_ns: u64,
-}
 
 /// `matrix.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -86,6 +46,10 @@ pub struct MatrixIndex {
     pub loads: Vec<String>,
     pub levels: Vec<u8>,
     pub samples: u64,
+    /// The options every cell shares (clock, wake, policy, threads, CPUs);
+    /// `--resume` refuses a directory made with other settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<serde_json::Value>,
     pub cells: Vec<CellEntry>,
 }
 
@@ -239,66 +203,87 @@ fn cells(a: &MatrixArgs) -> Result<Vec<(CellEntry, Option<LoadSpec>)>> {
     Ok(out)
 }
 
-/// The cyclic arguments of one cell, through clap so that every option not
-/// set here keeps `rtscope cyclic`'s default.
-#[derive(Parser)]
-#[command(name = "cyclic")]
-struct CellCli {
-    #[command(flatten)]
-    args: CyclicArgs,
+/// The options every cell shares: `rtscope cyclic`'s defaults and the
+/// matrix's own settings.
+fn base_options(a: &MatrixArgs) -> Result<CyclicOptions> {
+    Ok(CyclicOptions {
+        threads: a.threads,
+        cpus: a.cpus.clone(),
+        loops: Some(a.samples),
+        clock: a.clock,
+        wake: a.wake,
+        rt: a.rt.choice()?,
+        load_cpus: a.load_cpus.clone(),
+        outputs: Outputs {
+            quiet: true,
+            ..Outputs::default()
+        },
+        ..CyclicOptions::default()
+    })
 }
 
-fn value_name<T: ValueEnum>(v: &T) -> String {
-    v.to_possible_value()
-        .map(|p| p.get_name().to_string())
-        .unwrap_or_default()
-}
-
-fn cell_args(
-    a: &MatrixArgs,
+/// The options of one cell.
+fn cell_options(
+    base: &CyclicOptions,
     period_ns: u64,
     spec: Option<&LoadSpec>,
-    json: &Path,
-) -> Result<CyclicArgs> {
-    let mut argv: Vec<String> = vec![
-        "cyclic".into(),
-        "--period".into(),
-        format!("{period_ns}ns"),
-        "--loops".into(),
-        a.samples.to_string(),
-        "--json".into(),
-        json.display().to_string(),
-        "--quiet".into(),
-        "--clock".into(),
-        value_name(&a.clock),
-        "--wake".into(),
-        value_name(&a.wake),
-        "--policy".into(),
-        value_name(&a.rt.policy),
-        "--priority".into(),
-        a.rt.priority.to_string(),
-    ];
-    if a.rt.no_rt {
-        argv.push("--no-rt".into());
+    json: Option<&Path>,
+) -> CyclicOptions {
+    let mut o = base.clone();
+    o.period_ns = period_ns;
+    o.loads = spec.into_iter().cloned().collect();
+    o.outputs.json = json.map(Path::to_path_buf);
+    o
+}
+
+/// What `--resume` compares: the settings that shape every cell.
+fn settings(base: &CyclicOptions) -> serde_json::Value {
+    serde_json::json!({
+        "threads": base.threads,
+        "cpus": base.cpus,
+        "clock": base.clock,
+        "wake": base.wake,
+        "rt": base.rt,
+        "load_cpus": base.load_cpus,
+    })
+}
+
+/// Refuses to resume a matrix that was made with other settings: its cells
+/// would mix two experiments.
+fn check_resumable(dir: &Path, index: &MatrixIndex) -> Result<()> {
+    let Ok(text) = std::fs::read_to_string(dir.join("matrix.json")) else {
+        return Ok(());
+    };
+    let old: MatrixIndex = serde_json::from_str(&text).map_err(|e| {
+        usage(format!(
+            "--resume: {} is not a matrix index: {e}",
+            dir.join("matrix.json").display()
+        ))
+    })?;
+    let mut differ = Vec::new();
+    if old.periods_ns != index.periods_ns {
+        differ.push("--periods");
     }
-    if a.rt.default_system {
-        argv.push("--default-system".into());
+    if old.loads != index.loads {
+        differ.push("--loads");
     }
-    if let Some(t) = a.threads {
-        argv.extend(["--threads".into(), t.to_string()]);
+    if old.levels != index.levels {
+        differ.push("--levels");
     }
-    if let Some(c) = &a.cpus {
-        argv.extend(["--cpus".into(), format_cpu_list(c)]);
+    if old.samples != index.samples {
+        differ.push("--samples");
     }
-    if let Some(c) = &a.load_cpus {
-        argv.extend(["--load-cpus".into(), format_cpu_list(c)]);
+    if old.settings.is_some() && old.settings != index.settings {
+        differ.push("cell options (threads, CPUs, clock, wake, policy, priority)");
     }
-    if let Some(s) = spec {
-        argv.extend(["--load".into(), s.text.clone()]);
+    if differ.is_empty() {
+        return Ok(());
     }
-    CellCli::try_parse_from(&argv)
-        .map(|c| c.args)
-        .map_err(|e| usage(format!("cell options: {}", e.render().to_string().trim())))
+    Err(usage(format!(
+        "--resume: {} was made with other {}: give the same options, or another --out",
+        dir.display(),
+        differ.join(", ")
+    )))
 }
 
 /// Whether `path` holds a complete result of this cell.
@@ -330,7 +315,7 @@ pub fn summarize(doc: &ResultDocument) -> CellSummary {
     let shares: Vec<f64> = doc
         .loads
         .iter()
-        .filter_map(|l| l.get("achieved_cpu_percent_mean").and_then(|v| v.as_f64()))
+        .map(|l| l.achieved_cpu_percent_mean)
         .collect();
     let mut s = CellSummary {
         load_cpu_percent: (!shares.is_empty())
@@ -481,30 +466,37 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
             dir.display()
         )));
     }
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| usage(format!("--out {}: cannot create: {e}", dir.display())))?;
+    let base = base_options(&a)?;
     for (c, s) in &plan {
         // Validates every cell's options through cyclic's own planner.
-        cyclic::plan(&cell_args(&a, c.period_ns, s.as_ref(), &dir.join(&c.file))?)?;
+        cyclic::plan(&cell_options(&base, c.period_ns, s.as_ref(), None))?;
     }
-
-    let signals = super::StopSignals::install()?;
-    let stop = signals.flag.clone();
-
     let created_at = existing_created_at(&dir).unwrap_or_else(now_rfc3339);
     let mut index = MatrixIndex {
         kind: "rtscope-matrix".into(),
         version: INDEX_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").into(),
-        command_line: command_line(),
+        command_line: std::env::args().collect(),
         created_at,
         updated_at: String::new(),
         periods_ns: a.periods.clone(),
         loads: a.loads.clone(),
         levels: a.levels.clone(),
         samples: a.samples,
+        settings: Some(settings(&base)),
         cells: plan.iter().map(|c| c.0.clone()).collect(),
     };
+    if a.resume {
+        check_resumable(&dir, &index)?;
+    }
+    // Only now, with everything checked, does the directory appear.
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| usage(format!("--out {}: cannot create: {e}", dir.display())))?;
+    for c in &index.cells {
+        crate::output::files::check_output("--out", &dir.join(&c.file))?;
+    }
+    let signals = StopSignals::install()?;
+    let stop = signals.flag.clone();
     let est: Vec<u64> = index
         .cells
         .iter()
@@ -553,16 +545,22 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
             }
         }
         progress.begin(i + 1, n, &cell.id, done_ms, est[i]);
-        let result = cell_args(&a, cell.period_ns, spec.as_ref(), &path)
-            .and_then(|args| cyclic::plan(&args))
-            .and_then(|p| cyclic::execute(&p));
+        let result = cyclic::plan(&cell_options(
+            &base,
+            cell.period_ns,
+            spec.as_ref(),
+            Some(&path),
+        ))
+        .and_then(|p| cyclic::execute(&p));
         done_ms += est[i];
         let e = &mut index.cells[i];
         match result {
             Ok(o) => {
                 let s = summarize(&o.doc);
-                let mut errs: Vec<String> = o.write_errors.clone();
-                errs.extend(o.thread_errors.iter().cloned());
+                let mut errs: Vec<String> = o.thread_errors.clone();
+                if let Err(e) = o.doc.write(&path) {
+                    errs.push(format!("{}: {e}", path.display()));
+                }
                 e.status = if !errs.is_empty() {
                     "error".into()
                 } else if o.doc.end_reason == EndReason::Interrupted {
@@ -600,8 +598,8 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
     progress.finish();
     write_index(&dir, &mut index)?;
     drop(signals);
-    print!("{}", out::table(&index.cells));
-    println!(
+    out!("{}", out::table(&index.cells));
+    outln!(
         "matrix: {} (matrix.json, summary.md, summary.csv, one <cell>.json per cell)",
         dir.display()
     );
@@ -652,12 +650,12 @@ mod tests {
                 .collect::<Vec<_>>()
                 .join(","),
         );
-        #[derive(Parser)]
+        #[derive(clap::Parser)]
         struct W {
             #[command(flatten)]
             a: MatrixArgs,
         }
-        W::try_parse_from(argv).unwrap().a
+        <W as clap::Parser>::try_parse_from(argv).unwrap().a
     }
 
     #[test]
@@ -721,10 +719,16 @@ mod tests {
     fn cell_options_go_through_cyclic() {
         let a = args(&["cpu"], &[50], &[500_000]);
         let s = parse_spec("cpu:50").unwrap();
-        let c = cell_args(&a, 500_000, Some(&s), Path::new("/tmp/c.json")).unwrap();
-        assert_eq!(c.period, 500_000);
+        let base = base_options(&a).unwrap();
+        let c = cell_options(&base, 500_000, Some(&s), Some(Path::new("/tmp/c.json")));
+        assert_eq!(c.period_ns, 500_000);
         assert_eq!(c.loops, Some(10_000));
-        assert_eq!(c.loads.load, vec![s]);
-        assert!(c.out.quiet);
+        assert_eq!(c.loads, vec![s.clone()]);
+        assert!(c.outputs.quiet);
+        assert_eq!(c.outputs.json.as_deref(), Some(Path::new("/tmp/c.json")));
+        // Everything the matrix does not set is cyclic's default.
+        assert_eq!(c.spikes, CyclicOptions::default().spikes);
+        assert_eq!(c.start_delay_ns, CyclicOptions::default().start_delay_ns);
+        cyclic::plan(&cell_options(&base, 500_000, Some(&s), None)).unwrap();
     }
 }

@@ -15,18 +15,14 @@ use serde::Serialize;
 use serde_json::json;
 
 use rtscope_core::clock::measure::touched_buffer;
-use rtscope_core::clock::probe::PeriodSummary;
 use rtscope_core::clock::{delta, Counter, PeriodStats, Source, SourceInfo};
-use rtscope_core::result::{now_rfc3339, EndReason, ResultDocument, Series, Tool, SCHEMA_VERSION};
-use rtscope_core::rt::ThreadSetup;
+use rtscope_core::result::{EndReason, Series};
 use rtscope_core::sys;
-use rtscope_core::system::SystemSnapshot;
 use rtscope_core::units::format_ns;
 
 use super::clock::{prepare_sources, requested_ids, resolve_cpu, Prepared};
-use super::{check_output, command_line, resolve_rt, RtChoice, RunEnv};
+use super::run::{self, Finished, Outputs, RtChoice, RunSettings};
 use crate::cli::PeriodArgs;
-use crate::output::summary::render;
 
 /// Every setting of a period run (goes into the result document).
 #[derive(Debug, Clone, Serialize)]
@@ -42,22 +38,17 @@ pub struct PeriodPlan {
     pub rt: RtChoice,
     pub clock: &'static str,
     pub wake: &'static str,
-    pub json: Option<std::path::PathBuf>,
-    pub report: Option<std::path::PathBuf>,
-    #[serde(skip)]
-    pub quiet: bool,
+    /// `--json`, `--report`.
+    #[serde(flatten)]
+    pub outputs: Outputs,
 }
 
 /// Turns arguments into a validated plan.
 pub fn plan(a: &PeriodArgs) -> Result<PeriodPlan> {
     let cpu = resolve_cpu(a.cpu)?;
-    let rt = resolve_rt(&a.rt)?;
-    if let Some(p) = &a.out.json {
-        check_output("--json", p)?;
-    }
-    if let Some(p) = &a.out.report {
-        check_output("--report", p)?;
-    }
+    let rt = a.rt.choice()?;
+    let outputs = Outputs::from(&a.out);
+    outputs.check(&[])?;
     let mut periods = a.period.clone();
     periods.dedup();
     crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
@@ -72,9 +63,7 @@ pub fn plan(a: &PeriodArgs) -> Result<PeriodPlan> {
         rt,
         clock: "monotonic",
         wake: "absolute",
-        json: a.out.json.clone(),
-        report: a.out.report.clone(),
-        quiet: a.out.quiet,
+        outputs,
     })
 }
 
@@ -123,71 +112,48 @@ fn periodic_loop(
 /// Runs the experiment from the command line.
 pub fn run(a: PeriodArgs) -> Result<i32> {
     let plan = plan(&a)?;
-    let (doc, shown) = execute(&plan)?;
-    Ok(super::finish_run(
-        &doc,
-        &report(&doc, &shown),
-        plan.json.as_deref(),
-        plan.report.as_deref(),
-    ))
+    let f = execute(&plan)?;
+    let summary = crate::output::period::report(&f.doc, &f.shown);
+    Ok(run::deliver(&f.doc, &plan.outputs, vec![], &summary))
 }
 
 /// Measures and builds the result document.
-/// Also returns the warnings already printed when the run started.
-pub fn execute(plan: &PeriodPlan) -> Result<(ResultDocument, Vec<String>)> {
-    let system = SystemSnapshot::capture();
-    let env = RunEnv::setup(plan.rt.default_system)?;
-    // Background loads (crate::load): started and ramped up before measuring,
-    // stopped and reaped (also on errors, by their guard) after.
-    let loads =
-        crate::load::LoadSet::start_for_run(&plan.loads, plan.load_cpus.as_deref(), plan.quiet)?;
-    let started_at = now_rfc3339();
-    let start_clock = sys::clock_ns(libc::CLOCK_MONOTONIC);
+pub fn execute(plan: &PeriodPlan) -> Result<Finished> {
     let ids = requested_ids(&plan.requested_sources);
-    if !plan.quiet {
-        eprintln!(
-            "rtscope period: periods {}, {} cycles each, {} source{} asked, CPU {}, SCHED_{} {}, absolute sleeps on CLOCK_MONOTONIC",
-            plan.periods_ns.iter().map(|&p| format_ns(p)).collect::<Vec<_>>().join(","),
-            plan.cycles,
-            ids.len(),
-            if ids.len() == 1 { "" } else { "s" },
-            plan.cpu,
-            plan.rt.policy.name().to_uppercase(),
-            plan.rt.priority
-        );
-        for w in system.warnings().iter().chain(env.notes.iter()) {
-            eprintln!("warning: {w}");
-        }
-    }
-    let shown: Vec<String> = if plan.quiet {
-        vec![]
-    } else {
-        system
-            .warnings()
-            .into_iter()
-            .chain(env.notes.iter().cloned())
-            .collect()
-    };
+    let header = format!(
+        "rtscope period: periods {}, {} cycles each, {} source{} asked, CPU {}, SCHED_{} {}, absolute sleeps on CLOCK_MONOTONIC",
+        plan.periods_ns.iter().map(|&p| format_ns(p)).collect::<Vec<_>>().join(","),
+        plan.cycles,
+        ids.len(),
+        if ids.len() == 1 { "" } else { "s" },
+        plan.cpu,
+        plan.rt.policy.name().to_uppercase(),
+        plan.rt.priority
+    );
+    let run = run::begin(
+        &RunSettings {
+            rt: plan.rt,
+            loads: &plan.loads,
+            load_cpus: plan.load_cpus.as_deref(),
+            quiet: plan.outputs.quiet,
+        },
+        &header,
+    )?;
     let (ready, infos) = prepare_sources(
         &ids,
         plan.calibration_window_ns,
         0,
         &[],
-        &env.stop,
-        plan.quiet,
+        run.stop(),
+        plan.outputs.quiet,
     );
     if ready.is_empty() {
         return Err(anyhow!("none of the requested sources is available here"));
     }
-    let setup = ThreadSetup {
-        policy: plan.rt.policy,
-        priority: plan.rt.priority,
-        cpus: vec![plan.cpu],
-        timer_slack_ns: (!plan.rt.default_system).then_some(1),
-        prefault_stack: 128 * 1024,
-        block_signals: vec![libc::SIGINT, libc::SIGTERM],
-    };
-    let stop: &AtomicBool = &env.stop;
+    let setup = plan
+        .rt
+        .thread_setup(vec![plan.cpu], run::STOP_SIGNALS.to_vec());
+    let stop: &AtomicBool = run.stop();
     let ready_ref: &[Prepared] = &ready;
     let res = std::thread::scope(|s| {
         let h = std::thread::Builder::new()
@@ -226,8 +192,6 @@ pub fn execute(plan: &PeriodPlan) -> Result<(ResultDocument, Vec<String>)> {
         }
     });
     let (state, runs) = res.map_err(|e| anyhow!(e))?;
-    let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
-
     let k = ready.len();
     let mut series: Vec<Series> = Vec::new();
     let mut total_overruns = 0;
@@ -258,7 +222,7 @@ pub fn execute(plan: &PeriodPlan) -> Result<(ResultDocument, Vec<String>)> {
             series.push(s);
         }
     }
-    let mut warnings = super::run_warnings(&system, &env, &plan.rt);
+    let mut warnings = Vec::new();
     if total_overruns > 0 {
         warnings.push(format!(
             "{total_overruns} wake-ups came after the following deadline (the loop caught up on its grid)"
@@ -270,81 +234,26 @@ pub fn execute(plan: &PeriodPlan) -> Result<(ResultDocument, Vec<String>)> {
         );
     }
     let interrupted = stop.load(Ordering::Relaxed);
-    let mut plan_json = serde_json::to_value(plan).unwrap_or_default();
-    if let Some(o) = plan_json.as_object_mut() {
-        let infos: Vec<&SourceInfo> = infos.iter().collect();
-        o.insert("sources".into(), json!(infos));
-        o.insert("thread".into(), json!(state));
-        o.insert("mlocked".into(), json!(env.mlocked));
-        o.insert("cpu_dma_latency_held".into(), json!(env.dma_latency_held));
-    }
-    let load_reports = loads.stop();
-    let mut doc = ResultDocument {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool::default(),
-        experiment: "period".into(),
-        command_line: command_line(),
-        started_at,
-        ended_at: now_rfc3339(),
-        start_clock_ns: start_clock,
-        duration_ns: now.saturating_sub(start_clock),
-        end_reason: if interrupted {
-            EndReason::Interrupted
-        } else {
-            EndReason::Loops
-        },
-        plan: plan_json,
-        system,
-        series,
-        loads: vec![],
-        break_event: None,
-        threshold: None,
-        warnings,
+    let infos: Vec<&SourceInfo> = infos.iter().collect();
+    let plan_doc = Documented {
+        plan,
+        sources: infos,
+        thread: &state,
     };
-    crate::load::attach(&mut doc, &load_reports);
-    Ok((doc, shown))
+    let end = if interrupted {
+        EndReason::Interrupted
+    } else {
+        EndReason::Loops
+    };
+    Ok(run.finish("period", &plan_doc, series, end, warnings))
 }
 
-/// The per-source, per-period table of a period document (also for documents
-/// written by `PeriodProbe`).
-pub fn report(doc: &ResultDocument, already_shown: &[String]) -> String {
-    let mut rows = vec![vec![
-        "source".to_string(),
-        "period".into(),
-        "periods".into(),
-        "mean".into(),
-        "error".into(),
-        "jitter min".into(),
-        "jitter max".into(),
-        "stddev".into(),
-        "|jitter| p99".into(),
-    ]];
-    for s in &doc.series {
-        let sum: PeriodSummary = s
-            .attributes
-            .get("period")
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .unwrap_or_default();
-        rows.push(vec![
-            s.attributes
-                .get("source")
-                .and_then(|v| v.as_str())
-                .unwrap_or(&s.label)
-                .to_string(),
-            format_ns(sum.requested_ns),
-            sum.periods.to_string(),
-            format!("{:.1}", sum.mean_period_ns),
-            format!("{:+.1}", sum.error_ns),
-            format!("{:+.1}", sum.jitter_min_ns),
-            format!("{:+.1}", sum.jitter_max_ns),
-            format!("{:.1}", sum.jitter_stddev_ns),
-            sum.abs_jitter_p99_ns.to_string(),
-        ]);
-    }
-    let mut out = String::from("\nobserved loop period, ns (error = mean - requested):\n");
-    out.push_str(&render(&rows));
-    for w in doc.warnings.iter().filter(|w| !already_shown.contains(w)) {
-        out.push_str(&format!("warning: {w}\n"));
-    }
-    out
+/// The plan as the document records it: with the sources as found and the
+/// measurement thread as set up.
+#[derive(Serialize)]
+struct Documented<'a> {
+    #[serde(flatten)]
+    plan: &'a PeriodPlan,
+    sources: Vec<&'a SourceInfo>,
+    thread: &'a rtscope_core::rt::ThreadState,
 }

@@ -17,7 +17,7 @@ pub fn run(s: ImportSource) -> Result<i32> {
 }
 
 fn run_cyclictest(a: ImportCyclictestArgs) -> Result<i32> {
-    crate::experiment::check_output("--output", &a.output)?;
+    crate::output::files::check_output("--output", &a.output)?;
     let (path, doc) = if let Some(p) = &a.json {
         let bytes = std::fs::read(p).map_err(|e| usage(format!("{}: {e}", p.display())))?;
         let doc = cyclictest::from_json(&bytes, cyclictest::file_time(p))

@@ -260,7 +260,7 @@ pub static LOADS: &[LoadDef] = &[
 /// Puts load reports into a result document: the `loads` section, plus a
 /// warning per failed instance.
 pub fn attach(doc: &mut rtscope_core::result::ResultDocument, reports: &[LoadReport]) {
-    doc.loads = reports.iter().map(LoadReport::to_json).collect();
+    doc.loads = reports.to_vec();
     for r in reports {
         for e in &r.errors {
             doc.warnings.push(format!("load {}: {e}", r.spec));

@@ -25,7 +25,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use serde::Serialize;
 
 use rtscope_core::sys;
 use rtscope_core::units::{format_cpu_list, online_cpus};
@@ -40,57 +39,7 @@ pub const GRACE: Duration = Duration::from_secs(2);
 /// At most this share of MemAvailable may be mapped by loads in total.
 pub const MEMORY_CAP_PERCENT: u64 = 50;
 
-/// What one instance achieved.
-#[derive(Debug, Clone, Serialize)]
-pub struct InstanceReport {
-    pub index: usize,
-    /// Worker pid (also its process-group id).
-    pub pid: i32,
-    pub cpus: Vec<usize>,
-    /// CPU share over the window, percent of one CPU.
-    pub cpu_percent: f64,
-    /// Work counters, over the worker's whole life.
-    pub counters: BTreeMap<String, u64>,
-    /// `exited 0`, `exited 1`, `signal 9`, ...
-    pub exit: String,
-    /// The worker's own error, if it failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// What one load achieved (the object that goes into a result's `loads`).
-#[derive(Debug, Clone, Serialize)]
-pub struct LoadReport {
-    /// The SPEC as given.
-    pub spec: String,
-    pub name: String,
-    /// Requested CPU share per instance, percent (regulated loads only).
-    pub level: Option<u8>,
-    /// Number of instances (worker processes).
-    pub instances: usize,
-    /// CPUs the instances ran on.
-    pub cpus: Vec<usize>,
-    /// Length of the window the CPU share was measured over, seconds.
-    pub window_s: f64,
-    /// Worker lifetime (the counters' window), seconds.
-    pub lifetime_s: f64,
-    /// CPU share of each instance over the window, percent of one CPU.
-    pub achieved_cpu_percent: Vec<f64>,
-    /// Mean of `achieved_cpu_percent`.
-    pub achieved_cpu_percent_mean: f64,
-    /// Work counters summed over the instances.
-    pub counters: BTreeMap<String, u64>,
-    /// Per-instance detail.
-    pub instance_reports: Vec<InstanceReport>,
-    /// Instances that failed.
-    pub errors: Vec<String>,
-}
-
-impl LoadReport {
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or_default()
-    }
-}
+pub use rtscope_core::result::{InstanceReport, LoadReport};
 
 struct Instance {
     index: usize,

@@ -18,28 +18,11 @@
 
 use std::fmt::Write;
 
-use crate::experiment::cyclic::Aggregate;
+use rtscope_core::record::{MicrosecondBins, RunningStats};
 
-/// The histogram text for every thread of a run.
-pub fn cyclictest_text(agg: &Aggregate, dma_held: bool) -> String {
-    let cols: Vec<(
-        &rtscope_core::record::MicrosecondBins,
-        &rtscope_core::record::RunningStats,
-    )> = agg
-        .threads
-        .iter()
-        .filter_map(|t| t.us_bins.as_ref().map(|b| (b, &t.rec.stats)))
-        .collect();
-    render(&cols, dma_held)
-}
-
-fn render(
-    cols: &[(
-        &rtscope_core::record::MicrosecondBins,
-        &rtscope_core::record::RunningStats,
-    )],
-    dma_held: bool,
-) -> String {
+/// The histogram text: one column per thread (its 1 µs bins and its exact
+/// min/mean/max), in cyclictest's layout.
+pub fn cyclictest_text(cols: &[(&MicrosecondBins, &RunningStats)], dma_held: bool) -> String {
     let mut out = String::new();
     if dma_held {
         out.push_str("# /dev/cpu_dma_latency set to 0us\n");
@@ -114,7 +97,7 @@ mod tests {
             b1.record(v, 0);
             s1.push(v);
         }
-        let t = render(&[(&b0, &s0), (&b1, &s1)], true);
+        let t = cyclictest_text(&[(&b0, &s0), (&b1, &s1)], true);
         let want = "# /dev/cpu_dma_latency set to 0us
 # Histogram
 000000 000000\t000002

@@ -8,7 +8,6 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use super::us1;
-use crate::experiment::cyclic::{Aggregate, CyclicPlan};
 
 pub struct Live {
     quiet: bool,
@@ -35,8 +34,8 @@ impl Live {
         }
     }
 
-    /// Redraws if it is time to.
-    pub fn update(&mut self, agg: &Aggregate, plan: &CyclicPlan, elapsed: Duration) {
+    /// Redraws if it is time to; `rows` is only called then.
+    pub fn update(&mut self, rows: impl FnOnce() -> Vec<ThreadStatus>, elapsed: Duration) {
         if self.quiet || self.last.is_some_and(|l| l.elapsed() < self.every()) {
             return;
         }
@@ -50,7 +49,7 @@ impl Live {
         if self.tty && self.lines > 0 {
             out.push_str(&format!("\x1b[{}A", self.lines));
         }
-        let lines = thread_lines(agg, plan);
+        let lines = thread_lines(&rows());
         if !self.tty {
             out.push_str(&format!("[{:.0} s]\n", elapsed.as_secs_f64()));
         }
@@ -71,26 +70,40 @@ impl Live {
     pub fn finish(&mut self) {}
 }
 
+/// One measurement thread's figures so far.
+#[derive(Debug, Clone, Default)]
+pub struct ThreadStatus {
+    pub index: usize,
+    pub tid: i32,
+    pub priority: i32,
+    pub period_ns: u64,
+    pub count: u64,
+    pub min_ns: i64,
+    /// The latest sample's latency.
+    pub act_ns: i64,
+    pub mean_ns: f64,
+    pub max_ns: i64,
+    pub overruns: u64,
+}
+
 /// cyclictest-style status lines, one per thread.
-pub fn thread_lines(agg: &Aggregate, plan: &CyclicPlan) -> Vec<String> {
-    agg.threads
-        .iter()
+pub fn thread_lines(rows: &[ThreadStatus]) -> Vec<String> {
+    rows.iter()
         .map(|t| {
-            let st = &t.rec.stats;
-            let n = st.count();
-            let act = t.last.map_or(0, |s| s.latency_ns);
+            let n = t.count;
+            let v = |x: f64| if n > 0 { us1(x) } else { "-".into() };
             format!(
                 "T:{:>2} ({:>7}) P:{:>2} I:{:<6} C:{:>9} Min:{:>8} Act:{:>8} Avg:{:>8} Max:{:>9} Ovr:{:>6}",
-                t.plan.index,
-                t.state.as_ref().map_or(0, |s| s.tid),
-                plan.rt.priority,
-                t.plan.period_ns / 1000,
+                t.index,
+                t.tid,
+                t.priority,
+                t.period_ns / 1000,
                 n,
-                if n > 0 { us1(st.min() as f64) } else { "-".into() },
-                if n > 0 { us1(act as f64) } else { "-".into() },
-                if n > 0 { us1(st.mean()) } else { "-".into() },
-                if n > 0 { us1(st.max() as f64) } else { "-".into() },
-                t.rec.overruns,
+                v(t.min_ns as f64),
+                v(t.act_ns as f64),
+                v(t.mean_ns),
+                v(t.max_ns as f64),
+                t.overruns,
             )
         })
         .collect()

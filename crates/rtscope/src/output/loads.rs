@@ -1,13 +1,9 @@
 //! The loads table: what each background load achieved, from a result
 //! document's `loads` section (so it works on files read back, too).
 
-use serde_json::Value;
+use rtscope_core::result::LoadReport;
 
 use super::summary::render;
-
-fn num(v: &Value, k: &str) -> f64 {
-    v.get(k).and_then(Value::as_f64).unwrap_or(0.0)
-}
 
 /// `12345` -> `12.3k`, for counters and rates.
 pub fn si(x: f64) -> String {
@@ -27,7 +23,7 @@ pub fn si(x: f64) -> String {
 
 /// One row per load: spec, instances, CPUs, level, achieved CPU % (mean and
 /// per instance), counters with their rate per second. Empty if no load ran.
-pub fn table(loads: &[Value]) -> String {
+pub fn table(loads: &[LoadReport]) -> String {
     if loads.is_empty() {
         return String::new();
     }
@@ -44,63 +40,57 @@ pub fn table(loads: &[Value]) -> String {
     .map(|s| s.to_string())
     .collect()];
     for l in loads {
-        let life = num(l, "lifetime_s").max(1e-9);
+        let life = l.lifetime_s.max(1e-9);
         let counters = l
-            .get("counters")
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| {
-                        let n = v.as_f64().unwrap_or(0.0);
-                        format!("{k} {} ({}/s)", si(n), si(n / life))
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ")
+            .counters
+            .iter()
+            .map(|(k, &v)| {
+                let n = v as f64;
+                format!("{k} {} ({}/s)", si(n), si(n / life))
             })
-            .unwrap_or_default();
+            .collect::<Vec<_>>()
+            .join(", ");
         let per: Vec<String> = l
-            .get("achieved_cpu_percent")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .map(|x| format!("{:.1}", x.as_f64().unwrap_or(0.0)))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let cpus: Vec<usize> = l
-            .get("cpus")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|c| c.as_u64().map(|c| c as usize))
-                    .collect()
-            })
-            .unwrap_or_default();
+            .achieved_cpu_percent
+            .iter()
+            .map(|x| format!("{x:.1}"))
+            .collect();
         rows.push(vec![
-            l.get("spec")
-                .and_then(Value::as_str)
-                .unwrap_or("?")
-                .to_string(),
-            l.get("instances")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-                .to_string(),
-            rtscope_core::units::format_cpu_list(&cpus),
-            l.get("level")
-                .and_then(Value::as_u64)
-                .map_or("-".into(), |x| x.to_string()),
-            format!("{:.1}", num(l, "achieved_cpu_percent_mean")),
+            super::printable(&l.spec).into_owned(),
+            l.instances.to_string(),
+            rtscope_core::units::format_cpu_list(&l.cpus),
+            l.level.map_or("-".into(), |x| x.to_string()),
+            format!("{:.1}", l.achieved_cpu_percent_mean),
             per.join(" "),
             counters,
         ]);
     }
     let mut out = format!(
         "\nloads (CPU share over {:.1} s, counters over {:.1} s):\n",
-        num(&loads[0], "window_s"),
-        num(&loads[0], "lifetime_s")
+        loads[0].window_s, loads[0].lifetime_s
     );
     out.push_str(&render(&rows));
+    for l in loads {
+        if let Some(w) = shortfall(l) {
+            out.push_str(&format!("WARNING: {w}\n"));
+        }
+    }
     out
+}
+
+/// Says when a load did not deliver what was asked: an instance failed, or
+/// a regulated load reached less than half of its level.
+pub fn shortfall(l: &LoadReport) -> Option<String> {
+    if !l.errors.is_empty() {
+        return Some(format!("load {} failed: {}", l.spec, l.errors.join("; ")));
+    }
+    let level = f64::from(l.level?);
+    (l.instances > 0 && l.achieved_cpu_percent_mean < level / 2.0).then(|| {
+        format!(
+            "load {} reached {:.1} % CPU of the {level:.0} % asked: the measurement ran under less load than planned",
+            l.spec, l.achieved_cpu_percent_mean
+        )
+    })
 }
 
 #[cfg(test)]
@@ -109,12 +99,13 @@ mod tests {
 
     #[test]
     fn renders_a_load() {
-        let l = serde_json::json!({
+        let l: LoadReport = serde_json::from_value(serde_json::json!({
             "spec": "cpu:50", "instances": 2, "cpus": [0, 1], "level": 50,
             "window_s": 5.0, "lifetime_s": 5.2,
             "achieved_cpu_percent": [49.8, 50.2], "achieved_cpu_percent_mean": 50.0,
             "counters": {"ops": 52000}
-        });
+        }))
+        .unwrap();
         let t = table(&[l]);
         assert!(t.contains("cpu:50"), "{t}");
         assert!(t.contains("49.8 50.2"), "{t}");
@@ -122,5 +113,22 @@ mod tests {
         assert_eq!(table(&[]), "");
         assert_eq!(si(1_500_000.0), "1.5M");
         assert_eq!(si(12.0), "12");
+        assert!(!t.contains("WARNING"), "{t}");
+    }
+
+    #[test]
+    fn warns_when_a_load_falls_short() {
+        let mut l = LoadReport {
+            spec: "cpu:50".into(),
+            level: Some(50),
+            instances: 2,
+            achieved_cpu_percent_mean: 24.0,
+            ..Default::default()
+        };
+        assert!(table(std::slice::from_ref(&l)).contains("WARNING: load cpu:50 reached 24.0 %"));
+        l.achieved_cpu_percent_mean = 26.0;
+        assert!(shortfall(&l).is_none());
+        l.errors.push("instance 1: exited 1".into());
+        assert!(shortfall(&l).unwrap().contains("failed"));
     }
 }

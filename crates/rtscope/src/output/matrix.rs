@@ -1,8 +1,8 @@
 //! The matrix summary: one row per cell, as an aligned text table, Markdown
 //! and CSV. Latencies in microseconds with one decimal.
 
-use crate::experiment::matrix::{CellEntry, CellSummary};
 use rtscope_core::units::format_ns;
+use serde::{Deserialize, Serialize};
 
 use super::{summary::render, us1};
 
@@ -40,6 +40,47 @@ fn row(c: &CellEntry) -> Vec<String> {
             .map_or("-".into(), |p| format!("{p:.1}")),
         c.status.clone(),
     ]
+}
+
+/// One cell of the matrix.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellEntry {
+    /// Stable id, also the result file's name without `.json`.
+    pub id: String,
+    pub period_ns: u64,
+    /// Load name, or `none`.
+    pub load: String,
+    /// Level in percent, for loads that take one.
+    pub level: Option<u8>,
+    /// The full load SPEC (absent for `none`).
+    pub spec: Option<String>,
+    /// Result file, relative to the matrix directory.
+    pub file: String,
+    /// `pending`, `done`, `interrupted`, `error`, `failed`.
+    pub status: String,
+    /// Why the cell failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The cell's figures (all threads together), once it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<CellSummary>,
+}
+
+/// A cell's figures, from its result document's `all` series and `loads`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CellSummary {
+    pub samples: u64,
+    pub min_ns: i64,
+    pub avg_ns: f64,
+    pub max_ns: i64,
+    pub stddev_ns: f64,
+    pub p99_9_ns: u64,
+    /// Wake-ups whose latency exceeded the period (a period was missed).
+    pub overruns: u64,
+    /// Mean achieved CPU share of the load's instances, percent (None: no load).
+    pub load_cpu_percent: Option<f64>,
+    pub end_reason: String,
+    pub duration_ns: u64,
 }
 
 /// The terminal table.

@@ -674,7 +674,7 @@ fn system_diff(runs: &[Run]) -> String {
 /// `rtscope compare`.
 pub fn run(a: CompareArgs) -> Result<i32> {
     if let Some(p) = &a.html {
-        crate::experiment::check_output("--html", p)?;
+        crate::output::files::check_output("--html", p)?;
     }
     let cs = collect(&a.files, &a.matches)?;
     for (i, c) in cs.iter().enumerate() {

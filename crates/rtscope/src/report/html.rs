@@ -134,7 +134,12 @@ pub fn run_section(r: &Run) -> String {
     s.push_str(&chart_block(&plotted, "Latency over time", "timeline"));
     s.push_str(&chart_block(&plotted, "Percentiles", "percentiles"));
     s.push_str(&spikes_table(d, unit));
-    s.push_str(&loads_table(&d.loads));
+    let loads: Vec<serde_json::Value> = d
+        .loads
+        .iter()
+        .filter_map(|l| serde_json::to_value(l).ok())
+        .collect();
+    s.push_str(&loads_table(&loads));
     s.push_str(&attributes_details(&d.series));
     s
 }

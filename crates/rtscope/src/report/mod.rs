@@ -112,7 +112,7 @@ pub fn write_html(docs: &[ResultDocument], path: &Path) -> std::io::Result<()> {
 
 /// `rtscope report RESULT.json... -o report.html`.
 pub fn run_report(a: ReportArgs) -> Result<i32> {
-    crate::experiment::check_output("--output", &a.output)?;
+    crate::output::files::check_output("--output", &a.output)?;
     let names = run_names(&a.files);
     let mut runs = Vec::new();
     for (p, name) in a.files.iter().zip(names) {

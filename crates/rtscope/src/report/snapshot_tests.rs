@@ -79,8 +79,14 @@ pub fn fixed_doc_with_spike(host: &str, shift_ns: i64, spike_ns: i64) -> ResultD
             sched_rt_runtime_us: Some(-1),
             ..Default::default()
         },
+        environment: None,
         series: vec![t0.to_series("thread 0", 0), all.to_series("all", 0)],
-        loads: vec![serde_json::json!({"name": "cpu", "instances": 4, "achieved_cpu_share": 0.97})],
+        loads: vec![rtscope_core::result::LoadReport {
+            name: "cpu".into(),
+            instances: 4,
+            achieved_cpu_percent_mean: 97.0,
+            ..Default::default()
+        }],
         break_event: None,
         threshold: None,
         warnings: vec![],

@@ -26,24 +26,23 @@ mod unix;
 
 use std::cell::RefCell;
 use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::json;
 
+use rtscope_core::named::MeasureClock;
 use rtscope_core::record::SeriesRecorder;
-use rtscope_core::result::{now_rfc3339, EndReason, ResultDocument, Series, Tool, SCHEMA_VERSION};
+use rtscope_core::result::{EndReason, Series};
 use rtscope_core::sample::Sample;
-use rtscope_core::sys::{self, ClockId};
-use rtscope_core::system::SystemSnapshot;
+use rtscope_core::sys::ClockId;
 use rtscope_core::units::{format_cpu_list, format_ns, online_cpus};
 
-use super::{check_output, command_line, resolve_rt, RtChoice, RunEnv};
+use super::run::{self, Outputs, RtChoice, RunSettings};
 use crate::cli::{IpcArgs, IpcBetweenArg, IpcPatternArg};
 use crate::error::{usage, EXIT_OK, EXIT_RUN};
-use crate::output::{summary, us1};
+use crate::output::summary;
 
 /// Every timestamp of this experiment is taken on this clock.
 pub const CLOCK: ClockId = libc::CLOCK_MONOTONIC;
@@ -299,10 +298,11 @@ pub struct IpcPlan {
     pub spikes: usize,
     /// Mechanism x pattern combinations left out of `all` (not supported).
     pub skipped: Vec<String>,
-    pub json: Option<PathBuf>,
-    pub report: Option<PathBuf>,
-    #[serde(skip)]
-    pub quiet: bool,
+    /// `--json`, `--report`.
+    #[serde(flatten)]
+    pub outputs: Outputs,
+    /// The clock every time stamp is taken on.
+    pub clock: MeasureClock,
 }
 
 impl IpcPlan {
@@ -471,7 +471,7 @@ pub fn plan(a: &IpcArgs) -> Result<IpcPlan> {
         None => (None, None, "not pinned".to_string()),
     };
 
-    let rt = resolve_rt(&a.rt)?;
+    let rt = a.rt.choice()?;
     let (receiver_priority, sender_priority) = if rt.policy.is_rt() {
         let r = rt.priority;
         let s = a.sender_priority.map_or((r - 1).max(1), i32::from);
@@ -480,11 +480,8 @@ pub fn plan(a: &IpcArgs) -> Result<IpcPlan> {
         (0, 0)
     };
 
-    for (flag, p) in [("--json", &a.out.json), ("--report", &a.out.report)] {
-        if let Some(p) = p {
-            check_output(flag, p)?;
-        }
-    }
+    let outputs = Outputs::from(&a.out);
+    outputs.check(&[])?;
 
     crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
     Ok(IpcPlan {
@@ -502,9 +499,8 @@ pub fn plan(a: &IpcArgs) -> Result<IpcPlan> {
         start_delay_ns: 1_000_000,
         spikes: 16,
         skipped,
-        json: a.out.json.clone(),
-        report: a.out.report.clone(),
-        quiet: a.out.quiet,
+        outputs,
+        clock: MeasureClock::Monotonic,
     })
 }
 
@@ -685,68 +681,6 @@ fn header(plan: &IpcPlan) -> String {
     )
 }
 
-/// The end-of-run tables: mechanisms sorted by median, then the driving task's activation.
-pub fn summary_text(doc: &ResultDocument, repetitions: u64) -> String {
-    let mut out = String::new();
-    let mut hdr = vec!["series (us)", "count", "min", "p50", "p99", "p99.9", "max"];
-    if repetitions > 1 {
-        hdr.push("rep p50 range");
-    }
-    for (measures, title) in [
-        ("latency", ""),
-        (
-            "activation",
-            "periodic activation (the driving task's own wake-up latency):\n",
-        ),
-    ] {
-        let mut ss: Vec<&Series> = doc
-            .series
-            .iter()
-            .filter(|s| s.attributes.get("measures").and_then(|v| v.as_str()) == Some(measures))
-            .collect();
-        if ss.is_empty() {
-            continue;
-        }
-        ss.sort_by_key(|s| (s.stats.p50_ns, s.stats.max_ns));
-        let mut rows: Vec<Vec<String>> = vec![hdr.iter().map(|s| s.to_string()).collect()];
-        for s in ss {
-            let st = &s.stats;
-            let f = |v: f64| {
-                if st.count == 0 {
-                    "-".to_string()
-                } else {
-                    us1(v)
-                }
-            };
-            let mut row = vec![
-                s.label.clone(),
-                st.count.to_string(),
-                f(st.min_ns as f64),
-                f(st.p50_ns as f64),
-                f(st.p99_ns as f64),
-                f(st.p99_9_ns as f64),
-                f(st.max_ns as f64),
-            ];
-            if repetitions > 1 {
-                let reps: Vec<i64> = s
-                    .attributes
-                    .get("repetition_summaries")
-                    .and_then(|v| v.as_array())
-                    .map(|a| a.iter().filter_map(|r| r["p50_ns"].as_i64()).collect())
-                    .unwrap_or_default();
-                row.push(match (reps.iter().min(), reps.iter().max()) {
-                    (Some(lo), Some(hi)) => format!("{}..{}", us1(*lo as f64), us1(*hi as f64)),
-                    _ => "-".into(),
-                });
-            }
-            rows.push(row);
-        }
-        out.push_str(title);
-        out.push_str(&summary::render(&rows));
-    }
-    out
-}
-
 /// Refuses to start when the real-time setup cannot work (no privilege, a CPU
 /// that cannot be used), before anything is measured: one line, exit 1.
 fn preflight(plan: &IpcPlan) -> Result<()> {
@@ -779,27 +713,25 @@ pub fn run(a: IpcArgs) -> Result<i32> {
     }
     let plan = plan(&a)?;
     preflight(&plan)?;
-    let env = RunEnv::setup(plan.rt.default_system)?;
-    let system = SystemSnapshot::capture();
-    // Background loads (crate::load): started and ramped up before measuring,
-    // stopped and reaped (also on errors, by their guard) after.
-    let loads =
-        crate::load::LoadSet::start_for_run(&plan.loads, plan.load_cpus.as_deref(), plan.quiet)?;
+    let run = run::begin(
+        &RunSettings {
+            rt: plan.rt,
+            loads: &plan.loads,
+            load_cpus: plan.load_cpus.as_deref(),
+            quiet: plan.outputs.quiet,
+        },
+        &header(&plan),
+    )?;
     let dir = tempfile::Builder::new()
         .prefix("rtscope-ipc-")
         .tempdir()
         .context("cannot create a temporary directory")?;
-    if !plan.quiet {
-        crate::output::say(&format!("{}\n", header(&plan)));
-    }
-    let started_at = now_rfc3339();
-    let start_ns = sys::clock_ns(CLOCK);
     let mut series = Vec::new();
     let mut errors: Vec<String> = Vec::new();
     let mut end = EndReason::Loops;
     let mut threads_stuck = false;
     for (k, s) in plan.sessions.iter().enumerate() {
-        if env.stop.load(Ordering::Relaxed) {
+        if run.stopped() {
             end = EndReason::Interrupted;
             break;
         }
@@ -810,14 +742,14 @@ pub fn run(a: IpcArgs) -> Result<i32> {
             ));
             continue;
         }
-        match runner::run_session(&plan, s, dir.path(), &k.to_string(), &env) {
+        match runner::run_session(&plan, s, dir.path(), &k.to_string(), &run.env) {
             Ok(d) => {
                 threads_stuck |= d.thread_left;
                 if let Some(e) = &d.error {
                     errors.push(format!("{name}: {e}"));
                 }
                 let new = session_series(&plan, s, &d);
-                if !plan.quiet {
+                if !plan.outputs.quiet {
                     let l = &new[0].stats;
                     crate::output::say(&format!(
                         "  {name}: {} samples, p50 {} max {}\n",
@@ -844,52 +776,15 @@ pub fn run(a: IpcArgs) -> Result<i32> {
         end = EndReason::Error;
     }
 
-    let mut warnings = system.warnings();
-    warnings.extend(env.notes.iter().cloned());
-    if !plan.rt.policy.is_rt() {
-        warnings.push(format!(
-            "measured as SCHED_{} without real-time priority{}",
-            plan.rt.policy.name().to_uppercase(),
-            if plan.rt.no_rt { " (--no-rt)" } else { "" }
-        ));
-    }
-    for s in &plan.skipped {
-        warnings.push(format!("{s}: not supported, skipped"));
-    }
+    let mut warnings: Vec<String> = plan
+        .skipped
+        .iter()
+        .map(|s| format!("{s}: not supported, skipped"))
+        .collect();
     warnings.extend(errors.iter().cloned());
-    let mut plan_json = serde_json::to_value(&plan).unwrap_or_default();
-    if let Some(o) = plan_json.as_object_mut() {
-        o.insert("mlocked".into(), json!(env.mlocked));
-        o.insert("cpu_dma_latency_held".into(), json!(env.dma_latency_held));
-        o.insert("clock".into(), json!("monotonic"));
-    }
-    let load_reports = loads.stop();
-    let mut doc = ResultDocument {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool::default(),
-        experiment: "ipc".into(),
-        command_line: command_line(),
-        started_at,
-        ended_at: now_rfc3339(),
-        start_clock_ns: start_ns,
-        duration_ns: sys::clock_ns(CLOCK).saturating_sub(start_ns),
-        end_reason: end,
-        plan: plan_json,
-        system,
-        series,
-        loads: vec![],
-        break_event: None,
-        threshold: None,
-        warnings,
-    };
-    crate::load::attach(&mut doc, &load_reports);
-
-    let code = super::finish_run(
-        &doc,
-        &summary_text(&doc, plan.repetitions),
-        plan.json.as_deref(),
-        plan.report.as_deref(),
-    );
+    let f = run.finish("ipc", &plan, series, end, warnings);
+    let summary = crate::output::ipc::summary_text(&f.doc, plan.repetitions);
+    let code = run::deliver(&f.doc, &plan.outputs, vec![], &summary);
     for e in &errors {
         eprintln!("error: {e}");
     }

@@ -31,7 +31,7 @@ use rtscope_core::rt::{permission_advice, RtError, ThreadSetup, ThreadState};
 use rtscope_core::sys::{self, ChildExit, SharedArray};
 
 use super::{find, signal, ChannelEnv, IpcPlan, Pattern, Rx, Session, Tx, CLOCK};
-use crate::experiment::RunEnv;
+use crate::experiment::run::RunEnv;
 
 // Control block words.
 const RX_READY: usize = 0;

@@ -1,0 +1,447 @@
+//! The run harness: everything around an experiment's measurement, once.
+//!
+//! ```text
+//! plan ─► begin(settings, header) ─► Run ─► experiment measures (Run::stop ends it)
+//!                                     │
+//!          Run::document (checkpoints) ┤
+//!                                     ▼
+//!        Run::finish(plan, series, end) ─► ResultDocument ─► deliver(doc, outputs, summary)
+//! ```
+//!
+//! [`begin`] refuses a real-time run without the right to one (before any
+//! calibration or load), wires SIGINT/SIGTERM/SIGHUP to the stop flag, locks
+//! memory and holds `/dev/cpu_dma_latency`, starts the background loads and
+//! prints the header and the warnings. [`Run::finish`] stops and reaps the
+//! loads and builds the [`ResultDocument`] (run environment, warnings, loads).
+//! [`deliver`] writes every requested file first, then prints, so a closed
+//! terminal never loses a result.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use rtscope_core::result::{EndReason, ResultDocument, RunEnvironment, Series};
+use rtscope_core::rt::{self, DmaLatencyGuard, Policy, ThreadSetup};
+use rtscope_core::sys::{self, ClockId};
+use rtscope_core::system::SystemSnapshot;
+
+use crate::error::{usage, EXIT_OK, EXIT_RUN};
+use crate::load::{LoadSet, LoadSpec};
+use crate::output::files::OutputPaths;
+use crate::output::say;
+
+/// The resolved real-time settings of an experiment's measurement threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RtChoice {
+    pub policy: Policy,
+    pub priority: i32,
+    /// `--no-rt`: the result is marked as measured without RT scheduling.
+    pub no_rt: bool,
+    /// `--default-system`: no system tuning.
+    pub default_system: bool,
+}
+
+impl RtChoice {
+    /// Validates a policy and priority (`--no-rt` forces SCHED_OTHER).
+    pub fn new(policy: Policy, priority: u8, no_rt: bool, default_system: bool) -> Result<Self> {
+        let policy = if no_rt { Policy::Other } else { policy };
+        let priority = if policy.is_rt() {
+            if !(1..=99).contains(&priority) {
+                return Err(usage(format!(
+                    "--priority {priority} is not valid for --policy {policy} (use 1-99)"
+                )));
+            }
+            i32::from(priority)
+        } else {
+            0
+        };
+        Ok(RtChoice {
+            policy,
+            priority,
+            no_rt,
+            default_system,
+        })
+    }
+
+    /// What a measurement thread on `cpus` asks for.
+    pub fn thread_setup(&self, cpus: Vec<usize>, block_signals: Vec<i32>) -> ThreadSetup {
+        ThreadSetup {
+            policy: self.policy,
+            priority: self.priority,
+            cpus,
+            timer_slack_ns: (!self.default_system).then_some(1),
+            prefault_stack: 128 * 1024,
+            block_signals,
+        }
+    }
+
+    /// Refuses a real-time policy this process may not use, with the fix,
+    /// before anything is started (a thread tries it and ends).
+    pub fn check_allowed(&self) -> Result<()> {
+        if !self.policy.is_rt() {
+            return Ok(());
+        }
+        let probe = self.thread_setup(vec![], vec![]);
+        let res = std::thread::spawn(move || probe.apply().map(|_| ()))
+            .join()
+            .unwrap_or(Ok(()));
+        match res {
+            Err(e @ rt::RtError::Permission(_)) => Err(anyhow::anyhow!(e)),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP (a dropped terminal or ssh session) wired to a
+/// stop flag while this value lives. A second signal ends the process at
+/// once (exit 130), saying that the results were not written. The handlers
+/// are removed on drop, so that a later run in the same process (a matrix
+/// cell) starts with a fresh flag.
+pub struct StopSignals {
+    /// Raised by the first signal.
+    pub flag: Arc<AtomicBool>,
+    handle: signal_hook::iterator::Handle,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The signals that stop a run.
+pub const STOP_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+impl StopSignals {
+    /// Registers the handlers and the thread that acts on them.
+    pub fn install() -> Result<Self> {
+        let flag = Arc::new(AtomicBool::new(false));
+        let mut signals = signal_hook::iterator::Signals::new(STOP_SIGNALS)?;
+        let handle = signals.handle();
+        let f = flag.clone();
+        let thread = std::thread::Builder::new()
+            .name("rtscope-signals".into())
+            .spawn(move || {
+                // The handlers run on other threads; this one only reads their pipe.
+                let _ = sys::block_signals(&STOP_SIGNALS);
+                let mut seen = false;
+                for sig in signals.forever() {
+                    if seen {
+                        eprintln!(
+                            "rtscope: second {} signal: exiting at once; the results of this run were not written",
+                            signal_name(sig)
+                        );
+                        std::process::exit(130);
+                    }
+                    seen = true;
+                    f.store(true, Ordering::SeqCst);
+                }
+            })?;
+        Ok(StopSignals {
+            flag,
+            handle,
+            thread: Some(thread),
+        })
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGINT => "interrupt (SIGINT)",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "hangup (SIGHUP)",
+        _ => "stop",
+    }
+}
+
+impl Drop for StopSignals {
+    fn drop(&mut self) {
+        self.handle.close();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// What the run changed in the system, undone on drop.
+pub struct RunEnv {
+    /// Raised by a stop signal, or by the experiment itself (duration, break).
+    pub stop: Arc<AtomicBool>,
+    _dma: Option<DmaLatencyGuard>,
+    /// Whether memory is locked.
+    pub mlocked: bool,
+    /// Whether `/dev/cpu_dma_latency` is held at 0.
+    pub dma_latency_held: bool,
+    /// What could not be set up (the run goes on; these become warnings).
+    pub notes: Vec<String>,
+    _signals: StopSignals,
+}
+
+impl RunEnv {
+    /// Wires the stop signals, and unless `default_system`, locks memory and
+    /// holds `/dev/cpu_dma_latency` at 0.
+    pub fn setup(default_system: bool) -> Result<Self> {
+        let signals = StopSignals::install()?;
+        let stop = signals.flag.clone();
+        let mut notes = Vec::new();
+        let (mut mlocked, mut dma) = (false, None);
+        if !default_system {
+            match rt::lock_memory() {
+                Ok(()) => mlocked = true,
+                Err(e) => notes.push(format!("{e}: page faults can add latency")),
+            }
+            match DmaLatencyGuard::acquire(0) {
+                Ok(g) => dma = Some(g),
+                Err(e) => notes.push(format!(
+                    "/dev/cpu_dma_latency not held ({e}): deep idle states can add latency"
+                )),
+            }
+        }
+        Ok(RunEnv {
+            stop,
+            dma_latency_held: dma.is_some(),
+            _dma: dma,
+            mlocked,
+            notes,
+            _signals: signals,
+        })
+    }
+}
+
+impl Drop for RunEnv {
+    fn drop(&mut self) {
+        if self.mlocked {
+            sys::munlockall();
+        }
+    }
+}
+
+/// What [`begin`] needs: the part of a plan every experiment has.
+pub struct RunSettings<'a> {
+    pub rt: RtChoice,
+    pub loads: &'a [LoadSpec],
+    pub load_cpus: Option<&'a [usize]>,
+    /// No header, warnings or progress on stderr.
+    pub quiet: bool,
+}
+
+/// A run in progress.
+pub struct Run {
+    pub system: SystemSnapshot,
+    pub env: RunEnv,
+    loads: crate::load::supervisor::RunningLoads,
+    rt: RtChoice,
+    started_at: String,
+    clock: ClockId,
+    start_clock_ns: u64,
+    /// Warnings already printed when the run started (the summary skips them).
+    pub shown: Vec<String>,
+}
+
+/// Starts a run: checks the right to real-time scheduling, sets up the
+/// environment and the loads, prints `header` and the warnings.
+pub fn begin(s: &RunSettings, header: &str) -> Result<Run> {
+    s.rt.check_allowed()?;
+    let system = SystemSnapshot::capture();
+    let env = RunEnv::setup(s.rt.default_system)?;
+    if !s.quiet {
+        eprintln!("{}", crate::output::printable(header));
+    }
+    // Background loads: ramped up before measuring, stopped and reaped (also
+    // on errors, by their guard) when the run ends.
+    let loads = LoadSet::start_for_run(s.loads, s.load_cpus, s.quiet)?;
+    let mut shown = Vec::new();
+    if !s.quiet {
+        shown = system
+            .warnings()
+            .into_iter()
+            .chain(env.notes.iter().cloned())
+            .collect();
+        for w in &shown {
+            eprintln!("warning: {}", crate::output::printable(w));
+        }
+    }
+    Ok(Run {
+        system,
+        env,
+        loads,
+        rt: s.rt,
+        started_at: rtscope_core::result::now_rfc3339(),
+        clock: libc::CLOCK_MONOTONIC,
+        start_clock_ns: sys::clock_ns(libc::CLOCK_MONOTONIC),
+        shown,
+    })
+}
+
+impl Run {
+    /// The stop flag: raised by a signal; raise it to end the run.
+    pub fn stop(&self) -> &Arc<AtomicBool> {
+        &self.env.stop
+    }
+
+    /// Whether the run was told to stop.
+    pub fn stopped(&self) -> bool {
+        self.env.stop.load(Ordering::Relaxed)
+    }
+
+    /// Sets the measurement clock and the reading the document's times are
+    /// relative to (default: CLOCK_MONOTONIC when the run began).
+    pub fn anchor(&mut self, clock: ClockId, start_clock_ns: u64) {
+        self.clock = clock;
+        self.start_clock_ns = start_clock_ns;
+    }
+
+    /// The run environment as the result document records it.
+    pub fn environment(&self) -> RunEnvironment {
+        RunEnvironment {
+            policy: self.rt.policy,
+            priority: self.rt.priority,
+            no_rt: self.rt.no_rt,
+            default_system: self.rt.default_system,
+            mlocked: self.env.mlocked,
+            cpu_dma_latency_held: self.env.dma_latency_held,
+        }
+    }
+
+    /// The warnings every experiment's result carries: what weakens
+    /// real-time results on this system, what the run could not set up, and
+    /// a run without real-time scheduling; then the experiment's own.
+    fn warnings(&self, extra: Vec<String>) -> Vec<String> {
+        let mut w = self.system.warnings();
+        w.extend(self.env.notes.iter().cloned());
+        if !self.rt.policy.is_rt() {
+            w.push(format!(
+                "measured as SCHED_{} without real-time priority{}",
+                self.rt.policy.name().to_uppercase(),
+                if self.rt.no_rt { " (--no-rt)" } else { "" }
+            ));
+        }
+        w.extend(extra);
+        w
+    }
+
+    /// The result document as of now (also for checkpoints): the loads are
+    /// attached by [`finish`](Self::finish).
+    pub fn document(
+        &self,
+        experiment: &str,
+        plan: &impl Serialize,
+        series: Vec<Series>,
+        end_reason: EndReason,
+        warnings: Vec<String>,
+    ) -> ResultDocument {
+        let plan = serde_json::to_value(plan).unwrap_or_default();
+        let mut doc = ResultDocument::new(experiment, plan, self.system.clone(), series);
+        doc.started_at = self.started_at.clone();
+        doc.start_clock_ns = self.start_clock_ns;
+        doc.duration_ns = sys::clock_ns(self.clock).saturating_sub(self.start_clock_ns);
+        doc.end_reason = end_reason;
+        doc.environment = Some(self.environment());
+        doc.warnings = self.warnings(warnings);
+        doc
+    }
+
+    /// Ends the run: stops and reaps the loads and builds the final document.
+    /// Returns it with the warnings already shown at the start.
+    pub fn finish(
+        self,
+        experiment: &str,
+        plan: &impl Serialize,
+        series: Vec<Series>,
+        end_reason: EndReason,
+        warnings: Vec<String>,
+    ) -> Finished {
+        let mut doc = self.document(experiment, plan, series, end_reason, warnings);
+        let Run { loads, shown, .. } = self;
+        crate::load::attach(&mut doc, &loads.stop());
+        Finished { doc, shown }
+    }
+}
+
+/// A finished run's document.
+pub struct Finished {
+    pub doc: ResultDocument,
+    /// Warnings already printed when the run started.
+    pub shown: Vec<String>,
+}
+
+/// Writes one file to the path it is given.
+pub type WriteFn = Box<dyn FnOnce(&Path) -> std::io::Result<()>>;
+
+/// One more file a run writes besides its JSON result and HTML report.
+pub struct ExtraFile {
+    /// What it is, as the closing lines say (`histogram`, `raw samples`).
+    pub what: &'static str,
+    pub flag: &'static str,
+    pub path: PathBuf,
+    /// Writes the file (an error is reported, the other files still written).
+    pub write: WriteFn,
+}
+
+/// The JSON result and HTML report of a run, as every experiment offers them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Outputs {
+    pub json: Option<PathBuf>,
+    pub report: Option<PathBuf>,
+    /// Print only the final summary.
+    #[serde(skip)]
+    pub quiet: bool,
+}
+
+impl Outputs {
+    /// Checks the paths (and the experiment's own `extra` outputs) together.
+    pub fn check(&self, extra: &[(&'static str, Option<&Path>)]) -> Result<()> {
+        let mut paths = OutputPaths::new();
+        paths.add("--json", self.json.as_deref())?;
+        for (flag, p) in extra {
+            paths.add(flag, *p)?;
+        }
+        paths.add("--report", self.report.as_deref())
+    }
+}
+
+/// Ends a run for the user: writes the JSON result, the `extra` files and the
+/// HTML report (each if asked for; one failing does not stop the others),
+/// then prints `summary`, the loads table and where the files went. Files
+/// come first, so that a closed terminal cannot lose them. Returns 0, or 1
+/// when a file could not be written or a load failed (the reason is on
+/// stderr).
+pub fn deliver(
+    doc: &ResultDocument,
+    outputs: &Outputs,
+    extra: Vec<ExtraFile>,
+    summary: &str,
+) -> i32 {
+    let mut written = String::new();
+    let mut errors = Vec::new();
+    let mut file = |what: &str, flag: &str, path: &Path, res: std::io::Result<()>| match res {
+        Ok(()) => written.push_str(&format!("{what}: {}\n", path.display())),
+        Err(e) => errors.push(format!("{flag} {}: {e}", path.display())),
+    };
+    if let Some(p) = &outputs.json {
+        file("result", "--json", p, doc.write(p));
+    }
+    for x in extra {
+        let res = (x.write)(&x.path);
+        file(x.what, x.flag, &x.path, res);
+    }
+    // Written last so that it shows the final document.
+    if let Some(p) = &outputs.report {
+        file(
+            "report",
+            "--report",
+            p,
+            crate::report::write_html(std::slice::from_ref(doc), p),
+        );
+    }
+    say(summary);
+    say(&crate::output::loads::table(&doc.loads));
+    say(&written);
+    for e in &errors {
+        eprintln!("error: {e}");
+    }
+    let failed_load = doc.loads.iter().any(|l| !l.errors.is_empty());
+    if errors.is_empty() && !failed_load {
+        EXIT_OK
+    } else {
+        EXIT_RUN
+    }
+}

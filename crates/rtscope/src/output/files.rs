@@ -1,0 +1,106 @@
+//! The files a command writes: checked together before anything runs, so that
+//! a run never starts only to lose its results at the end.
+//!
+//! - every path must be writable (a regular file is replaced atomically, a
+//!   device or FIFO is written through, a symlink's target is written: see
+//!   [`rtscope_core::file`]);
+//! - two outputs may not name the same file (`--json x --report x` would keep
+//!   only the last), except a device such as `/dev/null`;
+//! - no output may name one of the command's inputs (`report in.json -o in.json`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use crate::error::usage;
+
+/// Refuses an output path that cannot be written, before anything is measured.
+pub fn check_output(flag: &str, path: &Path) -> Result<()> {
+    rtscope_core::file::check_writable(path).map_err(|e| {
+        usage(format!(
+            "{flag} {}: cannot write there: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// The same file, whether or not it exists yet: symlinks and `.`/`..`
+/// resolved through the longest existing ancestor.
+fn identity(path: &Path) -> PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    match (abs.parent(), abs.file_name()) {
+        (Some(dir), Some(name)) => identity(dir).join(name),
+        _ => abs,
+    }
+}
+
+/// Whether two paths name the same file.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    identity(a) == identity(b)
+}
+
+/// The outputs (and inputs) of one command.
+#[derive(Debug, Default)]
+pub struct OutputPaths {
+    outputs: Vec<(&'static str, PathBuf)>,
+}
+
+impl OutputPaths {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds an output (if given): it must be writable and not already named
+    /// by another output of the same command.
+    pub fn add(&mut self, flag: &'static str, path: Option<&Path>) -> Result<()> {
+        let Some(path) = path else { return Ok(()) };
+        check_output(flag, path)?;
+        if !rtscope_core::file::is_special(path) {
+            if let Some((other, _)) = self.outputs.iter().find(|(_, p)| same_file(p, path)) {
+                return Err(usage(format!(
+                    "{flag} {} and {other} name the same file: give each output its own path",
+                    path.display()
+                )));
+            }
+        }
+        self.outputs.push((flag, path.to_path_buf()));
+        Ok(())
+    }
+
+    /// Refuses an input that is also one of the outputs.
+    pub fn input(&self, path: &Path) -> Result<()> {
+        if rtscope_core::file::is_special(path) {
+            return Ok(());
+        }
+        match self.outputs.iter().find(|(_, p)| same_file(p, path)) {
+            Some((flag, _)) => Err(usage(format!(
+                "{flag} {} is also an input: writing it would destroy the input",
+                path.display()
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicates_and_inputs_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.json");
+        let mut o = OutputPaths::new();
+        o.add("--json", Some(&a)).unwrap();
+        let dotted = dir.path().join(".").join("a.json");
+        assert!(o.add("--report", Some(&dotted)).is_err());
+        o.add("--report", Some(&dir.path().join("b.html"))).unwrap();
+        o.add("--histogram", Some(Path::new("/dev/null"))).unwrap();
+        o.add("--raw", Some(Path::new("/dev/null"))).unwrap();
+        assert!(o.input(&a).is_err());
+        assert!(o.input(&dir.path().join("c.json")).is_ok());
+    }
+}
