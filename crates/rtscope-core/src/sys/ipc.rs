@@ -9,6 +9,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use super::proc::getpid;
+use super::retry_eintr;
 use super::time::{clock_ns, ClockId};
 
 /// Anonymous shared memory (`MAP_SHARED | MAP_ANONYMOUS`), zero-filled: shared
@@ -179,16 +180,9 @@ impl SharedSem {
     /// `sem_wait`, restarted after a signal.
     #[inline]
     pub fn wait(&self) -> io::Result<()> {
-        loop {
-            // SAFETY: as in `post`.
-            if unsafe { libc::sem_wait(self.sem()) } == 0 {
-                return Ok(());
-            }
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EINTR) {
-                return Err(e);
-            }
-        }
+        // SAFETY: as in `post`.
+        retry_eintr(|| unsafe { libc::sem_wait(self.sem()) })?;
+        Ok(())
     }
 }
 
@@ -381,16 +375,9 @@ impl SysvSem {
             sem_op: delta,
             sem_flg: 0,
         };
-        loop {
-            // SAFETY: `op` is one valid sembuf.
-            if unsafe { libc::semop(self.id, &mut op, 1) } == 0 {
-                return Ok(());
-            }
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EINTR) {
-                return Err(e);
-            }
-        }
+        // SAFETY: `op` is one valid sembuf.
+        retry_eintr(|| unsafe { libc::semop(self.id, &mut op, 1) })?;
+        Ok(())
     }
 }
 
@@ -440,34 +427,18 @@ impl SysvMsgQueue {
     #[inline]
     pub fn send(&self, data: u64) -> io::Result<()> {
         let m = SysvMsg { mtype: 1, data };
-        loop {
-            // SAFETY: `m` starts with a c_long type followed by 8 bytes of payload.
-            let rc = unsafe { libc::msgsnd(self.id, (&m as *const SysvMsg).cast(), 8, 0) };
-            if rc == 0 {
-                return Ok(());
-            }
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EINTR) {
-                return Err(e);
-            }
-        }
+        // SAFETY: `m` starts with a c_long type followed by 8 bytes of payload.
+        retry_eintr(|| unsafe { libc::msgsnd(self.id, (&m as *const SysvMsg).cast(), 8, 0) })?;
+        Ok(())
     }
 
     /// `msgrcv` of the next message, restarted after a signal.
     #[inline]
     pub fn recv(&self) -> io::Result<u64> {
         let mut m = SysvMsg { mtype: 0, data: 0 };
-        loop {
-            // SAFETY: `m` has room for a c_long type and 8 bytes of payload.
-            let rc = unsafe { libc::msgrcv(self.id, (&mut m as *mut SysvMsg).cast(), 8, 0, 0) };
-            if rc >= 0 {
-                return Ok(m.data);
-            }
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EINTR) {
-                return Err(e);
-            }
-        }
+        // SAFETY: `m` has room for a c_long type and 8 bytes of payload.
+        retry_eintr(|| unsafe { libc::msgrcv(self.id, (&mut m as *mut SysvMsg).cast(), 8, 0, 0) })?;
+        Ok(m.data)
     }
 }
 
@@ -515,35 +486,20 @@ impl PosixMq {
     #[inline]
     pub fn send(&self, data: u64) -> io::Result<()> {
         let b = data.to_ne_bytes();
-        loop {
-            // SAFETY: `b` is 8 valid bytes; `mqd` is open.
-            if unsafe { libc::mq_send(self.mqd, b.as_ptr().cast(), 8, 0) } == 0 {
-                return Ok(());
-            }
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EINTR) {
-                return Err(e);
-            }
-        }
+        // SAFETY: `b` is 8 valid bytes; `mqd` is open.
+        retry_eintr(|| unsafe { libc::mq_send(self.mqd, b.as_ptr().cast(), 8, 0) })?;
+        Ok(())
     }
 
     /// `mq_receive` of one u64, restarted after a signal.
     #[inline]
     pub fn recv(&self) -> io::Result<u64> {
         let mut b = [0u8; 8];
-        loop {
-            // SAFETY: `b` has room for the queue's 8-byte messages; `mqd` is open.
-            let rc = unsafe {
-                libc::mq_receive(self.mqd, b.as_mut_ptr().cast(), 8, std::ptr::null_mut())
-            };
-            if rc >= 0 {
-                return Ok(u64::from_ne_bytes(b));
-            }
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EINTR) {
-                return Err(e);
-            }
-        }
+        // SAFETY: `b` has room for the queue's 8-byte messages; `mqd` is open.
+        retry_eintr(|| unsafe {
+            libc::mq_receive(self.mqd, b.as_mut_ptr().cast(), 8, std::ptr::null_mut())
+        })?;
+        Ok(u64::from_ne_bytes(b))
     }
 }
 

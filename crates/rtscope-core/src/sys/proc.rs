@@ -4,6 +4,8 @@
 
 use std::io;
 
+use super::retry_eintr;
+
 /// The kernel thread id of the calling thread.
 pub fn gettid() -> i32 {
     // SAFETY: gettid cannot fail.
@@ -93,22 +95,14 @@ pub enum ChildExit {
 pub fn waitpid(pid: i32, block: bool) -> io::Result<Option<ChildExit>> {
     let mut status = 0;
     let flags = if block { 0 } else { libc::WNOHANG };
-    loop {
-        // SAFETY: `status` is a valid, writable int.
-        let rc = unsafe { libc::waitpid(pid, &mut status, flags) };
-        if rc == 0 {
-            return Ok(None);
-        }
-        if rc > 0 {
-            return Ok(Some(if libc::WIFSIGNALED(status) {
-                ChildExit::Signal(libc::WTERMSIG(status))
-            } else {
-                ChildExit::Code(libc::WEXITSTATUS(status))
-            }));
-        }
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINTR) {
-            return Err(e);
-        }
+    // SAFETY: `status` is a valid, writable int.
+    let rc = retry_eintr(|| unsafe { libc::waitpid(pid, &mut status, flags) })?;
+    if rc == 0 {
+        return Ok(None);
     }
+    Ok(Some(if libc::WIFSIGNALED(status) {
+        ChildExit::Signal(libc::WTERMSIG(status))
+    } else {
+        ChildExit::Code(libc::WEXITSTATUS(status))
+    }))
 }

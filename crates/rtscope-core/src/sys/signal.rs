@@ -4,6 +4,8 @@
 
 use std::io;
 
+use super::retry_eintr;
+
 /// A signal set holding one signal.
 pub fn sigset_of(signals: &[i32]) -> libc::sigset_t {
     // SAFETY: sigemptyset initialises the set; sigaddset only adds valid numbers.
@@ -24,23 +26,15 @@ pub fn sigset_of(signals: &[i32]) -> libc::sigset_t {
 pub fn sigwait_one(set: &libc::sigset_t) -> io::Result<u32> {
     // SAFETY: siginfo_t is POD; sigwaitinfo fills it.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: `set` is an initialised sigset; `info` is valid and writable.
-        let rc = unsafe { libc::sigwaitinfo(set, &mut info) };
-        if rc >= 0 {
-            let overrun = if info.si_code == libc::SI_TIMER {
-                // SAFETY: si_code says the timer member of the union is valid.
-                unsafe { info.si_overrun() }
-            } else {
-                0
-            };
-            return Ok(overrun.max(0) as u32);
-        }
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINTR) {
-            return Err(e);
-        }
-    }
+    // SAFETY: `set` is an initialised sigset; `info` is valid and writable.
+    retry_eintr(|| unsafe { libc::sigwaitinfo(set, &mut info) })?;
+    let overrun = if info.si_code == libc::SI_TIMER {
+        // SAFETY: si_code says the timer member of the union is valid.
+        unsafe { info.si_overrun() }
+    } else {
+        0
+    };
+    Ok(overrun.max(0) as u32)
 }
 
 /// Blocks `signals` in the calling thread (`pthread_sigmask(SIG_BLOCK)`).

@@ -6,6 +6,8 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+use super::{retry_eintr, Errno};
+
 const NS_PER_SEC: u64 = 1_000_000_000;
 
 #[inline]
@@ -53,16 +55,12 @@ pub fn clock_res_ns(clock: ClockId) -> io::Result<u64> {
 #[inline]
 pub fn sleep_until(clock: ClockId, deadline_ns: u64) -> io::Result<()> {
     let ts = ns_to_ts(deadline_ns);
-    loop {
+    retry_eintr(|| {
         // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be null.
-        let rc =
-            unsafe { libc::clock_nanosleep(clock, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
-        match rc {
-            0 => return Ok(()),
-            libc::EINTR => continue,
-            e => return Err(io::Error::from_raw_os_error(e)),
-        }
-    }
+        Errno(unsafe {
+            libc::clock_nanosleep(clock, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut())
+        })
+    })
 }
 
 /// Sleeps `ns` relative to now on `clock` (`clock_nanosleep` without `TIMER_ABSTIME`).
@@ -138,17 +136,13 @@ pub fn timerfd_periodic(clock: ClockId, first_ns: u64, period_ns: u64) -> io::Re
 #[inline]
 pub fn timerfd_wait(fd: &OwnedFd) -> io::Result<u64> {
     let mut n: u64 = 0;
-    loop {
-        // SAFETY: reading 8 bytes into a valid, aligned u64.
-        let rc = unsafe { libc::read(fd.as_raw_fd(), (&mut n as *mut u64).cast(), 8) };
-        if rc == 8 {
-            return Ok(n);
-        }
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINTR) {
-            return Err(e);
-        }
+    // SAFETY: reading 8 bytes into a valid, aligned u64.
+    let rc = retry_eintr(|| unsafe { libc::read(fd.as_raw_fd(), (&mut n as *mut u64).cast(), 8) })?;
+    if rc != 8 {
+        // A timerfd read returns 8 bytes or fails; this cannot happen.
+        return Err(io::ErrorKind::UnexpectedEof.into());
     }
+    Ok(n)
 }
 
 /// A POSIX interval timer that delivers `signo` to one thread (`SIGEV_THREAD_ID`).
