@@ -8,7 +8,13 @@ pub fn geteuid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-fn rlimit(resource: libc::__rlimit_resource_t) -> (u64, u64) {
+/// The type `getrlimit` takes the resource as: glibc has its own, musl a plain int.
+#[cfg(target_env = "gnu")]
+type RlimitResource = libc::__rlimit_resource_t;
+#[cfg(not(target_env = "gnu"))]
+type RlimitResource = libc::c_int;
+
+fn rlimit(resource: RlimitResource) -> (u64, u64) {
     let mut rl = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,

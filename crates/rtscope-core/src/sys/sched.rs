@@ -12,9 +12,10 @@ pub fn current_cpu() -> i32 {
 
 /// Sets the scheduling policy and priority of the calling thread.
 pub fn set_scheduler(policy: i32, priority: i32) -> io::Result<()> {
-    let param = libc::sched_param {
-        sched_priority: priority,
-    };
+    // SAFETY: sched_param is POD (musl's has more fields than the priority);
+    // all-zero is a valid value.
+    let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
+    param.sched_priority = priority;
     // SAFETY: pid 0 names the calling thread; `param` is valid.
     if unsafe { libc::sched_setscheduler(0, policy, &param) } != 0 {
         return Err(io::Error::last_os_error());
@@ -29,7 +30,8 @@ pub fn get_scheduler() -> io::Result<(i32, i32)> {
     if policy < 0 {
         return Err(io::Error::last_os_error());
     }
-    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: as in `set_scheduler`.
+    let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
     // SAFETY: `param` is valid and writable.
     if unsafe { libc::sched_getparam(0, &mut param) } != 0 {
         return Err(io::Error::last_os_error());

@@ -21,7 +21,7 @@ fn ts_to_ns(ts: &libc::timespec) -> u64 {
 fn ns_to_ts(ns: u64) -> libc::timespec {
     // SAFETY: timespec is plain old data; all-zero is a valid value.
     let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    ts.tv_sec = (ns / NS_PER_SEC) as libc::time_t;
+    ts.tv_sec = (ns / NS_PER_SEC) as _;
     ts.tv_nsec = (ns % NS_PER_SEC) as _;
     ts
 }
