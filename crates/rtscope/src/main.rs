@@ -4,6 +4,9 @@
 //! 1 the measurement could not run, 2 bad usage or bad input, 3 a
 //! `--fail-above` threshold was crossed.
 
+// No unsafe code in the binary: libc is reached through rtscope_core::sys.
+#![forbid(unsafe_code)]
+
 mod cli;
 mod error;
 mod experiment;

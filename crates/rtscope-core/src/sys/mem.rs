@@ -1,0 +1,221 @@
+//! Memory: locking the address space and prefaulting the stack before a
+//! measurement, private anonymous mappings for the memory loads, and the
+//! SIGSEGV handler that lets the fault load repair its own protection faults.
+
+use std::io;
+
+/// Locks all current and future pages of the process in memory.
+pub fn mlockall() -> io::Result<()> {
+    // SAFETY: plain syscall with constant flags.
+    if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Undoes [`mlockall`].
+pub fn munlockall() {
+    // SAFETY: plain syscall without arguments.
+    unsafe { libc::munlockall() };
+}
+
+/// The page size in bytes from `sysconf`.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as usize
+    } else {
+        4096
+    }
+}
+
+/// Touches `bytes` of stack so that the pages are faulted in (and locked, after
+/// [`mlockall`]) before the measurement starts.
+#[inline(never)]
+pub fn prefault_stack(bytes: usize) {
+    const CHUNK: usize = 16 * 1024;
+    let buf = [0u8; CHUNK];
+    std::hint::black_box(&buf);
+    if bytes > CHUNK {
+        prefault_stack(bytes - CHUNK);
+    }
+}
+
+/// Page protection of an [`AnonMap`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prot {
+    /// No access: every touch faults (`PROT_NONE`).
+    None,
+    /// Read and write.
+    ReadWrite,
+}
+
+impl Prot {
+    fn raw(self) -> i32 {
+        match self {
+            Prot::None => libc::PROT_NONE,
+            Prot::ReadWrite => libc::PROT_READ | libc::PROT_WRITE,
+        }
+    }
+}
+
+/// A private anonymous memory mapping, unmapped on drop.
+///
+/// Bytes are accessed with volatile reads and writes so that the compiler
+/// neither removes nor merges them: the point is to make the kernel work.
+#[derive(Debug)]
+pub struct AnonMap {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is owned by this value alone; the kernel object may be
+// used from any thread.
+unsafe impl Send for AnonMap {}
+
+impl AnonMap {
+    /// `mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS)`.
+    pub fn new(len: usize, prot: Prot) -> io::Result<Self> {
+        if len == 0 {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        // SAFETY: a fresh anonymous mapping; no existing memory is affected.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                prot.raw(),
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(AnonMap { ptr: p.cast(), len })
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the mapping is empty (never: `new` refuses 0).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Start address (for a fault handler that must recognise the region).
+    pub fn addr(&self) -> usize {
+        self.ptr as usize
+    }
+
+    /// Changes the protection of `[offset, offset + len)` (page aligned).
+    pub fn protect(&self, offset: usize, len: usize, prot: Prot) -> io::Result<()> {
+        if offset.checked_add(len).is_none_or(|end| end > self.len) {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        // SAFETY: the range lies inside this mapping (checked above).
+        if unsafe { libc::mprotect(self.ptr.add(offset).cast(), len, prot.raw()) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Volatile write of one byte at `offset` (ignored when out of range).
+    ///
+    /// On a `PROT_NONE` page the write faults; it completes only if a SIGSEGV
+    /// handler (see [`install_fault_handler`]) makes the page writable.
+    #[inline]
+    pub fn write_byte(&self, offset: usize, v: u8) {
+        if offset < self.len {
+            // SAFETY: in range of a live mapping owned by `self`.
+            unsafe { std::ptr::write_volatile(self.ptr.add(offset), v) };
+        }
+    }
+
+    /// Volatile read of one byte at `offset` (0 when out of range).
+    #[inline]
+    pub fn read_byte(&self, offset: usize) -> u8 {
+        if offset < self.len {
+            // SAFETY: in range of a live, readable mapping owned by `self`.
+            unsafe { std::ptr::read_volatile(self.ptr.add(offset)) }
+        } else {
+            0
+        }
+    }
+}
+
+impl Drop for AnonMap {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` describe a mapping created by `new` and unmapped once.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// A SIGSEGV handler: called with the faulting address; returns true if it
+/// repaired the fault (the faulting instruction is then retried).
+pub type FaultHandler = fn(addr: usize) -> bool;
+
+static FAULT_HANDLER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+extern "C" fn segv_trampoline(
+    _sig: libc::c_int,
+    info: *mut libc::siginfo_t,
+    _ctx: *mut libc::c_void,
+) {
+    // SAFETY: the kernel passes a valid siginfo_t for SA_SIGINFO handlers, and
+    // si_addr is the valid union member for SIGSEGV.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    let h = FAULT_HANDLER.load(std::sync::atomic::Ordering::Acquire);
+    if h != 0 {
+        // SAFETY: FAULT_HANDLER only ever holds a `FaultHandler` stored by
+        // install_fault_handler.
+        let f: FaultHandler = unsafe { std::mem::transmute::<usize, FaultHandler>(h) };
+        if f(addr) {
+            return;
+        }
+    }
+    // Not ours: restore the default action and return; the access faults
+    // again and the process dies with SIGSEGV as it would have.
+    // SAFETY: resetting a signal disposition to SIG_DFL is async-signal-safe.
+    unsafe { libc::signal(libc::SIGSEGV, libc::SIG_DFL) };
+}
+
+/// Installs `handler` for SIGSEGV with `sigaction(SA_SIGINFO)`. The handler
+/// runs in signal context: it may only do async-signal-safe work (atomics,
+/// `mprotect` through [`mprotect_raw_rw`]).
+pub fn install_fault_handler(handler: FaultHandler) -> io::Result<()> {
+    FAULT_HANDLER.store(
+        handler as *const () as usize,
+        std::sync::atomic::Ordering::Release,
+    );
+    // SAFETY: sigaction is POD; zero is a valid start.
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = segv_trampoline as *const () as usize;
+    sa.sa_flags = libc::SA_SIGINFO;
+    // SAFETY: `sa.sa_mask` is a valid sigset to initialise.
+    unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+    // SAFETY: `sa` is fully initialised; the old-action pointer may be null.
+    if unsafe { libc::sigaction(libc::SIGSEGV, &sa, std::ptr::null_mut()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `mprotect` of one page at `page_addr` to read-write, for use inside a fault
+/// handler (async-signal-safe: one syscall). Returns false on failure.
+pub fn mprotect_raw_rw(page_addr: usize, len: usize) -> bool {
+    // SAFETY: called from a fault handler with an address that the handler has
+    // checked lies inside a mapping this process owns; mprotect on a mapped
+    // range only changes its protection.
+    unsafe {
+        libc::mprotect(
+            page_addr as *mut libc::c_void,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+        ) == 0
+    }
+}

@@ -1,0 +1,270 @@
+//! Clocks, sleeps and timers: reading a clock (through the vDSO or the raw
+//! system call), sleeping to an absolute or relative deadline, timerfds and
+//! POSIX timers that signal one thread, and the timer slack that widens every
+//! sleep. This is what the measurement loops spend their time in.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use super::{retry_eintr, Errno};
+
+const NS_PER_SEC: u64 = 1_000_000_000;
+
+#[inline]
+fn ts_to_ns(ts: &libc::timespec) -> u64 {
+    (ts.tv_sec as u64)
+        .wrapping_mul(NS_PER_SEC)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
+#[inline]
+fn ns_to_ts(ns: u64) -> libc::timespec {
+    // SAFETY: timespec is plain old data; all-zero is a valid value.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    ts.tv_sec = (ns / NS_PER_SEC) as _;
+    ts.tv_nsec = (ns % NS_PER_SEC) as _;
+    ts
+}
+
+/// A POSIX clock id (`CLOCK_MONOTONIC`, `CLOCK_REALTIME`, ...).
+pub type ClockId = libc::clockid_t;
+
+/// Reads `clock` in nanoseconds (through the vDSO where the kernel offers it).
+#[inline]
+pub fn clock_ns(clock: ClockId) -> u64 {
+    // SAFETY: timespec is POD; clock_gettime writes it fully or fails.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts_to_ns(&ts)
+}
+
+/// Resolution of `clock` in nanoseconds, as `clock_getres` reports it.
+pub fn clock_res_ns(clock: ClockId) -> io::Result<u64> {
+    // SAFETY: as in `clock_ns`.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: `ts` is valid and writable.
+    if unsafe { libc::clock_getres(clock, &mut ts) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(ts_to_ns(&ts))
+}
+
+/// Sleeps until the absolute time `deadline_ns` on `clock` (`TIMER_ABSTIME`).
+/// Restarts transparently after a signal interrupted the sleep.
+#[inline]
+pub fn sleep_until(clock: ClockId, deadline_ns: u64) -> io::Result<()> {
+    let ts = ns_to_ts(deadline_ns);
+    retry_eintr(|| {
+        // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be null.
+        Errno(unsafe {
+            libc::clock_nanosleep(clock, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut())
+        })
+    })
+}
+
+/// Sleeps `ns` relative to now on `clock` (`clock_nanosleep` without `TIMER_ABSTIME`).
+/// An interrupted sleep returns early (like cyclictest's relative mode).
+#[inline]
+pub fn sleep_for(clock: ClockId, ns: u64) -> io::Result<()> {
+    let ts = ns_to_ts(ns);
+    // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be null.
+    match unsafe { libc::clock_nanosleep(clock, 0, &ts, std::ptr::null_mut()) } {
+        0 | libc::EINTR => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// `nanosleep(2)` for `ns` (always measured against CLOCK_MONOTONIC by the kernel).
+#[inline]
+pub fn nanosleep(ns: u64) -> io::Result<()> {
+    let ts = ns_to_ts(ns);
+    // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be null.
+    if unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) } != 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Sleeps until the absolute time `deadline_ns` on `clock`, like [`sleep_until`],
+/// but returns `Ok(false)` when a signal handler interrupted the sleep (so the
+/// caller can look at its stop flag) and `Ok(true)` when the deadline passed.
+#[inline]
+pub fn sleep_until_interruptible(clock: ClockId, deadline_ns: u64) -> io::Result<bool> {
+    let ts = ns_to_ts(deadline_ns);
+    // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be null.
+    match unsafe { libc::clock_nanosleep(clock, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) } {
+        0 => Ok(true),
+        libc::EINTR => Ok(false),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// Creates a timerfd on `clock` that first expires at absolute `first_ns` and then
+/// every `period_ns`.
+pub fn timerfd_periodic(clock: ClockId, first_ns: u64, period_ns: u64) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall with constant flags.
+    let fd = unsafe { libc::timerfd_create(clock, libc::TFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by timerfd_create and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let spec = libc::itimerspec {
+        it_interval: ns_to_ts(period_ns),
+        it_value: ns_to_ts(first_ns),
+    };
+    // SAFETY: `fd` is a valid timerfd and `spec` a valid itimerspec.
+    let rc = unsafe {
+        libc::timerfd_settime(
+            fd.as_raw_fd(),
+            libc::TFD_TIMER_ABSTIME,
+            &spec,
+            std::ptr::null_mut(),
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// Blocks on a timerfd until it expires; returns the number of expirations.
+#[inline]
+pub fn timerfd_wait(fd: &OwnedFd) -> io::Result<u64> {
+    let mut n: u64 = 0;
+    // SAFETY: reading 8 bytes into a valid, aligned u64.
+    let rc = retry_eintr(|| unsafe { libc::read(fd.as_raw_fd(), (&mut n as *mut u64).cast(), 8) })?;
+    if rc != 8 {
+        // A timerfd read returns 8 bytes or fails; this cannot happen.
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok(n)
+}
+
+/// A POSIX interval timer that delivers `signo` to one thread (`SIGEV_THREAD_ID`).
+/// Deleted on drop.
+#[derive(Debug)]
+pub struct ThreadTimer {
+    id: libc::timer_t,
+}
+
+// SAFETY: a timer_t is a kernel handle; it may be used and deleted from any thread.
+unsafe impl Send for ThreadTimer {}
+
+impl ThreadTimer {
+    /// Creates a timer on `clock` that signals `signo` to thread `tid`, first at absolute
+    /// `first_ns`, then every `period_ns`.
+    pub fn periodic(
+        clock: ClockId,
+        signo: i32,
+        tid: i32,
+        first_ns: u64,
+        period_ns: u64,
+    ) -> io::Result<Self> {
+        // SAFETY: sigevent is POD; zero is a valid starting value.
+        let mut sev: libc::sigevent = unsafe { std::mem::zeroed() };
+        sev.sigev_notify = libc::SIGEV_THREAD_ID;
+        sev.sigev_signo = signo;
+        sev.sigev_notify_thread_id = tid;
+        let mut id: libc::timer_t = std::ptr::null_mut();
+        // SAFETY: `sev` and `id` are valid for the call.
+        if unsafe { libc::timer_create(clock, &mut sev, &mut id) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let timer = ThreadTimer { id };
+        let spec = libc::itimerspec {
+            it_interval: ns_to_ts(period_ns),
+            it_value: ns_to_ts(first_ns),
+        };
+        // SAFETY: `id` is a live timer; `spec` is valid.
+        let rc = unsafe {
+            libc::timer_settime(timer.id, libc::TIMER_ABSTIME, &spec, std::ptr::null_mut())
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(timer)
+    }
+}
+
+impl Drop for ThreadTimer {
+    fn drop(&mut self) {
+        // SAFETY: `id` is a live timer created by timer_create and deleted once.
+        unsafe { libc::timer_delete(self.id) };
+    }
+}
+
+/// Sets the calling thread's timer slack in ns (`PR_SET_TIMERSLACK`).
+pub fn set_timer_slack(ns: u64) -> io::Result<()> {
+    // SAFETY: prctl with integer arguments only.
+    if unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The calling thread's effective timer slack in ns (`PR_GET_TIMERSLACK`).
+pub fn timer_slack() -> u64 {
+    // SAFETY: prctl with integer arguments only.
+    let rc = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+    rc.max(0) as u64
+}
+
+/// CPU time consumed by the whole process so far, in ns (`CLOCK_PROCESS_CPUTIME_ID`).
+pub fn process_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// `gettimeofday(2)` as ns since the epoch (microsecond resolution).
+#[inline]
+pub fn gettimeofday_ns() -> u64 {
+    let mut tv = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    };
+    // SAFETY: `tv` is a valid, writable timeval; the timezone pointer may be null.
+    unsafe { libc::gettimeofday(&mut tv, std::ptr::null_mut()) };
+    (tv.tv_sec as u64)
+        .wrapping_mul(NS_PER_SEC)
+        .wrapping_add((tv.tv_usec as u64).wrapping_mul(1000))
+}
+
+/// Reads `clock` through the raw `clock_gettime` system call, bypassing the
+/// vDSO: what reading the clock costs when the kernel has to be entered.
+#[inline]
+pub fn clock_ns_syscall(clock: ClockId) -> u64 {
+    // SAFETY: timespec is POD.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: SYS_clock_gettime takes (clockid_t, struct timespec *); `ts` is valid
+    // and writable for the duration of the call.
+    unsafe {
+        libc::syscall(
+            libc::SYS_clock_gettime,
+            clock as libc::c_long,
+            &mut ts as *mut libc::timespec,
+        )
+    };
+    ts_to_ns(&ts)
+}
+
+/// Whether reading `clock` works on this kernel (`clock_gettime` returns 0).
+pub fn clock_works(clock: ClockId) -> bool {
+    // SAFETY: as in `clock_ns`.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: `ts` is valid and writable.
+    unsafe { libc::clock_gettime(clock, &mut ts) == 0 }
+}
+
+/// Whether the `rdtsc` instruction may be executed by this process
+/// (`prctl(PR_GET_TSC)`; a process can be set up so that it faults).
+#[cfg(target_arch = "x86_64")]
+pub fn tsc_allowed() -> bool {
+    let mut state: libc::c_int = 0;
+    // SAFETY: PR_GET_TSC writes one int through the pointer, which is valid.
+    let rc = unsafe { libc::prctl(libc::PR_GET_TSC, &mut state as *mut libc::c_int, 0, 0, 0) };
+    rc != 0 || state == libc::PR_TSC_ENABLE
+}
