@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -253,6 +253,103 @@ fn assert_no_named_objects(_dir: &Path) {
         for e in rd.flatten() {
             let n = e.file_name().to_string_lossy().to_string();
             assert!(!n.starts_with("rtscope-"), "queue {n} left behind");
+        }
+    }
+}
+
+/// The `rtscope-ipc-*` entries of `tmp`.
+fn ipc_dirs(tmp: &Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("rtscope-ipc-"))
+        .collect()
+}
+
+/// A private TMPDIR and XDG_RUNTIME_DIR (where ipc keeps its state files)
+/// under `dir`, so that tests running side by side do not see each other's.
+fn private_env(cmd: &mut std::process::Command, dir: &Path) -> (PathBuf, PathBuf) {
+    let (tmp, run) = (dir.join("tmp"), dir.join("run"));
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::create_dir_all(&run).unwrap();
+    cmd.env("TMPDIR", &tmp).env("XDG_RUNTIME_DIR", &run);
+    (tmp, run.join("rtscope"))
+}
+
+/// Polls (up to 5 s) until no process has `token` in its command line.
+fn wait_gone(token: &str) {
+    for _ in 0..100 {
+        if processes_with(token).is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("left running: {:?}", processes_with(token));
+}
+
+/// Starts a long `ipc --between processes` run of `mech` in its own process
+/// group with a private environment under `dir`; returns once its receiver
+/// process runs and has measured a little.
+fn start_long_run(mech: &str, dir: &Path, json: &Path) -> (std::process::Child, PathBuf, PathBuf) {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(rtscope_path());
+    cmd.args([
+        "ipc",
+        "--between",
+        "processes",
+        "--mech",
+        mech,
+        "-l",
+        "100000",
+        "--period",
+        "200us",
+        "-q",
+        "--json",
+    ])
+    .arg(json)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .process_group(0);
+    let (tmp, state) = private_env(&mut cmd, dir);
+    let child = cmd.spawn().unwrap();
+    wait_for_child(child.id());
+    std::thread::sleep(Duration::from_millis(300));
+    (child, tmp, state)
+}
+
+#[test]
+fn sighup_to_the_run_or_its_process_group_leaves_nothing_behind() {
+    for (mech, objects) in [("sysv-sem", 1), ("sysv-mq", 2)] {
+        for group in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let token = format!("hup-token-{mech}-{group}");
+            let json = dir.path().join(format!("{token}.json"));
+            let (child, tmp, _) = start_long_run(mech, dir.path(), &json);
+            let pid = child.id() as i32;
+            if group {
+                // What a terminal hangup does: every process of the group.
+                rtscope_core::sys::killpg(pid, libc::SIGHUP).unwrap();
+            } else {
+                rtscope_core::sys::kill(pid, libc::SIGHUP).unwrap();
+            }
+            let out = child.wait_with_output().unwrap();
+            let what = format!(
+                "{mech}, SIGHUP to the {}",
+                if group { "group" } else { "run" }
+            );
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{what}: {:?} {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let doc = read_result(&json);
+            assert_eq!(doc["end_reason"], "interrupted", "{what}");
+            assert_eq!(assert_sysv_removed(&doc), objects, "{what}");
+            wait_gone(&token);
+            assert_eq!(ipc_dirs(&tmp), Vec::<String>::new(), "{what}");
         }
     }
 }

@@ -106,6 +106,26 @@ impl ChannelEnv<'_> {
     }
 }
 
+/// SIGHUP (a closed terminal or ssh session) stops an ipc run like SIGTERM,
+/// so that it removes what it created, while this value lives. Redundant
+/// once [`super::StopSignals`] covers SIGHUP for every experiment.
+struct HangupStops(signal_hook::SigId);
+
+impl HangupStops {
+    fn install(stop: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> Result<Self> {
+        Ok(HangupStops(signal_hook::flag::register(
+            signal_hook::consts::SIGHUP,
+            stop.clone(),
+        )?))
+    }
+}
+
+impl Drop for HangupStops {
+    fn drop(&mut self) {
+        signal_hook::low_level::unregister(self.0);
+    }
+}
+
 /// How an exchange is timed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -780,6 +800,7 @@ pub fn run(a: IpcArgs) -> Result<i32> {
     let plan = plan(&a)?;
     preflight(&plan)?;
     let env = RunEnv::setup(plan.rt.default_system)?;
+    let _hangup = HangupStops::install(&env.stop)?;
     let system = SystemSnapshot::capture();
     // Background loads (crate::load): started and ramped up before measuring,
     // stopped and reaped (also on errors, by their guard) after.

@@ -137,7 +137,7 @@ fn setup_for(plan: &IpcPlan, cpu: Option<usize>, priority: i32) -> ThreadSetup {
             Some(1)
         },
         prefault_stack: 64 * 1024,
-        block_signals: vec![libc::SIGINT, libc::SIGTERM, signal::SIGNAL],
+        block_signals: vec![libc::SIGINT, libc::SIGTERM, libc::SIGHUP, signal::SIGNAL],
     }
 }
 
@@ -443,7 +443,7 @@ fn exit_text(e: ChildExit) -> String {
 
 /// The receiver process: never returns.
 fn child_main(server: Server, mlock: bool) -> ! {
-    let _ = sys::block_signals(&[libc::SIGINT, libc::SIGTERM, signal::SIGNAL]);
+    let _ = sys::block_signals(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, signal::SIGNAL]);
     let _ = sys::set_parent_death_signal(libc::SIGKILL);
     if mlock {
         let _ = rtscope_core::rt::lock_memory();
