@@ -13,6 +13,7 @@ mod condvar;
 mod eventfd;
 mod fifo;
 mod futex;
+mod leftovers;
 mod mutex;
 mod pipe;
 mod posix_mq;
@@ -26,10 +27,10 @@ mod unix;
 
 use std::cell::RefCell;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 use serde_json::json;
 
@@ -92,17 +93,22 @@ pub struct Channel {
 
 /// What a mechanism may use to create its channel.
 pub struct ChannelEnv<'a> {
-    /// The run's private temporary directory (FIFOs), removed at the end.
-    pub dir: &'a Path,
     /// Unique within the run (names of FIFOs and message queues).
     pub tag: String,
     created: &'a RefCell<Vec<String>>,
 }
 
 impl ChannelEnv<'_> {
-    /// Records a kernel object that outlives its descriptors (SysV ids), for the result.
-    pub fn created(&self, what: String) {
-        self.created.borrow_mut().push(what);
+    /// Records a SysV object, which outlives every descriptor and process:
+    /// for the result (`ipc_objects`) and in the state file that lets a later
+    /// run remove it if this one is killed ([`leftovers`]).
+    pub fn created_sysv(&self, kind: sys::SysvKind, id: i32) {
+        let name = match kind {
+            sys::SysvKind::Sem => "sysv_sem",
+            sys::SysvKind::Msg => "sysv_msg",
+        };
+        self.created.borrow_mut().push(format!("{name} {id}"));
+        leftovers::record(kind, id);
     }
 }
 
@@ -797,19 +803,24 @@ pub fn run(a: IpcArgs) -> Result<i32> {
         crate::output::say(&list_text());
         return Ok(EXIT_OK);
     }
+    if a.cleanup {
+        return Ok(leftovers::cleanup_command());
+    }
     let plan = plan(&a)?;
     preflight(&plan)?;
     let env = RunEnv::setup(plan.rt.default_system)?;
     let _hangup = HangupStops::install(&env.stop)?;
+    let stale = leftovers::clean_stale();
+    if !plan.quiet {
+        for l in &stale.removed {
+            crate::output::say(&format!("{l} of an earlier run\n"));
+        }
+    }
     let system = SystemSnapshot::capture();
     // Background loads (crate::load): started and ramped up before measuring,
     // stopped and reaped (also on errors, by their guard) after.
     let loads =
         crate::load::LoadSet::start_for_run(&plan.loads, plan.load_cpus.as_deref(), plan.quiet)?;
-    let dir = tempfile::Builder::new()
-        .prefix("rtscope-ipc-")
-        .tempdir()
-        .context("cannot create a temporary directory")?;
     if !plan.quiet {
         crate::output::say(&format!("{}\n", header(&plan)));
     }
@@ -831,7 +842,7 @@ pub fn run(a: IpcArgs) -> Result<i32> {
             ));
             continue;
         }
-        match runner::run_session(&plan, s, dir.path(), &k.to_string(), &env) {
+        match runner::run_session(&plan, s, &k.to_string(), &env) {
             Ok(d) => {
                 threads_stuck |= d.thread_left;
                 if let Some(e) = &d.error {
@@ -860,7 +871,6 @@ pub fn run(a: IpcArgs) -> Result<i32> {
             Err(e) => errors.push(format!("{name}: {}", crate::error::one_line(&e))),
         }
     }
-    drop(dir);
     if !errors.is_empty() && end == EndReason::Loops {
         end = EndReason::Error;
     }

@@ -20,7 +20,6 @@
 
 use std::cell::RefCell;
 use std::io;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -454,13 +453,15 @@ fn child_main(server: Server, mlock: bool) -> ! {
 }
 
 /// Runs one experiment with all its repetitions.
-pub fn run_session(
-    plan: &IpcPlan,
-    s: &Session,
-    cenv_dir: &Path,
-    tag: &str,
-    env: &RunEnv,
-) -> Result<SessionData> {
+pub fn run_session(plan: &IpcPlan, s: &Session, tag: &str, env: &RunEnv) -> Result<SessionData> {
+    let r = run_session_inner(plan, s, tag, env);
+    // Every object of the experiment has been dropped (removed) by now,
+    // unless a thread was left behind with it.
+    super::leftovers::settle();
+    r
+}
+
+fn run_session_inner(plan: &IpcPlan, s: &Session, tag: &str, env: &RunEnv) -> Result<SessionData> {
     let mech = find(s.mechanism).ok_or_else(|| anyhow!("unknown mechanism {}", s.mechanism))?;
     let n = (plan.loops * plan.repetitions) as usize;
     let ctl: Ctl = Arc::new(SharedArray::new(CTL_LEN).context("shared memory")?);
@@ -468,7 +469,6 @@ pub fn run_session(
 
     let created = RefCell::new(Vec::new());
     let channel_env = |dir: &str| ChannelEnv {
-        dir: cenv_dir,
         tag: format!("{tag}-{dir}"),
         created: &created,
     };
