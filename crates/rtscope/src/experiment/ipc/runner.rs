@@ -312,6 +312,14 @@ impl Driver {
         out
     }
 
+    /// The driver's wait for its next period: sleeps until the absolute
+    /// `deadline_ns` on [`CLOCK`]. The one place where the driver sleeps for
+    /// a period (a stop request that should not wait up to a whole period
+    /// for the wake-up hooks in here; `self.stop` is the run's stop flag).
+    fn sleep_to(&self, deadline_ns: u64) -> io::Result<()> {
+        sys::sleep_until(CLOCK, deadline_ns)
+    }
+
     /// The measurement loop: no allocation (the vectors have their capacity).
     fn measure(&mut self, out: &mut DriverOut) {
         let lat = self.lat.as_slice();
@@ -329,7 +337,7 @@ impl Driver {
                 out.rx_failed = true;
                 break;
             }
-            if let Err(e) = sys::sleep_until(CLOCK, next) {
+            if let Err(e) = self.sleep_to(next) {
                 out.error = Some(format!("sender: clock_nanosleep failed: {e}"));
                 break;
             }
