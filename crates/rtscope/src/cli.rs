@@ -602,6 +602,11 @@ pub struct IpcArgs {
     #[arg(long)]
     pub list: bool,
 
+    /// Remove the SysV semaphores and message queues that killed ipc runs left
+    /// behind (only those provably theirs), print each, then exit.
+    #[arg(long, exclusive = true)]
+    pub cleanup: bool,
+
     /// handoff or roundtrip, or both (comma-separated); default: each mechanism's natural one.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PATTERN")]
     pub pattern: Vec<IpcPatternArg>,

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -212,23 +212,29 @@ fn both_patterns_and_same_cpu_placement() {
 fn between_processes_leaves_no_child_and_no_ipc_object() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("proc-token-a.json");
-    let out = rtscope()
-        .args([
-            "ipc",
-            "--between",
-            "processes",
-            "--mech",
-            "all",
-            "-l",
-            "100",
-            "--period",
-            "200us",
-            "-q",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
+    let mut cmd = std::process::Command::new(rtscope_path());
+    cmd.args([
+        "ipc",
+        "--between",
+        "processes",
+        "--mech",
+        "all",
+        "-l",
+        "100",
+        "--period",
+        "200us",
+        "-q",
+        "--json",
+    ])
+    .arg(&json);
+    let (tmp, _) = private_env(&mut cmd, dir.path());
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -244,17 +250,359 @@ fn between_processes_leaves_no_child_and_no_ipc_object() {
     assert!(processes_with("proc-token-a").is_empty());
     // sysv-sem (1 set) and sysv-mq (2 queues) were recorded and are gone.
     assert_eq!(assert_sysv_removed(&doc), 3);
-    assert_no_named_objects(dir.path());
+    assert_no_named_objects(pid, MECHANISMS.len(), &tmp);
 }
 
-/// No POSIX queue of ours in /dev/mqueue (when mounted), no FIFO dir in /tmp.
-fn assert_no_named_objects(_dir: &Path) {
-    if let Ok(rd) = std::fs::read_dir("/dev/mqueue") {
-        for e in rd.flatten() {
-            let n = e.file_name().to_string_lossy().to_string();
-            assert!(!n.starts_with("rtscope-"), "queue {n} left behind");
+/// No POSIX queue of run `pid`'s first `sessions` experiments exists (asked
+/// with mq_open: /dev/mqueue need not be mounted), and no FIFO directory is
+/// left in the run's private `tmp`.
+fn assert_no_named_objects(pid: u32, sessions: usize, tmp: &Path) {
+    for k in 0..sessions {
+        for dir in ["fwd", "back"] {
+            let name = std::ffi::CString::new(format!("/rtscope-{pid}-{k}-{dir}")).unwrap();
+            assert!(
+                !rtscope_core::sys::posix_mq_exists(&name).unwrap(),
+                "queue {name:?} left behind"
+            );
         }
     }
+    assert_eq!(ipc_dirs(tmp), Vec::<String>::new(), "FIFO directories left");
+}
+
+/// The `rtscope-ipc-*` entries of `tmp`.
+fn ipc_dirs(tmp: &Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("rtscope-ipc-"))
+        .collect()
+}
+
+/// A private TMPDIR and XDG_RUNTIME_DIR (where ipc keeps its state files)
+/// under `dir`, so that tests running side by side do not see each other's.
+fn private_env(cmd: &mut std::process::Command, dir: &Path) -> (PathBuf, PathBuf) {
+    let (tmp, run) = (dir.join("tmp"), dir.join("run"));
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::create_dir_all(&run).unwrap();
+    cmd.env("TMPDIR", &tmp).env("XDG_RUNTIME_DIR", &run);
+    (tmp, run.join("rtscope"))
+}
+
+/// The ids of the live SysV semaphore sets (`sem`) or message queues (`msg`).
+fn live_sysv(table: &str) -> Vec<String> {
+    std::fs::read_to_string(format!("/proc/sysvipc/{table}"))
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
+        .collect()
+}
+
+/// The objects named in the ipc state files of `state_dir`, as "sysv_sem ID".
+fn recorded_objects(state_dir: &Path) -> Vec<String> {
+    let mut objs = Vec::new();
+    let Ok(rd) = std::fs::read_dir(state_dir) else {
+        return objs;
+    };
+    for e in rd.flatten() {
+        let text = std::fs::read_to_string(e.path()).unwrap();
+        for l in text.lines().filter(|l| l.starts_with("sysv_")) {
+            let w: Vec<&str> = l.split(' ').collect();
+            objs.push(format!("{} {}", w[0], w[1]));
+        }
+    }
+    objs
+}
+
+fn is_live(obj: &str) -> bool {
+    let (kind, id) = obj.split_once(' ').unwrap();
+    let table = if kind == "sysv_sem" { "sem" } else { "msg" };
+    live_sysv(table).iter().any(|x| x == id)
+}
+
+/// Polls (up to 5 s) until no process has `token` in its command line.
+fn wait_gone(token: &str) {
+    for _ in 0..100 {
+        if processes_with(token).is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("left running: {:?}", processes_with(token));
+}
+
+/// Starts a long `ipc --between processes` run of `mech` in its own process
+/// group with a private environment under `dir`; returns once its receiver
+/// process runs and has measured a little.
+fn start_long_run(mech: &str, dir: &Path, json: &Path) -> (std::process::Child, PathBuf, PathBuf) {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(rtscope_path());
+    cmd.args([
+        "ipc",
+        "--between",
+        "processes",
+        "--mech",
+        mech,
+        "-l",
+        "100000",
+        "--period",
+        "200us",
+        "-q",
+        "--json",
+    ])
+    .arg(json)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .process_group(0);
+    let (tmp, state) = private_env(&mut cmd, dir);
+    let child = cmd.spawn().unwrap();
+    wait_for_child(child.id());
+    std::thread::sleep(Duration::from_millis(300));
+    (child, tmp, state)
+}
+
+#[test]
+fn sighup_to_the_run_or_its_process_group_leaves_nothing_behind() {
+    for (mech, objects) in [("sysv-sem", 1), ("sysv-mq", 2)] {
+        for group in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let token = format!("hup-token-{mech}-{group}");
+            let json = dir.path().join(format!("{token}.json"));
+            let (child, tmp, state) = start_long_run(mech, dir.path(), &json);
+            let pid = child.id() as i32;
+            if group {
+                // What a terminal hangup does: every process of the group.
+                rtscope_core::sys::killpg(pid, libc::SIGHUP).unwrap();
+            } else {
+                rtscope_core::sys::kill(pid, libc::SIGHUP).unwrap();
+            }
+            let out = child.wait_with_output().unwrap();
+            let what = format!(
+                "{mech}, SIGHUP to the {}",
+                if group { "group" } else { "run" }
+            );
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{what}: {:?} {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let doc = read_result(&json);
+            assert_eq!(doc["end_reason"], "interrupted", "{what}");
+            assert_eq!(assert_sysv_removed(&doc), objects, "{what}");
+            wait_gone(&token);
+            assert_eq!(ipc_dirs(&tmp), Vec::<String>::new(), "{what}");
+            assert_eq!(recorded_objects(&state), Vec::<String>::new(), "{what}");
+        }
+    }
+}
+
+#[test]
+fn after_sigkill_the_next_run_or_cleanup_removes_exactly_what_was_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let state_dir = dir.path().join("run/rtscope");
+    // What the killed runs left (recorded and still there).
+    let mut left: Vec<String> = Vec::new();
+    for mech in ["posix-mq", "fifo", "sysv-mq", "sysv-sem"] {
+        let token = format!("kill-token-{mech}");
+        let json = dir.path().join(format!("{token}.json"));
+        let before = recorded_objects(&state_dir);
+        let (mut child, tmp, _) = start_long_run(mech, dir.path(), &json);
+        // A new run removed what the killed one before it left.
+        for o in &left {
+            assert!(!is_live(o), "{mech}: {o} of the killed run is still there");
+        }
+        rtscope_core::sys::kill(child.id() as i32, libc::SIGKILL).unwrap();
+        child.wait().unwrap();
+        // The receiver follows its parent (PR_SET_PDEATHSIG).
+        wait_gone(&token);
+        assert_no_named_objects(child.id(), 1, &tmp);
+        left = recorded_objects(&state_dir)
+            .into_iter()
+            .filter(|o| !before.contains(o))
+            .collect();
+        let expected = match mech {
+            "sysv-mq" => 2, // a round trip: one queue per direction
+            "sysv-sem" => 1,
+            _ => 0,
+        };
+        assert_eq!(left.len(), expected, "{mech}: {left:?}");
+        for o in &left {
+            assert!(is_live(o), "{mech}: {o} is recorded and should still exist");
+        }
+    }
+    let cleanup = |dir: &Path| {
+        let mut cmd = std::process::Command::new(rtscope_path());
+        cmd.args(["ipc", "--cleanup"]);
+        private_env(&mut cmd, dir);
+        let out = cmd.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let text = cleanup(dir.path());
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let id = left[0].strip_prefix("sysv_sem ").unwrap();
+    assert!(
+        text.starts_with(&format!("removed SysV semaphore set {id} ")),
+        "{text}"
+    );
+    assert!(
+        !is_live(&left[0]),
+        "{} still exists after --cleanup",
+        left[0]
+    );
+    assert_eq!(recorded_objects(&state_dir), Vec::<String>::new());
+    assert_eq!(cleanup(dir.path()), "nothing to clean up\n");
+}
+
+/// A SysV object made with ipcmk, removed (by id) when dropped.
+struct Foreign {
+    kind: &'static str,
+    id: String,
+}
+
+impl Foreign {
+    fn new(kind: &'static str) -> Foreign {
+        let flag = if kind == "sem" { "-S" } else { "-Q" };
+        let mut cmd = std::process::Command::new("ipcmk");
+        if kind == "sem" {
+            cmd.args([flag, "1"]);
+        } else {
+            cmd.arg(flag);
+        }
+        let out = cmd.output().expect("ipcmk runs");
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        let id = text.trim().rsplit(' ').next().unwrap().to_string();
+        Foreign { kind, id }
+    }
+
+    /// (key, ctime) from /proc/sysvipc.
+    fn key_ctime(&self) -> (String, String) {
+        let table = std::fs::read_to_string(format!("/proc/sysvipc/{}", self.kind)).unwrap();
+        let w: Vec<&str> = table
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|w| w.get(1) == Some(&self.id.as_str()))
+            .expect("object exists")
+            .into_iter()
+            .collect();
+        (w[0].to_string(), w[w.len() - 1].to_string())
+    }
+
+    fn exists(&self) -> bool {
+        live_sysv(self.kind).contains(&self.id)
+    }
+}
+
+impl Drop for Foreign {
+    fn drop(&mut self) {
+        let flag = if self.kind == "sem" { "-s" } else { "-q" };
+        let _ = std::process::Command::new("ipcrm")
+            .args([flag, &self.id])
+            .output();
+    }
+}
+
+#[test]
+fn cleanup_never_removes_an_object_it_cannot_prove_is_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(rtscope_path());
+    cmd.args(["ipc", "--cleanup"]);
+    let (_, state_dir) = private_env(&mut cmd, dir.path());
+    std::fs::create_dir_all(&state_dir).unwrap();
+    let sem = Foreign::new("sem");
+    let msg = Foreign::new("msg");
+    let (sem_key, sem_ctime) = sem.key_ctime();
+    let (msg_key, msg_ctime) = msg.key_ctime();
+    // A pid that has ended.
+    let mut t = std::process::Command::new("true").spawn().unwrap();
+    let dead = t.id();
+    t.wait().unwrap();
+    let me = std::process::id();
+    let my_start: String = {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let rest = stat.rsplit_once(')').unwrap().1.to_string();
+        rest.split_whitespace().nth(19).unwrap().to_string()
+    };
+    let state = |pid: u32, start: &str, line: String| {
+        format!("rtscope ipc state v1\nowner {pid} {start}\n{line}\n")
+    };
+    let files = [
+        // The run is dead, but the creation time does not match.
+        (
+            "ipc-1.state",
+            state(
+                dead,
+                "1",
+                format!(
+                    "sysv_sem {} {sem_key} {}",
+                    sem.id,
+                    sem_ctime.parse::<i64>().unwrap() - 7
+                ),
+            ),
+        ),
+        // Everything matches, but the run that wrote it is alive.
+        (
+            "ipc-2.state",
+            state(
+                me,
+                &my_start,
+                format!("sysv_msg {} {msg_key} {msg_ctime}", msg.id),
+            ),
+        ),
+        // The run is dead, but the key does not match.
+        (
+            "ipc-3.state",
+            state(dead, "1", format!("sysv_msg {} 12345 {msg_ctime}", msg.id)),
+        ),
+        // The kind does not match (a queue recorded as a semaphore set).
+        (
+            "ipc-4.state",
+            state(
+                dead,
+                "1",
+                format!("sysv_sem {} {msg_key} {msg_ctime}", msg.id),
+            ),
+        ),
+        // Everything matches, but the file is not this user's.
+        (
+            "ipc-5.state",
+            state(
+                dead,
+                "1",
+                format!("sysv_sem {} {sem_key} {sem_ctime}", sem.id),
+            ),
+        ),
+    ];
+    for (name, text) in &files {
+        std::fs::write(state_dir.join(name), text).unwrap();
+    }
+    let nobody = state_dir.join("ipc-5.state");
+    std::os::unix::fs::chown(&nobody, Some(65534), Some(65534)).unwrap();
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "nothing to clean up\n"
+    );
+    assert!(sem.exists(), "semaphore set {} was removed", sem.id);
+    assert!(msg.exists(), "message queue {} was removed", msg.id);
+    // The live run's record and the other user's file are kept.
+    assert!(state_dir.join("ipc-2.state").exists());
+    assert!(nobody.exists());
 }
 
 #[test]

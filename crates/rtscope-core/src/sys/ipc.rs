@@ -556,3 +556,98 @@ pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     // SAFETY: both descriptors were just created and are owned by nobody else.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
+
+// ---------------------------------------------------------------------------
+// System V objects by id, for removing what a killed run left behind.
+
+/// A kind of System V object that rtscope creates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SysvKind {
+    /// A semaphore set (`semget`).
+    Sem,
+    /// A message queue (`msgget`).
+    Msg,
+}
+
+/// What `IPC_STAT` says about a System V object: enough to tell one object
+/// from a later one that reuses its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SysvStat {
+    /// The key it was created with (0: `IPC_PRIVATE`).
+    pub key: i32,
+    /// The effective user id of its creator.
+    pub cuid: u32,
+    /// Permission bits.
+    pub mode: u32,
+    /// Creation time (or last `IPC_SET`/`SETVAL`), seconds since the epoch.
+    pub ctime: i64,
+}
+
+fn sysv_gone(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::EIDRM))
+}
+
+/// `IPC_STAT` of the semaphore set or message queue `id`; `Ok(None)` when no
+/// such object exists (any more).
+pub fn sysv_stat(kind: SysvKind, id: i32) -> io::Result<Option<SysvStat>> {
+    let (rc, perm, ctime) = match kind {
+        SysvKind::Sem => {
+            // SAFETY: semid_ds is POD; IPC_STAT writes one semid_ds through the
+            // pointer passed as the fourth (union semun) argument.
+            let mut ds: libc::semid_ds = unsafe { std::mem::zeroed() };
+            let rc = unsafe { libc::semctl(id, 0, libc::IPC_STAT, &mut ds as *mut libc::semid_ds) };
+            (rc, ds.sem_perm, ds.sem_ctime)
+        }
+        SysvKind::Msg => {
+            // SAFETY: msqid_ds is POD; IPC_STAT writes one msqid_ds to `ds`.
+            let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
+            let rc = unsafe { libc::msgctl(id, libc::IPC_STAT, &mut ds) };
+            (rc, ds.msg_perm, ds.msg_ctime)
+        }
+    };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        return if sysv_gone(&e) { Ok(None) } else { Err(e) };
+    }
+    Ok(Some(SysvStat {
+        key: perm.__key,
+        cuid: perm.cuid,
+        mode: u32::from(perm.mode) & 0o777,
+        #[allow(clippy::unnecessary_cast)] // time_t is 32 bits on some targets
+        ctime: ctime as i64,
+    }))
+}
+
+/// `IPC_RMID` of the semaphore set or message queue `id`; `Ok(false)` when it
+/// did not exist (any more).
+pub fn sysv_remove(kind: SysvKind, id: i32) -> io::Result<bool> {
+    let rc = match kind {
+        // SAFETY: plain syscall; IPC_RMID takes no fourth argument.
+        SysvKind::Sem => unsafe { libc::semctl(id, 0, libc::IPC_RMID) },
+        // SAFETY: plain syscall; the buffer pointer may be null for IPC_RMID.
+        SysvKind::Msg => unsafe { libc::msgctl(id, libc::IPC_RMID, std::ptr::null_mut()) },
+    };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        return if sysv_gone(&e) { Ok(false) } else { Err(e) };
+    }
+    Ok(true)
+}
+
+/// Whether the POSIX message queue `name` exists (`mq_open` without
+/// `O_CREAT`; works whether or not `/dev/mqueue` is mounted).
+pub fn posix_mq_exists(name: &std::ffi::CStr) -> io::Result<bool> {
+    // SAFETY: `name` is NUL-terminated; without O_CREAT mq_open takes two arguments.
+    let mqd = unsafe { libc::mq_open(name.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if mqd == -1 {
+        let e = io::Error::last_os_error();
+        return if e.raw_os_error() == Some(libc::ENOENT) {
+            Ok(false)
+        } else {
+            Err(e)
+        };
+    }
+    // SAFETY: `mqd` was just opened and is closed once.
+    unsafe { libc::mq_close(mqd) };
+    Ok(true)
+}

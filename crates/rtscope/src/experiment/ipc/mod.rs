@@ -13,6 +13,7 @@ mod condvar;
 mod eventfd;
 mod fifo;
 mod futex;
+mod leftovers;
 mod mutex;
 mod pipe;
 mod posix_mq;
@@ -24,11 +25,11 @@ mod sysv_mq;
 mod sysv_sem;
 mod unix;
 
+use rtscope_core::sys;
 use std::cell::RefCell;
 use std::io;
-use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 use serde_json::json;
 
@@ -91,17 +92,22 @@ pub struct Channel {
 
 /// What a mechanism may use to create its channel.
 pub struct ChannelEnv<'a> {
-    /// The run's private temporary directory (FIFOs), removed at the end.
-    pub dir: &'a Path,
     /// Unique within the run (names of FIFOs and message queues).
     pub tag: String,
     created: &'a RefCell<Vec<String>>,
 }
 
 impl ChannelEnv<'_> {
-    /// Records a kernel object that outlives its descriptors (SysV ids), for the result.
-    pub fn created(&self, what: String) {
-        self.created.borrow_mut().push(what);
+    /// Records a SysV object, which outlives every descriptor and process:
+    /// for the result (`ipc_objects`) and in the state file that lets a later
+    /// run remove it if this one is killed ([`leftovers`]).
+    pub fn created_sysv(&self, kind: sys::SysvKind, id: i32) {
+        let name = match kind {
+            sys::SysvKind::Sem => "sysv_sem",
+            sys::SysvKind::Msg => "sysv_msg",
+        };
+        self.created.borrow_mut().push(format!("{name} {id}"));
+        leftovers::record(kind, id);
     }
 }
 
@@ -711,8 +717,17 @@ pub fn run(a: IpcArgs) -> Result<i32> {
         crate::output::say(&list_text());
         return Ok(EXIT_OK);
     }
+    if a.cleanup {
+        return Ok(leftovers::cleanup_command());
+    }
     let plan = plan(&a)?;
     preflight(&plan)?;
+    let stale = leftovers::clean_stale();
+    if !plan.outputs.quiet {
+        for l in &stale.removed {
+            crate::output::say(&format!("{l} of an earlier run\n"));
+        }
+    }
     let run = run::begin(
         &RunSettings {
             rt: plan.rt,
@@ -722,10 +737,6 @@ pub fn run(a: IpcArgs) -> Result<i32> {
         },
         &header(&plan),
     )?;
-    let dir = tempfile::Builder::new()
-        .prefix("rtscope-ipc-")
-        .tempdir()
-        .context("cannot create a temporary directory")?;
     let mut series = Vec::new();
     let mut errors: Vec<String> = Vec::new();
     let mut end = EndReason::Loops;
@@ -742,7 +753,7 @@ pub fn run(a: IpcArgs) -> Result<i32> {
             ));
             continue;
         }
-        match runner::run_session(&plan, s, dir.path(), &k.to_string(), &run.env) {
+        match runner::run_session(&plan, s, &k.to_string(), &run.env) {
             Ok(d) => {
                 threads_stuck |= d.thread_left;
                 if let Some(e) = &d.error {
@@ -771,7 +782,6 @@ pub fn run(a: IpcArgs) -> Result<i32> {
             Err(e) => errors.push(format!("{name}: {}", crate::error::one_line(&e))),
         }
     }
-    drop(dir);
     if !errors.is_empty() && end == EndReason::Loops {
         end = EndReason::Error;
     }

@@ -20,7 +20,6 @@
 
 use std::cell::RefCell;
 use std::io;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -137,7 +136,7 @@ fn setup_for(plan: &IpcPlan, cpu: Option<usize>, priority: i32) -> ThreadSetup {
             Some(1)
         },
         prefault_stack: 64 * 1024,
-        block_signals: vec![libc::SIGINT, libc::SIGTERM, signal::SIGNAL],
+        block_signals: vec![libc::SIGINT, libc::SIGTERM, libc::SIGHUP, signal::SIGNAL],
     }
 }
 
@@ -313,6 +312,14 @@ impl Driver {
         out
     }
 
+    /// The driver's wait for its next period: sleeps until the absolute
+    /// `deadline_ns` on [`CLOCK`]. The one place where the driver sleeps for
+    /// a period (a stop request that should not wait up to a whole period
+    /// for the wake-up hooks in here; `self.stop` is the run's stop flag).
+    fn sleep_to(&self, deadline_ns: u64) -> io::Result<()> {
+        sys::sleep_until(CLOCK, deadline_ns)
+    }
+
     /// The measurement loop: no allocation (the vectors have their capacity).
     fn measure(&mut self, out: &mut DriverOut) {
         let lat = self.lat.as_slice();
@@ -330,7 +337,7 @@ impl Driver {
                 out.rx_failed = true;
                 break;
             }
-            if let Err(e) = sys::sleep_until(CLOCK, next) {
+            if let Err(e) = self.sleep_to(next) {
                 out.error = Some(format!("sender: clock_nanosleep failed: {e}"));
                 break;
             }
@@ -443,7 +450,7 @@ fn exit_text(e: ChildExit) -> String {
 
 /// The receiver process: never returns.
 fn child_main(server: Server, mlock: bool) -> ! {
-    let _ = sys::block_signals(&[libc::SIGINT, libc::SIGTERM, signal::SIGNAL]);
+    let _ = sys::block_signals(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, signal::SIGNAL]);
     let _ = sys::set_parent_death_signal(libc::SIGKILL);
     if mlock {
         let _ = rtscope_core::rt::lock_memory();
@@ -454,13 +461,15 @@ fn child_main(server: Server, mlock: bool) -> ! {
 }
 
 /// Runs one experiment with all its repetitions.
-pub fn run_session(
-    plan: &IpcPlan,
-    s: &Session,
-    cenv_dir: &Path,
-    tag: &str,
-    env: &RunEnv,
-) -> Result<SessionData> {
+pub fn run_session(plan: &IpcPlan, s: &Session, tag: &str, env: &RunEnv) -> Result<SessionData> {
+    let r = run_session_inner(plan, s, tag, env);
+    // Every object of the experiment has been dropped (removed) by now,
+    // unless a thread was left behind with it.
+    super::leftovers::settle();
+    r
+}
+
+fn run_session_inner(plan: &IpcPlan, s: &Session, tag: &str, env: &RunEnv) -> Result<SessionData> {
     let mech = find(s.mechanism).ok_or_else(|| anyhow!("unknown mechanism {}", s.mechanism))?;
     let n = (plan.loops * plan.repetitions) as usize;
     let ctl: Ctl = Arc::new(SharedArray::new(CTL_LEN).context("shared memory")?);
@@ -468,7 +477,6 @@ pub fn run_session(
 
     let created = RefCell::new(Vec::new());
     let channel_env = |dir: &str| ChannelEnv {
-        dir: cenv_dir,
         tag: format!("{tag}-{dir}"),
         created: &created,
     };

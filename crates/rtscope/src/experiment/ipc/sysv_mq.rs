@@ -28,7 +28,7 @@ impl Rx for MsgRx {
 
 pub fn channel(env: &ChannelEnv) -> io::Result<Channel> {
     let q = SysvMsgQueue::new()?;
-    env.created(format!("sysv_msg {}", q.id()));
+    env.created_sysv(sys::SysvKind::Msg, q.id());
     let q = Arc::new(q);
     Ok(Channel {
         tx: Box::new(MsgTx(q.clone())),

@@ -36,7 +36,7 @@ impl Rx for SemRx {
 
 pub fn channel(env: &ChannelEnv) -> io::Result<Channel> {
     let sem = SysvSem::new(1)?;
-    env.created(format!("sysv_sem {}", sem.id()));
+    env.created_sysv(sys::SysvKind::Sem, sem.id());
     let s = Arc::new(Shared {
         sem,
         stamp: SharedArray::new(1)?,
