@@ -527,3 +527,41 @@ fn browser_loads_the_report_of_a_real_run() {
         "the console check did not see the injected errors: {console:#?}"
     );
 }
+
+#[test]
+fn documents_without_a_schema_version_are_not_result_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.html");
+    for (name, text) in [
+        ("empty-object.json", "{}"),
+        ("no-version.json", r#"{"series": []}"#),
+        ("null-version.json", r#"{"schema_version": null}"#),
+        ("string-version.json", r#"{"schema_version": "1"}"#),
+        ("float-version.json", r#"{"schema_version": 1.5}"#),
+        ("array.json", "[1, 2]"),
+        ("number.json", "42"),
+    ] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        for o in [
+            run(&["report", s(&p), "-o", s(&out)]),
+            run(&["compare", s(&p), s(&p)]),
+        ] {
+            one_line_usage_error(&o);
+            assert!(
+                o.stderr
+                    .contains(&format!("{}: not an rtscope result document", s(&p))),
+                "{name}: {}",
+                o.stderr
+            );
+            assert!(!o.stderr.contains("schema_version 0"), "{}", o.stderr);
+        }
+    }
+    // A real other version still says which version it is.
+    let p = dir.path().join("v9.json");
+    std::fs::write(&p, r#"{"schema_version": 9}"#).unwrap();
+    let o = run(&["report", s(&p), "-o", s(&out)]);
+    one_line_usage_error(&o);
+    assert!(o.stderr.contains("schema_version 9"), "{}", o.stderr);
+    assert!(!out.exists());
+}
