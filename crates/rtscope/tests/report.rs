@@ -565,3 +565,90 @@ fn documents_without_a_schema_version_are_not_result_documents() {
     assert!(o.stderr.contains("schema_version 9"), "{}", o.stderr);
     assert!(!out.exists());
 }
+
+#[test]
+fn devices_and_binary_files_end_in_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.json");
+    let html = dir.path().join("r.html");
+    // A long binary file without newlines (no line end for a line reader to stop at).
+    let bin = dir.path().join("blob.bin");
+    std::fs::write(&bin, vec![0xA5u8; 3 << 20]).unwrap();
+    for input in ["/dev/zero", s(&bin)] {
+        for o in [
+            run(&["report", input, "-o", s(&html)]),
+            run(&["compare", input, input]),
+            run(&["import", "cyclictest", "--json", input, "-o", s(&out)]),
+            run(&["import", "cyclictest", "--histogram", input, "-o", s(&out)]),
+        ] {
+            one_line_usage_error(&o);
+            assert!(o.stderr.contains(input), "{}", o.stderr);
+        }
+    }
+    assert!(!out.exists() && !html.exists());
+}
+
+#[test]
+fn a_byte_order_mark_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let bom = |src: &Path, dst: &Path| {
+        let mut b = b"\xEF\xBB\xBF".to_vec();
+        b.extend(std::fs::read(src).unwrap());
+        std::fs::write(dst, b).unwrap();
+    };
+    let ct = dir.path().join("ct-bom.json");
+    bom(&fixture("cyclictest-h150.json"), &ct);
+    let doc = dir.path().join("doc.json");
+    import("--json", &ct, &doc);
+    let doc_bom = dir.path().join("doc-bom.json");
+    bom(&doc, &doc_bom);
+    let o = run(&["report", s(&doc_bom), "-o", s(&dir.path().join("r.html"))]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run(&["compare", s(&doc_bom), s(&doc)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        ResultDocument::read(&doc_bom).unwrap(),
+        ResultDocument::read(&doc).unwrap()
+    );
+}
+
+#[test]
+fn a_truncated_histogram_is_imported_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("cyclictest-h150.txt")).unwrap();
+    // Drop the rows of bins 15 and 16 (they hold samples), keep the # Total line.
+    let cut: String = text
+        .lines()
+        .filter(|l| !l.starts_with("000015 ") && !l.starts_with("000016 "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let p = dir.path().join("cut.txt");
+    std::fs::write(&p, cut).unwrap();
+    let out = dir.path().join("cut.json");
+    let o = run(&["import", "cyclictest", "--histogram", s(&p), "-o", s(&out)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let want = format!(
+        "warning: {}: histogram holds 1784 samples but # Total says 3993: truncated?",
+        s(&p)
+    );
+    assert_eq!(o.stderr.trim_end(), want, "{}", o.stderr);
+    let d = ResultDocument::read(&out).unwrap();
+    assert!(
+        d.warnings
+            .iter()
+            .any(|w| w == "histogram holds 1784 samples but # Total says 3993: truncated?"),
+        "{:?}",
+        d.warnings
+    );
+    // The complete file: no such warning.
+    let o = run(&[
+        "import",
+        "cyclictest",
+        "--histogram",
+        s(&fixture("cyclictest-h150.txt")),
+        "-o",
+        s(&out),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stderr.contains("truncated"), "{}", o.stderr);
+}
