@@ -528,6 +528,16 @@ fn browser_loads_the_report_of_a_real_run() {
     );
 }
 
+/// Runs rtscope in `dir` (for relative paths such as `./x.json`).
+fn run_in(dir: &Path, args: &[&str]) -> Out {
+    let o = rtscope().current_dir(dir).args(args).output().unwrap();
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
 #[test]
 fn documents_without_a_schema_version_are_not_result_documents() {
     let dir = tempfile::tempdir().unwrap();
@@ -651,4 +661,101 @@ fn a_truncated_histogram_is_imported_with_a_warning() {
     ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(!o.stderr.contains("truncated"), "{}", o.stderr);
+}
+
+#[test]
+fn compare_without_series_in_common_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    import("--json", &fixture("cyclictest-h150.json"), &a);
+    let mut d = ResultDocument::read(&a).unwrap();
+    for s in &mut d.series {
+        s.label = format!("cpu {}", s.label);
+    }
+    let b = dir.path().join("b.json");
+    d.write(&b).unwrap();
+    let o = run(&["compare", s(&a), s(&b)]);
+    one_line_usage_error(&o);
+    assert!(o.stderr.contains("no series in common"), "{}", o.stderr);
+    assert!(o.stdout.is_empty(), "{}", o.stdout);
+    let o = run(&["compare", "--fail-if-worse", s(&a), s(&b)]);
+    assert_eq!(o.code, 3, "{}", o.stderr);
+    assert_eq!(o.stderr.trim_end().lines().count(), 1, "{}", o.stderr);
+    assert!(o.stderr.contains("no series in common"), "{}", o.stderr);
+    // Paired explicitly, they compare.
+    let o = run(&["compare", s(&a), s(&b), "--match", "all=cpu all"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+}
+
+#[test]
+fn an_input_is_never_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let x = d.join("x.json");
+    import("--json", &fixture("cyclictest-h150.json"), &x);
+    let before = std::fs::read(&x).unwrap();
+    let hist = d.join("h.txt");
+    std::fs::copy(fixture("cyclictest-h150.txt"), &hist).unwrap();
+    let hist_before = std::fs::read(&hist).unwrap();
+    let ct = d.join("ct.json");
+    std::fs::copy(fixture("cyclictest-h150.json"), &ct).unwrap();
+    let ct_before = std::fs::read(&ct).unwrap();
+    for args in [
+        vec!["report", "x.json", "-o", "x.json"],
+        vec!["report", "x.json", "-o", "./x.json"],
+        vec!["report", "./x.json", "x.json", "-o", "x.json"],
+        vec!["compare", "x.json", "x.json", "--html", "./x.json"],
+        vec![
+            "import",
+            "cyclictest",
+            "--json",
+            "ct.json",
+            "-o",
+            "./ct.json",
+        ],
+        vec![
+            "import",
+            "cyclictest",
+            "--histogram",
+            "h.txt",
+            "-o",
+            "h.txt",
+        ],
+    ] {
+        let o = run_in(d, &args);
+        one_line_usage_error(&o);
+        assert!(o.stderr.contains("input"), "{args:?}: {}", o.stderr);
+    }
+    assert_eq!(std::fs::read(&x).unwrap(), before);
+    assert_eq!(std::fs::read(&hist).unwrap(), hist_before);
+    assert_eq!(std::fs::read(&ct).unwrap(), ct_before);
+    // Nothing else was left beside them (no temporary or probe file).
+    assert_eq!(std::fs::read_dir(d).unwrap().count(), 3);
+}
+
+#[test]
+fn compare_text_strips_control_characters_from_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    import("--json", &fixture("cyclictest-h150.json"), &a);
+    let mut d = ResultDocument::read(&a).unwrap();
+    d.system.hostname = Some("evil\u{1b}]0;pwned\u{7}host\r".into());
+    d.system.kernel_release = "6.1\u{1b}[2J".into();
+    d.experiment = "cyc\u{8}lic".into();
+    for s in &mut d.series {
+        s.label = format!("{}\u{1b}[31m", s.label);
+    }
+    d.write(&a).unwrap();
+    let b = dir.path().join("b.json");
+    d.write(&b).unwrap();
+    let o = run(&["compare", s(&a), s(&b)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    for bad in ['\u{1b}', '\u{7}', '\r', '\u{8}'] {
+        assert!(!o.stdout.contains(bad), "{bad:?} in {:?}", o.stdout);
+    }
+    assert!(o.stdout.contains("evil?]0;pwned?host?"), "{}", o.stdout);
+    // --match errors list the labels: stripped too.
+    let o = run(&["compare", s(&a), s(&b), "--match", "x=y"]);
+    one_line_usage_error(&o);
+    assert!(!o.stderr.contains('\u{1b}'), "{:?}", o.stderr);
 }
