@@ -286,7 +286,7 @@ pub enum DocError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}: not a result document: {source}")]
+    #[error("{path}: not an rtscope result document: {source}")]
     Parse {
         path: String,
         #[source]
@@ -296,6 +296,12 @@ pub enum DocError {
         "{path}: schema_version {found} is not supported (this rtscope reads {SCHEMA_VERSION})"
     )]
     Version { path: String, found: u64 },
+    /// Valid JSON without an integer `schema_version` (`{}`, `[]`, a null ...).
+    #[error("{path}: not an rtscope result document")]
+    NotADocument { path: String },
+    /// Larger than any result document rtscope writes (a device, a huge file).
+    #[error("{path}: not an rtscope result document: larger than {limit_mib} MiB")]
+    TooLarge { path: String, limit_mib: u64 },
 }
 
 pub use crate::file::{check_writable, write_atomic};
@@ -369,28 +375,85 @@ impl ResultDocument {
         write_atomic(path, &self.to_json())
     }
 
-    /// Reads and version-checks a document.
+    /// Reads and version-checks a document. Input larger than 256 MiB (far
+    /// above any document rtscope writes) is refused without reading it all,
+    /// so that a device (`/dev/zero`) or a huge file ends in an error rather
+    /// than in memory exhaustion. A UTF-8 byte-order mark is skipped.
     pub fn read(path: &Path) -> Result<Self, DocError> {
+        use std::io::{BufRead, Read};
+        const LIMIT: u64 = 256 << 20;
         let p = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|source| DocError::Io {
+        let io = |source| DocError::Io {
             path: p.clone(),
             source,
-        })?;
-        let mut v: serde_json::Value =
-            serde_json::from_slice(&bytes).map_err(|source| DocError::Parse {
-                path: p.clone(),
-                source,
-            })?;
-        let found = v
-            .get("schema_version")
-            .and_then(|x| x.as_u64())
-            .unwrap_or(0);
+        };
+        let too_large = || DocError::TooLarge {
+            path: p.clone(),
+            limit_mib: LIMIT >> 20,
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        if meta.is_dir() {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::IsADirectory,
+                "is a directory",
+            )));
+        }
+        if meta.is_file() && meta.len() > LIMIT {
+            return Err(too_large());
+        }
+        const BOM: &[u8] = b"\xEF\xBB\xBF";
+        let mut input = std::io::BufReader::with_capacity(64 << 10, file.take(LIMIT + 1));
+        // A document is a JSON object: anything else (`/dev/zero`, a binary
+        // file) is refused at its first byte, before it is read on.
+        let head = input.fill_buf().map_err(io)?;
+        let head = head.strip_prefix(BOM).unwrap_or(head);
+        if head
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|b| *b != b'{')
+        {
+            return Err(DocError::NotADocument { path: p.clone() });
+        }
+        let mut bytes = Vec::with_capacity(if meta.is_file() {
+            meta.len() as usize
+        } else {
+            0
+        });
+        input.read_to_end(&mut bytes).map_err(io)?;
+        if bytes.len() as u64 > LIMIT {
+            return Err(too_large());
+        }
+        let json = bytes.strip_prefix(BOM).unwrap_or(&bytes);
+        // First only the version (no tree of the whole document in memory).
+        #[derive(Deserialize)]
+        struct Head {
+            schema_version: Option<serde_json::Value>,
+        }
+        let parse = |source| DocError::Parse {
+            path: p.clone(),
+            source,
+        };
+        let head: Head = match serde_json::from_slice(json) {
+            Ok(h) => h,
+            // Valid JSON of another shape (an array, a number, ...).
+            Err(e) if e.is_data() => return Err(DocError::NotADocument { path: p }),
+            Err(e) => return Err(parse(e)),
+        };
+        let found = match head.schema_version {
+            Some(serde_json::Value::Number(n)) => n.as_u64(),
+            _ => None,
+        }
+        .ok_or_else(|| DocError::NotADocument { path: p.clone() })?;
         if found == 1 {
+            let mut v: serde_json::Value = serde_json::from_slice(json).map_err(parse)?;
             upgrade_v1(&mut v);
-        } else if found != u64::from(SCHEMA_VERSION) {
+            return serde_json::from_value(v).map_err(parse);
+        }
+        if found != u64::from(SCHEMA_VERSION) {
             return Err(DocError::Version { path: p, found });
         }
-        serde_json::from_value(v).map_err(|source| DocError::Parse { path: p, source })
+        serde_json::from_slice(json).map_err(parse)
     }
 }
 

@@ -6,6 +6,8 @@
 
 // No unsafe code in the binary: libc is reached through rtscope_core::sys.
 #![forbid(unsafe_code)]
+// stdout goes through output::say (a closed pipe never panics).
+#![warn(clippy::print_stdout)]
 
 mod cli;
 mod error;

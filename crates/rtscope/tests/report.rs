@@ -527,3 +527,235 @@ fn browser_loads_the_report_of_a_real_run() {
         "the console check did not see the injected errors: {console:#?}"
     );
 }
+
+/// Runs rtscope in `dir` (for relative paths such as `./x.json`).
+fn run_in(dir: &Path, args: &[&str]) -> Out {
+    let o = rtscope().current_dir(dir).args(args).output().unwrap();
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn documents_without_a_schema_version_are_not_result_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.html");
+    for (name, text) in [
+        ("empty-object.json", "{}"),
+        ("no-version.json", r#"{"series": []}"#),
+        ("null-version.json", r#"{"schema_version": null}"#),
+        ("string-version.json", r#"{"schema_version": "1"}"#),
+        ("float-version.json", r#"{"schema_version": 1.5}"#),
+        ("array.json", "[1, 2]"),
+        ("number.json", "42"),
+    ] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        for o in [
+            run(&["report", s(&p), "-o", s(&out)]),
+            run(&["compare", s(&p), s(&p)]),
+        ] {
+            one_line_usage_error(&o);
+            assert!(
+                o.stderr
+                    .contains(&format!("{}: not an rtscope result document", s(&p))),
+                "{name}: {}",
+                o.stderr
+            );
+            assert!(!o.stderr.contains("schema_version 0"), "{}", o.stderr);
+        }
+    }
+    // A real other version still says which version it is.
+    let p = dir.path().join("v9.json");
+    std::fs::write(&p, r#"{"schema_version": 9}"#).unwrap();
+    let o = run(&["report", s(&p), "-o", s(&out)]);
+    one_line_usage_error(&o);
+    assert!(o.stderr.contains("schema_version 9"), "{}", o.stderr);
+    assert!(!out.exists());
+}
+
+#[test]
+fn devices_and_binary_files_end_in_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.json");
+    let html = dir.path().join("r.html");
+    // A long binary file without newlines (no line end for a line reader to stop at).
+    let bin = dir.path().join("blob.bin");
+    std::fs::write(&bin, vec![0xA5u8; 3 << 20]).unwrap();
+    for input in ["/dev/zero", s(&bin)] {
+        for o in [
+            run(&["report", input, "-o", s(&html)]),
+            run(&["compare", input, input]),
+            run(&["import", "cyclictest", "--json", input, "-o", s(&out)]),
+            run(&["import", "cyclictest", "--histogram", input, "-o", s(&out)]),
+        ] {
+            one_line_usage_error(&o);
+            assert!(o.stderr.contains(input), "{}", o.stderr);
+        }
+    }
+    assert!(!out.exists() && !html.exists());
+}
+
+#[test]
+fn a_byte_order_mark_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let bom = |src: &Path, dst: &Path| {
+        let mut b = b"\xEF\xBB\xBF".to_vec();
+        b.extend(std::fs::read(src).unwrap());
+        std::fs::write(dst, b).unwrap();
+    };
+    let ct = dir.path().join("ct-bom.json");
+    bom(&fixture("cyclictest-h150.json"), &ct);
+    let doc = dir.path().join("doc.json");
+    import("--json", &ct, &doc);
+    let doc_bom = dir.path().join("doc-bom.json");
+    bom(&doc, &doc_bom);
+    let o = run(&["report", s(&doc_bom), "-o", s(&dir.path().join("r.html"))]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run(&["compare", s(&doc_bom), s(&doc)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        ResultDocument::read(&doc_bom).unwrap(),
+        ResultDocument::read(&doc).unwrap()
+    );
+}
+
+#[test]
+fn a_truncated_histogram_is_imported_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("cyclictest-h150.txt")).unwrap();
+    // Drop the rows of bins 15 and 16 (they hold samples), keep the # Total line.
+    let cut: String = text
+        .lines()
+        .filter(|l| !l.starts_with("000015 ") && !l.starts_with("000016 "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let p = dir.path().join("cut.txt");
+    std::fs::write(&p, cut).unwrap();
+    let out = dir.path().join("cut.json");
+    let o = run(&["import", "cyclictest", "--histogram", s(&p), "-o", s(&out)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let want = format!(
+        "warning: {}: histogram holds 1784 samples but # Total says 3993: truncated?",
+        s(&p)
+    );
+    assert_eq!(o.stderr.trim_end(), want, "{}", o.stderr);
+    let d = ResultDocument::read(&out).unwrap();
+    assert!(
+        d.warnings
+            .iter()
+            .any(|w| w == "histogram holds 1784 samples but # Total says 3993: truncated?"),
+        "{:?}",
+        d.warnings
+    );
+    // The complete file: no such warning.
+    let o = run(&[
+        "import",
+        "cyclictest",
+        "--histogram",
+        s(&fixture("cyclictest-h150.txt")),
+        "-o",
+        s(&out),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stderr.contains("truncated"), "{}", o.stderr);
+}
+
+#[test]
+fn compare_without_series_in_common_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    import("--json", &fixture("cyclictest-h150.json"), &a);
+    let mut d = ResultDocument::read(&a).unwrap();
+    for s in &mut d.series {
+        s.label = format!("cpu {}", s.label);
+    }
+    let b = dir.path().join("b.json");
+    d.write(&b).unwrap();
+    let o = run(&["compare", s(&a), s(&b)]);
+    one_line_usage_error(&o);
+    assert!(o.stderr.contains("no series in common"), "{}", o.stderr);
+    assert!(o.stdout.is_empty(), "{}", o.stdout);
+    let o = run(&["compare", "--fail-if-worse", s(&a), s(&b)]);
+    assert_eq!(o.code, 3, "{}", o.stderr);
+    assert_eq!(o.stderr.trim_end().lines().count(), 1, "{}", o.stderr);
+    assert!(o.stderr.contains("no series in common"), "{}", o.stderr);
+    // Paired explicitly, they compare.
+    let o = run(&["compare", s(&a), s(&b), "--match", "all=cpu all"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+}
+
+#[test]
+fn an_input_is_never_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let x = d.join("x.json");
+    import("--json", &fixture("cyclictest-h150.json"), &x);
+    let before = std::fs::read(&x).unwrap();
+    let hist = d.join("h.txt");
+    std::fs::copy(fixture("cyclictest-h150.txt"), &hist).unwrap();
+    let hist_before = std::fs::read(&hist).unwrap();
+    let ct = d.join("ct.json");
+    std::fs::copy(fixture("cyclictest-h150.json"), &ct).unwrap();
+    let ct_before = std::fs::read(&ct).unwrap();
+    for args in [
+        vec!["report", "x.json", "-o", "x.json"],
+        vec!["report", "x.json", "-o", "./x.json"],
+        vec!["report", "./x.json", "x.json", "-o", "x.json"],
+        vec!["compare", "x.json", "x.json", "--html", "./x.json"],
+        vec![
+            "import",
+            "cyclictest",
+            "--json",
+            "ct.json",
+            "-o",
+            "./ct.json",
+        ],
+        vec![
+            "import",
+            "cyclictest",
+            "--histogram",
+            "h.txt",
+            "-o",
+            "h.txt",
+        ],
+    ] {
+        let o = run_in(d, &args);
+        one_line_usage_error(&o);
+        assert!(o.stderr.contains("input"), "{args:?}: {}", o.stderr);
+    }
+    assert_eq!(std::fs::read(&x).unwrap(), before);
+    assert_eq!(std::fs::read(&hist).unwrap(), hist_before);
+    assert_eq!(std::fs::read(&ct).unwrap(), ct_before);
+    // Nothing else was left beside them (no temporary or probe file).
+    assert_eq!(std::fs::read_dir(d).unwrap().count(), 3);
+}
+
+#[test]
+fn compare_text_strips_control_characters_from_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    import("--json", &fixture("cyclictest-h150.json"), &a);
+    let mut d = ResultDocument::read(&a).unwrap();
+    d.system.hostname = Some("evil\u{1b}]0;pwned\u{7}host\r".into());
+    d.system.kernel_release = "6.1\u{1b}[2J".into();
+    d.experiment = "cyc\u{8}lic".into();
+    for s in &mut d.series {
+        s.label = format!("{}\u{1b}[31m", s.label);
+    }
+    d.write(&a).unwrap();
+    let b = dir.path().join("b.json");
+    d.write(&b).unwrap();
+    let o = run(&["compare", s(&a), s(&b)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    for bad in ['\u{1b}', '\u{7}', '\r', '\u{8}'] {
+        assert!(!o.stdout.contains(bad), "{bad:?} in {:?}", o.stdout);
+    }
+    assert!(o.stdout.contains("evil?]0;pwned?host?"), "{}", o.stdout);
+    // --match errors list the labels: stripped too.
+    let o = run(&["compare", s(&a), s(&b), "--match", "x=y"]);
+    one_line_usage_error(&o);
+    assert!(!o.stderr.contains('\u{1b}'), "{:?}", o.stderr);
+}

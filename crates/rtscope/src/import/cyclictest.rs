@@ -25,6 +25,7 @@
 //! panics on any input (fuzzed with proptest).
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, Read};
 use std::path::Path;
 
 use serde_json::{json, Value};
@@ -83,8 +84,11 @@ impl Scale {
 struct Thread {
     index: usize,
     attrs: BTreeMap<String, Value>,
-    /// `(bin, count)`, non-zero counts only.
-    bins: Vec<(u64, u64)>,
+    /// The bins' counts, recorded at their values in ns.
+    hist: LatencyHistogram,
+    /// The lowest and highest bin with a non-zero count (cyclictest's unit).
+    first_bin: Option<u64>,
+    last_bin: Option<u64>,
     /// Whether a histogram was present at all.
     has_histogram: bool,
     overflows: u64,
@@ -93,6 +97,15 @@ struct Thread {
     min: Option<i64>,
     max: Option<i64>,
     avg: Option<f64>,
+}
+
+impl Thread {
+    /// Adds `count` samples of bin `bin` (`ns`: its value in ns).
+    fn add_bin(&mut self, bin: u64, ns: u64, count: u64) {
+        self.hist.record_n(ns, count);
+        self.first_bin = Some(self.first_bin.map_or(bin, |f| f.min(bin)));
+        self.last_bin = Some(self.last_bin.map_or(bin, |l| l.max(bin)));
+    }
 }
 
 /// The modification time of `p` as RFC 3339 (now, if unreadable).
@@ -191,6 +204,8 @@ fn as_i64(v: &Value, what: &str) -> Result<i64, ImportError> {
 /// A `cyclictest --json` document as a result document. `fallback_time` is
 /// used when the file holds no readable start time.
 pub fn from_json(bytes: &[u8], fallback_time: String) -> Result<ResultDocument, ImportError> {
+    // A byte-order mark (Windows editors write one) is not JSON but harmless.
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let v: Value = serde_json::from_slice(bytes)
         .map_err(|e| ImportError(format!("not a cyclictest JSON file: {e}")))?;
     let Some(o) = v.as_object() else {
@@ -247,13 +262,12 @@ pub fn from_json(bytes: &[u8], fallback_time: String) -> Result<ResultDocument, 
                         "histogram bin {b}: count {c} is not plausible"
                     )));
                 }
-                scale.ns(b).map_err(|e| ImportError(what(&e.0)))?;
+                let ns = scale.ns(b).map_err(|e| ImportError(what(&e.0)))?;
                 if c > 0 {
-                    th.bins.push((b, c));
+                    th.add_bin(b, ns, c);
                     sum = sum.saturating_add(c);
                 }
             }
-            th.bins.sort_unstable();
             if th.has_histogram {
                 th.overflows = cycles.saturating_sub(sum);
                 th.count = cycles.max(sum);
@@ -413,16 +427,45 @@ fn parse_numbers(vals: &[&str], what: &str, lineno: usize) -> Result<Vec<u64>, I
         .collect()
 }
 
+/// The longest line of histogram text accepted: a row of 10 000 threads
+/// fits; a binary file or `/dev/zero` does not go on being read into memory.
+pub const MAX_LINE: usize = 1 << 20;
+
+/// The most columns (threads) a histogram row may have: each thread with a
+/// non-zero count holds an HDR histogram (about 230 KiB) while the text is read.
+pub const MAX_COLUMNS: usize = 1024;
+
+/// Marks the warning about a histogram with fewer samples than its `# Total:`
+/// line says, which the import also prints on stderr.
+pub const TRUNCATED: &str = "truncated?";
+
 /// cyclictest's `-h`/`-H` histogram text as a result document. `file_time`
 /// stands in for the run's time (the text holds none); `nsecs`: the
 /// histogram was written with `-N`.
+#[cfg(test)]
 pub fn from_histogram(
     text: &str,
     file_time: String,
     nsecs: bool,
 ) -> Result<ResultDocument, ImportError> {
+    from_histogram_reader(text.as_bytes(), file_time, nsecs)
+}
+
+/// [`from_histogram`] reading the text line by line: memory is bounded by
+/// the number of threads, not by the size of the input. A line longer than
+/// [`MAX_LINE`] is an error; bytes that are not UTF-8 are replaced.
+pub fn from_histogram_reader(
+    mut input: impl BufRead,
+    file_time: String,
+    nsecs: bool,
+) -> Result<ResultDocument, ImportError> {
     let scale = if nsecs { NS } else { US };
-    let mut rows: Vec<(u64, Vec<u64>)> = Vec::new();
+    // Per column: its histogram (created at its first non-zero count).
+    let mut columns: Vec<Thread> = Vec::new();
+    let mut nrows = 0u64;
+    let mut max_row_bin = 0u64;
+    // Whether, in every row, the last column is the sum of the others (-H).
+    let mut last_is_sum = true;
     let mut cols = 0usize;
     let mut total: Option<Vec<u64>> = None;
     let mut min: Option<Vec<u64>> = None;
@@ -430,9 +473,30 @@ pub fn from_histogram(
     let mut max: Option<Vec<u64>> = None;
     let mut ovf: Option<Vec<u64>> = None;
     let mut saw_header = false;
-    for (i, raw) in text.lines().enumerate() {
-        let lineno = i + 1;
-        let line = raw.trim();
+    let mut buf = Vec::new();
+    let mut counts: Vec<u64> = Vec::new();
+    let mut lineno = 0usize;
+    loop {
+        buf.clear();
+        let n = (&mut input)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| ImportError(format!("read error: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        lineno += 1;
+        if buf.len() > MAX_LINE {
+            return err(format!(
+                "line {lineno}: longer than {} MiB: not a cyclictest histogram",
+                MAX_LINE >> 20
+            ));
+        }
+        let text = String::from_utf8_lossy(&buf);
+        let mut line = text.trim();
+        if lineno == 1 {
+            line = line.trim_start_matches('\u{feff}');
+        }
         if line.is_empty() {
             continue;
         }
@@ -465,12 +529,30 @@ pub fn from_histogram(
                 line.chars().take(60).collect::<String>()
             ));
         };
-        let counts = parse_numbers(&it.collect::<Vec<_>>(), "count", lineno)?;
+        counts.clear();
+        for v in it {
+            counts.push(v.parse::<u64>().map_err(|_| {
+                ImportError(format!("line {lineno}: count: '{v}' is not a whole number"))
+            })?);
+        }
         if counts.is_empty() {
             return err(format!("line {lineno}: a bin without counts"));
         }
         if cols == 0 {
+            if counts.len() > MAX_COLUMNS {
+                return err(format!(
+                    "line {lineno}: {} columns: more threads than the {MAX_COLUMNS} an import takes",
+                    counts.len()
+                ));
+            }
             cols = counts.len();
+            columns = (0..cols)
+                .map(|j| Thread {
+                    index: j,
+                    has_histogram: true,
+                    ..Default::default()
+                })
+                .collect();
         } else if counts.len() != cols {
             return err(format!(
                 "line {lineno}: {} columns where earlier rows have {cols}",
@@ -480,12 +562,25 @@ pub fn from_histogram(
         if let Some(c) = counts.iter().find(|c| **c > MAX_COUNT) {
             return err(format!("line {lineno}: count {c} is not plausible"));
         }
-        scale
+        let ns = scale
             .ns(bin)
             .map_err(|e| ImportError(format!("line {lineno}: {}", e.0)))?;
-        rows.push((bin, counts));
+        nrows += 1;
+        max_row_bin = max_row_bin.max(bin);
+        if cols >= 2 && last_is_sum {
+            let others = counts[..cols - 1]
+                .iter()
+                .fold(0u64, |a, x| a.saturating_add(*x));
+            last_is_sum = others == counts[cols - 1];
+        }
+        for (t, c) in columns.iter_mut().zip(&counts) {
+            if *c > 0 {
+                t.add_bin(bin, ns, *c);
+                t.count = t.count.saturating_add(*c);
+            }
+        }
     }
-    if rows.is_empty() {
+    if nrows == 0 {
         return err(if saw_header {
             "no histogram rows after '# Histogram'"
         } else {
@@ -498,11 +593,10 @@ pub fn from_histogram(
     let summary_col = cols >= 2
         && match per_thread_lines {
             Some(n) => n == cols - 1,
-            None => rows.iter().all(|(_, c)| {
-                c[..cols - 1].iter().fold(0u64, |a, x| a.saturating_add(*x)) == c[cols - 1]
-            }),
+            None => last_is_sum,
         };
     let n = if summary_col { cols - 1 } else { cols };
+    columns.truncate(n);
     for (name, v) in [
         ("Min", &min),
         ("Avg", &avg),
@@ -519,15 +613,17 @@ pub fn from_histogram(
             }
         }
     }
+    let range_ns = (max_row_bin.saturating_add(1)).saturating_mul(scale.mult);
+    let mut in_bins = 0u64;
+    let mut short = false;
     let mut threads = Vec::new();
-    for j in 0..n {
-        let mut bins: Vec<(u64, u64)> = rows
-            .iter()
-            .map(|(b, c)| (*b, c[j]))
-            .filter(|(_, c)| *c > 0)
-            .collect();
-        bins.sort_unstable();
-        let sum = bins.iter().fold(0u64, |a, (_, c)| a.saturating_add(*c));
+    for (j, mut t) in columns.into_iter().enumerate() {
+        // `count` holds the sum of the bins so far.
+        let sum = t.count;
+        in_bins = in_bins.saturating_add(sum);
+        if let Some(tot) = &total {
+            short |= sum < tot[j];
+        }
         let overflows = ovf.as_ref().map_or(0, |v| v[j]);
         if overflows > MAX_COUNT {
             return err(format!(
@@ -535,23 +631,21 @@ pub fn from_histogram(
             ));
         }
         let count = sum.saturating_add(overflows);
-        let mut attrs = BTreeMap::new();
-        attrs.insert(
-            "histogram_range_ns".into(),
-            json!((rows.iter().map(|r| r.0).max().unwrap_or(0) + 1).saturating_mul(scale.mult)),
-        );
-        threads.push(Thread {
-            index: j,
-            attrs,
-            bins,
-            has_histogram: true,
-            overflows,
-            count,
-            min: min.as_ref().map(|v| v[j] as i64).filter(|_| count > 0),
-            max: max.as_ref().map(|v| v[j] as i64).filter(|_| count > 0),
-            avg: avg.as_ref().map(|v| v[j] as f64).filter(|_| count > 0),
-        });
+        t.attrs.insert("histogram_range_ns".into(), json!(range_ns));
+        t.overflows = overflows;
+        t.count = count;
+        t.min = min.as_ref().map(|v| v[j] as i64).filter(|_| count > 0);
+        t.max = max.as_ref().map(|v| v[j] as i64).filter(|_| count > 0);
+        t.avg = avg.as_ref().map(|v| v[j] as f64).filter(|_| count > 0);
+        threads.push(t);
     }
+    let truncated = match &total {
+        Some(tot) if short => Some(format!(
+            "histogram holds {in_bins} samples but # Total says {}: {TRUNCATED}",
+            tot[..n].iter().fold(0u64, |a, x| a.saturating_add(*x))
+        )),
+        _ => None,
+    };
     let mut warnings = vec![format!(
         "imported from a cyclictest histogram: {}; the time of the run is unknown (the file's modification time is shown)",
         if nsecs {
@@ -566,6 +660,7 @@ pub fn from_histogram(
     if summary_col {
         warnings.push("the -H summary column was dropped; 'all' is the sum of the threads".into());
     }
+    warnings.extend(truncated);
     let series = build_series(&threads, scale, &mut warnings)?;
     let mut plan = serde_json::Map::new();
     plan.insert("source".into(), json!("cyclictest histogram"));
@@ -611,7 +706,12 @@ fn build_series(
     let mut avg_known = true;
     for t in threads {
         out.push(one_series(&format!("thread {}", t.index), t, scale, true)?);
-        all.bins.extend(&t.bins);
+        all.hist.add(&t.hist);
+        all.first_bin = match (all.first_bin, t.first_bin) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        all.last_bin = all.last_bin.max(t.last_bin);
         all.overflows = all.overflows.saturating_add(t.overflows);
         all.count = all.count.saturating_add(t.count);
         if t.count > 0 {
@@ -632,7 +732,6 @@ fn build_series(
     if avg_known && all.count > 0 {
         all.avg = Some(weighted / all.count as f64);
     }
-    all.bins.sort_unstable();
     let mut s = one_series("all", &all, scale, false)?;
     s.attributes.insert("threads".into(), json!(threads.len()));
     out.push(s);
@@ -651,10 +750,7 @@ fn one_series(
     scale: Scale,
     per_thread: bool,
 ) -> Result<Series, ImportError> {
-    let mut h = LatencyHistogram::new();
-    for (b, c) in &t.bins {
-        h.record_n(scale.ns(*b)?, *c);
-    }
+    let mut h = t.hist.clone();
     let to_ns = |v: i64| -> Result<i64, ImportError> {
         if v < 0 {
             // A negative latency (clock step): keep it as is in ns.
@@ -665,7 +761,7 @@ fn one_series(
     };
     let min_ns = t.min.map(to_ns).transpose()?;
     let mut max_ns = t.max.map(to_ns).transpose()?;
-    let last_bin_ns = t.bins.last().map(|b| scale.ns(b.0)).transpose()?;
+    let last_bin_ns = t.last_bin.map(|b| scale.ns(b)).transpose()?;
     if t.overflows > 0 {
         // Overflows lie above the last bin; the maximum is the best known value for them.
         let at = max_ns.map(|m| m.max(0) as u64).or(last_bin_ns).unwrap_or(0);
@@ -673,7 +769,7 @@ fn one_series(
         max_ns.get_or_insert(at as i64);
     }
     let has_hist = !h.is_empty() && t.has_histogram;
-    let first_bin_ns = t.bins.first().map(|b| scale.ns(b.0)).transpose()?;
+    let first_bin_ns = t.first_bin.map(|b| scale.ns(b)).transpose()?;
     let min_ns = min_ns.or(first_bin_ns.map(|v| v as i64)).unwrap_or(0);
     let max_ns = max_ns.or(last_bin_ns.map(|v| v as i64)).unwrap_or(0);
     if min_ns > max_ns {

@@ -6,7 +6,8 @@
 //!   [`rtscope_core::file`]);
 //! - two outputs may not name the same file (`--json x --report x` would keep
 //!   only the last), except a device such as `/dev/null`;
-//! - no output may name one of the command's inputs (`report in.json -o in.json`).
+//! - no output may name one of the command's inputs (`report in.json -o in.json`;
+//!   see `crate::report::refuse_output_onto_input`).
 
 use std::path::{Path, PathBuf};
 
@@ -69,20 +70,6 @@ impl OutputPaths {
         self.outputs.push((flag, path.to_path_buf()));
         Ok(())
     }
-
-    /// Refuses an input that is also one of the outputs.
-    pub fn input(&self, path: &Path) -> Result<()> {
-        if rtscope_core::file::is_special(path) {
-            return Ok(());
-        }
-        match self.outputs.iter().find(|(_, p)| same_file(p, path)) {
-            Some((flag, _)) => Err(usage(format!(
-                "{flag} {} is also an input: writing it would destroy the input",
-                path.display()
-            ))),
-            None => Ok(()),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -90,7 +77,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn duplicates_and_inputs_are_refused() {
+    fn duplicates_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("a.json");
         let mut o = OutputPaths::new();
@@ -100,7 +87,5 @@ mod tests {
         o.add("--report", Some(&dir.path().join("b.html"))).unwrap();
         o.add("--histogram", Some(Path::new("/dev/null"))).unwrap();
         o.add("--raw", Some(Path::new("/dev/null"))).unwrap();
-        assert!(o.input(&a).is_err());
-        assert!(o.input(&dir.path().join("c.json")).is_ok());
     }
 }

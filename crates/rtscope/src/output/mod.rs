@@ -22,20 +22,6 @@ pub fn say(text: &str) {
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
-/// Text from a file or the system (host names, labels, command lines) made
-/// safe for a terminal: control characters (escape sequences, carriage
-/// returns, bells, ...) become `?`; tabs stay.
-pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.chars().all(|c| !c.is_control() || c == '\t') {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    std::borrow::Cow::Owned(
-        s.chars()
-            .map(|c| if c.is_control() && c != '\t' { '?' } else { c })
-            .collect(),
-    )
-}
-
 /// `print!` that never panics on a closed stdout (see [`say`]).
 macro_rules! out {
     ($($t:tt)*) => { $crate::output::say(&format!($($t)*)) };
@@ -49,15 +35,35 @@ macro_rules! outln {
 
 pub(crate) use {out, outln};
 
+/// Text from a file (host names, labels, command lines of a result document)
+/// made safe to print on a terminal: control characters (ESC, CR, BEL,
+/// backspace, NUL, the C1 range, ... and also newline and tab) become `?`, so
+/// that a document cannot move the cursor, recolour the terminal, set its
+/// title or hide text. Unicode bidirectional overrides are replaced too.
+/// Borrows when there is nothing to replace.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
+    };
+    if s.chars().any(bad) {
+        std::borrow::Cow::Owned(s.chars().map(|c| if bad(c) { '?' } else { c }).collect())
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
 #[cfg(test)]
-mod tests {
+mod printable_tests {
+    use super::printable;
+
     #[test]
-    fn printable_strips_control_characters() {
-        assert_eq!(super::printable("host\x1b[2Jname\r\x07"), "host?[2Jname??");
-        assert_eq!(super::printable("a\tb"), "a\tb");
-        assert!(matches!(
-            super::printable("plain"),
-            std::borrow::Cow::Borrowed(_)
-        ));
+    fn control_characters_are_replaced() {
+        assert_eq!(printable("host-1 µs"), "host-1 µs");
+        assert!(matches!(printable("plain"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(
+            printable("a\u{1b}[31mred\u{7}\r\nb\u{9b}c\u{202e}d"),
+            "a?[31mred???b?c?d"
+        );
     }
 }

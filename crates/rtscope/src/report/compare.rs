@@ -8,7 +8,7 @@
 //! the first directory is paired with the file of the same relative path
 //! under the others (the layout a matrix run writes).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -22,6 +22,8 @@ use super::svg::color;
 use super::{esc, load, run_names, Run};
 use crate::cli::CompareArgs;
 use crate::error::{usage, EXIT_OK, EXIT_THRESHOLD};
+use crate::import::MAX_JSON_BYTES;
+use crate::output::printable;
 use crate::output::summary::render;
 
 /// The percentiles a verdict is drawn from.
@@ -41,29 +43,45 @@ pub struct Matched {
 /// matches and notes about series left out.
 pub fn match_series(runs: &[Run], explicit: &[String]) -> Result<(Vec<Matched>, Vec<String>)> {
     let mut notes = Vec::new();
-    let find = |r: &Run, label: &str| r.doc.series.iter().position(|s| s.label == label);
+    // Label -> index of its first series, per run: look-ups stay linear in
+    // the number of series (a 3000-thread run against another).
+    let by_label: Vec<HashMap<&str, usize>> = runs
+        .iter()
+        .map(|r| {
+            let mut m = HashMap::with_capacity(r.doc.series.len());
+            for (i, s) in r.doc.series.iter().enumerate() {
+                m.entry(s.label.as_str()).or_insert(i);
+            }
+            m
+        })
+        .collect();
     if !explicit.is_empty() {
         let mut out = Vec::new();
         for m in explicit {
             let parts: Vec<&str> = m.split('=').map(str::trim).collect();
             if parts.len() != runs.len() {
                 return Err(usage(format!(
-                    "--match '{m}': give one series label per run ({} runs), separated by '='",
+                    "--match '{}': give one series label per run ({} runs), separated by '='",
+                    printable(m),
                     runs.len()
                 )));
             }
             let mut index = Vec::new();
-            for (r, label) in runs.iter().zip(&parts) {
-                let i = find(r, label).ok_or_else(|| {
+            for ((r, label), labels) in runs.iter().zip(&parts).zip(&by_label) {
+                let i = labels.get(label).copied().ok_or_else(|| {
                     usage(format!(
-                        "--match '{m}': {} has no series '{label}' (it has: {})",
-                        r.name,
-                        r.doc
-                            .series
-                            .iter()
-                            .map(|s| s.label.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        "--match '{}': {} has no series '{}' (it has: {})",
+                        printable(m),
+                        printable(&r.name),
+                        printable(label),
+                        printable(
+                            &r.doc
+                                .series
+                                .iter()
+                                .map(|s| s.label.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
                     ))
                 })?;
                 index.push(i);
@@ -79,13 +97,14 @@ pub fn match_series(runs: &[Run], explicit: &[String]) -> Result<(Vec<Matched>, 
     }
     let mut out = Vec::new();
     for (i, s) in runs[0].doc.series.iter().enumerate() {
-        let mut index = vec![i];
-        for r in &runs[1..] {
-            match find(r, &s.label) {
-                Some(j) => index.push(j),
-                None => break,
-            }
-        }
+        let index: Vec<usize> = std::iter::once(Some(i))
+            .chain(
+                by_label[1..]
+                    .iter()
+                    .map(|m| m.get(s.label.as_str()).copied()),
+            )
+            .collect::<Option<_>>()
+            .unwrap_or_default();
         if index.len() == runs.len() {
             out.push(Matched {
                 label: s.label.clone(),
@@ -93,12 +112,13 @@ pub fn match_series(runs: &[Run], explicit: &[String]) -> Result<(Vec<Matched>, 
             });
         }
     }
+    let matched: HashSet<&str> = out.iter().map(|m| m.label.as_str()).collect();
     for r in runs {
         let missing: Vec<&str> = r
             .doc
             .series
             .iter()
-            .filter(|s| !out.iter().any(|m| m.label == s.label))
+            .filter(|s| !matched.contains(s.label.as_str()))
             .map(|s| s.label.as_str())
             .collect();
         if !missing.is_empty() {
@@ -376,11 +396,13 @@ pub fn build(cell: String, runs: Vec<Run>, explicit: &[String]) -> Result<Compar
     })
 }
 
-/// The terminal text of a comparison.
+/// The terminal text of a comparison. Every string that comes from a
+/// document or a file name goes through [`printable`]: a result document
+/// cannot send escape sequences to the terminal.
 pub fn text(c: &Comparison) -> String {
     let mut out = String::new();
     if !c.cell.is_empty() {
-        let _ = writeln!(out, "== {} ==", c.cell);
+        let _ = writeln!(out, "== {} ==", printable(&c.cell));
     }
     for (i, r) in c.runs.iter().enumerate() {
         let s = &r.doc.system;
@@ -388,37 +410,42 @@ pub fn text(c: &Comparison) -> String {
             out,
             "{} {}: {} on {}, kernel {} ({}), {}, {}",
             if i == 0 { "baseline" } else { "run" },
-            r.name,
-            r.doc.experiment,
-            s.hostname.as_deref().unwrap_or("unknown host"),
-            if s.kernel_release.is_empty() {
+            printable(&r.name),
+            printable(&r.doc.experiment),
+            printable(s.hostname.as_deref().unwrap_or("unknown host")),
+            printable(if s.kernel_release.is_empty() {
                 "unknown"
             } else {
                 &s.kernel_release
-            },
-            s.preemption_model,
-            if r.doc.started_at.is_empty() {
+            }),
+            printable(&s.preemption_model),
+            printable(if r.doc.started_at.is_empty() {
                 "unknown time"
             } else {
                 &r.doc.started_at
-            },
+            }),
             html::duration_text(&r.doc)
         );
     }
     for n in &c.notes {
-        let _ = writeln!(out, "note: {n}");
+        let _ = writeln!(out, "note: {}", printable(n));
     }
     if c.series.is_empty() {
         out.push_str("no series to compare\n");
     }
     for s in &c.series {
         out.push('\n');
-        out.push_str(&render(&s.rows));
+        let rows: Vec<Vec<String>> = s
+            .rows
+            .iter()
+            .map(|r| r.iter().map(|c| printable(c).into_owned()).collect())
+            .collect();
+        out.push_str(&render(&rows));
         for (i, v) in s.verdicts.iter().enumerate() {
             let _ = writeln!(
                 out,
                 "verdict: {}",
-                v.text(&c.runs[i + 1].name, &c.runs[0].name)
+                printable(&v.text(&c.runs[i + 1].name, &c.runs[0].name))
             );
         }
     }
@@ -510,9 +537,16 @@ fn json_files(dir: &Path) -> Result<BTreeSet<PathBuf>> {
 }
 
 fn looks_like_result(p: &Path) -> bool {
+    // Larger than a result document can be: not one (and not read into memory).
+    if std::fs::metadata(p).map_or(true, |m| !m.is_file() || m.len() > MAX_JSON_BYTES) {
+        return false;
+    }
     std::fs::read(p)
         .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|b| {
+            let b = b.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&b);
+            serde_json::from_slice::<serde_json::Value>(b).ok()
+        })
         .is_some_and(|v| v.get("schema_version").is_some() && v.get("series").is_some())
 }
 
@@ -674,23 +708,47 @@ fn system_diff(runs: &[Run]) -> String {
 /// `rtscope compare`.
 pub fn run(a: CompareArgs) -> Result<i32> {
     if let Some(p) = &a.html {
+        let inputs: Vec<&Path> = a.files.iter().map(PathBuf::as_path).collect();
+        super::refuse_output_onto_input("--html", p, &inputs)?;
         crate::output::files::check_output("--html", p)?;
     }
     let cs = collect(&a.files, &a.matches)?;
+    // Nothing in common is not a comparison: say so, and do not pass it as
+    // "not worse" either.
+    if let Some(c) = cs.iter().find(|c| c.series.is_empty()) {
+        let msg = format!(
+            "{}{}: no series in common (labels differ); pair series with --match A=B",
+            if c.cell.is_empty() {
+                String::new()
+            } else {
+                format!("{}: ", printable(&c.cell))
+            },
+            c.runs
+                .iter()
+                .map(|r| printable(&r.name).into_owned())
+                .collect::<Vec<_>>()
+                .join(" and ")
+        );
+        if a.fail_if_worse {
+            eprintln!("error: {msg}");
+            return Ok(EXIT_THRESHOLD);
+        }
+        return Err(usage(msg));
+    }
     for (i, c) in cs.iter().enumerate() {
         if i > 0 {
-            println!();
+            crate::output::outln!();
         }
-        print!("{}", text(c));
+        crate::output::out!("{}", text(c));
     }
-    println!(
+    crate::output::outln!(
         "\nmethod: {METHOD}; a verdict claims a difference only where they do not overlap. \
          Samples of one run are not fully independent: read a verdict as \"larger than this run's sampling noise\"."
     );
     if let Some(p) = &a.html {
         write_atomic(p, html_page(&cs).as_bytes())
             .with_context(|| format!("--html {}", p.display()))?;
-        println!("report: {}", p.display());
+        crate::output::outln!("report: {}", p.display());
     }
     let worse = cs
         .iter()

@@ -22,6 +22,49 @@ use super::{esc, shell_join, Run};
 /// Above this many series, charts become small multiples.
 pub const OVERLAY_MAX: usize = 6;
 
+/// The most series drawn in a run's charts: beyond it the charts show the
+/// union (`all`) and the worst series; the summary table keeps every series.
+pub const CHART_SERIES_MAX: usize = 12;
+
+/// The series a run's charts draw (indices into `series`, in document order)
+/// and, when that is not all of them, a note that says which are shown.
+///
+/// Up to [`CHART_SERIES_MAX`] series are all drawn. Beyond, the `all` series
+/// (the union, when there is one) and the worst of the others by p99, then
+/// max, fill the [`CHART_SERIES_MAX`] charts: a report of 3000 threads stays
+/// readable (and fast: every chart of small multiples shares its axes with the
+/// others, which costs the square of the number drawn).
+pub fn chart_selection(series: &[Series]) -> (Vec<usize>, Option<String>) {
+    if series.len() <= CHART_SERIES_MAX {
+        return ((0..series.len()).collect(), None);
+    }
+    let union = series.iter().position(|s| s.label == "all");
+    let mut rest: Vec<usize> = (0..series.len()).filter(|i| Some(*i) != union).collect();
+    let key = |i: &usize| {
+        let st = &series[*i].stats;
+        let p99 = if has_percentiles(&series[*i]) {
+            st.p99_ns
+        } else {
+            0
+        };
+        std::cmp::Reverse((p99, st.max_ns))
+    };
+    rest.sort_by_key(key);
+    let worst = CHART_SERIES_MAX - usize::from(union.is_some());
+    let mut chosen: Vec<usize> = union
+        .into_iter()
+        .chain(rest.into_iter().take(worst))
+        .collect();
+    chosen.sort_unstable();
+    let note = format!(
+        "Charts show {} of {} series: {}the {worst} worst by p99 (then max). Every series is in the summary table.",
+        chosen.len(),
+        series.len(),
+        if union.is_some() { "all (the union) and " } else { "" },
+    );
+    (chosen, Some(note))
+}
+
 const CSS: &str = r#"
 :root{--fg:#1d2330;--muted:#5c6577;--line:#d8dde6;--bg:#fff;--band:#f4f6fa;--warn:#8a4b00;--warnbg:#fff4e0}
 *{box-sizing:border-box}
@@ -119,14 +162,17 @@ pub fn run_section(r: &Run) -> String {
     let unit = doc_unit(std::slice::from_ref(d));
     let _ = writeln!(s, "<h3>Summary (latency in {})</h3>", unit.name);
     s.push_str(&summary_table(&d.series, unit));
-    let plotted: Vec<Plotted> = d
-        .series
+    let (shown, note) = chart_selection(&d.series);
+    if let Some(note) = note {
+        let _ = writeln!(s, "<p class=\"sub chart-selection\">{}</p>", esc(&note));
+    }
+    let plotted: Vec<Plotted> = shown
         .iter()
         .enumerate()
-        .map(|(i, se)| Plotted {
-            label: se.label.clone(),
+        .map(|(i, &si)| Plotted {
+            label: d.series[si].label.clone(),
             color: color(i),
-            series: se,
+            series: &d.series[si],
             start_clock_ns: d.start_clock_ns,
         })
         .collect();

@@ -71,6 +71,26 @@ pub fn load(path: &Path) -> Result<ResultDocument> {
     ResultDocument::read(path).map_err(|e| usage(e.to_string()))
 }
 
+/// Refuses an output path that names one of the inputs (`report in.json -o
+/// in.json`, `./x` and `x`, a symbolic link to it): the input would be
+/// replaced by the output. Paths are compared canonicalised; an output that
+/// does not exist yet cannot be an input. Called before anything is written.
+pub fn refuse_output_onto_input(flag: &str, output: &Path, inputs: &[&Path]) -> Result<()> {
+    let Ok(out) = output.canonicalize() else {
+        return Ok(());
+    };
+    for input in inputs {
+        if input.canonicalize().is_ok_and(|i| i == out) {
+            return Err(usage(format!(
+                "{flag} {}: that is an input file ({}): write the output to another file",
+                output.display(),
+                input.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Short, distinct names for runs: file stems, or more of the path where stems collide.
 pub fn run_names(paths: &[PathBuf]) -> Vec<String> {
     let stem = |p: &PathBuf| {
@@ -112,6 +132,8 @@ pub fn write_html(docs: &[ResultDocument], path: &Path) -> std::io::Result<()> {
 
 /// `rtscope report RESULT.json... -o report.html`.
 pub fn run_report(a: ReportArgs) -> Result<i32> {
+    let inputs: Vec<&Path> = a.files.iter().map(PathBuf::as_path).collect();
+    refuse_output_onto_input("--output", &a.output, &inputs)?;
     crate::output::files::check_output("--output", &a.output)?;
     let names = run_names(&a.files);
     let mut runs = Vec::new();
@@ -125,7 +147,7 @@ pub fn run_report(a: ReportArgs) -> Result<i32> {
     let page = html::report_page(&runs);
     write_atomic(&a.output, page.as_bytes())
         .with_context(|| format!("--output {}", a.output.display()))?;
-    println!("report: {}", a.output.display());
+    crate::output::outln!("report: {}", a.output.display());
     Ok(EXIT_OK)
 }
 

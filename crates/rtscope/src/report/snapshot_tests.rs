@@ -263,6 +263,47 @@ fn small_multiples_beyond_six_series() {
 }
 
 #[test]
+fn many_series_chart_the_union_and_the_worst_but_table_every_one() {
+    let mut d = fixed_doc("a", 0);
+    let (t, all) = (d.series[0].clone(), d.series[1].clone());
+    assert_eq!(all.label, "all");
+    let mut series: Vec<_> = (0..40u64)
+        .map(|i| {
+            let mut x = t.clone();
+            x.label = format!("thread {i}");
+            // Threads 30..39 are the worst by p99; thread 5 has the worst max.
+            x.stats.p99_ns = if i >= 30 { 100_000 + i } else { 20_000 };
+            if i == 5 {
+                x.stats.max_ns = 9_000_000;
+            }
+            x
+        })
+        .collect();
+    series.push(all);
+    d.series = series;
+    let page = html::report_page(&[run("many", d)]);
+    for kind in ["histogram", "timeline", "percentiles"] {
+        assert_eq!(
+            page.matches(&format!("data-chart=\"{kind}\"")).count(),
+            html::CHART_SERIES_MAX,
+            "{kind}"
+        );
+    }
+    assert!(page.contains("Charts show 12 of 41 series"), "no note");
+    assert!(page.contains("Every series is in the summary table"));
+    for shown in ["all", "thread 5", "thread 30", "thread 39"] {
+        assert!(
+            page.contains(&format!("aria-label=\"{shown}\"")),
+            "{shown} not charted"
+        );
+    }
+    assert!(!page.contains("aria-label=\"thread 0\""));
+    let table = page.split("<table class=\"summary\">").nth(1).unwrap();
+    let table = table.split("</table>").next().unwrap();
+    assert_eq!(table.matches("<tr>").count(), 42, "header + 41 rows");
+}
+
+#[test]
 fn compare_html_has_one_colour_per_run() {
     let runs = vec![
         run("a", fixed_doc("a", 0)),
