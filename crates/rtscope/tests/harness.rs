@@ -1,0 +1,318 @@
+//! The run harness shared by every experiment: output paths, a closed
+//! stdout, SIGHUP, messages. Runs the real binary briefly; no latency bounds.
+
+mod common;
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{assert_one_line, read_result, rtscope, rtscope_path};
+
+#[test]
+fn json_to_dev_null_leaves_the_device_alone() {
+    use std::os::unix::fs::FileTypeExt;
+    rtscope()
+        .args([
+            "clock",
+            "--no-rt",
+            "-s",
+            "monotonic",
+            "-n",
+            "100",
+            "--json",
+            "/dev/null",
+            "-q",
+        ])
+        .assert()
+        .success();
+    let m = std::fs::metadata("/dev/null").unwrap();
+    assert!(m.file_type().is_char_device(), "/dev/null was replaced");
+}
+
+#[test]
+fn json_through_a_symlink_writes_its_target_and_keeps_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("target.json");
+    let link = dir.path().join("link.json");
+    std::fs::write(&target, b"old").unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    rtscope()
+        .args([
+            "clock",
+            "--no-rt",
+            "-s",
+            "monotonic",
+            "-n",
+            "100",
+            "-q",
+            "--json",
+        ])
+        .arg(&link)
+        .assert()
+        .success();
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let v = read_result(&target);
+    assert_eq!(v["experiment"], "clock");
+}
+
+#[test]
+fn two_outputs_on_one_path_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x");
+    for extra in [vec!["--report"], vec!["--histogram"], vec!["--raw"]] {
+        let out = rtscope()
+            .args(["cyclic", "--no-rt", "-l", "5", "-q", "--json"])
+            .arg(&p)
+            .args(&extra)
+            .arg(dir.path().join(".").join("x"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let e = assert_one_line(&out.stderr);
+        assert!(e.contains("name the same file"), "{e}");
+        assert!(!p.exists());
+    }
+}
+
+#[test]
+fn a_closed_stdout_does_not_panic_and_files_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let cases: Vec<Vec<String>> = vec![
+        vec![
+            "cyclic".into(),
+            "--no-rt".into(),
+            "-l".into(),
+            "20".into(),
+            "-q".into(),
+            "--json".into(),
+            json.display().to_string(),
+        ],
+        vec![
+            "load".into(),
+            "cpu:10".into(),
+            "-D".into(),
+            "1s".into(),
+            "-q".into(),
+        ],
+        vec!["ipc".into(), "--list".into()],
+    ];
+    for args in cases {
+        let _ = std::fs::remove_file(&json);
+        let mut child = Command::new(rtscope_path())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take()); // the reader is gone: writes get EPIPE
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        let st = child.wait().unwrap();
+        assert_ne!(st.code(), Some(101), "{args:?} panicked: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        if args[0] == "cyclic" {
+            read_result(&json);
+        }
+    }
+}
+
+#[test]
+fn sighup_stops_a_run_and_writes_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut child = Command::new(rtscope_path())
+        .args(["cyclic", "--no-rt", "-t", "1", "-i", "1ms", "-q", "--json"])
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let st = Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "SIGHUP did not stop the run"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "killed by the hangup instead of stopping"
+    );
+    let v = read_result(&json);
+    assert_eq!(v["end_reason"], "interrupted");
+    assert!(v["environment"]["policy"] == "other");
+}
+
+#[test]
+fn a_negative_priority_names_the_valid_range() {
+    let out = rtscope()
+        .args(["cyclic", "-p", "-1", "-l", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = assert_one_line(&out.stderr);
+    assert!(e.contains("out of range (1-99"), "{e}");
+}
+
+#[test]
+fn a_refused_matrix_leaves_no_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("m");
+    let out = rtscope()
+        .args([
+            "matrix",
+            "--no-rt",
+            "--periods",
+            "1ms",
+            "--loads",
+            "none",
+            "-l",
+            "5",
+            "--cpus",
+            "999",
+            "-o",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out_dir.exists(), "a refused matrix left its directory");
+}
+
+#[test]
+fn resume_with_other_settings_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("m");
+    rtscope()
+        .args([
+            "matrix",
+            "--no-rt",
+            "--periods",
+            "1ms",
+            "--loads",
+            "none",
+            "-l",
+            "5",
+            "-q",
+            "-t",
+            "1",
+            "-o",
+        ])
+        .arg(&out_dir)
+        .assert()
+        .success();
+    let out = rtscope()
+        .args([
+            "matrix",
+            "--no-rt",
+            "--periods",
+            "2ms",
+            "--loads",
+            "none",
+            "-l",
+            "5",
+            "-q",
+            "-t",
+            "1",
+            "--resume",
+            "-o",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = assert_one_line(&out.stderr);
+    assert!(e.contains("--periods"), "{e}");
+    let out = rtscope()
+        .args([
+            "matrix",
+            "--no-rt",
+            "--periods",
+            "1ms",
+            "--loads",
+            "none",
+            "-l",
+            "5",
+            "-q",
+            "-t",
+            "1",
+            "--wake",
+            "timerfd",
+            "--resume",
+            "-o",
+        ])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // The same settings resume (nothing left to do).
+    rtscope()
+        .args([
+            "matrix",
+            "--no-rt",
+            "--periods",
+            "1ms",
+            "--loads",
+            "none",
+            "-l",
+            "5",
+            "-q",
+            "-t",
+            "1",
+            "--resume",
+            "-o",
+        ])
+        .arg(&out_dir)
+        .assert()
+        .success();
+}
+
+#[test]
+fn clock_refuses_without_rt_privilege_before_calibrating() {
+    // As nobody (no CAP_SYS_NICE, RLIMIT_RTPRIO 0): refused at once, not after
+    // the 30 s calibration asked for.
+    if Command::new("setpriv").arg("--help").output().is_err() {
+        return;
+    }
+    let t0 = Instant::now();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(rtscope_path())
+        .args(["clock", "--calibrate", "30s", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--no-rt"));
+    assert!(t0.elapsed() < Duration::from_secs(20));
+}
