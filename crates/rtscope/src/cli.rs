@@ -397,6 +397,10 @@ pub struct CyclicArgs {
     #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = duration_us)]
     pub start_delay: u64,
 
+    /// Drop the first N wake-ups of each thread (they count towards --loops).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub warmup: u64,
+
     /// Clock for the schedule and the latency.
     #[arg(long, value_enum, default_value_t = ClockArg::Monotonic)]
     pub clock: ClockArg,

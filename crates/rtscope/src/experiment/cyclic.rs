@@ -6,6 +6,13 @@
 //! its own wait-free ring. The main thread is the aggregator: it drains the
 //! rings into recorders, refreshes the live display, writes checkpoints and
 //! watches for the end (loops, duration, signal, break, error).
+//!
+//! The common start is chosen once the threads are ready and the run's
+//! set-up is done; each thread arms its first deadline in its own future
+//! (on the start's grid, [`rtscope_core::cyclic::first_deadline`]). At the
+//! end, the aggregator raises the stop flag and interrupts every thread's wait
+//! ([`rtscope_core::rt::wake_until_ended`]), so that a long period or start
+//! delay does not hold the stop back.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -21,7 +28,7 @@ use serde_json::json;
 
 use rtscope_core::cyclic::{
     run_loop, timer_signal, AbsoluteSleep, LoopConfig, LoopEnd, PosixClock, PosixTimerWait,
-    RelativeSleep, TimerfdWait, WakeMethod,
+    RelativeSleep, TimerfdWait, WakeMethod, START_MARGIN_NS,
 };
 use rtscope_core::record::{MicrosecondBins, SeriesRecorder};
 use rtscope_core::result::{
@@ -56,6 +63,8 @@ pub struct CyclicPlan {
     pub loops: Option<u64>,
     pub duration_ns: Option<u64>,
     pub start_delay_ns: u64,
+    /// Wake-ups dropped at the start of each thread (`--warmup`), part of `loops`.
+    pub warmup: u64,
     pub clock: &'static str,
     pub wake: WakeMethod,
     pub rt: RtChoice,
@@ -94,6 +103,8 @@ pub fn plan(a: &CyclicArgs) -> Result<CyclicPlan> {
     let n = a.threads.unwrap_or(list.len());
     // Pinned unless -t was given without -a (then the scheduler places threads, as in cyclictest).
     let pin = a.cpus.is_some() || a.threads.is_none();
+    // About one second of samples per ring at the shortest period, within bounds.
+    let ring_capacity = (1_000_000_000 / a.period.max(1)).clamp(4096, 1 << 20) as usize;
     let mut threads = Vec::with_capacity(n);
     for i in 0..n {
         let period_ns = (i as u64)
@@ -130,8 +141,6 @@ pub fn plan(a: &CyclicArgs) -> Result<CyclicPlan> {
             check_output(flag, p)?;
         }
     }
-    // About one second of samples per ring at the shortest period, within bounds.
-    let ring_capacity = (1_000_000_000 / a.period.max(1)).clamp(4096, 1 << 20) as usize;
     crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
     Ok(CyclicPlan {
         threads,
@@ -140,6 +149,7 @@ pub fn plan(a: &CyclicArgs) -> Result<CyclicPlan> {
         loops: a.loops,
         duration_ns: a.duration,
         start_delay_ns: a.start_delay,
+        warmup: a.warmup,
         clock: match a.clock {
             ClockArg::Monotonic => "monotonic",
             ClockArg::Realtime => "realtime",
@@ -179,6 +189,7 @@ struct ThreadJob {
     wake: WakeMethod,
     clock: ClockId,
     loops: Option<u64>,
+    warmup: u64,
     break_above_ns: Option<u64>,
     sink: RingSink,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -188,16 +199,22 @@ struct ThreadJob {
 }
 
 fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
-    let state = job.setup.apply().map_err(|e| e.to_string());
+    let state = job.setup.apply().map_err(|e| e.to_string()).and_then(|st| {
+        rtscope_core::rt::accept_wake()
+            .map(|_| st)
+            .map_err(|e| format!("cannot make the wait interruptible: {e}"))
+    });
     let ok = state.is_ok();
     let _ = job.ready.send((job.index, state));
     if !ok {
         return None;
     }
-    let first = job.start.recv().ok().flatten()?;
+    let start = job.start.recv().ok().flatten()?;
     let cfg = LoopConfig {
         period_ns: job.period_ns,
-        first_deadline_ns: first,
+        start_ns: start,
+        start_margin_ns: START_MARGIN_NS,
+        warmup: job.warmup,
         loops: job.loops,
         break_above_ns: job.break_above_ns,
         fixed_cpu: match job.setup.cpus.as_slice() {
@@ -229,14 +246,20 @@ fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
             &cfg,
             stop,
         ),
-        WakeMethod::Timerfd => match TimerfdWait::new(job.clock, first, job.period_ns) {
-            Ok(mut w) => run_loop(&mut w, &clock, sink, &cfg, stop),
-            Err(e) => LoopEnd::Error(e),
-        },
-        WakeMethod::PosixTimer => match PosixTimerWait::new(job.clock, first, job.period_ns) {
-            Ok(mut w) => run_loop(&mut w, &clock, sink, &cfg, stop),
-            Err(e) => LoopEnd::Error(e),
-        },
+        WakeMethod::Timerfd => run_loop(
+            &mut TimerfdWait::new(job.clock, job.period_ns),
+            &clock,
+            sink,
+            &cfg,
+            stop,
+        ),
+        WakeMethod::PosixTimer => run_loop(
+            &mut PosixTimerWait::new(job.clock, job.period_ns),
+            &clock,
+            sink,
+            &cfg,
+            stop,
+        ),
     })
 }
 
@@ -380,6 +403,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             wake: plan.wake,
             clock: plan.clock_id,
             loops: plan.loops,
+            warmup: plan.warmup,
             break_above_ns: plan.break_above_ns,
             sink,
             stop: env.stop.clone(),
@@ -419,7 +443,44 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             .map_or(setup_errors[0].clone(), |x| x.1.to_string())));
     }
 
+    let mut raw = None;
+    if let Some(p) = &plan.raw {
+        let dir = p
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        let tmp = tempfile::Builder::new()
+            .prefix(".rtscope-raw-")
+            .tempfile_in(dir)
+            .with_context(|| format!("--raw {}", p.display()))?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            tmp.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+        }
+        let mut w = BufWriter::with_capacity(1 << 20, tmp.reopen()?);
+        writeln!(w, "thread,cpu,seq,t_ns,latency_ns")?;
+        raw = Some((tmp, w, p.clone()));
+    }
+
+    let mut live = Live::new(plan.quiet);
+    if !plan.quiet {
+        eprintln!("{}", header(plan));
+        if !loads.is_empty() {
+            eprintln!("{}", loads.describe());
+        }
+        for w in system.warnings().iter().chain(env.notes.iter()) {
+            eprintln!("warning: {w}");
+        }
+    }
+    // The common start, chosen now that every thread is ready and the run's
+    // set-up is done; each thread still arms its first deadline at least
+    // START_MARGIN_NS in its own future, on this start's grid.
     let start_at = sys::clock_ns(plan.clock_id) + plan.start_delay_ns;
+    for s in &starts {
+        let _ = s.send(Some(start_at));
+    }
+    let t0 = Instant::now();
     let new_recorder = || SeriesRecorder::new(start_at, plan.spikes, plan.fail_above_ns);
     let mut agg = Aggregate {
         threads: pending
@@ -438,42 +499,9 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             })
             .collect(),
         all: new_recorder(),
-        raw: None,
+        raw,
         raw_error: None,
     };
-    if let Some(p) = &plan.raw {
-        let dir = p
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."));
-        let tmp = tempfile::Builder::new()
-            .prefix(".rtscope-raw-")
-            .tempfile_in(dir)
-            .with_context(|| format!("--raw {}", p.display()))?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            tmp.as_file()
-                .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-        }
-        let mut w = BufWriter::with_capacity(1 << 20, tmp.reopen()?);
-        writeln!(w, "thread,cpu,seq,t_ns,latency_ns")?;
-        agg.raw = Some((tmp, w, p.clone()));
-    }
-
-    let mut live = Live::new(plan.quiet);
-    if !plan.quiet {
-        eprintln!("{}", header(plan));
-        if !loads.is_empty() {
-            eprintln!("{}", loads.describe());
-        }
-        for w in system.warnings().iter().chain(env.notes.iter()) {
-            eprintln!("warning: {w}");
-        }
-    }
-    for s in &starts {
-        let _ = s.send(Some(start_at));
-    }
-    let t0 = Instant::now();
 
     let duration = plan.duration_ns.map(Duration::from_nanos);
     let mut duration_hit = false;
@@ -514,6 +542,13 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         std::thread::sleep(poll);
     }
     env.stop.store(true, Ordering::Relaxed);
+    // Interrupt the waits (a long period or start delay would hold the stop).
+    let tids: Vec<i32> = agg
+        .threads
+        .iter()
+        .map(|t| t.state.as_ref().map_or(0, |st| st.tid))
+        .collect();
+    rtscope_core::rt::wake_until_ended(&tids, |i| !handles[i].is_finished());
     let mut ends = Vec::new();
     for (i, h) in handles.into_iter().enumerate() {
         ends.push((i, h.join().unwrap_or(None)));

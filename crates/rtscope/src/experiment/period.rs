@@ -8,7 +8,7 @@
 //! buffer allocated and touched before the loop; the periods are computed
 //! after it ([`PeriodStats`]), in the sources' own counts and then in ns.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use anyhow::{anyhow, Result};
 use serde::Serialize;
@@ -103,7 +103,14 @@ fn periodic_loop(
         if stop.load(Ordering::Relaxed) {
             return Ok((c, overruns));
         }
-        sys::sleep_until(libc::CLOCK_MONOTONIC, next).map_err(|e| e.to_string())?;
+        // Interrupted (rt::wake_thread): stop if asked to, else sleep on.
+        while !sys::sleep_until_interruptible(libc::CLOCK_MONOTONIC, next)
+            .map_err(|e| e.to_string())?
+        {
+            if stop.load(Ordering::Relaxed) {
+                return Ok((c, overruns));
+            }
+        }
         let row = &mut ts[c * k..(c + 1) * k];
         for j in 0..k {
             let s = (c + j) % k;
@@ -189,6 +196,7 @@ pub fn execute(plan: &PeriodPlan) -> Result<(ResultDocument, Vec<String>)> {
     };
     let stop: &AtomicBool = &env.stop;
     let ready_ref: &[Prepared] = &ready;
+    let tid = &AtomicI32::new(0);
     let res = std::thread::scope(|s| {
         let h = std::thread::Builder::new()
             .name("rtscope-period".into())
@@ -196,6 +204,9 @@ pub fn execute(plan: &PeriodPlan) -> Result<(ResultDocument, Vec<String>)> {
                 s,
                 move || -> Result<(rtscope_core::rt::ThreadState, Vec<Run>), String> {
                     let state = setup.apply().map_err(|e| e.to_string())?;
+                    let me = rtscope_core::rt::accept_wake()
+                        .map_err(|e| format!("cannot make the wait interruptible: {e}"))?;
+                    tid.store(me, Ordering::Relaxed);
                     let sources: Vec<Source> = ready_ref
                         .iter()
                         .map(|p| Source::open(p.id).map_err(|e| e.to_string()))
@@ -219,9 +230,18 @@ pub fn execute(plan: &PeriodPlan) -> Result<(ResultDocument, Vec<String>)> {
                 },
             );
         match h {
-            Ok(h) => h
-                .join()
-                .unwrap_or_else(|_| Err("the measurement thread panicked".into())),
+            Ok(h) => {
+                // A stop interrupts the thread's sleep (a long period would hold it).
+                while !h.is_finished() && !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                rtscope_core::rt::wake_until_ended(&[tid.load(Ordering::Relaxed)], |_| {
+                    !h.is_finished()
+                });
+                h
+            }
+            .join()
+            .unwrap_or_else(|_| Err("the measurement thread panicked".into())),
             Err(e) => Err(format!("cannot start the measurement thread: {e}")),
         }
     });
