@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{interrupt_after, read_result, rtscope};
+use common::{assert_one_line, interrupt_after, read_result, rtscope, run_within};
 use rtscope_core::result::ResultDocument;
 use std::time::Duration;
 
@@ -378,4 +378,33 @@ fn period_sigint_ends_a_long_period_at_once() {
     let doc = read_doc(&json);
     assert_eq!(doc.end_reason, rtscope_core::result::EndReason::Interrupted);
     eprintln!("period -i 30s: ended {took:?} after SIGINT");
+}
+
+/// Absurd counts and waits are refused at once (exit 2, one line naming the
+/// flag) instead of allocating terabytes or sleeping for days.
+#[test]
+fn absurd_counts_and_waits_are_refused_fast() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["clock", "-n", "10000000000000"], "--reads"),
+        (
+            &["clock", "--mode", "sparse", "--pairs", "100000000000000"],
+            "--pairs",
+        ),
+        (&["clock", "--mode", "sparse", "--every", "2h"], "--every"),
+        (&["period", "-l", "10000000000000"], "--cycles"),
+        (&["period", "-l", "18446744073709551615"], "--cycles"),
+        (&["period", "-i", "1ms,5000000h"], "--period"),
+    ];
+    for (args, flag) in cases {
+        let out = run_within(args, Duration::from_secs(5));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = assert_one_line(&out.stderr);
+        assert!(line.contains(flag), "{args:?}: {line}");
+        assert!(!line.contains("panicked"), "{args:?}: {line}");
+    }
 }

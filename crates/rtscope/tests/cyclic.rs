@@ -6,7 +6,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{assert_one_line, interrupt_after, read_result, rtscope, rtscope_path};
+use common::{assert_one_line, interrupt_after, read_result, rtscope, rtscope_path, run_within};
 
 fn online_cpus() -> usize {
     rtscope_core::units::online_cpus().len()
@@ -510,5 +510,41 @@ fn sigint_ends_a_long_wait_at_once() {
             assert!(count <= most * threads, "{args:?}: {}: {count}", s["label"]);
         }
         eprintln!("{args:?}: ended {took:?} after SIGINT");
+    }
+}
+
+/// Absurd periods, delays and counts are refused at once: exit 2, one line
+/// that names the flag, no allocation or thread storm first.
+#[test]
+fn absurd_values_are_refused_fast() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["-i", "2h"], "-i"),
+        (&["-i", "5000000h"], "-i"),
+        (&["--start-delay", "1000d"], "--start-delay"),
+        (&["--start-delay", "61m"], "--start-delay"),
+        (&["-t", "3", "-i", "1ms", "--distance", "1h"], "--distance"),
+        (
+            &["-t", "3", "--distance", "18446744073709551615ns"],
+            "--distance",
+        ),
+        (&["--spikes", "9223372036854775807"], "--spikes"),
+        (&["--spikes", "18446744073709551615"], "--spikes"),
+        (&["-t", "100000"], "--threads"),
+        (&["-t", "10000000"], "--threads"),
+        (&["--warmup", "10"], "--warmup"),
+    ];
+    for (c, flag) in cases {
+        let mut args = vec!["cyclic", "-l", "10", "-q"];
+        args.extend_from_slice(c);
+        let out = run_within(&args, Duration::from_secs(5));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = assert_one_line(&out.stderr);
+        assert!(line.contains(flag), "{args:?}: {line}");
+        assert!(!line.contains("panicked"), "{args:?}: {line}");
     }
 }

@@ -105,6 +105,12 @@ pub fn plan(a: &CyclicArgs) -> Result<CyclicPlan> {
     let pin = a.cpus.is_some() || a.threads.is_none();
     // About one second of samples per ring at the shortest period, within bounds.
     let ring_capacity = (1_000_000_000 / a.period.max(1)).clamp(4096, 1 << 20) as usize;
+    let bins = a.histogram.as_ref().map(|_| a.histogram_max / 1000);
+    crate::limits::check_threads(n, crate::limits::cyclic_thread_bytes(ring_capacity, bins))?;
+    crate::limits::check_thread_periods(a.period, a.distance, n)?;
+    crate::limits::check_start_delay(a.start_delay)?;
+    crate::limits::check_warmup(a.warmup, a.loops)?;
+    crate::limits::check_count("--spikes", a.spikes as u64, 32 * (n as u64 + 1))?;
     let mut threads = Vec::with_capacity(n);
     for i in 0..n {
         let period_ns = (i as u64)

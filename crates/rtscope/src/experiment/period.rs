@@ -60,6 +60,14 @@ pub fn plan(a: &PeriodArgs) -> Result<PeriodPlan> {
     }
     let mut periods = a.period.clone();
     periods.dedup();
+    for &p in &periods {
+        crate::limits::check_period("-i/--period", p)?;
+    }
+    let k = match a.sources.len() {
+        0 => rtscope_core::clock::SourceId::ALL.len(),
+        n => n,
+    } as u64;
+    crate::limits::check_count("-l/--cycles", a.cycles, 8 * k * periods.len() as u64)?;
     crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
     Ok(PeriodPlan {
         loads: a.loads.load.clone(),
