@@ -6,6 +6,15 @@
 //! after the *following* deadline, the skipped deadlines are counted as overruns
 //! and the schedule re-anchors on the period grid (cyclictest skips them
 //! silently).
+//!
+//! The first deadline is chosen by the loop itself, on entry, after all of the
+//! thread's set-up: the common start if it is still at least a margin ahead,
+//! else the next point of the start's period grid that is (so the first timer
+//! is never armed in the past, and threads with equal periods stay in phase).
+//!
+//! Every wait can be interrupted by [`crate::rt::wake_thread`]: the wait then
+//! returns without an activation, the loop looks at its stop flag and ends
+//! without recording anything.
 
 use std::io;
 use std::os::fd::OwnedFd;
@@ -35,11 +44,21 @@ impl Clock for PosixClock {
 
 /// How a measurement thread waits for its next activation.
 pub trait Waiter {
+    /// Prepares the first activation, at `first_ns` (absolute, ns): kernel
+    /// timers are created and armed here. [`run_loop`] calls it once, right
+    /// after choosing the first deadline and before the first [`Waiter::wait`].
+    fn start(&mut self, first_ns: u64) -> io::Result<()> {
+        let _ = first_ns;
+        Ok(())
+    }
+
     /// Waits for the activation due at `deadline` (absolute, ns) and returns
     /// the time this activation was intended for. Absolute sleepers return
     /// `deadline`; relative sleepers return "time before the sleep + period";
-    /// kernel timers return the expiration they were woken for.
-    fn wait(&mut self, deadline: u64) -> io::Result<u64>;
+    /// kernel timers return the expiration they were woken for. `Ok(None)`:
+    /// a signal handler interrupted the wait (see [`crate::rt::wake_thread`])
+    /// and there is no activation to measure.
+    fn wait(&mut self, deadline: u64) -> io::Result<Option<u64>>;
 }
 
 /// The wake methods rtscope offers.
@@ -73,9 +92,8 @@ pub struct AbsoluteSleep {
 
 impl Waiter for AbsoluteSleep {
     #[inline]
-    fn wait(&mut self, deadline: u64) -> io::Result<u64> {
-        sys::sleep_until(self.clock, deadline)?;
-        Ok(deadline)
+    fn wait(&mut self, deadline: u64) -> io::Result<Option<u64>> {
+        Ok(sys::sleep_until_interruptible(self.clock, deadline)?.then_some(deadline))
     }
 }
 
@@ -102,19 +120,21 @@ impl RelativeSleep {
 
 impl Waiter for RelativeSleep {
     #[inline]
-    fn wait(&mut self, deadline: u64) -> io::Result<u64> {
+    fn wait(&mut self, deadline: u64) -> io::Result<Option<u64>> {
         if !self.started {
+            if !sys::sleep_until_interruptible(self.clock, deadline)? {
+                return Ok(None);
+            }
             self.started = true;
-            sys::sleep_until(self.clock, deadline)?;
-            return Ok(deadline);
+            return Ok(Some(deadline));
         }
         let before = sys::clock_ns(self.clock);
-        if self.nanosleep {
-            sys::nanosleep(self.period_ns)?;
+        let slept = if self.nanosleep {
+            sys::nanosleep_interruptible(self.period_ns)?
         } else {
-            sys::sleep_for(self.clock, self.period_ns)?;
-        }
-        Ok(before + self.period_ns)
+            sys::sleep_for_interruptible(self.clock, self.period_ns)?
+        };
+        Ok(slept.then_some(before + self.period_ns))
     }
 }
 
@@ -135,36 +155,54 @@ impl Grid {
     }
 }
 
+fn not_started() -> io::Error {
+    io::Error::other("timer waited for before it was started")
+}
+
 /// A periodic timerfd; `read` blocks until it expires.
 pub struct TimerfdWait {
-    fd: OwnedFd,
+    clock: ClockId,
+    fd: Option<OwnedFd>,
     grid: Grid,
 }
 
 impl TimerfdWait {
-    /// Arms a timerfd on `clock`, first expiring at `first_ns`.
-    pub fn new(clock: ClockId, first_ns: u64, period_ns: u64) -> io::Result<Self> {
-        Ok(TimerfdWait {
-            fd: sys::timerfd_periodic(clock, first_ns, period_ns)?,
+    /// A timerfd on `clock` with period `period_ns`, created and armed by
+    /// [`Waiter::start`].
+    pub fn new(clock: ClockId, period_ns: u64) -> Self {
+        TimerfdWait {
+            clock,
+            fd: None,
             grid: Grid {
-                next: first_ns,
+                next: 0,
                 period: period_ns,
             },
-        })
+        }
     }
 }
 
 impl Waiter for TimerfdWait {
+    fn start(&mut self, first_ns: u64) -> io::Result<()> {
+        self.fd = Some(sys::timerfd_periodic(
+            self.clock,
+            first_ns,
+            self.grid.period,
+        )?);
+        self.grid.next = first_ns;
+        Ok(())
+    }
+
     #[inline]
-    fn wait(&mut self, _deadline: u64) -> io::Result<u64> {
-        let n = sys::timerfd_wait(&self.fd)?;
-        Ok(self.grid.consume(n))
+    fn wait(&mut self, _deadline: u64) -> io::Result<Option<u64>> {
+        let fd = self.fd.as_ref().ok_or_else(not_started)?;
+        Ok(sys::timerfd_wait_interruptible(fd)?.map(|n| self.grid.consume(n)))
     }
 }
 
 /// A periodic POSIX timer that signals this thread; `sigwaitinfo` waits for it.
 pub struct PosixTimerWait {
-    _timer: sys::ThreadTimer,
+    clock: ClockId,
+    timer: Option<sys::ThreadTimer>,
     set: libc::sigset_t,
     grid: Grid,
 }
@@ -175,35 +213,75 @@ pub fn timer_signal() -> i32 {
 }
 
 impl PosixTimerWait {
-    /// Creates the timer for the calling thread; `timer_signal()` must be blocked.
-    pub fn new(clock: ClockId, first_ns: u64, period_ns: u64) -> io::Result<Self> {
-        let sig = timer_signal();
-        Ok(PosixTimerWait {
-            _timer: sys::ThreadTimer::periodic(clock, sig, sys::gettid(), first_ns, period_ns)?,
-            set: sys::sigset_of(&[sig]),
+    /// A timer on `clock` with period `period_ns` for the thread that calls
+    /// [`Waiter::start`] (which creates and arms it); `timer_signal()` must be
+    /// blocked in that thread.
+    pub fn new(clock: ClockId, period_ns: u64) -> Self {
+        PosixTimerWait {
+            clock,
+            timer: None,
+            set: sys::sigset_of(&[timer_signal()]),
             grid: Grid {
-                next: first_ns,
+                next: 0,
                 period: period_ns,
             },
-        })
+        }
     }
 }
 
 impl Waiter for PosixTimerWait {
-    #[inline]
-    fn wait(&mut self, _deadline: u64) -> io::Result<u64> {
-        let overrun = sys::sigwait_one(&self.set)?;
-        Ok(self.grid.consume(1 + u64::from(overrun)))
+    fn start(&mut self, first_ns: u64) -> io::Result<()> {
+        self.timer = Some(sys::ThreadTimer::periodic(
+            self.clock,
+            timer_signal(),
+            sys::gettid(),
+            first_ns,
+            self.grid.period,
+        )?);
+        self.grid.next = first_ns;
+        Ok(())
     }
+
+    #[inline]
+    fn wait(&mut self, _deadline: u64) -> io::Result<Option<u64>> {
+        if self.timer.is_none() {
+            return Err(not_started());
+        }
+        Ok(sys::sigwait_one_interruptible(&self.set)?
+            .map(|overrun| self.grid.consume(1 + u64::from(overrun))))
+    }
+}
+
+/// How far ahead of "now" the loop arms its first deadline at least, by
+/// default: time for the wait method's set-up call and the first arming.
+pub const START_MARGIN_NS: u64 = 200_000;
+
+/// The first deadline of a loop entered at `now`: `start` if it is at least
+/// `margin` ahead, else the first point of `start`'s grid (`start + k *
+/// period`) that is.
+pub fn first_deadline(start: u64, period: u64, now: u64, margin: u64) -> u64 {
+    let earliest = now.saturating_add(margin);
+    if start >= earliest {
+        return start;
+    }
+    let k = (earliest - start).div_ceil(period.max(1));
+    start.saturating_add(k.saturating_mul(period.max(1)))
 }
 
 /// What one measurement loop does.
 #[derive(Debug, Clone)]
 pub struct LoopConfig {
     pub period_ns: u64,
-    /// The first activation, absolute on the loop's clock.
-    pub first_deadline_ns: u64,
-    /// Stop after this many samples.
+    /// The common start, absolute on the loop's clock. The first deadline is
+    /// [`first_deadline`]`(start_ns, period_ns, now at loop entry, start_margin_ns)`.
+    pub start_ns: u64,
+    /// The first deadline is at least this far after the loop's entry
+    /// ([`START_MARGIN_NS`]).
+    pub start_margin_ns: u64,
+    /// Wake-ups at the start whose samples are dropped (not pushed, not
+    /// checked against `break_above_ns`); they count towards `loops`.
+    pub warmup: u64,
+    /// Stop after this many wake-ups (warm-up included).
     pub loops: Option<u64>,
     /// Stop everything at the first sample above this latency.
     pub break_above_ns: Option<u64>,
@@ -217,7 +295,8 @@ pub struct LoopConfig {
 pub enum LoopEnd {
     /// It took its `loops` samples.
     Loops,
-    /// The shared stop flag was raised.
+    /// The shared stop flag was raised (seen before a wait, or after a wait
+    /// that [`crate::rt::wake_thread`] interrupted).
     Stopped,
     /// A sample exceeded `break_above_ns`; the stop flag was raised.
     Break {
@@ -242,14 +321,19 @@ pub fn run_loop<W: Waiter, C: Clock, S: SampleSink>(
     let period = cfg.period_ns.max(1);
     let loops = cfg.loops.unwrap_or(u64::MAX);
     let break_above = cfg.break_above_ns.map_or(i64::MAX, |b| b as i64);
-    let mut deadline = cfg.first_deadline_ns;
+    let mut deadline = first_deadline(cfg.start_ns, period, clock.now(), cfg.start_margin_ns);
+    if let Err(e) = waiter.start(deadline) {
+        return LoopEnd::Error(e);
+    }
     let mut seq = 0u64;
     while seq < loops {
         if stop.load(Ordering::Relaxed) {
             return LoopEnd::Stopped;
         }
         let intended = match waiter.wait(deadline) {
-            Ok(t) => t,
+            Ok(Some(t)) => t,
+            // Interrupted: no activation; the stop flag is looked at again.
+            Ok(None) => continue,
             Err(e) => return LoopEnd::Error(e),
         };
         let now = clock.now();
@@ -260,6 +344,10 @@ pub fn run_loop<W: Waiter, C: Clock, S: SampleSink>(
             0
         };
         deadline = intended + (missed + 1) * period;
+        if seq < cfg.warmup {
+            seq += 1;
+            continue;
+        }
         let cpu = match cfg.fixed_cpu {
             Some(c) => c,
             None => sys::current_cpu() as u32,
@@ -296,15 +384,45 @@ mod tests {
         script: Vec<u64>,
         i: usize,
         waits: Vec<u64>,
+        /// What `start` was given.
+        armed: Vec<u64>,
+        /// Wait number `n` is interrupted (returns no activation, time does
+        /// not advance); if a flag is given, it is raised first (a stop).
+        interrupt: Option<(usize, Option<&'a AtomicBool>)>,
+    }
+
+    fn sim(now: &Cell<u64>, script: Vec<u64>) -> Sim<'_> {
+        Sim {
+            now,
+            script,
+            i: 0,
+            waits: vec![],
+            armed: vec![],
+            interrupt: None,
+        }
     }
 
     impl Waiter for Sim<'_> {
-        fn wait(&mut self, deadline: u64) -> io::Result<u64> {
+        fn start(&mut self, first_ns: u64) -> io::Result<()> {
+            self.armed.push(first_ns);
+            Ok(())
+        }
+
+        fn wait(&mut self, deadline: u64) -> io::Result<Option<u64>> {
+            let n = self.waits.len();
             self.waits.push(deadline);
+            if let Some((at, flag)) = self.interrupt {
+                if at == n {
+                    if let Some(f) = flag {
+                        f.store(true, Ordering::Relaxed);
+                    }
+                    return Ok(None);
+                }
+            }
             let lat = self.script[self.i % self.script.len()];
             self.i += 1;
             self.now.set(deadline.max(self.now.get()) + lat);
-            Ok(deadline)
+            Ok(Some(deadline))
         }
     }
 
@@ -318,7 +436,9 @@ mod tests {
     fn cfg(loops: u64) -> LoopConfig {
         LoopConfig {
             period_ns: 1000,
-            first_deadline_ns: 10_000,
+            start_ns: 10_000,
+            start_margin_ns: 0,
+            warmup: 0,
             loops: Some(loops),
             break_above_ns: None,
             fixed_cpu: Some(0),
@@ -328,12 +448,7 @@ mod tests {
     #[test]
     fn on_time_wakeups_follow_the_grid() {
         let now = Cell::new(0);
-        let mut w = Sim {
-            now: &now,
-            script: vec![10, 20, 30],
-            i: 0,
-            waits: vec![],
-        };
+        let mut w = sim(&now, vec![10, 20, 30]);
         let mut out = Vec::new();
         let end = run_loop(
             &mut w,
@@ -356,12 +471,7 @@ mod tests {
     fn late_wakeup_counts_skipped_periods_and_reanchors() {
         let now = Cell::new(0);
         // Second wake-up is 2.5 periods late: deadlines 12_000 and 13_000 are skipped.
-        let mut w = Sim {
-            now: &now,
-            script: vec![5, 2500, 5, 5],
-            i: 0,
-            waits: vec![],
-        };
+        let mut w = sim(&now, vec![5, 2500, 5, 5]);
         let mut out = Vec::new();
         run_loop(
             &mut w,
@@ -376,12 +486,7 @@ mod tests {
         assert_eq!(out.iter().map(|s| s.overruns).sum::<u32>(), 2);
         // Exactly one period late: the following deadline was missed too.
         let now = Cell::new(0);
-        let mut w = Sim {
-            now: &now,
-            script: vec![1000, 0],
-            i: 0,
-            waits: vec![],
-        };
+        let mut w = sim(&now, vec![1000, 0]);
         let mut out = Vec::new();
         run_loop(
             &mut w,
@@ -397,12 +502,7 @@ mod tests {
     #[test]
     fn break_above_stops_and_raises_flag() {
         let now = Cell::new(0);
-        let mut w = Sim {
-            now: &now,
-            script: vec![10, 10, 900, 10],
-            i: 0,
-            waits: vec![],
-        };
+        let mut w = sim(&now, vec![10, 10, 900, 10]);
         let mut c = cfg(100);
         c.break_above_ns = Some(500);
         let stop = AtomicBool::new(false);
@@ -424,12 +524,7 @@ mod tests {
     #[test]
     fn stop_flag_ends_loop() {
         let now = Cell::new(0);
-        let mut w = Sim {
-            now: &now,
-            script: vec![1],
-            i: 0,
-            waits: vec![],
-        };
+        let mut w = sim(&now, vec![1]);
         let mut out = Vec::new();
         let end = run_loop(
             &mut w,
@@ -440,6 +535,200 @@ mod tests {
         );
         assert!(matches!(end, LoopEnd::Stopped));
         assert!(out.is_empty());
+    }
+
+    /// The common start was chosen before the thread's set-up, which took
+    /// longer than the start delay: the loop must not arm its first deadline
+    /// in the past, but on the start's grid, at least the margin after entry.
+    #[test]
+    fn first_deadline_is_armed_after_now_at_loop_entry() {
+        let now = Cell::new(53_500);
+        let mut w = sim(&now, vec![10]);
+        let mut c = cfg(3);
+        c.start_margin_ns = 2_000;
+        let mut out = Vec::new();
+        run_loop(
+            &mut w,
+            &SimClock(&now),
+            &mut out,
+            &c,
+            &AtomicBool::new(false),
+        );
+        // Entry at 53_500: earliest 55_500, next grid point of 10_000 + k * 1000.
+        assert_eq!(w.armed, vec![56_000]);
+        assert_eq!(w.waits, vec![56_000, 57_000, 58_000]);
+        assert!(w.armed[0] > 53_500 + 2_000 - 1);
+        assert_eq!(out.len(), 3);
+        assert!(out.iter().all(|s| s.latency_ns == 10 && s.overruns == 0));
+
+        // A start still far enough ahead is kept as it is.
+        let now = Cell::new(1_000);
+        let mut w = sim(&now, vec![10]);
+        run_loop(
+            &mut w,
+            &SimClock(&now),
+            &mut out,
+            &c,
+            &AtomicBool::new(false),
+        );
+        assert_eq!(w.armed, vec![10_000]);
+        assert_eq!(w.waits[0], 10_000);
+    }
+
+    #[test]
+    fn first_deadline_stays_on_the_grid() {
+        assert_eq!(first_deadline(100, 10, 0, 50), 100);
+        assert_eq!(first_deadline(100, 10, 60, 40), 100);
+        assert_eq!(first_deadline(100, 10, 61, 40), 110);
+        assert_eq!(first_deadline(100, 10, 1_000, 5), 1_010);
+        assert_eq!(first_deadline(0, 0, 7, 0), 7);
+        assert_eq!(first_deadline(u64::MAX - 5, 10, u64::MAX, 10), u64::MAX);
+    }
+
+    #[test]
+    fn warmup_samples_are_dropped_and_count_towards_loops() {
+        let now = Cell::new(0);
+        // The warm-up's second wake-up would break the run and skips a period.
+        let mut w = sim(&now, vec![5, 1500, 5, 5, 5, 5]);
+        let mut c = cfg(6);
+        c.warmup = 2;
+        c.break_above_ns = Some(1000);
+        let stop = AtomicBool::new(false);
+        let mut out = Vec::new();
+        let end = run_loop(&mut w, &SimClock(&now), &mut out, &c, &stop);
+        assert!(matches!(end, LoopEnd::Loops), "{end:?}");
+        assert!(!stop.load(Ordering::Relaxed));
+        assert_eq!(out.iter().map(|s| s.seq).collect::<Vec<_>>(), [2, 3, 4, 5]);
+        assert!(out.iter().all(|s| s.latency_ns == 5 && s.overruns == 0));
+        // The schedule went on through the warm-up (re-anchored after the late one).
+        assert_eq!(
+            w.waits,
+            vec![10_000, 11_000, 13_000, 14_000, 15_000, 16_000]
+        );
+    }
+
+    #[test]
+    fn interrupted_wait_records_nothing() {
+        // A stop: the flag is raised, the wait interrupted; no sample for it.
+        let now = Cell::new(0);
+        let stop = AtomicBool::new(false);
+        let mut w = sim(&now, vec![10]);
+        w.interrupt = Some((2, Some(&stop)));
+        let mut out = Vec::new();
+        let end = run_loop(&mut w, &SimClock(&now), &mut out, &cfg(10), &stop);
+        assert!(matches!(end, LoopEnd::Stopped), "{end:?}");
+        assert_eq!(out.len(), 2);
+        // Interrupted without a stop: the same deadline is waited for again.
+        let now = Cell::new(0);
+        let mut w = sim(&now, vec![10]);
+        w.interrupt = Some((1, None));
+        let mut out = Vec::new();
+        let end = run_loop(
+            &mut w,
+            &SimClock(&now),
+            &mut out,
+            &cfg(3),
+            &AtomicBool::new(false),
+        );
+        assert!(matches!(end, LoopEnd::Loops));
+        assert_eq!(w.waits, vec![10_000, 11_000, 11_000, 12_000]);
+        assert_eq!(out.len(), 3);
+        assert!(out.iter().all(|s| s.latency_ns == 10));
+    }
+
+    /// Every real wait method, in a thread that accepts the wake signal,
+    /// waiting for a deadline 30 s away: raising the stop flag and waking the
+    /// thread ends the loop at once, with no sample.
+    #[test]
+    fn wake_thread_interrupts_every_wait_method() {
+        use std::sync::atomic::AtomicI32;
+        for method in [
+            WakeMethod::Absolute,
+            WakeMethod::Relative,
+            WakeMethod::Nanosleep,
+            WakeMethod::Timerfd,
+            WakeMethod::PosixTimer,
+        ] {
+            let stop = AtomicBool::new(false);
+            let tid = AtomicI32::new(0);
+            let t0 = std::time::Instant::now();
+            let (end, n) = std::thread::scope(|s| {
+                let h = s.spawn(|| {
+                    sys::block_signals(&[timer_signal()]).unwrap();
+                    tid.store(crate::rt::accept_wake().unwrap(), Ordering::SeqCst);
+                    let clock = PosixClock(libc::CLOCK_MONOTONIC);
+                    let mut c = cfg(5);
+                    c.period_ns = 30_000_000_000;
+                    // Relative methods: the first (absolute) wait is short, the
+                    // second one is the 30 s relative sleep.
+                    c.start_ns = clock.now() + 1_000_000;
+                    let mut out = Vec::new();
+                    let id = libc::CLOCK_MONOTONIC;
+                    let end = match method {
+                        WakeMethod::Absolute => {
+                            c.start_ns += c.period_ns;
+                            run_loop(
+                                &mut AbsoluteSleep { clock: id },
+                                &clock,
+                                &mut out,
+                                &c,
+                                &stop,
+                            )
+                        }
+                        WakeMethod::Relative | WakeMethod::Nanosleep => run_loop(
+                            &mut RelativeSleep::new(
+                                id,
+                                c.period_ns,
+                                method == WakeMethod::Nanosleep,
+                            ),
+                            &clock,
+                            &mut out,
+                            &c,
+                            &stop,
+                        ),
+                        WakeMethod::Timerfd => {
+                            c.start_ns += c.period_ns;
+                            run_loop(
+                                &mut TimerfdWait::new(id, c.period_ns),
+                                &clock,
+                                &mut out,
+                                &c,
+                                &stop,
+                            )
+                        }
+                        WakeMethod::PosixTimer => {
+                            c.start_ns += c.period_ns;
+                            run_loop(
+                                &mut PosixTimerWait::new(id, c.period_ns),
+                                &clock,
+                                &mut out,
+                                &c,
+                                &stop,
+                            )
+                        }
+                    };
+                    (end, out.len())
+                });
+                while tid.load(Ordering::SeqCst) == 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                stop.store(true, Ordering::Relaxed);
+                crate::rt::wake_until_ended(&[tid.load(Ordering::SeqCst)], |_| !h.is_finished());
+                h.join().unwrap()
+            });
+            assert!(matches!(end, LoopEnd::Stopped), "{method:?}: {end:?}");
+            let expect = usize::from(matches!(
+                method,
+                WakeMethod::Relative | WakeMethod::Nanosleep
+            ));
+            assert_eq!(n, expect, "{method:?}");
+            assert!(
+                t0.elapsed().as_secs() < 10,
+                "{method:?}: {:?}",
+                t0.elapsed()
+            );
+        }
     }
 
     #[test]
@@ -461,7 +750,7 @@ mod tests {
         };
         let mut c = cfg(20);
         c.period_ns = 200_000;
-        c.first_deadline_ns = clock.now() + 200_000;
+        c.start_ns = clock.now() + 200_000;
         let mut out = Vec::new();
         run_loop(&mut w, &clock, &mut out, &c, &AtomicBool::new(false));
         assert_eq!(out.len(), 20);
@@ -473,14 +762,13 @@ mod tests {
         let clock = PosixClock(libc::CLOCK_MONOTONIC);
         let mut c = cfg(10);
         c.period_ns = 200_000;
-        c.first_deadline_ns = clock.now() + 200_000;
-        let mut w =
-            TimerfdWait::new(libc::CLOCK_MONOTONIC, c.first_deadline_ns, c.period_ns).unwrap();
+        c.start_ns = clock.now() + 200_000;
+        let mut w = TimerfdWait::new(libc::CLOCK_MONOTONIC, c.period_ns);
         let mut out = Vec::new();
         run_loop(&mut w, &clock, &mut out, &c, &AtomicBool::new(false));
         assert_eq!(out.len(), 10);
         assert!(out.iter().all(|s| s.latency_ns >= 0));
-        c.first_deadline_ns = clock.now() + 200_000;
+        c.start_ns = clock.now() + 200_000;
         let mut w = RelativeSleep::new(libc::CLOCK_MONOTONIC, c.period_ns, true);
         let mut out = Vec::new();
         run_loop(&mut w, &clock, &mut out, &c, &AtomicBool::new(false));

@@ -8,6 +8,7 @@
 
 use std::fs::File;
 use std::io::{self, Write};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -214,6 +215,70 @@ pub fn lock_memory() -> Result<(), String> {
     sys::mlockall().map_err(|e| format!("mlockall failed: {e}"))
 }
 
+/// The signal that interrupts a measurement thread's blocking wait when a run
+/// stops: `SIGRTMIN + 2` (`SIGRTMIN + 1` is [`crate::cyclic::timer_signal`]).
+pub fn wake_signal() -> i32 {
+    libc::SIGRTMIN() + 2
+}
+
+/// Makes the calling thread's blocking waits interruptible by [`wake_thread`],
+/// and returns its thread id (what [`wake_thread`] takes).
+///
+/// Installs (process-wide, idempotent) a handler for [`wake_signal`] that does
+/// nothing and has no `SA_RESTART`, and unblocks the signal in this thread
+/// only. Call it on the measurement thread after [`ThreadSetup::apply`] (which
+/// may block other signals), before measuring. Threads that never call it are
+/// not affected: the signal is only ever sent to a given thread.
+pub fn accept_wake() -> io::Result<i32> {
+    sys::install_noop_handler(wake_signal())?;
+    sys::unblock_signals(&[wake_signal()])?;
+    Ok(sys::gettid())
+}
+
+/// Interrupts the blocking wait of thread `tid` of this process (one that
+/// called [`accept_wake`]): its `clock_nanosleep`, `nanosleep`, `read`,
+/// `sigwaitinfo`, `futex` wait ... returns EINTR at once. Raise the thread's
+/// stop flag first: the thread then sees it and ends. A thread that has ended
+/// already is not an error.
+///
+/// One signal can arrive just after the thread checked its flag and before it
+/// entered the wait (the handler then runs without effect and the wait goes on
+/// in full); [`wake_until_ended`] repeats the signal to close that window.
+pub fn wake_thread(tid: i32) -> io::Result<()> {
+    if tid <= 0 {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    match sys::tgkill(sys::getpid(), tid, wake_signal()) {
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(()),
+        r => r,
+    }
+}
+
+/// How often [`wake_until_ended`] repeats the wake-up.
+pub const WAKE_RETRY: Duration = Duration::from_millis(10);
+
+/// After the stop flag was raised: wakes each thread `tids[i]` for which
+/// `running(i)` is still true, every [`WAKE_RETRY`], until none runs. Returns
+/// when every thread has ended (join them afterwards). A tid of 0 (a thread
+/// that never reported one) is only waited for.
+pub fn wake_until_ended(tids: &[i32], mut running: impl FnMut(usize) -> bool) {
+    loop {
+        let mut any = false;
+        for (i, &tid) in tids.iter().enumerate() {
+            if running(i) {
+                any = true;
+                if tid > 0 {
+                    let _ = wake_thread(tid);
+                }
+            }
+        }
+        if !any {
+            return;
+        }
+        std::thread::sleep(WAKE_RETRY);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,6 +295,37 @@ mod tests {
             assert_eq!(Policy::from_raw(p.as_raw()), Some(p));
         }
         assert!(Policy::Fifo.is_rt() && !Policy::Other.is_rt());
+    }
+
+    /// A thread that accepted the wake signal, sleeping for 30 s, is woken
+    /// at once; a thread that did not is not disturbed by others' wake-ups.
+    #[test]
+    fn wake_thread_interrupts_a_long_sleep() {
+        use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+        let tid = AtomicI32::new(0);
+        let stop = AtomicBool::new(false);
+        let t0 = std::time::Instant::now();
+        let slept_in_full = std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                tid.store(accept_wake().unwrap(), Ordering::SeqCst);
+                loop {
+                    let done = sys::sleep_for_interruptible(libc::CLOCK_MONOTONIC, 30_000_000_000)
+                        .unwrap();
+                    if done || stop.load(Ordering::SeqCst) {
+                        return done;
+                    }
+                }
+            });
+            while tid.load(Ordering::SeqCst) == 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            stop.store(true, Ordering::SeqCst);
+            wake_until_ended(&[tid.load(Ordering::SeqCst)], |_| !h.is_finished());
+            h.join().unwrap()
+        });
+        assert!(!slept_in_full);
+        assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+        assert!(wake_thread(0).is_err());
     }
 
     #[test]

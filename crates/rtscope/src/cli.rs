@@ -397,6 +397,10 @@ pub struct CyclicArgs {
     #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = duration_us)]
     pub start_delay: u64,
 
+    /// Drop the first N wake-ups of each thread (they count towards --loops).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub warmup: u64,
+
     /// Clock for the schedule and the latency.
     #[arg(long, default_value = "monotonic", value_parser = named::<MeasureClock>(MeasureClock::NAMES))]
     pub clock: MeasureClock,
@@ -680,6 +684,7 @@ impl CyclicArgs {
             loops: self.loops,
             duration_ns: self.duration,
             start_delay_ns: self.start_delay,
+            warmup: self.warmup,
             clock: self.clock,
             wake: self.wake,
             rt: self.rt.choice()?,

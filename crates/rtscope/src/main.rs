@@ -13,6 +13,7 @@ mod cli;
 mod error;
 mod experiment;
 mod import;
+mod limits;
 mod load;
 mod output;
 mod report;

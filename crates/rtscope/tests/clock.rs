@@ -5,8 +5,9 @@ mod common;
 
 use std::path::Path;
 
-use common::{read_result, rtscope};
+use common::{assert_one_line, interrupt_after, read_result, rtscope, run_within};
 use rtscope_core::result::ResultDocument;
+use std::time::Duration;
 
 /// Reads a result document: validated against docs/result-schema.json, then
 /// deserialised by rtscope's own reader (which checks the schema version).
@@ -343,4 +344,67 @@ fn load_command_output_is_a_valid_result_document() {
         .code(0);
     let doc = read_result(&json);
     assert_eq!(doc["experiment"], "load");
+}
+
+/// A stop interrupts `rtscope period`'s sleep: with a 30 s period the process
+/// ends within seconds of SIGINT, with its result (without the fix it ends
+/// at the next wake-up, 30 s later).
+#[test]
+fn period_sigint_ends_a_long_period_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("p.json");
+    let (out, took) = interrupt_after(
+        &[
+            "period",
+            "-i",
+            "30s",
+            "-l",
+            "3",
+            "-s",
+            "monotonic",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        Duration::from_millis(1500),
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_doc(&json);
+    assert_eq!(doc.end_reason, rtscope_core::result::EndReason::Interrupted);
+    eprintln!("period -i 30s: ended {took:?} after SIGINT");
+}
+
+/// Absurd counts and waits are refused at once (exit 2, one line naming the
+/// flag) instead of allocating terabytes or sleeping for days.
+#[test]
+fn absurd_counts_and_waits_are_refused_fast() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["clock", "-n", "10000000000000"], "--reads"),
+        (
+            &["clock", "--mode", "sparse", "--pairs", "100000000000000"],
+            "--pairs",
+        ),
+        (&["clock", "--mode", "sparse", "--every", "2h"], "--every"),
+        (&["period", "-l", "10000000000000"], "--cycles"),
+        (&["period", "-l", "18446744073709551615"], "--cycles"),
+        (&["period", "-i", "1ms,5000000h"], "--period"),
+    ];
+    for (args, flag) in cases {
+        let out = run_within(args, Duration::from_secs(5));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = assert_one_line(&out.stderr);
+        assert!(line.contains(flag), "{args:?}: {line}");
+        assert!(!line.contains("panicked"), "{args:?}: {line}");
+    }
 }

@@ -6,7 +6,7 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{assert_one_line, read_result, rtscope, rtscope_path};
+use common::{assert_one_line, interrupt_after, read_result, rtscope, rtscope_path, run_within};
 
 fn online_cpus() -> usize {
     rtscope_core::units::online_cpus().len()
@@ -418,4 +418,133 @@ fn histogram_file_matches_cyclictest_layout_and_imports_back() {
         .map(|b| b[1].as_u64().unwrap())
         .sum();
     assert_eq!(total, 300);
+}
+
+/// `--warmup N` drops the first N wake-ups of each thread; they count
+/// towards `-l`, and the plan records N.
+#[test]
+fn warmup_drops_the_first_samples_of_each_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, raw) = (dir.path().join("w.json"), dir.path().join("w.csv"));
+    let out = rtscope()
+        .args([
+            "cyclic", "-t", "2", "-l", "20", "--warmup", "5", "-i", "1ms", "-q", "--json",
+        ])
+        .arg(&json)
+        .arg("--raw")
+        .arg(&raw)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_result(&json);
+    assert_eq!(doc["plan"]["warmup"], 5);
+    assert_eq!(doc["end_reason"], "loops");
+    for s in &doc["series"].as_array().unwrap()[..2] {
+        assert_eq!(s["stats"]["count"], 15, "{}", s["label"]);
+    }
+    assert_eq!(doc["series"][2]["stats"]["count"], 30);
+    // The samples kept are wake-ups 5..19 of each thread.
+    let raw = std::fs::read_to_string(&raw).unwrap();
+    let mut seqs: Vec<(u64, u64)> = raw
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0].parse().unwrap(), f[2].parse().unwrap())
+        })
+        .collect();
+    seqs.sort_unstable();
+    let want: Vec<(u64, u64)> = (0..2).flat_map(|t| (5..20).map(move |s| (t, s))).collect();
+    assert_eq!(seqs, want);
+}
+
+/// A stop interrupts a wait of 30 s (every wake method) or a start delay of
+/// 1 h: the process ends within seconds, with its result, and records no
+/// sample for the interrupted wait. (The bound is on the exit, far above any
+/// latency: without the fix the exit takes the whole period.)
+#[test]
+fn sigint_ends_a_long_wait_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("stop.json");
+    let json_s = json.to_str().unwrap();
+    let mut cases: Vec<Vec<&str>> = [
+        "absolute",
+        "relative",
+        "nanosleep",
+        "timerfd",
+        "posix-timer",
+    ]
+    .iter()
+    .map(|w| vec!["cyclic", "-t", "1", "-i", "30s", "--wake", w])
+    .collect();
+    cases.push(vec!["cyclic", "-t", "2", "--start-delay", "1h"]);
+    for mut args in cases {
+        args.extend(["-q", "--json", json_s]);
+        let _ = std::fs::remove_file(&json);
+        let (out, took) = interrupt_after(&args, Duration::from_secs(1), Duration::from_secs(10));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc = read_result(&json);
+        assert_eq!(doc["end_reason"], "interrupted", "{args:?}");
+        // With -i 30s, the wake-up at the start (1 ms after set-up) is the
+        // only one before SIGINT; the interrupted wait adds no sample. With
+        // a start delay of 1 h there is none.
+        let most = u64::from(!args.contains(&"--start-delay"));
+        let series = doc["series"].as_array().unwrap();
+        for s in series {
+            let count = s["stats"]["count"].as_u64().unwrap();
+            let threads = if s["label"] == "all" {
+                series.len() as u64 - 1
+            } else {
+                1
+            };
+            assert!(count <= most * threads, "{args:?}: {}: {count}", s["label"]);
+        }
+        eprintln!("{args:?}: ended {took:?} after SIGINT");
+    }
+}
+
+/// Absurd periods, delays and counts are refused at once: exit 2, one line
+/// that names the flag, no allocation or thread storm first.
+#[test]
+fn absurd_values_are_refused_fast() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["-i", "2h"], "-i"),
+        (&["-i", "5000000h"], "-i"),
+        (&["--start-delay", "1000d"], "--start-delay"),
+        (&["--start-delay", "61m"], "--start-delay"),
+        (&["-t", "3", "-i", "1ms", "--distance", "1h"], "--distance"),
+        (
+            &["-t", "3", "--distance", "18446744073709551615ns"],
+            "--distance",
+        ),
+        (&["--spikes", "9223372036854775807"], "--spikes"),
+        (&["--spikes", "18446744073709551615"], "--spikes"),
+        (&["-t", "100000"], "--threads"),
+        (&["-t", "10000000"], "--threads"),
+        (&["--warmup", "10"], "--warmup"),
+    ];
+    for (c, flag) in cases {
+        let mut args = vec!["cyclic", "-l", "10", "-q"];
+        args.extend_from_slice(c);
+        let out = run_within(&args, Duration::from_secs(5));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = assert_one_line(&out.stderr);
+        assert!(line.contains(flag), "{args:?}: {line}");
+        assert!(!line.contains("panicked"), "{args:?}: {line}");
+    }
 }

@@ -14,7 +14,7 @@ type RlimitResource = libc::__rlimit_resource_t;
 #[cfg(not(target_env = "gnu"))]
 type RlimitResource = libc::c_int;
 
-fn rlimit(resource: RlimitResource) -> (u64, u64) {
+pub(super) fn rlimit(resource: RlimitResource) -> (u64, u64) {
     let mut rl = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,

@@ -27,6 +27,7 @@ mod proc;
 mod sched;
 mod signal;
 mod time;
+mod wake;
 
 pub use info::*;
 pub use ipc::*;
@@ -37,6 +38,7 @@ pub use proc::*;
 pub use sched::*;
 pub use signal::*;
 pub use time::*;
+pub use wake::*;
 
 use std::io;
 

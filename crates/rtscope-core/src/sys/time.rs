@@ -18,7 +18,7 @@ fn ts_to_ns(ts: &libc::timespec) -> u64 {
 }
 
 #[inline]
-fn ns_to_ts(ns: u64) -> libc::timespec {
+pub(super) fn ns_to_ts(ns: u64) -> libc::timespec {
     // SAFETY: timespec is plain old data; all-zero is a valid value.
     let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
     ts.tv_sec = (ns / NS_PER_SEC) as _;

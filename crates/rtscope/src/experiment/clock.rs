@@ -112,6 +112,17 @@ pub fn plan(a: &ClockArgs) -> Result<ClockPlan> {
         }
         (Mode::Alternating, _) => a.every.clone(),
     };
+    for &e in &every_ns {
+        crate::limits::check_period("--every", e)?;
+    }
+    let k = match a.sources.len() {
+        0 => SourceId::ALL.len(),
+        n => n,
+    } as u64;
+    // Consecutive: readings and deltas, 8 B each per read; sparse: a delta per
+    // source and a wake-up time per pair.
+    crate::limits::check_count("-n/--reads", a.reads, 16)?;
+    crate::limits::check_count("--pairs", a.pairs as u64, 8 * (k + 1))?;
     let cpu = resolve_cpu(a.cpu)?;
     let rt = a.rt.choice()?;
     let outputs = Outputs::from(&a.out);

@@ -6,6 +6,13 @@
 //! its own wait-free ring. The main thread is the aggregator: it drains the
 //! rings into recorders, refreshes the live display, writes checkpoints and
 //! watches for the end (loops, duration, signal, break, error).
+//!
+//! The common start is chosen once the threads are ready and the run's
+//! set-up is done; each thread arms its first deadline in its own future
+//! (on the start's grid, [`rtscope_core::cyclic::first_deadline`]). At the
+//! end, the aggregator raises the stop flag and interrupts every thread's wait
+//! ([`rtscope_core::rt::wake_until_ended`]), so that a long period or start
+//! delay does not hold the stop back.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -20,7 +27,7 @@ use serde_json::json;
 
 use rtscope_core::cyclic::{
     run_loop, timer_signal, AbsoluteSleep, LoopConfig, LoopEnd, PosixClock, PosixTimerWait,
-    RelativeSleep, TimerfdWait, WakeMethod,
+    RelativeSleep, TimerfdWait, WakeMethod, START_MARGIN_NS,
 };
 use rtscope_core::file::OutFile;
 use rtscope_core::named::MeasureClock;
@@ -51,6 +58,8 @@ pub struct CyclicOptions {
     pub loops: Option<u64>,
     pub duration_ns: Option<u64>,
     pub start_delay_ns: u64,
+    /// Wake-ups dropped at the start of each thread (`--warmup`).
+    pub warmup: u64,
     pub clock: MeasureClock,
     pub wake: WakeMethod,
     pub rt: RtChoice,
@@ -77,6 +86,7 @@ impl Default for CyclicOptions {
             loops: None,
             duration_ns: None,
             start_delay_ns: 1_000_000,
+            warmup: 0,
             clock: MeasureClock::Monotonic,
             wake: WakeMethod::Absolute,
             rt: RtChoice {
@@ -117,6 +127,8 @@ pub struct CyclicPlan {
     pub loops: Option<u64>,
     pub duration_ns: Option<u64>,
     pub start_delay_ns: u64,
+    /// Wake-ups dropped at the start of each thread (`--warmup`), part of `loops`.
+    pub warmup: u64,
     pub clock: MeasureClock,
     pub wake: WakeMethod,
     pub rt: RtChoice,
@@ -158,6 +170,14 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
     let n = a.threads.unwrap_or(list.len());
     // Pinned unless -t was given without -a (then the scheduler places threads, as in cyclictest).
     let pin = a.cpus.is_some() || a.threads.is_none();
+    // About one second of samples per ring at the shortest period, within bounds.
+    let ring_capacity = (1_000_000_000 / a.period_ns.max(1)).clamp(4096, 1 << 20) as usize;
+    let bins = a.histogram.as_ref().map(|_| a.histogram_max_ns / 1000);
+    crate::limits::check_threads(n, crate::limits::cyclic_thread_bytes(ring_capacity, bins))?;
+    crate::limits::check_thread_periods(a.period_ns, a.distance_ns, n)?;
+    crate::limits::check_start_delay(a.start_delay_ns)?;
+    crate::limits::check_warmup(a.warmup, a.loops)?;
+    crate::limits::check_count("--spikes", a.spikes as u64, 32 * (n as u64 + 1))?;
     let mut threads = Vec::with_capacity(n);
     for i in 0..n {
         let period_ns = (i as u64)
@@ -187,8 +207,6 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
         ("--raw", a.raw.as_deref()),
         ("--histogram", a.histogram.as_deref()),
     ])?;
-    // About one second of samples per ring at the shortest period, within bounds.
-    let ring_capacity = (1_000_000_000 / a.period_ns.max(1)).clamp(4096, 1 << 20) as usize;
     crate::load::LoadSet::check(&a.loads, a.load_cpus.as_deref())?;
     Ok(CyclicPlan {
         threads,
@@ -197,6 +215,7 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
         loops: a.loops,
         duration_ns: a.duration_ns,
         start_delay_ns: a.start_delay_ns,
+        warmup: a.warmup,
         clock: a.clock,
         wake: a.wake,
         rt: a.rt,
@@ -221,6 +240,7 @@ struct ThreadJob {
     wake: WakeMethod,
     clock: ClockId,
     loops: Option<u64>,
+    warmup: u64,
     break_above_ns: Option<u64>,
     sink: RingSink,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -230,16 +250,22 @@ struct ThreadJob {
 }
 
 fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
-    let state = job.setup.apply().map_err(|e| e.to_string());
+    let state = job.setup.apply().map_err(|e| e.to_string()).and_then(|st| {
+        rtscope_core::rt::accept_wake()
+            .map(|_| st)
+            .map_err(|e| format!("cannot make the wait interruptible: {e}"))
+    });
     let ok = state.is_ok();
     let _ = job.ready.send((job.index, state));
     if !ok {
         return None;
     }
-    let first = job.start.recv().ok().flatten()?;
+    let start = job.start.recv().ok().flatten()?;
     let cfg = LoopConfig {
         period_ns: job.period_ns,
-        first_deadline_ns: first,
+        start_ns: start,
+        start_margin_ns: START_MARGIN_NS,
+        warmup: job.warmup,
         loops: job.loops,
         break_above_ns: job.break_above_ns,
         fixed_cpu: match job.setup.cpus.as_slice() {
@@ -271,14 +297,20 @@ fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
             &cfg,
             stop,
         ),
-        WakeMethod::Timerfd => match TimerfdWait::new(job.clock, first, job.period_ns) {
-            Ok(mut w) => run_loop(&mut w, &clock, sink, &cfg, stop),
-            Err(e) => LoopEnd::Error(e),
-        },
-        WakeMethod::PosixTimer => match PosixTimerWait::new(job.clock, first, job.period_ns) {
-            Ok(mut w) => run_loop(&mut w, &clock, sink, &cfg, stop),
-            Err(e) => LoopEnd::Error(e),
-        },
+        WakeMethod::Timerfd => run_loop(
+            &mut TimerfdWait::new(job.clock, job.period_ns),
+            &clock,
+            sink,
+            &cfg,
+            stop,
+        ),
+        WakeMethod::PosixTimer => run_loop(
+            &mut PosixTimerWait::new(job.clock, job.period_ns),
+            &clock,
+            sink,
+            &cfg,
+            stop,
+        ),
     })
 }
 
@@ -520,6 +552,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             wake: plan.wake,
             clock: plan.clock_id(),
             loops: plan.loops,
+            warmup: plan.warmup,
             break_above_ns: plan.break_above_ns,
             sink,
             stop: run.stop().clone(),
@@ -559,8 +592,25 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             .map_or(setup_errors[0].clone(), |x| x.1.to_string())));
     }
 
+    let raw = match &plan.raw {
+        Some(p) => {
+            let mut f = OutFile::create(p).with_context(|| format!("--raw {}", p.display()))?;
+            writeln!(f, "thread,cpu,seq,t_ns,latency_ns")
+                .with_context(|| format!("--raw {}", p.display()))?;
+            Some((f, None))
+        }
+        None => None,
+    };
+    let mut live = Live::new(plan.outputs.quiet);
+    // The common start, chosen now that every thread is ready and the run's
+    // set-up is done; each thread still arms its first deadline at least
+    // START_MARGIN_NS in its own future, on this start's grid.
     let start_at = sys::clock_ns(plan.clock_id()) + plan.start_delay_ns;
     run.anchor(plan.clock_id(), start_at);
+    for s in &starts {
+        let _ = s.send(Some(start_at));
+    }
+    let t0 = Instant::now();
     let new_recorder = || SeriesRecorder::new(start_at, plan.spikes, plan.fail_above_ns);
     let mut agg = Aggregate {
         threads: pending
@@ -579,20 +629,8 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             })
             .collect(),
         all: new_recorder(),
-        raw: None,
+        raw,
     };
-    if let Some(p) = &plan.raw {
-        let mut f = OutFile::create(p).with_context(|| format!("--raw {}", p.display()))?;
-        writeln!(f, "thread,cpu,seq,t_ns,latency_ns")
-            .with_context(|| format!("--raw {}", p.display()))?;
-        agg.raw = Some((f, None));
-    }
-
-    let mut live = Live::new(plan.outputs.quiet);
-    for s in &starts {
-        let _ = s.send(Some(start_at));
-    }
-    let t0 = Instant::now();
 
     let duration = plan.duration_ns.map(Duration::from_nanos);
     let mut duration_hit = false;
@@ -623,6 +661,13 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         std::thread::sleep(poll);
     }
     run.stop().store(true, Ordering::Relaxed);
+    // Interrupt the waits (a long period or start delay would hold the stop).
+    let tids: Vec<i32> = agg
+        .threads
+        .iter()
+        .map(|t| t.state.as_ref().map_or(0, |st| st.tid))
+        .collect();
+    rtscope_core::rt::wake_until_ended(&tids, |i| !handles[i].is_finished());
     let mut ends = Vec::new();
     for (i, h) in handles.into_iter().enumerate() {
         ends.push((i, h.join().unwrap_or(None)));

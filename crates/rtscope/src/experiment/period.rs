@@ -8,7 +8,7 @@
 //! buffer allocated and touched before the loop; the periods are computed
 //! after it ([`PeriodStats`]), in the sources' own counts and then in ns.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use anyhow::{anyhow, Result};
 use serde::Serialize;
@@ -51,6 +51,14 @@ pub fn plan(a: &PeriodArgs) -> Result<PeriodPlan> {
     outputs.check(&[])?;
     let mut periods = a.period.clone();
     periods.dedup();
+    for &p in &periods {
+        crate::limits::check_period("-i/--period", p)?;
+    }
+    let k = match a.sources.len() {
+        0 => rtscope_core::clock::SourceId::ALL.len(),
+        n => n,
+    } as u64;
+    crate::limits::check_count("-l/--cycles", a.cycles, 8 * k * periods.len() as u64)?;
     crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
     Ok(PeriodPlan {
         loads: a.loads.load.clone(),
@@ -92,7 +100,14 @@ fn periodic_loop(
         if stop.load(Ordering::Relaxed) {
             return Ok((c, overruns));
         }
-        sys::sleep_until(libc::CLOCK_MONOTONIC, next).map_err(|e| e.to_string())?;
+        // Interrupted (rt::wake_thread): stop if asked to, else sleep on.
+        while !sys::sleep_until_interruptible(libc::CLOCK_MONOTONIC, next)
+            .map_err(|e| e.to_string())?
+        {
+            if stop.load(Ordering::Relaxed) {
+                return Ok((c, overruns));
+            }
+        }
         let row = &mut ts[c * k..(c + 1) * k];
         for j in 0..k {
             let s = (c + j) % k;
@@ -155,6 +170,7 @@ pub fn execute(plan: &PeriodPlan) -> Result<Finished> {
         .thread_setup(vec![plan.cpu], run::STOP_SIGNALS.to_vec());
     let stop: &AtomicBool = run.stop();
     let ready_ref: &[Prepared] = &ready;
+    let tid = &AtomicI32::new(0);
     let res = std::thread::scope(|s| {
         let h = std::thread::Builder::new()
             .name("rtscope-period".into())
@@ -162,6 +178,9 @@ pub fn execute(plan: &PeriodPlan) -> Result<Finished> {
                 s,
                 move || -> Result<(rtscope_core::rt::ThreadState, Vec<Run>), String> {
                     let state = setup.apply().map_err(|e| e.to_string())?;
+                    let me = rtscope_core::rt::accept_wake()
+                        .map_err(|e| format!("cannot make the wait interruptible: {e}"))?;
+                    tid.store(me, Ordering::Relaxed);
                     let sources: Vec<Source> = ready_ref
                         .iter()
                         .map(|p| Source::open(p.id).map_err(|e| e.to_string()))
@@ -185,9 +204,18 @@ pub fn execute(plan: &PeriodPlan) -> Result<Finished> {
                 },
             );
         match h {
-            Ok(h) => h
-                .join()
-                .unwrap_or_else(|_| Err("the measurement thread panicked".into())),
+            Ok(h) => {
+                // A stop interrupts the thread's sleep (a long period would hold it).
+                while !h.is_finished() && !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                rtscope_core::rt::wake_until_ended(&[tid.load(Ordering::Relaxed)], |_| {
+                    !h.is_finished()
+                });
+                h
+            }
+            .join()
+            .unwrap_or_else(|_| Err("the measurement thread panicked".into())),
             Err(e) => Err(format!("cannot start the measurement thread: {e}")),
         }
     });

@@ -49,3 +49,54 @@ pub fn assert_one_line(stderr: &[u8]) -> String {
     assert_eq!(lines.len(), 1, "expected one line on stderr, got: {s:?}");
     s
 }
+
+/// Waits for `child` at most `limit`; kills it and panics (naming `what`)
+/// when it is still running then, so that a regression fails instead of hanging.
+fn wait_within(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+    what: &str,
+) -> std::process::Output {
+    let t0 = std::time::Instant::now();
+    loop {
+        if child.try_wait().expect("wait for rtscope").is_some() {
+            return child.wait_with_output().expect("collect rtscope's output");
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+fn spawn_rtscope(args: &[&str]) -> std::process::Child {
+    std::process::Command::new(rtscope_path())
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("rtscope starts")
+}
+
+/// Runs rtscope with `args`; panics if it has not ended within `limit`.
+pub fn run_within(args: &[&str], limit: std::time::Duration) -> std::process::Output {
+    wait_within(spawn_rtscope(args), limit, &format!("{args:?}"))
+}
+
+/// Starts rtscope with `args`, sends it SIGINT after `after`, and returns its
+/// output and how long it took to end after the signal; panics if that takes
+/// longer than `limit`.
+pub fn interrupt_after(
+    args: &[&str],
+    after: std::time::Duration,
+    limit: std::time::Duration,
+) -> (std::process::Output, std::time::Duration) {
+    let child = spawn_rtscope(args);
+    std::thread::sleep(after);
+    let t0 = std::time::Instant::now();
+    rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).expect("SIGINT sent");
+    let out = wait_within(child, limit, &format!("{args:?} after SIGINT"));
+    (out, t0.elapsed())
+}
