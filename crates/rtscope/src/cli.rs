@@ -2,13 +2,16 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use rtscope_core::cyclic::WakeMethod;
 use rtscope_core::named::MeasureClock;
 use rtscope_core::rt::Policy;
 use rtscope_core::units::{parse_cpu_list, parse_duration_ns, Unit};
 
+use crate::experiment::clock::{ClockOptions, Mode as ClockMode};
 use crate::experiment::cyclic::CyclicOptions;
+use crate::experiment::ipc::{Between, IpcOptions, Pattern};
+use crate::experiment::period::PeriodOptions;
 use crate::experiment::run::{Outputs, RtChoice};
 
 /// rtscope: a real-time latency lab for Linux.
@@ -468,22 +471,11 @@ fn at_least_two(s: &str) -> Result<u64, String> {
     }
 }
 
-/// How `rtscope clock` reads each source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ClockModeArg {
-    /// N back-to-back reads: the read cost, warm
-    Consecutive,
-    /// two back-to-back reads every interval (--every): the cold path
-    Sparse,
-    /// like sparse, the gaps alternating between the --every values: colder still
-    Alternating,
-}
-
 #[derive(Debug, Clone, Args)]
 pub struct ClockArgs {
     /// How to read each source.
-    #[arg(long, value_enum, default_value_t = ClockModeArg::Consecutive)]
-    pub mode: ClockModeArg,
+    #[arg(long, value_enum, default_value_t = ClockMode::Consecutive)]
+    pub mode: ClockMode,
 
     /// Consecutive mode: reads per source (N reads give N-1 deltas).
     #[arg(short = 'n', long = "reads", value_name = "N", default_value_t = 1_000_000,
@@ -565,24 +557,6 @@ pub struct PeriodArgs {
     pub out: ResultArgs,
 }
 
-/// How an IPC exchange is timed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum IpcPatternArg {
-    /// one-way: latency = receiver's wake-up time - sender's send time
-    Handoff,
-    /// A sends, B replies on a second channel, A times the whole trip
-    Roundtrip,
-}
-
-/// Where the two sides of an IPC exchange run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum IpcBetweenArg {
-    /// two threads of one process
-    Threads,
-    /// two processes (the receiver is forked)
-    Processes,
-}
-
 /// Sender and receiver CPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CpuPair(pub usize, pub usize);
@@ -613,7 +587,7 @@ pub struct IpcArgs {
 
     /// handoff or roundtrip, or both (comma-separated); default: each mechanism's natural one.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PATTERN")]
-    pub pattern: Vec<IpcPatternArg>,
+    pub pattern: Vec<Pattern>,
 
     /// threads or processes, or both (comma-separated).
     #[arg(
@@ -623,7 +597,7 @@ pub struct IpcArgs {
         default_value = "threads",
         value_name = "PLACEMENT"
     )]
-    pub between: Vec<IpcBetweenArg>,
+    pub between: Vec<Between>,
 
     /// Sender and receiver CPUs as A,B (default: the first two online CPUs, or one if there is one).
     #[arg(short = 'a', long = "cpus", value_name = "A,B", value_parser = cpu_pair)]
@@ -702,6 +676,63 @@ impl CyclicArgs {
             },
             loads: self.loads.load.clone(),
             load_cpus: self.loads.load_cpus.clone(),
+        })
+    }
+}
+
+impl ClockArgs {
+    /// The options these arguments ask for.
+    pub fn options(&self) -> anyhow::Result<ClockOptions> {
+        Ok(ClockOptions {
+            mode: self.mode,
+            reads: self.reads,
+            every_ns: self.every.clone(),
+            pairs: self.pairs,
+            sources: self.sources.clone(),
+            calibrate_ns: self.calibrate,
+            warp_ns: self.warp,
+            cpu: self.cpu,
+            rt: self.rt.choice()?,
+            loads: self.loads.load.clone(),
+            load_cpus: self.loads.load_cpus.clone(),
+            outputs: Outputs::from(&self.out),
+        })
+    }
+}
+
+impl PeriodArgs {
+    /// The options these arguments ask for.
+    pub fn options(&self) -> anyhow::Result<PeriodOptions> {
+        Ok(PeriodOptions {
+            periods_ns: self.period.clone(),
+            cycles: self.cycles,
+            sources: self.sources.clone(),
+            calibrate_ns: self.calibrate,
+            cpu: self.cpu,
+            rt: self.rt.choice()?,
+            loads: self.loads.load.clone(),
+            load_cpus: self.loads.load_cpus.clone(),
+            outputs: Outputs::from(&self.out),
+        })
+    }
+}
+
+impl IpcArgs {
+    /// The options these arguments ask for.
+    pub fn options(&self) -> anyhow::Result<IpcOptions> {
+        Ok(IpcOptions {
+            mech: self.mech.clone(),
+            patterns: self.pattern.clone(),
+            between: self.between.clone(),
+            cpus: self.cpus.map(|p| (p.0, p.1)),
+            sender_priority: self.sender_priority,
+            periods_ns: self.period.clone(),
+            loops: self.loops,
+            repetitions: self.repetitions,
+            rt: self.rt.choice()?,
+            loads: self.loads.load.clone(),
+            load_cpus: self.loads.load_cpus.clone(),
+            outputs: Outputs::from(&self.out),
         })
     }
 }

@@ -26,7 +26,9 @@ use cli::{Cli, Command};
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Cyclic(a) => experiment::cyclic::run(&a.options()?),
-        Command::Ipc(a) => experiment::ipc::run(a),
+        Command::Ipc(a) if a.list => experiment::ipc::list(),
+        Command::Ipc(a) if a.cleanup => experiment::ipc::cleanup(),
+        Command::Ipc(a) => experiment::ipc::run(&a.options()?),
         Command::Report(a) => report::run_report(a),
         Command::Compare(a) => report::compare::run(a),
         Command::Import(s) => import::run(s),
@@ -38,8 +40,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             a.parent,
             a.cpus.as_deref(),
         )),
-        Command::Clock(a) => experiment::clock::run(a),
-        Command::Period(a) => experiment::period::run(a),
+        Command::Clock(a) if a.list => experiment::clock::list(),
+        Command::Clock(a) => experiment::clock::run(&a.options()?),
+        Command::Period(a) => experiment::period::run(&a.options()?),
     }
 }
 

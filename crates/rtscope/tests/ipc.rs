@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{assert_one_line, read_result, rtscope, rtscope_path};
+use common::{assert_one_line, interrupt_after, read_result, rtscope, rtscope_path};
 
 const MECHANISMS: [&str; 13] = [
     "futex",
@@ -649,6 +649,49 @@ fn sigint_in_processes_mode_cleans_up_and_writes_the_result() {
     assert_eq!(assert_sysv_removed(&doc), 2);
 }
 
+/// A stop interrupts the sender's wait for its next period: with a 20 s
+/// period, threads and processes, the run ends within seconds of SIGINT with
+/// its result (before the fix it ended at the next wake-up, 20 s later).
+#[test]
+fn sigint_ends_a_long_period_at_once() {
+    for between in ["threads", "processes"] {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("long.json");
+        let (out, took) = interrupt_after(
+            &[
+                "ipc",
+                "--mech",
+                "pipe",
+                "--between",
+                between,
+                "-i",
+                "20s",
+                "-l",
+                "3",
+                "-q",
+                "--json",
+                json.to_str().unwrap(),
+            ],
+            Duration::from_millis(1500),
+            Duration::from_secs(10),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{between}: {err}");
+        let doc = read_result(&json);
+        assert_eq!(doc["end_reason"], "interrupted", "{between}");
+        assert!(
+            doc["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|w| !w.as_str().unwrap().contains("failed")),
+            "{between}: {}",
+            doc["warnings"]
+        );
+        eprintln!("ipc {between} -i 20s: ended {took:?} after SIGINT");
+    }
+}
+
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     for args in [
@@ -657,6 +700,7 @@ fn bad_input_is_one_line_and_exit_2() {
         &["ipc", "--repetitions", "0"],
         &["ipc", "--period", "0"],
         &["ipc", "--period", "1ms,0"],
+        &["ipc", "--period", "5000000h"],
         &["ipc", "-l", "0"],
         &["ipc", "--cpus", "3"],
         &["ipc", "--cpus", "0,9999"],

@@ -50,17 +50,41 @@ pub fn clock_res_ns(clock: ClockId) -> io::Result<u64> {
     Ok(ts_to_ns(&ts))
 }
 
+/// `clock_nanosleep` as the bare system call; returns 0 or the error number.
+///
+/// The libc wrapper is a thread-cancellation point: glibc brackets the call with
+/// `__pthread_enable_asynccancel`/`__pthread_disable_asynccancel`, which is work
+/// on every wake-up of a measurement loop that never uses cancellation (it
+/// showed in `perf` profiles of `rtscope cyclic`). musl's wrapper does the same.
+#[inline]
+pub(super) fn raw_clock_nanosleep(clock: ClockId, flags: libc::c_int, ts: &libc::timespec) -> i32 {
+    // SAFETY: SYS_clock_nanosleep takes (clockid_t, int, const struct timespec *,
+    // struct timespec *); `ts` is a valid timespec of the libc's layout for this
+    // target and the remaining-time pointer may be null.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_clock_nanosleep,
+            clock as libc::c_long,
+            flags as libc::c_long,
+            ts as *const libc::timespec,
+            std::ptr::null_mut::<libc::timespec>(),
+        )
+    };
+    if r == 0 {
+        0
+    } else {
+        io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EINVAL)
+    }
+}
+
 /// Sleeps until the absolute time `deadline_ns` on `clock` (`TIMER_ABSTIME`).
 /// Restarts transparently after a signal interrupted the sleep.
 #[inline]
 pub fn sleep_until(clock: ClockId, deadline_ns: u64) -> io::Result<()> {
     let ts = ns_to_ts(deadline_ns);
-    retry_eintr(|| {
-        // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be null.
-        Errno(unsafe {
-            libc::clock_nanosleep(clock, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut())
-        })
-    })
+    retry_eintr(|| Errno(raw_clock_nanosleep(clock, libc::TIMER_ABSTIME, &ts)))
 }
 
 /// Sleeps `ns` relative to now on `clock` (`clock_nanosleep` without `TIMER_ABSTIME`).
@@ -68,8 +92,7 @@ pub fn sleep_until(clock: ClockId, deadline_ns: u64) -> io::Result<()> {
 #[inline]
 pub fn sleep_for(clock: ClockId, ns: u64) -> io::Result<()> {
     let ts = ns_to_ts(ns);
-    // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be null.
-    match unsafe { libc::clock_nanosleep(clock, 0, &ts, std::ptr::null_mut()) } {
+    match raw_clock_nanosleep(clock, 0, &ts) {
         0 | libc::EINTR => Ok(()),
         e => Err(io::Error::from_raw_os_error(e)),
     }
@@ -95,8 +118,7 @@ pub fn nanosleep(ns: u64) -> io::Result<()> {
 #[inline]
 pub fn sleep_until_interruptible(clock: ClockId, deadline_ns: u64) -> io::Result<bool> {
     let ts = ns_to_ts(deadline_ns);
-    // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be null.
-    match unsafe { libc::clock_nanosleep(clock, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) } {
+    match raw_clock_nanosleep(clock, libc::TIMER_ABSTIME, &ts) {
         0 => Ok(true),
         libc::EINTR => Ok(false),
         e => Err(io::Error::from_raw_os_error(e)),

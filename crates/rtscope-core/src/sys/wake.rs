@@ -37,8 +37,7 @@ pub fn install_noop_handler(sig: i32) -> io::Result<()> {
 #[inline]
 pub fn sleep_for_interruptible(clock: ClockId, ns: u64) -> io::Result<bool> {
     let ts = ns_to_ts(ns);
-    // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be null.
-    match unsafe { libc::clock_nanosleep(clock, 0, &ts, std::ptr::null_mut()) } {
+    match super::time::raw_clock_nanosleep(clock, 0, &ts) {
         0 => Ok(true),
         libc::EINTR => Ok(false),
         e => Err(io::Error::from_raw_os_error(e)),

@@ -14,7 +14,6 @@
 //! Each source's deltas become one series (`<source> <mode>`) in the result
 //! document; calibration and warp results go into `plan.sources`.
 
-use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -35,17 +34,20 @@ use rtscope_core::sys;
 use rtscope_core::units::{format_cpu_list, format_ns, online_cpus};
 
 use super::run::{self, Finished, Outputs, RtChoice, RunSettings};
-use crate::cli::{ClockArgs, ClockModeArg};
 use crate::error::{usage, EXIT_OK};
+use crate::output::progress::Progress;
 use crate::output::say;
 use crate::output::summary::render;
 
-/// How the sources are read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// How the sources are read (the doc lines are the CLI's help for each value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
+    /// N back-to-back reads: the read cost, warm
     Consecutive,
+    /// two back-to-back reads every interval (--every): the cold path
     Sparse,
+    /// like sparse, the gaps alternating between the --every values: colder still
     Alternating,
 }
 
@@ -83,14 +85,33 @@ pub struct ClockPlan {
     pub outputs: Outputs,
 }
 
-/// Turns arguments into a validated plan (bad input: a usage error, exit 2).
-pub fn plan(a: &ClockArgs) -> Result<ClockPlan> {
-    let mode = match a.mode {
-        ClockModeArg::Consecutive => Mode::Consecutive,
-        ClockModeArg::Sparse => Mode::Sparse,
-        ClockModeArg::Alternating => Mode::Alternating,
-    };
-    let every_ns = match (mode, a.every.len()) {
+/// What a clock run is asked to do: plain settings, filled in by `cli.rs` (or
+/// by code), validated by [`plan`].
+#[derive(Debug, Clone)]
+pub struct ClockOptions {
+    pub mode: Mode,
+    /// Consecutive: reads per source.
+    pub reads: u64,
+    /// Sparse modes: the gaps, ns (empty: the mode's default).
+    pub every_ns: Vec<u64>,
+    /// Sparse modes: wake-ups.
+    pub pairs: usize,
+    /// Source names (empty: all).
+    pub sources: Vec<String>,
+    pub calibrate_ns: u64,
+    pub warp_ns: u64,
+    /// `None`: the last online CPU.
+    pub cpu: Option<usize>,
+    pub rt: RtChoice,
+    pub loads: Vec<crate::load::LoadSpec>,
+    pub load_cpus: Option<Vec<usize>>,
+    pub outputs: Outputs,
+}
+
+/// Turns options into a validated plan (bad input: a usage error, exit 2).
+pub fn plan(a: &ClockOptions) -> Result<ClockPlan> {
+    let mode = a.mode;
+    let every_ns = match (mode, a.every_ns.len()) {
         (Mode::Consecutive, 0) => vec![],
         (Mode::Consecutive, _) => {
             return Err(usage(
@@ -98,7 +119,7 @@ pub fn plan(a: &ClockArgs) -> Result<ClockPlan> {
             ))
         }
         (Mode::Sparse, 0) => vec![1_000_000_000],
-        (Mode::Sparse, 1) => a.every.clone(),
+        (Mode::Sparse, 1) => a.every_ns.clone(),
         (Mode::Sparse, _) => {
             return Err(usage(
                 "--mode sparse takes one --every interval (use --mode alternating for several)",
@@ -110,7 +131,7 @@ pub fn plan(a: &ClockArgs) -> Result<ClockPlan> {
                 "--mode alternating needs at least two --every values, e.g. --every 1s,5s",
             ))
         }
-        (Mode::Alternating, _) => a.every.clone(),
+        (Mode::Alternating, _) => a.every_ns.clone(),
     };
     for &e in &every_ns {
         crate::limits::check_period("--every", e)?;
@@ -124,23 +145,21 @@ pub fn plan(a: &ClockArgs) -> Result<ClockPlan> {
     crate::limits::check_count("-n/--reads", a.reads, 16)?;
     crate::limits::check_count("--pairs", a.pairs as u64, 8 * (k + 1))?;
     let cpu = resolve_cpu(a.cpu)?;
-    let rt = a.rt.choice()?;
-    let outputs = Outputs::from(&a.out);
-    outputs.check(&[])?;
-    crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
+    a.outputs.check(&[])?;
+    crate::load::LoadSet::check(&a.loads, a.load_cpus.as_deref())?;
     Ok(ClockPlan {
-        loads: a.loads.load.clone(),
-        load_cpus: a.loads.load_cpus.clone(),
+        loads: a.loads.clone(),
+        load_cpus: a.load_cpus.clone(),
         mode,
         reads: a.reads,
         every_ns,
         pairs: a.pairs,
         requested_sources: a.sources.clone(),
-        calibration_window_ns: a.calibrate,
-        warp_window_ns: a.warp,
+        calibration_window_ns: a.calibrate_ns,
+        warp_window_ns: a.warp_ns,
         cpu,
-        rt,
-        outputs,
+        rt: a.rt,
+        outputs: a.outputs.clone(),
     })
 }
 
@@ -311,49 +330,6 @@ fn measure_consecutive(plan: &ClockPlan, sources: &[Prepared], stop: &AtomicBool
     out
 }
 
-/// Progress of the sparse modes on stderr: rewritten in place on a terminal,
-/// a line every 10 s otherwise.
-struct Progress {
-    quiet: bool,
-    tty: bool,
-    last: Option<Instant>,
-    total: usize,
-    gaps: Vec<u64>,
-}
-
-impl Progress {
-    fn update(&mut self, done: usize, t0: Instant) {
-        if self.quiet {
-            return;
-        }
-        let every = if self.tty { 0.2 } else { 10.0 };
-        if done < self.total && self.last.is_some_and(|l| l.elapsed().as_secs_f64() < every) {
-            return;
-        }
-        self.last = Some(Instant::now());
-        let left_ns: u64 = (done..self.total)
-            .map(|i| self.gaps[i % self.gaps.len()])
-            .sum();
-        let line = format!(
-            "pair {done}/{} ({:.0}%), {} elapsed, about {} left",
-            self.total,
-            100.0 * done as f64 / self.total as f64,
-            format_ns(t0.elapsed().as_nanos() as u64),
-            format_ns(left_ns)
-        );
-        let mut e = std::io::stderr().lock();
-        if self.tty {
-            let _ = write!(e, "\r\x1b[2K{line}");
-            if done == self.total {
-                let _ = writeln!(e);
-            }
-        } else {
-            let _ = writeln!(e, "{line}");
-        }
-        let _ = e.flush();
-    }
-}
-
 fn measure_sparse(
     plan: &ClockPlan,
     sources: &[Prepared],
@@ -371,13 +347,8 @@ fn measure_sparse(
         *d = i64::MIN;
     }
     let mut wake_ns: Vec<u64> = vec![0; pairs];
-    let mut progress = Progress {
-        quiet: plan.outputs.quiet,
-        tty: std::io::stderr().is_terminal(),
-        last: None,
-        total: pairs,
-        gaps: plan.every_ns.clone(),
-    };
+    let progress = Progress::new("clock", pairs as u64, plan.outputs.quiet);
+    let gaps = &plan.every_ns;
     let t0 = Instant::now();
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let mut sleeper = SystemSleeper { stop };
@@ -388,11 +359,17 @@ fn measure_sparse(
             deltas[s * pairs + i] = delta(a, b, opened[s].0.id.width_bits());
         }
         wake_ns[i] = deadline.saturating_sub(start);
-        progress.update(i + 1, t0);
+        let done = i + 1;
+        progress.set(done as u64, || {
+            let left_ns: u64 = (done..pairs).map(|i| gaps[i % gaps.len()]).sum();
+            format!(
+                "pair {done}/{pairs}, {} elapsed, about {} left",
+                format_ns(t0.elapsed().as_nanos() as u64),
+                format_ns(left_ns)
+            )
+        });
     });
-    if outcome.interrupted && !plan.outputs.quiet && progress.tty {
-        eprintln!();
-    }
+    progress.finish();
     let done = outcome.pairs;
     let mode = plan.mode;
     let mut out = Vec::new();
@@ -412,13 +389,15 @@ fn measure_sparse(
     (out, outcome)
 }
 
+/// `rtscope clock --list`: the sources, their availability and why.
+pub fn list() -> Result<i32> {
+    say(&list_table());
+    Ok(EXIT_OK)
+}
+
 /// Runs the experiment from the command line.
-pub fn run(a: ClockArgs) -> Result<i32> {
-    if a.list {
-        say(&list_table());
-        return Ok(EXIT_OK);
-    }
-    let plan = plan(&a)?;
+pub fn run(a: &ClockOptions) -> Result<i32> {
+    let plan = plan(a)?;
     let f = execute(&plan)?;
     let summary = crate::output::clock::report(&f.doc, &f.shown);
     Ok(run::deliver(&f.doc, &plan.outputs, vec![], &summary))

@@ -10,13 +10,12 @@
 //! result is written, marked interrupted), writes the index and the summary,
 //! and `--resume` later runs only the cells that are not complete.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
 
 use anyhow::{Context, Result};
+
+use crate::output::progress::Progress;
 use serde::{Deserialize, Serialize};
 
 use rtscope_core::result::{now_rfc3339, write_atomic, EndReason, ResultDocument};
@@ -354,103 +353,6 @@ fn write_index(dir: &Path, index: &mut MatrixIndex) -> Result<()> {
     Ok(())
 }
 
-/// Progress: an indicatif bar on a terminal, plain lines otherwise.
-struct Progress {
-    bar: Option<indicatif::ProgressBar>,
-    /// (estimated ms of the cells before the current one, current cell start, its estimate)
-    state: Arc<Mutex<(u64, Instant, u64)>>,
-    done: Arc<AtomicBool>,
-    ticker: Option<std::thread::JoinHandle<()>>,
-    quiet: bool,
-    started: Instant,
-    total_ms: u64,
-}
-
-impl Progress {
-    fn new(total_ms: u64, quiet: bool) -> Self {
-        let tty = std::io::stderr().is_terminal() && !quiet;
-        let state = Arc::new(Mutex::new((0, Instant::now(), 0)));
-        let done = Arc::new(AtomicBool::new(false));
-        let bar = tty.then(|| {
-            let b = indicatif::ProgressBar::new(total_ms.max(1));
-            b.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta} {msg}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            b
-        });
-        // Moves the bar within a cell, by time, up to the cell's estimate.
-        let ticker = bar.clone().map(|b| {
-            let (state, done) = (state.clone(), done.clone());
-            std::thread::spawn(move || {
-                while !done.load(Ordering::Relaxed) {
-                    if let Ok(s) = state.lock() {
-                        let within = (s.1.elapsed().as_millis() as u64).min(s.2);
-                        b.set_position(s.0 + within);
-                    }
-                    b.tick();
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-            })
-        });
-        Progress {
-            bar,
-            state,
-            done,
-            ticker,
-            quiet,
-            started: Instant::now(),
-            total_ms,
-        }
-    }
-
-    fn begin(&self, n: usize, of: usize, id: &str, base_ms: u64, est_ms: u64) {
-        if let Ok(mut s) = self.state.lock() {
-            *s = (base_ms, Instant::now(), est_ms);
-        }
-        match &self.bar {
-            Some(b) => b.set_message(format!("{n}/{of} {id}")),
-            None if !self.quiet => eprintln!("matrix: cell {n}/{of} {id} ..."),
-            None => {}
-        }
-    }
-
-    fn end(&self, line: &str, done_ms: u64) {
-        if let Ok(mut s) = self.state.lock() {
-            *s = (done_ms, Instant::now(), 0);
-        }
-        match &self.bar {
-            Some(b) => {
-                b.set_position(done_ms);
-                b.println(line);
-            }
-            None if !self.quiet => {
-                let el = self.started.elapsed().as_secs_f64();
-                let eta = if done_ms > 0 && done_ms < self.total_ms {
-                    let left = self.total_ms.saturating_sub(done_ms) as f64 / done_ms as f64 * el;
-                    format!(" (ETA {})", format_ns((left * 1e9) as u64))
-                } else {
-                    String::new()
-                };
-                eprintln!("{line}{eta}");
-            }
-            None => {}
-        }
-    }
-
-    fn finish(mut self) {
-        self.done.store(true, Ordering::Relaxed);
-        if let Some(t) = self.ticker.take() {
-            let _ = t.join();
-        }
-        if let Some(b) = &self.bar {
-            b.finish_and_clear();
-        }
-    }
-}
-
 /// Runs the matrix; the exit code.
 pub fn run(a: MatrixArgs) -> Result<i32> {
     let mut plan = cells(&a)?;
@@ -519,7 +421,7 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
             dir.display()
         );
     }
-    let progress = Progress::new(total_ms, a.quiet);
+    let progress = Progress::new("matrix", total_ms, a.quiet);
     let n = index.cells.len();
     let mut done_ms = 0u64;
     let mut interrupted = false;
@@ -537,14 +439,14 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
                 e.status = "done".into();
                 e.summary = Some(summarize(&doc));
                 done_ms += est[i];
-                progress.end(
+                progress.line(
                     &format!("{} ({}/{n}): complete, skipped", e.id, i + 1),
                     done_ms,
                 );
                 continue;
             }
         }
-        progress.begin(i + 1, n, &cell.id, done_ms, est[i]);
+        progress.step(done_ms, est[i], &format!("cell {}/{n} {}", i + 1, cell.id));
         let result = cyclic::plan(&cell_options(
             &base,
             cell.period_ns,
@@ -569,7 +471,7 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
                     "done".into()
                 };
                 e.error = (!errs.is_empty()).then(|| errs.join("; "));
-                progress.end(&out::cell_line(e, &s, i + 1, n), done_ms);
+                progress.line(&out::cell_line(e, &s, i + 1, n), done_ms);
                 e.summary = Some(s);
                 if o.doc.end_reason == EndReason::Interrupted {
                     interrupted = true;
@@ -578,7 +480,7 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
             Err(err) => {
                 e.status = "failed".into();
                 e.error = Some(crate::error::one_line(&err));
-                progress.end(
+                progress.line(
                     &format!(
                         "{} ({}/{n}): failed: {}",
                         e.id,

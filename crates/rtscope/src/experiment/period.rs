@@ -22,7 +22,6 @@ use rtscope_core::units::format_ns;
 
 use super::clock::{prepare_sources, requested_ids, resolve_cpu, Prepared};
 use super::run::{self, Finished, Outputs, RtChoice, RunSettings};
-use crate::cli::PeriodArgs;
 
 /// Every setting of a period run (goes into the result document).
 #[derive(Debug, Clone, Serialize)]
@@ -43,13 +42,28 @@ pub struct PeriodPlan {
     pub outputs: Outputs,
 }
 
-/// Turns arguments into a validated plan.
-pub fn plan(a: &PeriodArgs) -> Result<PeriodPlan> {
+/// What a period run is asked to do: plain settings, filled in by `cli.rs`
+/// (or by code), validated by [`plan`].
+#[derive(Debug, Clone)]
+pub struct PeriodOptions {
+    pub periods_ns: Vec<u64>,
+    pub cycles: u64,
+    /// Source names (empty: all).
+    pub sources: Vec<String>,
+    pub calibrate_ns: u64,
+    /// `None`: the last online CPU.
+    pub cpu: Option<usize>,
+    pub rt: RtChoice,
+    pub loads: Vec<crate::load::LoadSpec>,
+    pub load_cpus: Option<Vec<usize>>,
+    pub outputs: Outputs,
+}
+
+/// Turns options into a validated plan (bad input: a usage error, exit 2).
+pub fn plan(a: &PeriodOptions) -> Result<PeriodPlan> {
     let cpu = resolve_cpu(a.cpu)?;
-    let rt = a.rt.choice()?;
-    let outputs = Outputs::from(&a.out);
-    outputs.check(&[])?;
-    let mut periods = a.period.clone();
+    a.outputs.check(&[])?;
+    let mut periods = a.periods_ns.clone();
     periods.dedup();
     for &p in &periods {
         crate::limits::check_period("-i/--period", p)?;
@@ -59,19 +73,19 @@ pub fn plan(a: &PeriodArgs) -> Result<PeriodPlan> {
         n => n,
     } as u64;
     crate::limits::check_count("-l/--cycles", a.cycles, 8 * k * periods.len() as u64)?;
-    crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
+    crate::load::LoadSet::check(&a.loads, a.load_cpus.as_deref())?;
     Ok(PeriodPlan {
-        loads: a.loads.load.clone(),
-        load_cpus: a.loads.load_cpus.clone(),
+        loads: a.loads.clone(),
+        load_cpus: a.load_cpus.clone(),
         periods_ns: periods,
         cycles: a.cycles,
         requested_sources: a.sources.clone(),
-        calibration_window_ns: a.calibrate,
+        calibration_window_ns: a.calibrate_ns,
         cpu,
-        rt,
+        rt: a.rt,
         clock: "monotonic",
         wake: "absolute",
-        outputs,
+        outputs: a.outputs.clone(),
     })
 }
 
@@ -125,8 +139,8 @@ fn periodic_loop(
 }
 
 /// Runs the experiment from the command line.
-pub fn run(a: PeriodArgs) -> Result<i32> {
-    let plan = plan(&a)?;
+pub fn run(a: &PeriodOptions) -> Result<i32> {
+    let plan = plan(a)?;
     let f = execute(&plan)?;
     let summary = crate::output::period::report(&f.doc, &f.shown);
     Ok(run::deliver(&f.doc, &plan.outputs, vec![], &summary))

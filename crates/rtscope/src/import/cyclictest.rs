@@ -31,9 +31,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use rtscope_core::record::{LatencyHistogram, HIST_HIGHEST_NS};
-use rtscope_core::result::{
-    EndReason, ResultDocument, Series, SeriesCounters, Stats, Timeline, Tool, SCHEMA_VERSION,
-};
+use rtscope_core::result::{EndReason, ResultDocument, Series, SeriesCounters, Stats, Timeline};
 use rtscope_core::system::{preemption_model, SystemSnapshot};
 
 /// Bad input, as one line.
@@ -388,23 +386,13 @@ pub fn from_json(bytes: &[u8], fallback_time: String) -> Result<ResultDocument, 
     }
     let series = build_series(&threads, scale, &mut warnings)?;
     Ok(ResultDocument {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool::default(),
-        experiment: "cyclic".into(),
         command_line,
         started_at,
         ended_at,
-        start_clock_ns: 0,
         duration_ns,
         end_reason: EndReason::Imported,
-        plan: Value::Object(plan),
-        system,
-        environment: None,
-        series,
-        loads: vec![],
-        break_event: None,
-        threshold: None,
         warnings,
+        ..ResultDocument::new("cyclic", Value::Object(plan), system, series)
     })
 }
 
@@ -667,27 +655,17 @@ pub fn from_histogram_reader(
     plan.insert("threads".into(), json!(n));
     plan.insert("total_line".into(), json!(total.is_some()));
     plan.insert("nsecs".into(), json!(nsecs));
+    let system = SystemSnapshot {
+        preemption_model: "unknown".into(),
+        ..Default::default()
+    };
     Ok(ResultDocument {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool::default(),
-        experiment: "cyclic".into(),
         command_line: vec![],
         started_at: file_time.clone(),
         ended_at: file_time,
-        start_clock_ns: 0,
-        duration_ns: 0,
         end_reason: EndReason::Imported,
-        plan: Value::Object(plan),
-        system: SystemSnapshot {
-            preemption_model: "unknown".into(),
-            ..Default::default()
-        },
-        environment: None,
-        series,
-        loads: vec![],
-        break_event: None,
-        threshold: None,
         warnings,
+        ..ResultDocument::new("cyclic", Value::Object(plan), system, series)
     })
 }
 

@@ -8,6 +8,7 @@ pub mod live;
 pub mod loads;
 pub mod matrix;
 pub mod period;
+pub mod progress;
 pub mod summary;
 
 /// ns as µs with one decimal (`12.3`).

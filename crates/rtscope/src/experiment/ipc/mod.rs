@@ -41,7 +41,6 @@ use rtscope_core::sys::ClockId;
 use rtscope_core::units::{format_cpu_list, format_ns, online_cpus};
 
 use super::run::{self, Outputs, RtChoice, RunSettings};
-use crate::cli::{IpcArgs, IpcBetweenArg, IpcPatternArg};
 use crate::error::{usage, EXIT_OK, EXIT_RUN};
 use crate::output::summary;
 
@@ -111,11 +110,13 @@ impl ChannelEnv<'_> {
     }
 }
 
-/// How an exchange is timed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// How an exchange is timed (the doc lines are the CLI's help for each value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Pattern {
+    /// one-way: latency = receiver's wake-up time - sender's send time
     Handoff,
+    /// A sends, B replies on a second channel, A times the whole trip
     Roundtrip,
 }
 
@@ -128,11 +129,13 @@ impl Pattern {
     }
 }
 
-/// Where the two sides run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Where the two sides run (the doc lines are the CLI's help for each value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Between {
+    /// two threads of one process
     Threads,
+    /// two processes (the receiver is forked)
     Processes,
 }
 
@@ -328,8 +331,30 @@ impl IpcPlan {
     }
 }
 
-/// Turns arguments into a validated plan (bad input: a usage error, exit 2).
-pub fn plan(a: &IpcArgs) -> Result<IpcPlan> {
+/// What an ipc run is asked to do: plain settings, filled in by `cli.rs` (or
+/// by code), validated by [`plan`].
+#[derive(Debug, Clone)]
+pub struct IpcOptions {
+    /// Mechanism names, comma-separated, or `all`.
+    pub mech: String,
+    /// Patterns (empty: each mechanism's natural one).
+    pub patterns: Vec<Pattern>,
+    pub between: Vec<Between>,
+    /// Sender and receiver CPU (`None`: the first two online CPUs).
+    pub cpus: Option<(usize, usize)>,
+    /// `None`: the receiver's priority minus 1.
+    pub sender_priority: Option<u8>,
+    pub periods_ns: Vec<u64>,
+    pub loops: u64,
+    pub repetitions: u64,
+    pub rt: RtChoice,
+    pub loads: Vec<crate::load::LoadSpec>,
+    pub load_cpus: Option<Vec<usize>>,
+    pub outputs: Outputs,
+}
+
+/// Turns options into a validated plan (bad input: a usage error, exit 2).
+pub fn plan(a: &IpcOptions) -> Result<IpcPlan> {
     // Mechanisms.
     let mut mechs: Vec<(&'static Mechanism, bool)> = Vec::new();
     for part in a.mech.split(',').map(str::trim) {
@@ -358,31 +383,12 @@ pub fn plan(a: &IpcArgs) -> Result<IpcPlan> {
     }
 
     // Patterns per mechanism.
-    let wanted: Vec<Pattern> = a
-        .pattern
-        .iter()
-        .map(|p| match p {
-            IpcPatternArg::Handoff => Pattern::Handoff,
-            IpcPatternArg::Roundtrip => Pattern::Roundtrip,
-        })
-        .fold(Vec::new(), |mut v, p| {
-            if !v.contains(&p) {
-                v.push(p);
-            }
-            v
-        });
-    let mut betweens: Vec<Between> = Vec::new();
-    for b in &a.between {
-        let b = match b {
-            IpcBetweenArg::Threads => Between::Threads,
-            IpcBetweenArg::Processes => Between::Processes,
-        };
-        if !betweens.contains(&b) {
-            betweens.push(b);
-        }
+    let wanted = distinct(&a.patterns);
+    let betweens = distinct(&a.between);
+    let periods = distinct(&a.periods_ns);
+    for &p in &periods {
+        crate::limits::check_period("-i/--period", p)?;
     }
-    let mut periods = a.period.clone();
-    periods.dedup();
     let mut skipped = Vec::new();
     let mut combos: Vec<(&'static Mechanism, Pattern)> = Vec::new();
     for (m, explicit) in &mechs {
@@ -477,7 +483,7 @@ pub fn plan(a: &IpcArgs) -> Result<IpcPlan> {
         None => (None, None, "not pinned".to_string()),
     };
 
-    let rt = a.rt.choice()?;
+    let rt = a.rt;
     let (receiver_priority, sender_priority) = if rt.policy.is_rt() {
         let r = rt.priority;
         let s = a.sender_priority.map_or((r - 1).max(1), i32::from);
@@ -486,13 +492,11 @@ pub fn plan(a: &IpcArgs) -> Result<IpcPlan> {
         (0, 0)
     };
 
-    let outputs = Outputs::from(&a.out);
-    outputs.check(&[])?;
-
-    crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
+    a.outputs.check(&[])?;
+    crate::load::LoadSet::check(&a.loads, a.load_cpus.as_deref())?;
     Ok(IpcPlan {
-        loads: a.loads.load.clone(),
-        load_cpus: a.loads.load_cpus.clone(),
+        loads: a.loads.clone(),
+        load_cpus: a.load_cpus.clone(),
         sessions,
         loops: a.loops,
         repetitions: a.repetitions,
@@ -505,8 +509,18 @@ pub fn plan(a: &IpcArgs) -> Result<IpcPlan> {
         start_delay_ns: 1_000_000,
         spikes: 16,
         skipped,
-        outputs,
+        outputs: a.outputs.clone(),
         clock: MeasureClock::Monotonic,
+    })
+}
+
+/// The values of `v` in their first order, each once.
+fn distinct<T: PartialEq + Copy>(v: &[T]) -> Vec<T> {
+    v.iter().fold(Vec::new(), |mut out, &x| {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+        out
     })
 }
 
@@ -711,16 +725,20 @@ fn preflight(plan: &IpcPlan) -> Result<()> {
     Ok(())
 }
 
+/// `rtscope ipc --list`: the mechanisms, what they measure, their patterns.
+pub fn list() -> Result<i32> {
+    crate::output::say(&list_text());
+    Ok(EXIT_OK)
+}
+
+/// `rtscope ipc --cleanup`: removes what killed runs left behind.
+pub fn cleanup() -> Result<i32> {
+    Ok(leftovers::cleanup_command())
+}
+
 /// Runs the experiment from the command line: measure, print, exit code.
-pub fn run(a: IpcArgs) -> Result<i32> {
-    if a.list {
-        crate::output::say(&list_text());
-        return Ok(EXIT_OK);
-    }
-    if a.cleanup {
-        return Ok(leftovers::cleanup_command());
-    }
-    let plan = plan(&a)?;
+pub fn run(a: &IpcOptions) -> Result<i32> {
+    let plan = plan(a)?;
     preflight(&plan)?;
     let stale = leftovers::clean_stale();
     if !plan.outputs.quiet {

@@ -20,13 +20,13 @@
 
 use std::cell::RefCell;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 
-use rtscope_core::rt::{permission_advice, RtError, ThreadSetup, ThreadState};
+use rtscope_core::rt::{self, permission_advice, RtError, ThreadSetup, ThreadState};
 use rtscope_core::sys::{self, ChildExit, SharedArray};
 
 use super::{find, signal, ChannelEnv, IpcPlan, Pattern, Rx, Session, Tx, CLOCK};
@@ -231,6 +231,9 @@ struct Driver {
     start_delay_ns: u64,
     n: usize,
     stop: Arc<AtomicBool>,
+    /// The sender thread's id once it accepts wake-ups (0 before): what
+    /// [`rt::wake_thread`] takes to cut a long period short on a stop.
+    tid: Arc<AtomicI32>,
 }
 
 #[derive(Debug, Default)]
@@ -262,6 +265,14 @@ impl Driver {
                 ctl_set(&self.ctl, TX_READY, 2);
                 out.error = Some(format!("sender: {e}"));
                 out.setup_failed = true;
+                return out;
+            }
+        }
+        match rt::accept_wake() {
+            Ok(tid) => self.tid.store(tid, Ordering::Release),
+            Err(e) => {
+                ctl_set(&self.ctl, TX_READY, 2);
+                out.error = Some(format!("sender: cannot accept wake-ups: {e}"));
                 return out;
             }
         }
@@ -314,10 +325,18 @@ impl Driver {
 
     /// The driver's wait for its next period: sleeps until the absolute
     /// `deadline_ns` on [`CLOCK`]. The one place where the driver sleeps for
-    /// a period (a stop request that should not wait up to a whole period
-    /// for the wake-up hooks in here; `self.stop` is the run's stop flag).
-    fn sleep_to(&self, deadline_ns: u64) -> io::Result<()> {
-        sys::sleep_until(CLOCK, deadline_ns)
+    /// a period. `Ok(false)`: the run was stopped during the wait (the
+    /// session's watcher interrupts it with [`rt::wake_thread`], so a stop
+    /// never waits for the rest of a long period).
+    fn sleep_to(&self, deadline_ns: u64) -> io::Result<bool> {
+        loop {
+            if sys::sleep_until_interruptible(CLOCK, deadline_ns)? {
+                return Ok(true);
+            }
+            if self.stop.load(Ordering::Relaxed) {
+                return Ok(false);
+            }
+        }
     }
 
     /// The measurement loop: no allocation (the vectors have their capacity).
@@ -337,9 +356,16 @@ impl Driver {
                 out.rx_failed = true;
                 break;
             }
-            if let Err(e) = self.sleep_to(next) {
-                out.error = Some(format!("sender: clock_nanosleep failed: {e}"));
-                break;
+            match self.sleep_to(next) {
+                Ok(true) => {}
+                Ok(false) => {
+                    out.interrupted = true;
+                    break;
+                }
+                Err(e) => {
+                    out.error = Some(format!("sender: clock_nanosleep failed: {e}"));
+                    break;
+                }
             }
             let woke = sys::clock_ns(CLOCK);
             let r = match self.pattern {
@@ -461,6 +487,14 @@ fn child_main(server: Server, mlock: bool) -> ! {
 }
 
 /// Runs one experiment with all its repetitions.
+/// After a stop: interrupts the sender's wait for its next period (it then
+/// sees the stop flag and ends its experiment).
+fn interrupt_on_stop<T>(stop: &AtomicBool, tid: &AtomicI32, h: &std::thread::JoinHandle<T>) {
+    if stop.load(Ordering::Relaxed) && !h.is_finished() {
+        let _ = rt::wake_thread(tid.load(Ordering::Acquire));
+    }
+}
+
 pub fn run_session(plan: &IpcPlan, s: &Session, tag: &str, env: &RunEnv) -> Result<SessionData> {
     let r = run_session_inner(plan, s, tag, env);
     // Every object of the experiment has been dropped (removed) by now,
@@ -501,6 +535,7 @@ fn run_session_inner(plan: &IpcPlan, s: &Session, tag: &str, env: &RunEnv) -> Re
         lat: lat.clone(),
         pattern: s.pattern,
     };
+    let tid = Arc::new(AtomicI32::new(0));
     let driver = Driver {
         tx: fwd.tx,
         back: back_rx,
@@ -512,6 +547,7 @@ fn run_session_inner(plan: &IpcPlan, s: &Session, tag: &str, env: &RunEnv) -> Re
         start_delay_ns: plan.start_delay_ns,
         n,
         stop: env.stop.clone(),
+        tid: tid.clone(),
     };
 
     let mut data = SessionData::default();
@@ -521,10 +557,15 @@ fn run_session_inner(plan: &IpcPlan, s: &Session, tag: &str, env: &RunEnv) -> Re
                 .name("ipc-receiver".into())
                 .spawn(move || server.run())
                 .context("cannot start the receiver thread")?;
-            let out = std::thread::Builder::new()
+            let h = std::thread::Builder::new()
                 .name("ipc-sender".into())
                 .spawn(move || driver.run())
-                .context("cannot start the sender thread")?
+                .context("cannot start the sender thread")?;
+            while !h.is_finished() {
+                interrupt_on_stop(&env.stop, &tid, &h);
+                let _ = sys::nanosleep(5_000_000);
+            }
+            let out = h
                 .join()
                 .map_err(|_| anyhow!("the sender thread panicked"))?;
             if wait_word(&ctl, RX_DONE, DRAIN_TIMEOUT) == 1 {
@@ -555,6 +596,7 @@ fn run_session_inner(plan: &IpcPlan, s: &Session, tag: &str, env: &RunEnv) -> Re
             // Watch the receiver while the sender runs: if it dies, the sender
             // must not wait for it for ever.
             while !h.is_finished() {
+                interrupt_on_stop(&env.stop, &tid, &h);
                 if child.reaped.is_none() {
                     if let Ok(Some(e)) = sys::waitpid(pid, false) {
                         child.reaped = Some(e);

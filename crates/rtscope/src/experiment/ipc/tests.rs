@@ -6,11 +6,11 @@ use clap::Parser;
 use super::*;
 use crate::cli::{Cli, Command};
 
-fn args(extra: &[&str]) -> IpcArgs {
+fn args(extra: &[&str]) -> IpcOptions {
     let mut v = vec!["rtscope", "ipc"];
     v.extend_from_slice(extra);
     match Cli::try_parse_from(v).expect("parses").command {
-        Command::Ipc(a) => a,
+        Command::Ipc(a) => a.options().expect("valid options"),
         _ => unreachable!(),
     }
 }
