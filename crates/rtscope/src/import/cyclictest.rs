@@ -28,7 +28,10 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, Read};
 use std::path::Path;
 
+use serde::Deserialize;
 use serde_json::{json, Value};
+
+use super::ctjson;
 
 use rtscope_core::record::{LatencyHistogram, HIST_HIGHEST_NS};
 use rtscope_core::result::{EndReason, ResultDocument, Series, SeriesCounters, Stats, Timeline};
@@ -185,12 +188,7 @@ fn key<'a>(o: &'a serde_json::Map<String, Value>, name: &str) -> Option<&'a Valu
 }
 
 fn as_u64(v: &Value, what: &str) -> Result<u64, ImportError> {
-    v.as_u64()
-        .or_else(|| {
-            v.as_f64()
-                .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1.8e19)
-                .map(|f| f as u64)
-        })
+    ctjson::whole(v)
         .ok_or_else(|| ImportError(format!("{what}: expected a whole number, found {v}")))
 }
 
@@ -201,16 +199,36 @@ fn as_i64(v: &Value, what: &str) -> Result<i64, ImportError> {
 
 /// A `cyclictest --json` document as a result document. `fallback_time` is
 /// used when the file holds no readable start time.
+#[cfg(test)]
 pub fn from_json(bytes: &[u8], fallback_time: String) -> Result<ResultDocument, ImportError> {
     // A byte-order mark (Windows editors write one) is not JSON but harmless.
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let v: Value = serde_json::from_slice(bytes)
+    from_json_reader(bytes, fallback_time)
+}
+
+/// Like [`from_json`], read as a stream (each histogram straight into bins,
+/// never a JSON tree: see [`super::ctjson`]). The input must not start with a
+/// byte-order mark.
+pub fn from_json_reader(
+    input: impl Read,
+    fallback_time: String,
+) -> Result<ResultDocument, ImportError> {
+    let mut de = serde_json::Deserializer::from_reader(input);
+    let parsed = ctjson::Obj::<ctjson::Doc>::deserialize(&mut de)
+        .and_then(|d| de.end().map(|()| d))
         .map_err(|e| ImportError(format!("not a cyclictest JSON file: {e}")))?;
-    let Some(o) = v.as_object() else {
+    let ctjson::Obj::Object(doc) = parsed else {
         return err("not a cyclictest JSON file: not a JSON object");
     };
-    let Some(threads_v) = o.get("thread").and_then(Value::as_object) else {
-        return err("not a cyclictest JSON file: no \"thread\" object");
+    let o = &doc.fields;
+    let threads_v = match doc.threads {
+        Some(ctjson::Obj::Object(t)) => t,
+        Some(ctjson::Obj::Not(ty)) => {
+            return err(format!(
+                "not a cyclictest JSON file: \"thread\" is not an object but {ty}"
+            ))
+        }
+        None => return err("not a cyclictest JSON file: no \"thread\" object"),
     };
     let cmdline = key(o, "cmdline").and_then(Value::as_str).unwrap_or("");
     let command_line: Vec<String> = cmdline.split_whitespace().map(str::to_string).collect();
@@ -231,9 +249,12 @@ pub fn from_json(bytes: &[u8], fallback_time: String) -> Result<ResultDocument, 
             .parse()
             .map_err(|_| ImportError(format!("thread \"{name}\": not a thread number")))?;
         let what = |f: &str| format!("thread {name}: {f}");
-        let Some(t) = t.as_object() else {
-            return err(what("not an object"));
+        let t = match t {
+            ctjson::Obj::Object(t) => t,
+            ctjson::Obj::Not(ty) => return err(what(&format!("not an object but {ty}"))),
         };
+        let hist = t.histogram;
+        let t = t.fields;
         let cycles = as_u64(
             t.get("cycles")
                 .ok_or_else(|| ImportError(what("no \"cycles\"")))?,
@@ -244,17 +265,19 @@ pub fn from_json(bytes: &[u8], fallback_time: String) -> Result<ResultDocument, 
             count: cycles,
             ..Default::default()
         };
-        if let Some(h) = t.get("histogram") {
-            let Some(h) = h.as_object() else {
-                return err(what("\"histogram\" is not an object"));
+        if let Some(h) = hist {
+            let h = match h {
+                ctjson::Obj::Object(h) => h,
+                ctjson::Obj::Not(ty) => {
+                    return err(what(&format!("\"histogram\" is not an object but {ty}")))
+                }
             };
-            th.has_histogram = !h.is_empty();
+            if let Some(bad) = &h.bad {
+                return err(what(bad));
+            }
+            th.has_histogram = !h.pairs.is_empty();
             let mut sum = 0u64;
-            for (bin, c) in h {
-                let b: u64 = bin
-                    .parse()
-                    .map_err(|_| ImportError(what(&format!("histogram bin \"{bin}\""))))?;
-                let c = as_u64(c, &what(&format!("histogram bin {b}")))?;
+            for (b, c) in h.pairs {
                 if c > MAX_COUNT {
                     return err(what(&format!(
                         "histogram bin {b}: count {c} is not plausible"

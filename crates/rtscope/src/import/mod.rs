@@ -2,6 +2,7 @@
 //! documents, so that old measurements can be reported and compared with new
 //! ones. Malformed input is one line on stderr and exit code 2.
 
+mod ctjson;
 pub mod cyclictest;
 
 use std::fs::File;
@@ -24,31 +25,34 @@ pub fn run(s: ImportSource) -> Result<i32> {
 /// a few MiB): beyond it the file is refused rather than read into memory.
 pub const MAX_JSON_BYTES: u64 = 256 << 20;
 
-/// Reads a whole JSON input, refusing one larger than [`MAX_JSON_BYTES`]
-/// (also a device such as `/dev/zero`) without reading it all.
-pub fn read_json_input(p: &Path) -> Result<Vec<u8>> {
+/// Opens a JSON input to be read as a stream: refuses a directory, a file
+/// larger than [`MAX_JSON_BYTES`], and anything that does not start with `{`
+/// (`/dev/zero`, a binary file) at its first byte; skips a byte-order mark.
+/// The reader stops with an error at [`MAX_JSON_BYTES`] (a FIFO or device
+/// that goes on for ever); [`Capped::over`] then tells why.
+pub fn open_json_input(p: &Path) -> Result<BufReader<Capped<File>>> {
     let name = p.display();
     let f = File::open(p).map_err(|e| usage(format!("{name}: {e}")))?;
     let meta = f.metadata().map_err(|e| usage(format!("{name}: {e}")))?;
     if meta.is_dir() {
         return Err(usage(format!("{name}: is a directory")));
     }
-    let too_large = || {
-        usage(format!(
-            "{name}: larger than {} MiB: not a cyclictest JSON file",
-            MAX_JSON_BYTES >> 20
-        ))
-    };
     if meta.is_file() && meta.len() > MAX_JSON_BYTES {
-        return Err(too_large());
+        return Err(too_large(p));
     }
-    let mut input = BufReader::with_capacity(64 << 10, f.take(MAX_JSON_BYTES + 1));
-    // JSON input is an object: anything else (`/dev/zero`, a binary file) is
-    // refused at its first byte, before it is read on.
+    let mut input = BufReader::with_capacity(
+        64 << 10,
+        Capped {
+            inner: f,
+            left: MAX_JSON_BYTES,
+            over: false,
+        },
+    );
     let head = input
         .fill_buf()
         .map_err(|e| usage(format!("{name}: {e}")))?;
-    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    let bom = head.starts_with(b"\xEF\xBB\xBF");
+    let head = if bom { &head[3..] } else { head };
     if let Some(b) = head.iter().find(|b| !b.is_ascii_whitespace()) {
         if *b != b'{' {
             return Err(usage(format!(
@@ -56,14 +60,43 @@ pub fn read_json_input(p: &Path) -> Result<Vec<u8>> {
             )));
         }
     }
-    let mut bytes = Vec::new();
-    input
-        .read_to_end(&mut bytes)
-        .map_err(|e| usage(format!("{name}: {e}")))?;
-    if bytes.len() as u64 > MAX_JSON_BYTES {
-        return Err(too_large());
+    if bom {
+        input.consume(3);
     }
-    Ok(bytes)
+    Ok(input)
+}
+
+fn too_large(p: &Path) -> anyhow::Error {
+    usage(format!(
+        "{}: larger than {} MiB: not a cyclictest JSON file",
+        p.display(),
+        MAX_JSON_BYTES >> 20
+    ))
+}
+
+/// A reader that fails after `left` bytes (and says so in `over`).
+pub struct Capped<R> {
+    inner: R,
+    left: u64,
+    over: bool,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            // One byte more tells a file of exactly the cap from a longer one.
+            let mut one = [0u8; 1];
+            if self.inner.read(&mut one)? == 0 {
+                return Ok(0);
+            }
+            self.over = true;
+            return Err(std::io::Error::other("input too large"));
+        }
+        let n = buf.len().min(self.left.min(usize::MAX as u64) as usize);
+        let got = self.inner.read(&mut buf[..n])?;
+        self.left -= got as u64;
+        Ok(got)
+    }
 }
 
 fn run_cyclictest(a: ImportCyclictestArgs) -> Result<i32> {
@@ -73,9 +106,12 @@ fn run_cyclictest(a: ImportCyclictestArgs) -> Result<i32> {
     }
     crate::output::files::check_output("--output", &a.output)?;
     let (path, doc) = if let Some(p) = &a.json {
-        let bytes = read_json_input(p)?;
-        let doc = cyclictest::from_json(&bytes, cyclictest::file_time(p))
-            .map_err(|e| usage(format!("{}: {e}", p.display())))?;
+        let mut input = open_json_input(p)?;
+        let doc = cyclictest::from_json_reader(&mut input, cyclictest::file_time(p));
+        if input.get_ref().over {
+            return Err(too_large(p));
+        }
+        let doc = doc.map_err(|e| usage(format!("{}: {e}", p.display())))?;
         (p, doc)
     } else if let Some(p) = &a.histogram {
         let f = File::open(p).map_err(|e| usage(format!("{}: {e}", p.display())))?;
