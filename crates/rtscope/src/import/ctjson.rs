@@ -21,12 +21,15 @@ pub enum Obj<T> {
     Not(&'static str),
 }
 
+/// The `thread` object: (name, thread) in the file's order.
+pub type Threads = Vec<(String, Obj<Thread>)>;
+
 /// The top level: the `thread` object apart, everything else as a tree.
 #[derive(Debug, Default)]
 pub struct Doc {
     pub fields: Map<String, Value>,
     /// `None`: no `thread` key.
-    pub threads: Option<Obj<Vec<(String, Obj<Thread>)>>>,
+    pub threads: Option<Obj<Threads>>,
 }
 
 /// One thread: its `histogram` apart, its other fields as a tree.
@@ -108,12 +111,12 @@ impl<'de> Deserialize<'de> for Obj<Doc> {
     }
 }
 
-struct ThreadMap(Obj<Vec<(String, Obj<Thread>)>>);
+struct ThreadMap(Obj<Threads>);
 
 struct ThreadMapVisitor;
 
 impl<'de> Visitor<'de> for ThreadMapVisitor {
-    type Value = Obj<Vec<(String, Obj<Thread>)>>;
+    type Value = Obj<Threads>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an object of threads")
