@@ -204,6 +204,11 @@ impl Server {
                 match self.pattern {
                     Pattern::Handoff => lat[i].store(r.latency_ns() as u64, Ordering::Relaxed),
                     Pattern::Roundtrip => {
+                        // Counted before the reply: once the driver has its
+                        // last reply it reads RECEIVED to decide whether this
+                        // side waits for one more (wake-up) message; counted
+                        // after, a preempted receiver was left blocked.
+                        ctl_set(&self.ctl, RECEIVED, i as u64 + 1);
                         if let Some(b) = &mut self.back {
                             if let Err(e) = b.send(r.sent_ns) {
                                 self.fail(STAGE_REPLY, errno_of(&e));
