@@ -1,0 +1,1 @@
+//! The software timer service (filled in below).
