@@ -40,6 +40,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         )),
         Command::Clock(a) => experiment::clock::run(a),
         Command::Period(a) => experiment::period::run(a),
+        Command::Timer(a) => experiment::timer::run(&a.options()?),
     }
 }
 

@@ -20,6 +20,13 @@ pub trait OneShotWait {
     fn wait_until(&mut self, target_ns: u64, now_ns: u64) -> io::Result<()>;
 }
 
+impl<W: OneShotWait + ?Sized> OneShotWait for &mut W {
+    #[inline]
+    fn wait_until(&mut self, target_ns: u64, now_ns: u64) -> io::Result<()> {
+        (**self).wait_until(target_ns, now_ns)
+    }
+}
+
 /// The wait APIs `rtscope timer` measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
