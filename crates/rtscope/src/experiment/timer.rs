@@ -142,7 +142,7 @@ pub struct TimerPlan {
 
 impl TimerPlan {
     /// The RT choice of one policy.
-    fn choice(&self, p: Policy) -> RtChoice {
+    pub(crate) fn choice(&self, p: Policy) -> RtChoice {
         RtChoice {
             policy: p,
             priority: if p.is_rt() { self.priority } else { 0 },
@@ -351,6 +351,14 @@ pub fn plan(o: &TimerOptions) -> Result<TimerPlan> {
             return Err(usage(format!(
                 "--tick {}: use 10us-1s (a shorter tick is a busy loop)",
                 format_ns(o.tick_ns)
+            )));
+        }
+        if let Some(c) = compensations
+            .iter()
+            .find(|c| matches!(c, Compensation::Adaptive | Compensation::Hybrid))
+        {
+            return Err(usage(format!(
+                "--service takes --compensate none,static (per-stage static offsets), not {c}"
             )));
         }
         Some(ServicePlan {
@@ -596,7 +604,7 @@ struct Documented<'a> {
 
 /// Runs `body` on a measurement thread set up for `choice` on `cpu`; a stop
 /// interrupts its waits.
-fn on_rt_thread<T: Send>(
+pub(crate) fn on_rt_thread<T: Send>(
     choice: RtChoice,
     cpu: usize,
     stop: &AtomicBool,
