@@ -32,6 +32,7 @@ impl<W: OneShotWait + ?Sized> OneShotWait for &mut W {
 #[serde(rename_all = "kebab-case")]
 pub enum WaitApi {
     /// `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`.
+    #[serde(rename = "clock_nanosleep")]
     ClockNanosleep,
     /// `nanosleep` of the remaining time (relative).
     Nanosleep,
