@@ -8,6 +8,7 @@
 //! - [`file`]: output files written atomically, or through for devices and FIFOs
 //! - [`result`]: the versioned result document
 //! - [`system`]: snapshot of the machine
+//! - [`timer`]: precise sleeps with overhead compensation, a software timer service
 //! - [`named`]: enums users name on the command line (`FromStr`/`Display`)
 //! - [`units`]: durations and CPU lists as users type them
 //! - [`sys`]: every unsafe libc call, wrapped once
@@ -24,4 +25,5 @@ pub mod rt;
 pub mod sample;
 pub mod sys;
 pub mod system;
+pub mod timer;
 pub mod units;

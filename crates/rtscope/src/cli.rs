@@ -36,6 +36,8 @@ pub enum Command {
     Matrix(MatrixArgs),
     /// IPC and synchronisation latency between two real-time tasks (handoff or round trip).
     Ipc(IpcArgs),
+    /// Timer accuracy: sleep error per wait API and delay, compensation, beacon chains, timer service.
+    Timer(TimerArgs),
     /// Turn result documents into one self-contained HTML report.
     Report(ReportArgs),
     /// Compare runs side by side (series matched by label), with confidence intervals.
@@ -628,6 +630,171 @@ pub struct IpcArgs {
 
     #[command(flatten)]
     pub out: ResultArgs,
+}
+
+/// `A..B` (inclusive), or one number.
+fn order_range(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("'{s}' is not an order range: give A..B (e.g. 0..8) or one order");
+    let (a, b) = match s.split_once("..") {
+        Some((a, b)) => (a, b.trim_start_matches('=')),
+        None => (s, s),
+    };
+    let a = a.trim().parse::<u32>().map_err(|_| bad())?;
+    let b = b.trim().parse::<u32>().map_err(|_| bad())?;
+    Ok((a, b))
+}
+
+fn fraction(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(format!("'{s}' is not a number")),
+    }
+}
+
+/// The seed's requests: 320 us to 5 ms.
+const SEED_DELAYS: &str = "320us,340us,360us,380us,400us,500us,600us,700us,800us,900us,1ms,2ms,5ms";
+
+#[derive(Debug, Clone, Args)]
+pub struct TimerArgs {
+    /// Requested delays, comma-separated (a bare number is microseconds).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = SEED_DELAYS,
+          value_parser = positive_duration_us)]
+    pub delays: Vec<u64>,
+
+    /// Wait APIs, comma-separated, or all: clock_nanosleep, nanosleep, timerfd, posix-timer,
+    /// epoll, futex, condvar, select.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "all"
+    )]
+    pub api: Vec<String>,
+
+    /// Compensations, comma-separated: none, static (calibrated offset), adaptive
+    /// (EWMA mean + k·σ, then spin), hybrid (windowed quantile, then spin)
+    /// [default: none; with --beacon none,static,adaptive].
+    #[arg(long, value_name = "LIST", value_delimiter = ',',
+          value_parser = named::<rtscope_core::timer::Compensation>(rtscope_core::timer::Compensation::NAMES))]
+    pub compensate: Vec<rtscope_core::timer::Compensation>,
+
+    /// Scheduling policies, comma-separated (each measured in turn).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "fifo",
+          value_parser = named::<Policy>(Policy::NAMES))]
+    pub policy: Vec<Policy>,
+
+    /// Real-time priority for fifo/rr.
+    #[arg(short = 'p', long, default_value_t = 95, value_parser = priority,
+          allow_hyphen_values = true)]
+    pub priority: u8,
+
+    /// Run as SCHED_OTHER without real-time privileges (the result is marked as such).
+    #[arg(long)]
+    pub no_rt: bool,
+
+    /// Leave the system alone: no mlockall, no /dev/cpu_dma_latency, no timer-slack change.
+    #[arg(long)]
+    pub default_system: bool,
+
+    /// Wakes per delay in each cell (rounds over the delays; the default sweep takes about 30 s).
+    #[arg(short = 'l', long = "wakes", value_name = "N", default_value_t = 200,
+          value_parser = positive_u64)]
+    pub wakes: u64,
+
+    /// CPU to measure on (default: the last online CPU).
+    #[arg(short = 'a', long, value_name = "CPU")]
+    pub cpu: Option<usize>,
+
+    /// Load a calibration (saved with --save-calibration, or a timer result) instead of measuring one.
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
+
+    /// Write the calibration used to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub save_calibration: Option<PathBuf>,
+
+    /// Do not calibrate (adaptive and hybrid then start from 0; static refuses).
+    #[arg(long)]
+    pub no_calibrate: bool,
+
+    /// Calibration: wakes per calibration delay (320us, 1ms, 5ms).
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = positive_usize)]
+    pub calibration_wakes: usize,
+
+    /// Adaptive: k of the margin mean + k·σ (larger: fewer late wakes, more spin).
+    #[arg(long, value_name = "K", default_value = "1", value_parser = fraction)]
+    pub adaptive_k: f64,
+
+    /// Hybrid: the quantile of the lateness to wake early by (about 1 - Q of wakes are late).
+    #[arg(long, value_name = "Q", default_value = "0.99", value_parser = fraction)]
+    pub hybrid_quantile: f64,
+
+    /// Adaptive and hybrid: the longest margin, and so the longest spin per wake.
+    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = positive_duration_us)]
+    pub max_spin: u64,
+
+    /// Beacon mode: a periodic chain at 15.36 ms × 2^BO, re-armed relative, absolute, compensated.
+    #[arg(long)]
+    pub beacon: bool,
+
+    /// Beacon orders A..B (0..14; 14 is 251.66 s per interval).
+    #[arg(long, value_name = "A..B", default_value = "0..8", value_parser = order_range)]
+    pub orders: (u32, u32),
+
+    /// Beacon intervals per order.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = positive_u64)]
+    pub cycles: u64,
+
+    /// Timer-service designs, comma-separated: polling, hopping (many virtual timers on one timer).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub service: Vec<String>,
+
+    /// Service: virtual timers armed per round.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub timers: usize,
+
+    /// Service: the polling design's tick.
+    #[arg(long, value_name = "DURATION", default_value = "100us", value_parser = positive_duration_us)]
+    pub tick: u64,
+
+    #[command(flatten)]
+    pub loads: LoadArgs,
+
+    #[command(flatten)]
+    pub out: ResultArgs,
+}
+
+impl TimerArgs {
+    /// The options these arguments ask for.
+    pub fn options(&self) -> anyhow::Result<crate::experiment::timer::TimerOptions> {
+        Ok(crate::experiment::timer::TimerOptions {
+            delays_ns: self.delays.clone(),
+            apis: self.api.clone(),
+            compensations: (!self.compensate.is_empty()).then(|| self.compensate.clone()),
+            policies: self.policy.clone(),
+            priority: self.priority,
+            no_rt: self.no_rt,
+            default_system: self.default_system,
+            wakes: self.wakes,
+            cpu: self.cpu,
+            calibration: self.calibration.clone(),
+            save_calibration: self.save_calibration.clone(),
+            no_calibrate: self.no_calibrate,
+            calibration_wakes: self.calibration_wakes,
+            adaptive_k: self.adaptive_k,
+            hybrid_quantile: self.hybrid_quantile,
+            max_spin_ns: self.max_spin,
+            beacon: self.beacon,
+            orders: self.orders,
+            cycles: self.cycles,
+            service: self.service.clone(),
+            timers: self.timers,
+            tick_ns: self.tick,
+            loads: self.loads.load.clone(),
+            load_cpus: self.loads.load_cpus.clone(),
+            outputs: Outputs::from(&self.out),
+        })
+    }
 }
 
 impl RtArgs {

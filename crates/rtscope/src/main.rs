@@ -43,6 +43,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Clock(a) if a.list => experiment::clock::list(),
         Command::Clock(a) => experiment::clock::run(&a.options()?),
         Command::Period(a) => experiment::period::run(&a.options()?),
+        Command::Timer(a) => experiment::timer::run(&a.options()?),
     }
 }
 

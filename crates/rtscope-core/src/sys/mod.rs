@@ -10,6 +10,7 @@
 //! here, so callers name them `sys::foo` whatever file they live in:
 //!
 //! - `time`: clocks, sleeps, timerfd and POSIX timers, timer slack
+//! - `timer`: one-shot waits to a deadline on every kernel interface (`rtscope timer`)
 //! - `sched`: scheduling policy, priority, CPU affinity
 //! - `signal`: signal masks, waiting for and sending signals
 //! - `proc`: process identity, fork, exit, reaping, supervision
@@ -27,6 +28,7 @@ mod proc;
 mod sched;
 mod signal;
 mod time;
+mod timer;
 mod wake;
 
 pub use info::*;
@@ -38,6 +40,7 @@ pub use proc::*;
 pub use sched::*;
 pub use signal::*;
 pub use time::*;
+pub use timer::*;
 pub use wake::*;
 
 use std::io;

@@ -10,3 +10,5 @@ pub mod ipc;
 pub mod matrix;
 pub mod period;
 pub mod run;
+pub mod timer;
+pub mod timer_service;

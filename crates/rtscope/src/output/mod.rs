@@ -10,6 +10,7 @@ pub mod matrix;
 pub mod period;
 pub mod progress;
 pub mod summary;
+pub mod timer;
 
 /// ns as µs with one decimal (`12.3`).
 pub fn us1(ns: f64) -> String {

@@ -1,0 +1,1165 @@
+//! `rtscope timer`: how late each wait API wakes for a requested delay, and
+//! what compensating for it buys (the seed's Table 1); a periodic beacon chain
+//! re-armed relative to the last wake, on an absolute grid, or compensated
+//! (Table 2); and a software timer service's stages (`--service`).
+//!
+//! Sweep: one measurement thread per policy; for each API it calibrates (if
+//! a compensation needs it and no `--calibration` was loaded), then for each
+//! compensation runs `--wakes` rounds over the requested delays, interleaved
+//! (so slow changes of the machine hit every delay alike). A wake is: read
+//! the clock, sleep to now + delay with [`PreciseSleep`], store the [`Wake`]
+//! in a buffer allocated before the loop. Each API × compensation × policy ×
+//! delay becomes one series (error = actual − requested, ns).
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+use anyhow::{anyhow, Result};
+use serde::Serialize;
+use serde_json::json;
+
+use rtscope_core::cyclic::PosixClock;
+use rtscope_core::record::SeriesRecorder;
+use rtscope_core::result::{EndReason, Series};
+use rtscope_core::rt::{Policy, ThreadState};
+use rtscope_core::sample::Sample;
+use rtscope_core::sys;
+use rtscope_core::timer::calibrate::{self, Calibration, CalibrationEntry};
+use rtscope_core::timer::{
+    Compensation, OneShotWait, PreciseSleep, SleepTuning, SystemWait, WaitApi, Wake,
+};
+use rtscope_core::units::format_ns;
+
+use super::run::{self, Finished, Outputs, RtChoice, RunSettings};
+use crate::error::usage;
+use crate::output::timer::{BeaconCell, TimerCell};
+
+/// The beacon interval of order 0 (IEEE 802.15.4): 15.36 ms.
+pub const BEACON_BASE_NS: u64 = 15_360_000;
+/// The largest beacon order (251.66 s).
+pub const MAX_ORDER: u32 = 14;
+/// The longest delay a sweep accepts.
+pub const MAX_DELAY_NS: u64 = 1_000_000_000;
+/// Wakes of each cell before recording (the adaptive estimators settle).
+pub const WARMUP_ROUNDS: u64 = 5;
+
+/// What the run does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimerMode {
+    Sweep,
+    Beacon,
+    Service,
+}
+
+/// The service designs (`--service`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServiceDesign {
+    Polling,
+    Hopping,
+}
+
+/// Plain options, as the command line gives them.
+#[derive(Debug, Clone)]
+pub struct TimerOptions {
+    pub delays_ns: Vec<u64>,
+    pub apis: Vec<String>,
+    pub compensations: Option<Vec<Compensation>>,
+    pub policies: Vec<Policy>,
+    pub priority: u8,
+    pub no_rt: bool,
+    pub default_system: bool,
+    pub wakes: u64,
+    pub cpu: Option<usize>,
+    pub calibration: Option<PathBuf>,
+    pub save_calibration: Option<PathBuf>,
+    pub no_calibrate: bool,
+    pub calibration_wakes: usize,
+    pub adaptive_k: f64,
+    pub hybrid_quantile: f64,
+    pub max_spin_ns: u64,
+    pub beacon: bool,
+    pub orders: (u32, u32),
+    pub cycles: u64,
+    pub service: Vec<String>,
+    pub timers: usize,
+    pub tick_ns: u64,
+    pub loads: Vec<crate::load::LoadSpec>,
+    pub load_cpus: Option<Vec<usize>>,
+    pub outputs: Outputs,
+}
+
+/// The beacon part of a plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct BeaconPlan {
+    pub orders: Vec<u32>,
+    pub cycles: u64,
+    pub base_interval_ns: u64,
+    /// relative, absolute, then the compensations of an absolute grid.
+    pub modes: Vec<String>,
+    pub expected_duration_ns: u64,
+}
+
+/// The service part of a plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServicePlan {
+    pub designs: Vec<ServiceDesign>,
+    pub timers: usize,
+    pub tick_ns: u64,
+}
+
+/// Every setting of a timer run (goes into the result document).
+#[derive(Debug, Clone, Serialize)]
+pub struct TimerPlan {
+    pub mode: TimerMode,
+    pub delays_ns: Vec<u64>,
+    pub apis: Vec<WaitApi>,
+    pub compensations: Vec<Compensation>,
+    pub policies: Vec<Policy>,
+    pub priority: i32,
+    pub wakes: u64,
+    pub warmup_rounds: u64,
+    pub cpu: usize,
+    /// What the harness checks and records (the most demanding policy asked).
+    pub rt: RtChoice,
+    pub tuning: SleepTuning,
+    pub calibration_delays_ns: Vec<u64>,
+    pub calibration_wakes: usize,
+    /// `--calibration FILE`: loaded instead of measured.
+    pub calibration_file: Option<PathBuf>,
+    pub save_calibration: Option<PathBuf>,
+    #[serde(skip)]
+    pub loaded_calibration: Option<Calibration>,
+    pub beacon: Option<BeaconPlan>,
+    pub service: Option<ServicePlan>,
+    pub loads: Vec<crate::load::LoadSpec>,
+    pub load_cpus: Option<Vec<usize>>,
+    #[serde(flatten)]
+    pub outputs: Outputs,
+}
+
+impl TimerPlan {
+    /// The RT choice of one policy.
+    pub(crate) fn choice(&self, p: Policy) -> RtChoice {
+        RtChoice {
+            policy: p,
+            priority: if p.is_rt() { self.priority } else { 0 },
+            ..self.rt
+        }
+    }
+
+    /// Whether any cell needs a calibrated offset (static), or can start
+    /// from one (adaptive, hybrid).
+    fn wants_calibration(&self) -> bool {
+        self.compensations.iter().any(|c| *c != Compensation::None)
+    }
+}
+
+fn parse_apis(list: &[String]) -> Result<Vec<WaitApi>> {
+    let mut out = Vec::new();
+    for s in list {
+        if s == "all" {
+            for a in WaitApi::ALL {
+                if !out.contains(a) {
+                    out.push(*a);
+                }
+            }
+            continue;
+        }
+        let a: WaitApi = s
+            .parse()
+            .map_err(|e: rtscope_core::named::UnknownName| usage(format!("--api: {e}, or all")))?;
+        if !out.contains(&a) {
+            out.push(a);
+        }
+    }
+    Ok(out)
+}
+
+/// The expected length of a sweep, ns.
+fn sweep_duration_ns(p: &TimerPlan) -> u64 {
+    let per_round: u64 = p.delays_ns.iter().map(|d| d + 60_000).sum();
+    let cells = (p.apis.len() * p.compensations.len() * p.policies.len()) as u64;
+    let cal = if p.wants_calibration() && p.loaded_calibration.is_none() {
+        let c: u64 = p.calibration_delays_ns.iter().map(|d| d + 60_000).sum();
+        c * p.calibration_wakes as u64 * (p.apis.len() * p.policies.len()) as u64
+    } else {
+        0
+    };
+    per_round * (p.wakes + WARMUP_ROUNDS) * cells + cal
+}
+
+/// Turns options into a validated plan.
+pub fn plan(o: &TimerOptions) -> Result<TimerPlan> {
+    let cpu = super::clock::resolve_cpu(o.cpu)?;
+    let outputs = o.outputs.clone();
+    outputs.check(&[("--save-calibration", o.save_calibration.as_deref())])?;
+    crate::load::LoadSet::check(&o.loads, o.load_cpus.as_deref())?;
+    let res = sys::clock_res_ns(libc::CLOCK_MONOTONIC).unwrap_or(1);
+    let mut delays = o.delays_ns.clone();
+    delays.dedup();
+    for &d in &delays {
+        if d < res {
+            return Err(usage(format!(
+                "--delays {}: below the resolution of CLOCK_MONOTONIC ({})",
+                format_ns(d),
+                format_ns(res)
+            )));
+        }
+        if d > MAX_DELAY_NS {
+            return Err(usage(format!(
+                "--delays {}: at most {} (a longer delay measures nothing a shorter one does not; use --beacon for long intervals)",
+                format_ns(d),
+                format_ns(MAX_DELAY_NS)
+            )));
+        }
+    }
+    let apis = parse_apis(&o.apis)?;
+    if apis.is_empty() {
+        return Err(usage("--api: give at least one wait API (or all)"));
+    }
+    let mut policies = Vec::new();
+    for p in &o.policies {
+        let p = if o.no_rt { Policy::Other } else { *p };
+        if !policies.contains(&p) {
+            policies.push(p);
+        }
+    }
+    let rt_policy = policies
+        .iter()
+        .copied()
+        .find(|p| p.is_rt())
+        .unwrap_or(policies[0]);
+    let rt = RtChoice::new(rt_policy, o.priority, o.no_rt, o.default_system)?;
+    if !(0.0..=10.0).contains(&o.adaptive_k) {
+        return Err(usage(format!(
+            "--adaptive-k {}: use 0-10 (the margin is mean + k·σ of the lateness)",
+            o.adaptive_k
+        )));
+    }
+    if !(0.5..1.0).contains(&o.hybrid_quantile) {
+        return Err(usage(format!(
+            "--hybrid-quantile {}: use 0.5 to below 1 (e.g. 0.99)",
+            o.hybrid_quantile
+        )));
+    }
+    crate::limits::check_period("--max-spin", o.max_spin_ns)?;
+    let mode = if o.beacon {
+        TimerMode::Beacon
+    } else if !o.service.is_empty() {
+        TimerMode::Service
+    } else {
+        TimerMode::Sweep
+    };
+    let compensations = match (&o.compensations, mode) {
+        (Some(c), _) => {
+            let mut v = c.clone();
+            v.dedup();
+            v
+        }
+        (None, TimerMode::Beacon) => vec![
+            Compensation::None,
+            Compensation::Static,
+            Compensation::Adaptive,
+        ],
+        (None, _) => vec![Compensation::None],
+    };
+    let needs_static = compensations.contains(&Compensation::Static);
+    let loaded = match &o.calibration {
+        Some(p) => Some(Calibration::load(p).map_err(usage)?),
+        None => None,
+    };
+    if needs_static && o.no_calibrate && loaded.is_none() {
+        return Err(usage(
+            "--compensate static needs a calibration: drop --no-calibrate or give --calibration FILE",
+        ));
+    }
+    if let Some(cal) = &loaded {
+        if needs_static {
+            let beacon_apis = [WaitApi::ClockNanosleep];
+            let apis_needed: &[WaitApi] = if o.beacon { &beacon_apis } else { &apis };
+            for a in apis_needed {
+                for p in &policies {
+                    if cal.offset(*a, p.name()).is_none() {
+                        return Err(usage(format!(
+                            "--calibration {}: no entry for {a} under {p}; calibrate it (drop --calibration) or --compensate without static",
+                            o.calibration.as_deref().unwrap_or(std::path::Path::new("")).display()
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    if o.save_calibration.is_some() && !compensations.iter().any(|c| *c != Compensation::None) {
+        return Err(usage(
+            "--save-calibration: nothing is calibrated when every compensation is none",
+        ));
+    }
+    if o.calibration_wakes == 0 {
+        return Err(usage("--calibration-wakes: must be at least 1"));
+    }
+    let beacon = if o.beacon {
+        let (a, b) = o.orders;
+        if a > b || b > MAX_ORDER {
+            return Err(usage(format!(
+                "--orders {a}..{b}: give A..B with 0 <= A <= B <= {MAX_ORDER}"
+            )));
+        }
+        let orders: Vec<u32> = (a..=b).collect();
+        let mut modes = vec!["relative".to_string(), "absolute".to_string()];
+        for c in &compensations {
+            if *c != Compensation::None {
+                modes.push(c.name().to_string());
+            }
+        }
+        let expected = orders
+            .iter()
+            .map(|bo| (BEACON_BASE_NS << bo) * o.cycles + 30_000_000)
+            .sum::<u64>();
+        Some(BeaconPlan {
+            orders,
+            cycles: o.cycles,
+            base_interval_ns: BEACON_BASE_NS,
+            modes,
+            expected_duration_ns: expected,
+        })
+    } else {
+        None
+    };
+    let service = if mode == TimerMode::Service {
+        let mut designs = Vec::new();
+        for s in &o.service {
+            let d = match s.as_str() {
+                "polling" => ServiceDesign::Polling,
+                "hopping" => ServiceDesign::Hopping,
+                _ => {
+                    return Err(usage(format!(
+                        "--service: unknown design '{s}' (one of: polling, hopping)"
+                    )))
+                }
+            };
+            if !designs.contains(&d) {
+                designs.push(d);
+            }
+        }
+        if o.timers == 0 || o.timers > 100_000 {
+            return Err(usage(format!("--timers {}: use 1-100000", o.timers)));
+        }
+        if o.tick_ns < 10_000 || o.tick_ns > MAX_DELAY_NS {
+            return Err(usage(format!(
+                "--tick {}: use 10us-1s (a shorter tick is a busy loop)",
+                format_ns(o.tick_ns)
+            )));
+        }
+        if let Some(c) = compensations
+            .iter()
+            .find(|c| matches!(c, Compensation::Adaptive | Compensation::Hybrid))
+        {
+            return Err(usage(format!(
+                "--service takes --compensate none,static (per-stage static offsets), not {c}"
+            )));
+        }
+        Some(ServicePlan {
+            designs,
+            timers: o.timers,
+            tick_ns: o.tick_ns,
+        })
+    } else {
+        None
+    };
+    let cells = (apis.len() * compensations.len() * policies.len() * delays.len()) as u64;
+    crate::limits::check_count("-l/--wakes", o.wakes, 32 * cells.max(1))?;
+    let tuning = SleepTuning {
+        adaptive_k: o.adaptive_k,
+        hybrid_quantile: o.hybrid_quantile,
+        max_margin_ns: o.max_spin_ns,
+        ..SleepTuning::default()
+    };
+    Ok(TimerPlan {
+        mode,
+        delays_ns: delays,
+        apis,
+        compensations,
+        policies,
+        priority: i32::from(o.priority),
+        wakes: o.wakes,
+        warmup_rounds: WARMUP_ROUNDS,
+        cpu,
+        rt,
+        tuning,
+        calibration_delays_ns: calibrate::DEFAULT_CALIBRATION_DELAYS_NS.to_vec(),
+        calibration_wakes: o.calibration_wakes,
+        calibration_file: o.calibration.clone(),
+        save_calibration: o.save_calibration.clone(),
+        loaded_calibration: loaded,
+        beacon,
+        service,
+        loads: o.loads.clone(),
+        load_cpus: o.load_cpus.clone(),
+        outputs,
+    })
+}
+
+/// A wait that gives up (`Interrupted`) once the stop flag is raised, so a
+/// stopped run does not sleep on (a signal from `rt::wake_thread` ends the
+/// wait itself).
+struct StopWait<'a, W> {
+    inner: W,
+    stop: &'a AtomicBool,
+}
+
+impl<W: OneShotWait> OneShotWait for StopWait<'_, W> {
+    #[inline]
+    fn wait_until(&mut self, target_ns: u64, now_ns: u64) -> io::Result<()> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(io::ErrorKind::Interrupted.into());
+        }
+        self.inner.wait_until(target_ns, now_ns)?;
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(io::ErrorKind::Interrupted.into());
+        }
+        Ok(())
+    }
+}
+
+/// One recorded wake.
+#[derive(Debug, Clone, Copy, Default)]
+struct Rec {
+    t_ns: u64,
+    error_ns: i64,
+    lateness_ns: i64,
+    margin_ns: u64,
+    spin_ns: u64,
+}
+
+/// The wakes of one cell (API × compensation × policy), per delay.
+struct CellData {
+    api: WaitApi,
+    comp: Compensation,
+    policy: Policy,
+    per_delay: Vec<Vec<Rec>>,
+}
+
+/// The clock every wait is measured on.
+const CLOCK: PosixClock = PosixClock(libc::CLOCK_MONOTONIC);
+
+fn is_stop(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::Interrupted
+}
+
+/// The offset static compensation subtracts for `api` under `policy`.
+fn offset_for(cal: &Calibration, api: WaitApi, policy: Policy) -> u64 {
+    cal.offset(api, policy.name()).unwrap_or(0)
+}
+
+/// Calibrates `wait` for `api` under `policy` (uncompensated lateness).
+fn calibrate_one<W: OneShotWait>(
+    wait: &mut W,
+    api: WaitApi,
+    policy: Policy,
+    plan: &TimerPlan,
+    stop: &AtomicBool,
+) -> io::Result<CalibrationEntry> {
+    let (medians, offset) = calibrate::measure(
+        wait,
+        &CLOCK,
+        &plan.calibration_delays_ns,
+        plan.calibration_wakes,
+        &|| stop.load(Ordering::Relaxed),
+    )?;
+    Ok(CalibrationEntry {
+        api,
+        policy: policy.name().to_string(),
+        delays_ns: plan.calibration_delays_ns.clone(),
+        medians_ns: medians,
+        offset_ns: offset,
+        wakes_per_delay: plan.calibration_wakes,
+    })
+}
+
+/// The measurement thread of one policy (sweep).
+fn sweep_policy(
+    plan: &TimerPlan,
+    policy: Policy,
+    cal: &mut Calibration,
+    stop: &AtomicBool,
+) -> Result<Vec<CellData>, String> {
+    let mut out = Vec::new();
+    for &api in &plan.apis {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let sys_wait =
+            SystemWait::open(api).map_err(|e| format!("{api}: cannot set up the wait: {e}"))?;
+        let mut wait = StopWait {
+            inner: sys_wait,
+            stop,
+        };
+        if plan.wants_calibration() && cal.offset(api, policy.name()).is_none() {
+            match calibrate_one(&mut wait, api, policy, plan, stop) {
+                Ok(e) => cal.insert(e),
+                Err(e) if is_stop(&e) => break,
+                Err(e) => return Err(format!("{api}: calibration failed: {e}")),
+            }
+        }
+        for &comp in &plan.compensations {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let tuning = SleepTuning {
+                static_offset_ns: offset_for(cal, api, policy),
+                ..plan.tuning
+            };
+            let mut ps = PreciseSleep::new(&mut wait, CLOCK, comp, tuning);
+            let mut per_delay: Vec<Vec<Rec>> = plan
+                .delays_ns
+                .iter()
+                .map(|_| Vec::with_capacity(plan.wakes as usize))
+                .collect();
+            let res = sweep_cell(&mut ps, &plan.delays_ns, plan.wakes, &mut per_delay, stop);
+            match res {
+                Ok(()) => {}
+                Err(e) if is_stop(&e) => {}
+                Err(e) => return Err(format!("{api} {comp}: {e}")),
+            }
+            out.push(CellData {
+                api,
+                comp,
+                policy,
+                per_delay,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The hot loop of one cell: warm-up rounds, then `wakes` rounds over the
+/// delays. Only the wait, the clock reads and pushes into reserved buffers.
+fn sweep_cell<W: OneShotWait>(
+    ps: &mut PreciseSleep<W, PosixClock>,
+    delays: &[u64],
+    wakes: u64,
+    bufs: &mut [Vec<Rec>],
+    stop: &AtomicBool,
+) -> io::Result<()> {
+    for _ in 0..WARMUP_ROUNDS {
+        for &d in delays {
+            let t0 = sys::clock_ns(libc::CLOCK_MONOTONIC);
+            ps.sleep_until(t0 + d)?;
+        }
+    }
+    for _ in 0..wakes {
+        for (j, &d) in delays.iter().enumerate() {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let t0 = sys::clock_ns(libc::CLOCK_MONOTONIC);
+            let w: Wake = ps.sleep_until(t0 + d)?;
+            bufs[j].push(Rec {
+                t_ns: w.actual_ns,
+                error_ns: w.error_ns(),
+                lateness_ns: w.lateness_ns(),
+                margin_ns: w.requested_ns - w.target_ns,
+                spin_ns: w.spin_ns,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Runs the experiment from the command line.
+pub fn run(o: &TimerOptions) -> Result<i32> {
+    let plan = plan(o)?;
+    let f = execute(&plan)?;
+    let summary = crate::output::timer::report(&f.doc, &f.shown);
+    let mut extra = Vec::new();
+    if let Some(p) = &plan.save_calibration {
+        let cal: Calibration = f
+            .doc
+            .plan
+            .get("calibration")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default();
+        extra.push(run::ExtraFile {
+            what: "calibration",
+            flag: "--save-calibration",
+            path: p.clone(),
+            write: Box::new(move |path| cal.save(path)),
+        });
+    }
+    Ok(run::deliver(&f.doc, &plan.outputs, extra, &summary))
+}
+
+/// The plan as the document records it: with the calibration used and the
+/// measurement threads as set up.
+#[derive(Serialize)]
+struct Documented<'a> {
+    #[serde(flatten)]
+    plan: &'a TimerPlan,
+    calibration: &'a Calibration,
+    threads: &'a [ThreadState],
+}
+
+/// Runs `body` on a measurement thread set up for `choice` on `cpu`; a stop
+/// interrupts its waits.
+pub(crate) fn on_rt_thread<T: Send>(
+    choice: RtChoice,
+    cpu: usize,
+    stop: &AtomicBool,
+    body: impl FnOnce() -> Result<T, String> + Send,
+) -> Result<(ThreadState, T), String> {
+    let setup = choice.thread_setup(vec![cpu], run::STOP_SIGNALS.to_vec());
+    let tid = &AtomicI32::new(0);
+    std::thread::scope(|s| {
+        let h = std::thread::Builder::new()
+            .name("rtscope-timer".into())
+            .spawn_scoped(s, move || -> Result<(ThreadState, T), String> {
+                let state = setup.apply().map_err(|e| e.to_string())?;
+                let me = rtscope_core::rt::accept_wake()
+                    .map_err(|e| format!("cannot make the wait interruptible: {e}"))?;
+                tid.store(me, Ordering::Relaxed);
+                Ok((state, body()?))
+            });
+        match h {
+            Ok(h) => {
+                while !h.is_finished() && !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                rtscope_core::rt::wake_until_ended(&[tid.load(Ordering::Relaxed)], |_| {
+                    !h.is_finished()
+                });
+                h.join()
+                    .unwrap_or_else(|_| Err("the measurement thread panicked".into()))
+            }
+            Err(e) => Err(format!("cannot start the measurement thread: {e}")),
+        }
+    })
+}
+
+fn header(plan: &TimerPlan) -> String {
+    let pols = plan
+        .policies
+        .iter()
+        .map(|p| format!("SCHED_{}", p.name().to_uppercase()))
+        .collect::<Vec<_>>()
+        .join(",");
+    let comps = plan
+        .compensations
+        .iter()
+        .map(|c| c.name())
+        .collect::<Vec<_>>()
+        .join(",");
+    match plan.mode {
+        TimerMode::Sweep => format!(
+            "rtscope timer: {} delays {}..{}, {} API{} ({}), compensation {comps}, {pols}, {} wakes each, CPU {}; expected duration about {}",
+            plan.delays_ns.len(),
+            format_ns(*plan.delays_ns.iter().min().unwrap_or(&0)),
+            format_ns(*plan.delays_ns.iter().max().unwrap_or(&0)),
+            plan.apis.len(),
+            if plan.apis.len() == 1 { "" } else { "s" },
+            plan.apis.iter().map(|a| a.name()).collect::<Vec<_>>().join(","),
+            plan.wakes,
+            plan.cpu,
+            format_ns(sweep_duration_ns(plan) / 1_000_000_000 * 1_000_000_000 + 1_000_000_000)
+        ),
+        TimerMode::Beacon => {
+            let b = plan.beacon.as_ref().expect("beacon plan");
+            format!(
+                "rtscope timer --beacon: orders {}..{} (15.36 ms × 2^BO), {} cycles each, modes {}, {}, CPU {}; expected duration about {}",
+                b.orders[0],
+                b.orders[b.orders.len() - 1],
+                b.cycles,
+                b.modes.join(","),
+                pols,
+                plan.cpu,
+                format_ns(b.expected_duration_ns / 1_000_000_000 * 1_000_000_000 + 1_000_000_000)
+            )
+        }
+        TimerMode::Service => {
+            let s = plan.service.as_ref().expect("service plan");
+            format!(
+                "rtscope timer --service: {} virtual timers on one timer, designs {}, tick {}, delays {}, compensation {comps}, {pols}, CPU {}",
+                s.timers,
+                s.designs
+                    .iter()
+                    .map(|d| match d {
+                        ServiceDesign::Polling => "polling",
+                        ServiceDesign::Hopping => "hopping",
+                    })
+                    .collect::<Vec<_>>()
+                    .join(","),
+                format_ns(s.tick_ns),
+                plan.delays_ns.iter().map(|d| format_ns(*d)).collect::<Vec<_>>().join(","),
+                plan.cpu
+            )
+        }
+    }
+}
+
+/// Measures and builds the result document.
+pub fn execute(plan: &TimerPlan) -> Result<Finished> {
+    let run = run::begin(
+        &RunSettings {
+            rt: plan.rt,
+            loads: &plan.loads,
+            load_cpus: plan.load_cpus.as_deref(),
+            quiet: plan.outputs.quiet,
+        },
+        &header(plan),
+    )?;
+    if let Some(b) = &plan.beacon {
+        if b.expected_duration_ns > 300_000_000_000 && !plan.outputs.quiet {
+            eprintln!(
+                "warning: this beacon run takes about {} (orders up to {}); Ctrl-C stops it and writes what was measured",
+                format_ns(b.expected_duration_ns / 1_000_000_000 * 1_000_000_000),
+                b.orders[b.orders.len() - 1]
+            );
+        }
+    }
+    let stop: &AtomicBool = run.stop();
+    let origin = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let mut cal = plan.loaded_calibration.clone().unwrap_or_default();
+    let mut threads = Vec::new();
+    let mut series = Vec::new();
+    let mut warnings = Vec::new();
+    match plan.mode {
+        TimerMode::Sweep => {
+            for &p in &plan.policies {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let cal_ref = &mut cal;
+                let (state, cells) = on_rt_thread(plan.choice(p), plan.cpu, stop, move || {
+                    sweep_policy(plan, p, cal_ref, stop)
+                })
+                .map_err(|e| anyhow!(e))?;
+                threads.push(state);
+                for c in &cells {
+                    series.extend(sweep_series(plan, c, origin));
+                }
+            }
+            let early_static = series.iter().any(|s| {
+                s.attributes
+                    .get("timer")
+                    .and_then(|t| t.get("compensation"))
+                    .is_some_and(|c| c == "static")
+            });
+            if early_static {
+                warnings.push("static compensation does not spin: a wake faster than the calibrated offset comes early (negative error; the histogram counts it as 0, the table's percentiles are exact)".into());
+            }
+        }
+        TimerMode::Beacon => {
+            let (st, s) = beacon(plan, &mut cal, stop)?;
+            threads.extend(st);
+            series = s;
+        }
+        TimerMode::Service => {
+            let (st, s) = super::timer_service::run_service(plan, &mut cal, stop, origin)?;
+            threads.push(st);
+            series = s;
+        }
+    }
+    let end = if stop.load(Ordering::Relaxed) {
+        warnings.push("stopped before the end: the cells not reached are missing".into());
+        EndReason::Interrupted
+    } else {
+        EndReason::Loops
+    };
+    let doc_plan = Documented {
+        plan,
+        calibration: &cal,
+        threads: &threads,
+    };
+    Ok(run.finish("timer", &doc_plan, series, end, warnings))
+}
+
+/// Exact percentile of sorted values.
+pub(crate) fn pct(sorted: &[i64], p: f64) -> i64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let i = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i]
+}
+
+/// One series per delay of a cell.
+fn sweep_series(plan: &TimerPlan, c: &CellData, origin: u64) -> Vec<Series> {
+    let mut out = Vec::new();
+    for (j, recs) in c.per_delay.iter().enumerate() {
+        if recs.is_empty() {
+            continue;
+        }
+        let d = plan.delays_ns[j];
+        let mut rec = SeriesRecorder::new(origin, 8, None);
+        for (i, r) in recs.iter().enumerate() {
+            rec.record(&Sample {
+                seq: i as u64,
+                t_ns: r.t_ns,
+                latency_ns: r.error_ns,
+                overruns: 0,
+                cpu: plan.cpu as u32,
+            });
+        }
+        let mut errs: Vec<i64> = recs.iter().map(|r| r.error_ns).collect();
+        errs.sort_unstable();
+        let mut late: Vec<i64> = recs.iter().map(|r| r.lateness_ns).collect();
+        late.sort_unstable();
+        let n = recs.len() as f64;
+        let spin: u64 = recs.iter().map(|r| r.spin_ns).sum();
+        let asleep = recs.len() as u64 * d;
+        let cell = TimerCell {
+            api: c.api.name().into(),
+            compensation: c.comp.name().into(),
+            policy: c.policy.name().into(),
+            requested_ns: d,
+            wakes: recs.len() as u64,
+            error_min_ns: errs[0],
+            error_p50_ns: pct(&errs, 0.5),
+            error_p99_ns: pct(&errs, 0.99),
+            error_max_ns: errs[errs.len() - 1],
+            error_mean_ns: errs.iter().map(|&e| e as f64).sum::<f64>() / n,
+            abs_error_mean_ns: errs.iter().map(|&e| e.abs() as f64).sum::<f64>() / n,
+            early: errs.iter().filter(|&&e| e < 0).count() as u64,
+            lateness_p50_ns: pct(&late, 0.5),
+            lateness_p99_ns: pct(&late, 0.99),
+            margin_mean_ns: recs.iter().map(|r| r.margin_ns as f64).sum::<f64>() / n,
+            spin_total_ns: spin,
+            spin_share: spin as f64 / asleep.max(1) as f64,
+        };
+        let mut s = rec.to_series(
+            &format!("{} {} {} {}", c.api, c.comp, c.policy.name(), format_ns(d)),
+            0,
+        );
+        let a = &mut s.attributes;
+        a.insert("api".into(), json!(c.api.name()));
+        a.insert("compensation".into(), json!(c.comp.name()));
+        a.insert("policy".into(), json!(c.policy.name()));
+        a.insert("requested_ns".into(), json!(d));
+        a.insert(
+            "timer".into(),
+            serde_json::to_value(&cell).unwrap_or_default(),
+        );
+        out.push(s);
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Beacon
+
+/// How a beacon chain is re-armed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BeaconMode {
+    /// `clock_nanosleep` of one interval from each wake (the naive way).
+    Relative,
+    /// `clock_nanosleep(TIMER_ABSTIME)` on the grid start + c × interval.
+    Absolute,
+    /// The grid through [`PreciseSleep`] with a compensation.
+    Compensated(Compensation),
+}
+
+impl BeaconMode {
+    fn name(self) -> &'static str {
+        match self {
+            BeaconMode::Relative => "relative",
+            BeaconMode::Absolute => "absolute",
+            BeaconMode::Compensated(c) => c.name(),
+        }
+    }
+}
+
+/// One chain: its start and the time of every beacon after it.
+struct Chain {
+    order: u32,
+    start: u64,
+    times: Vec<u64>,
+    spin_ns: u64,
+}
+
+/// Runs one mode's chains, for every order in turn.
+fn beacon_mode(
+    plan: &TimerPlan,
+    mode: BeaconMode,
+    phase_ns: u64,
+    offset: u64,
+    stop: &AtomicBool,
+) -> Result<Vec<Chain>, String> {
+    let b = plan.beacon.as_ref().expect("beacon plan");
+    let tuning = SleepTuning {
+        static_offset_ns: offset,
+        ..plan.tuning
+    };
+    let comp = match mode {
+        BeaconMode::Compensated(c) => c,
+        _ => Compensation::None,
+    };
+    let mut ps = PreciseSleep::new(
+        StopWait {
+            inner: SystemWait::ClockNanosleep,
+            stop,
+        },
+        CLOCK,
+        comp,
+        tuning,
+    );
+    let mut chains = Vec::new();
+    for &order in &b.orders {
+        let interval = BEACON_BASE_NS << order;
+        let mut times = Vec::with_capacity(b.cycles as usize);
+        let start = sys::clock_ns(libc::CLOCK_MONOTONIC) + 20_000_000 + phase_ns;
+        let mut spin = 0;
+        // Every chain starts on an absolute wake at `start`.
+        let r = (|| -> io::Result<()> {
+            ps.sleep_until(start)?;
+            for c in 1..=b.cycles {
+                let t = match mode {
+                    BeaconMode::Relative => {
+                        if !sys::sleep_for_interruptible(libc::CLOCK_MONOTONIC, interval)?
+                            || stop.load(Ordering::Relaxed)
+                        {
+                            return Err(io::ErrorKind::Interrupted.into());
+                        }
+                        sys::clock_ns(libc::CLOCK_MONOTONIC)
+                    }
+                    _ => {
+                        let w = ps.sleep_until(start + c * interval)?;
+                        spin += w.spin_ns;
+                        w.actual_ns
+                    }
+                };
+                times.push(t);
+            }
+            Ok(())
+        })();
+        match r {
+            Ok(()) => {}
+            Err(e) if is_stop(&e) => {
+                chains.push(Chain {
+                    order,
+                    start,
+                    times,
+                    spin_ns: spin,
+                });
+                break;
+            }
+            Err(e) => return Err(format!("beacon {}: {e}", mode.name())),
+        }
+        chains.push(Chain {
+            order,
+            start,
+            times,
+            spin_ns: spin,
+        });
+    }
+    Ok(chains)
+}
+
+fn beacon(
+    plan: &TimerPlan,
+    cal: &mut Calibration,
+    stop: &AtomicBool,
+) -> Result<(Vec<ThreadState>, Vec<Series>)> {
+    let policy = plan.policies[0];
+    let choice = plan.choice(policy);
+    let mut modes = vec![BeaconMode::Relative, BeaconMode::Absolute];
+    for c in &plan.compensations {
+        if *c != Compensation::None {
+            modes.push(BeaconMode::Compensated(*c));
+        }
+    }
+    // Calibrate clock_nanosleep first (on a thread set up like the chains').
+    if plan.wants_calibration() && cal.offset(WaitApi::ClockNanosleep, policy.name()).is_none() {
+        let (_, e) = on_rt_thread(choice, plan.cpu, stop, || {
+            let mut w = StopWait {
+                inner: SystemWait::ClockNanosleep,
+                stop,
+            };
+            calibrate_one(&mut w, WaitApi::ClockNanosleep, policy, plan, stop)
+                .map_err(|e| format!("calibration failed: {e}"))
+        })
+        .map_err(|e| anyhow!(e))?;
+        cal.insert(e);
+    }
+    let offset = offset_for(cal, WaitApi::ClockNanosleep, policy);
+    // One thread per mode, all at once, phases 3 ms apart so that their
+    // wakes do not meet.
+    let results: Vec<Result<(ThreadState, Vec<Chain>), String>> = std::thread::scope(|s| {
+        let hs: Vec<_> = modes
+            .iter()
+            .enumerate()
+            .map(|(i, &m)| {
+                s.spawn(move || {
+                    on_rt_thread(choice, plan.cpu, stop, || {
+                        beacon_mode(plan, m, i as u64 * 3_000_000, offset, stop)
+                    })
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a beacon thread panicked".into()))
+            })
+            .collect()
+    });
+    let mut threads = Vec::new();
+    let mut series = Vec::new();
+    for (m, r) in modes.iter().zip(results) {
+        let (st, chains) = r.map_err(|e| anyhow!(e))?;
+        threads.push(st);
+        for ch in chains {
+            if ch.times.is_empty() {
+                continue;
+            }
+            series.push(beacon_series(plan, *m, &ch));
+        }
+    }
+    // Table order: by order, then mode.
+    series.sort_by_key(|s| {
+        s.attributes
+            .get("beacon")
+            .and_then(|b| b.get("order"))
+            .and_then(|o| o.as_u64())
+            .unwrap_or(0)
+    });
+    Ok((threads, series))
+}
+
+fn beacon_series(plan: &TimerPlan, mode: BeaconMode, ch: &Chain) -> Series {
+    let interval = BEACON_BASE_NS << ch.order;
+    let mut rec = SeriesRecorder::new(ch.start, 8, None);
+    let mut prev = ch.start as i64;
+    let mut devs = Vec::with_capacity(ch.times.len());
+    for (i, &t) in ch.times.iter().enumerate() {
+        let grid = ch.start + (i as u64 + 1) * interval;
+        rec.record(&Sample {
+            seq: i as u64,
+            t_ns: t,
+            latency_ns: t as i64 - grid as i64,
+            overruns: 0,
+            cpu: plan.cpu as u32,
+        });
+        devs.push(t as i64 - prev - interval as i64);
+        prev = t as i64;
+    }
+    // The first interval starts at the requested start, not the (late) first wake.
+    let n = ch.times.len();
+    let last = ch.times[n - 1] as i64;
+    let cell = BeaconCell {
+        order: ch.order,
+        interval_ns: interval,
+        mode: mode.name().into(),
+        cycles: n as u64,
+        mean_deviation_ns: devs.iter().map(|d| d.abs() as f64).sum::<f64>() / n as f64,
+        max_deviation_ns: devs.iter().map(|d| d.abs()).max().unwrap_or(0),
+        drift_ns: last - (ch.start + n as u64 * interval) as i64,
+        spin_total_ns: ch.spin_ns,
+    };
+    let mut s = rec.to_series(&format!("beacon BO{} {}", ch.order, mode.name()), 0);
+    s.attributes.insert("order".into(), json!(ch.order));
+    s.attributes.insert("mode".into(), json!(mode.name()));
+    s.attributes.insert("interval_ns".into(), json!(interval));
+    s.attributes.insert(
+        "beacon".into(),
+        serde_json::to_value(&cell).unwrap_or_default(),
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn opts() -> TimerOptions {
+        TimerOptions {
+            delays_ns: vec![320_000, 1_000_000],
+            apis: vec!["all".into()],
+            compensations: None,
+            policies: vec![Policy::Fifo],
+            priority: 95,
+            no_rt: false,
+            default_system: false,
+            wakes: 10,
+            cpu: None,
+            calibration: None,
+            save_calibration: None,
+            no_calibrate: false,
+            calibration_wakes: 10,
+            adaptive_k: 1.0,
+            hybrid_quantile: 0.99,
+            max_spin_ns: 1_000_000,
+            beacon: false,
+            orders: (0, 8),
+            cycles: 10,
+            service: vec![],
+            timers: 16,
+            tick_ns: 100_000,
+            loads: vec![],
+            load_cpus: None,
+            outputs: Outputs::default(),
+        }
+    }
+
+    #[test]
+    fn all_expands_and_duplicates_go() {
+        let mut o = opts();
+        o.apis = vec!["timerfd".into(), "all".into(), "timerfd".into()];
+        let p = plan(&o).unwrap();
+        assert_eq!(p.apis.len(), WaitApi::ALL.len());
+        assert_eq!(p.apis[0], WaitApi::Timerfd);
+    }
+
+    #[test]
+    fn bad_input_is_a_usage_error() {
+        let bad = |f: &dyn Fn(&mut TimerOptions)| {
+            let mut o = opts();
+            f(&mut o);
+            let e = plan(&o).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2, "{e}");
+            e.to_string()
+        };
+        assert!(bad(&|o| o.apis = vec!["sleepy".into()]).contains("unknown wait API 'sleepy'"));
+        assert!(bad(&|o| o.delays_ns = vec![2_000_000_000]).contains("at most 1s"));
+        assert!(bad(&|o| o.delays_ns = vec![0]).contains("below the resolution"));
+        assert!(bad(&|o| {
+            o.compensations = Some(vec![Compensation::Static]);
+            o.no_calibrate = true;
+        })
+        .contains("needs a calibration"));
+        assert!(bad(&|o| {
+            o.beacon = true;
+            o.orders = (3, 15);
+        })
+        .contains("--orders 3..15"));
+        assert!(bad(&|o| o.hybrid_quantile = 1.0).contains("--hybrid-quantile"));
+        assert!(bad(&|o| o.service = vec!["wheel".into()]).contains("unknown design 'wheel'"));
+        assert!(bad(&|o| {
+            o.service = vec!["polling".into()];
+            o.tick_ns = 1000;
+        })
+        .contains("--tick"));
+    }
+
+    #[test]
+    fn beacon_defaults_and_duration() {
+        let mut o = opts();
+        o.beacon = true;
+        let p = plan(&o).unwrap();
+        let b = p.beacon.unwrap();
+        assert_eq!(b.orders, (0..=8).collect::<Vec<_>>());
+        assert_eq!(b.modes, ["relative", "absolute", "static", "adaptive"]);
+        // 10 cycles × 511 × 15.36 ms + set-up: about 79 s.
+        assert!((78_000_000_000..82_000_000_000).contains(&b.expected_duration_ns));
+    }
+
+    #[test]
+    fn percentiles_are_exact_ranks() {
+        let v: Vec<i64> = (1..=100).collect();
+        assert_eq!(pct(&v, 0.5), 50);
+        assert_eq!(pct(&v, 0.99), 99);
+        assert_eq!(pct(&v, 1.0), 100);
+        assert_eq!(pct(&[], 0.5), 0);
+    }
+}

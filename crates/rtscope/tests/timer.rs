@@ -1,0 +1,307 @@
+//! Integration tests of `rtscope timer`: the real binary, short runs. They
+//! check structure, exit codes and the text, never a latency bound.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{assert_one_line, interrupt_after, read_result, rtscope};
+
+fn usage_error(args: &[&str]) -> String {
+    let out = rtscope().arg("timer").args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+    assert!(out.stdout.is_empty(), "{args:?} printed on stdout");
+    assert_one_line(&out.stderr)
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    assert!(usage_error(&["--api", "sleepy"]).contains("unknown wait API 'sleepy'"));
+    assert!(usage_error(&["--delays", "2s"]).contains("at most 1s"));
+    assert!(usage_error(&["--delays", "0"]).contains("must be greater than 0"));
+    assert!(usage_error(&["--compensate", "magic"]).contains("magic"));
+    assert!(
+        usage_error(&["--compensate", "static", "--no-calibrate"]).contains("needs a calibration")
+    );
+    assert!(usage_error(&["--beacon", "--orders", "2..15"]).contains("--orders 2..15"));
+    assert!(usage_error(&["--beacon", "--orders", "x"]).contains("not an order range"));
+    assert!(usage_error(&["--service", "wheel"]).contains("unknown design 'wheel'"));
+    assert!(usage_error(&["--service", "polling", "--tick", "1us"]).contains("--tick"));
+    assert!(
+        usage_error(&["--service", "hopping", "--compensate", "adaptive"]).contains("none,static")
+    );
+    assert!(usage_error(&["--hybrid-quantile", "1.5"]).contains("--hybrid-quantile"));
+    assert!(usage_error(&["-l", "0"]).contains("at least 1"));
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("none.json");
+    assert!(usage_error(&[
+        "--compensate",
+        "static",
+        "--calibration",
+        missing.to_str().unwrap()
+    ])
+    .contains("none.json"));
+    let same = dir.path().join("x.json");
+    let s = same.to_str().unwrap();
+    usage_error(&[
+        "--json",
+        s,
+        "--compensate",
+        "static",
+        "--save-calibration",
+        s,
+    ]);
+}
+
+#[test]
+fn sweep_writes_a_document_with_one_series_per_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, cal, html) = (
+        dir.path().join("t.json"),
+        dir.path().join("cal.json"),
+        dir.path().join("t.html"),
+    );
+    let out = rtscope()
+        .args([
+            "timer",
+            "-q",
+            "--api",
+            "clock_nanosleep,timerfd,futex",
+            "--delays",
+            "320us,1ms",
+            "--compensate",
+            "none,static,adaptive,hybrid",
+            "-l",
+            "5",
+            "--calibration-wakes",
+            "3",
+            "--json",
+        ])
+        .arg(&json)
+        .arg("--save-calibration")
+        .arg(&cal)
+        .arg("--report")
+        .arg(&html)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("static compensation: mean |error|"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("none p50/p99/max"), "{stdout}");
+    let doc = read_result(&json);
+    assert_eq!(doc["experiment"], "timer");
+    assert_eq!(doc["plan"]["mode"], "sweep");
+    let series = doc["series"].as_array().unwrap();
+    assert_eq!(series.len(), 3 * 4 * 2);
+    for s in series {
+        assert_eq!(s["stats"]["count"], 5);
+        let t = &s["attributes"]["timer"];
+        assert_eq!(t["wakes"], 5);
+        assert!(t["error_p50_ns"].as_i64() <= t["error_p99_ns"].as_i64());
+        assert!(t["error_min_ns"].as_i64() <= t["error_max_ns"].as_i64());
+        if t["compensation"] == "none" || t["compensation"] == "static" {
+            assert_eq!(t["spin_total_ns"], 0, "{t}");
+        }
+    }
+    let labels: Vec<&str> = series
+        .iter()
+        .map(|s| s["label"].as_str().unwrap())
+        .collect();
+    assert!(labels.contains(&"timerfd static fifo 320us"), "{labels:?}");
+    let entries = doc["plan"]["calibration"]["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 3);
+    // The saved calibration loads back: static then runs without calibrating.
+    let out = rtscope()
+        .args([
+            "timer",
+            "-q",
+            "--api",
+            "futex",
+            "--delays",
+            "500us",
+            "--compensate",
+            "static",
+            "-l",
+            "3",
+            "--calibration",
+        ])
+        .arg(&cal)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A calibration without the API asked for is refused.
+    let msg = usage_error(&[
+        "--api",
+        "select",
+        "--compensate",
+        "static",
+        "--calibration",
+        cal.to_str().unwrap(),
+    ]);
+    assert!(msg.contains("no entry for select"), "{msg}");
+    assert!(std::fs::metadata(&html).unwrap().len() > 1000);
+}
+
+#[test]
+fn every_api_and_policy_runs() {
+    let out = rtscope()
+        .args([
+            "timer",
+            "-q",
+            "--delays",
+            "300us",
+            "-l",
+            "3",
+            "--policy",
+            "fifo,other",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for api in [
+        "clock_nanosleep",
+        "nanosleep",
+        "timerfd",
+        "posix-timer",
+        "epoll",
+        "futex",
+        "condvar",
+        "select",
+    ] {
+        for pol in ["fifo", "other"] {
+            assert!(
+                stdout.contains(&format!("{api} {pol}: uncompensated")),
+                "{api} {pol}\n{stdout}"
+            );
+        }
+    }
+}
+
+#[test]
+fn beacon_and_service_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("b.json");
+    let out = rtscope()
+        .args([
+            "timer",
+            "-q",
+            "--beacon",
+            "--orders",
+            "0..1",
+            "--cycles",
+            "3",
+            "--calibration-wakes",
+            "3",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("relative: drift"), "{stdout}");
+    let doc = read_result(&json);
+    let series = doc["series"].as_array().unwrap();
+    assert_eq!(series.len(), 2 * 4);
+    for s in series {
+        let b = &s["attributes"]["beacon"];
+        assert_eq!(b["cycles"], 3);
+        assert_eq!(s["stats"]["count"], 3);
+        assert_eq!(
+            b["interval_ns"].as_u64().unwrap(),
+            15_360_000 << b["order"].as_u64().unwrap()
+        );
+    }
+
+    let json = dir.path().join("s.json");
+    let out = rtscope()
+        .args([
+            "timer",
+            "-q",
+            "--service",
+            "hopping,polling",
+            "--timers",
+            "4",
+            "-l",
+            "8",
+            "--delays",
+            "300us,600us",
+            "--compensate",
+            "none,static",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_result(&json);
+    let series = doc["series"].as_array().unwrap();
+    assert_eq!(series.len(), 4);
+    for s in series {
+        let c = &s["attributes"]["service"];
+        assert_eq!(c["expiries"], 8, "{c}");
+        assert!(c["hardware_expiries"].as_u64().unwrap() >= 1);
+    }
+}
+
+#[test]
+fn ctrl_c_during_a_beacon_still_writes_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("i.json");
+    let (out, took) = interrupt_after(
+        &[
+            "timer",
+            "-q",
+            "--beacon",
+            "--orders",
+            "6..6",
+            "--cycles",
+            "5",
+            "--no-calibrate",
+            "--compensate",
+            "none,adaptive",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        Duration::from_millis(2500),
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let doc = read_result(&json);
+    assert_eq!(doc["end_reason"], "interrupted");
+}
