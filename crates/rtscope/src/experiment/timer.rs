@@ -33,6 +33,7 @@ use rtscope_core::units::format_ns;
 
 use super::run::{self, Finished, Outputs, RtChoice, RunSettings};
 use crate::error::usage;
+use crate::output::progress::Progress;
 use crate::output::timer::{BeaconCell, TimerCell};
 
 /// The beacon interval of order 0 (IEEE 802.15.4): 15.36 ms.
@@ -485,7 +486,10 @@ fn sweep_policy(
     policy: Policy,
     cal: &mut Calibration,
     stop: &AtomicBool,
+    progress: (&Progress, &mut u64),
 ) -> Result<Vec<CellData>, String> {
+    let (progress, done_ms) = progress;
+    let cell_ms = sweep_cell_ms(plan);
     let mut out = Vec::new();
     for &api in &plan.apis {
         if stop.load(Ordering::Relaxed) {
@@ -512,6 +516,12 @@ fn sweep_policy(
                 static_offset_ns: offset_for(cal, api, policy),
                 ..plan.tuning
             };
+            progress.step(
+                *done_ms,
+                cell_ms,
+                &format!("{} {api} {comp}", policy.name()),
+            );
+            *done_ms += cell_ms;
             let mut ps = PreciseSleep::new(&mut wait, CLOCK, comp, tuning);
             let mut per_delay: Vec<Vec<Rec>> = plan
                 .delays_ns
@@ -720,6 +730,17 @@ pub fn execute(plan: &TimerPlan) -> Result<Finished> {
     }
     let stop: &AtomicBool = run.stop();
     let origin = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    // Progress in ms of expected wait time (a bar on a terminal only).
+    let total_ms = match (&plan.mode, &plan.beacon) {
+        (TimerMode::Beacon, Some(b)) => b.expected_duration_ns / 1_000_000,
+        (TimerMode::Sweep, _) => {
+            sweep_cell_ms(plan)
+                * (plan.policies.len() * plan.apis.len() * plan.compensations.len()) as u64
+        }
+        _ => 0,
+    };
+    let progress = Progress::new("timer", total_ms, plan.outputs.quiet).without_plain_steps();
+    let mut done_ms = 0u64;
     let mut cal = plan.loaded_calibration.clone().unwrap_or_default();
     let mut threads = Vec::new();
     let mut series = Vec::new();
@@ -731,8 +752,9 @@ pub fn execute(plan: &TimerPlan) -> Result<Finished> {
                     break;
                 }
                 let cal_ref = &mut cal;
+                let at = (&progress, &mut done_ms);
                 let (state, cells) = on_rt_thread(plan.choice(p), plan.cpu, stop, move || {
-                    sweep_policy(plan, p, cal_ref, stop)
+                    sweep_policy(plan, p, cal_ref, stop, at)
                 })
                 .map_err(|e| anyhow!(e))?;
                 threads.push(state);
@@ -751,6 +773,7 @@ pub fn execute(plan: &TimerPlan) -> Result<Finished> {
             }
         }
         TimerMode::Beacon => {
+            progress.step(0, total_ms, "beacon chains");
             let (st, s) = beacon(plan, &mut cal, stop)?;
             threads.extend(st);
             series = s;
@@ -761,6 +784,7 @@ pub fn execute(plan: &TimerPlan) -> Result<Finished> {
             series = s;
         }
     }
+    progress.finish();
     let end = if stop.load(Ordering::Relaxed) {
         warnings.push("stopped before the end: the cells not reached are missing".into());
         EndReason::Interrupted
@@ -773,6 +797,11 @@ pub fn execute(plan: &TimerPlan) -> Result<Finished> {
         threads: &threads,
     };
     Ok(run.finish("timer", &doc_plan, series, end, warnings))
+}
+
+/// The expected wait time of one sweep cell (every delay, `wakes` times), ms.
+fn sweep_cell_ms(plan: &TimerPlan) -> u64 {
+    plan.wakes * plan.delays_ns.iter().sum::<u64>() / 1_000_000
 }
 
 /// Exact percentile of sorted values.

@@ -7,7 +7,6 @@
 //! can move by time up to the step's estimate ([`Progress::step`]), so a
 //! matrix cell of a minute does not look stuck.
 
-use std::cell::Cell;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,8 +28,10 @@ pub struct Progress {
     what: String,
     total: u64,
     started: Instant,
-    last: Cell<Option<Instant>>,
+    last: Mutex<Option<Instant>>,
     step: StepState,
+    /// Plain mode: a line at the start of each step.
+    plain_steps: bool,
     done: Arc<AtomicBool>,
     ticker: Option<JoinHandle<()>>,
 }
@@ -78,11 +79,19 @@ impl Progress {
             what: what.to_string(),
             total,
             started: Instant::now(),
-            last: Cell::new(None),
+            last: Mutex::new(None),
             step,
+            plain_steps: true,
             done,
             ticker: ticker.flatten(),
         }
+    }
+
+    /// Plain mode (not a terminal): no line when a step starts (for many
+    /// short steps; [`Progress::set`] still prints every 10 s).
+    pub fn without_plain_steps(mut self) -> Self {
+        self.plain_steps = false;
+        self
     }
 
     /// Now at `pos`; `msg()` says where (called only when something is drawn:
@@ -96,16 +105,21 @@ impl Progress {
         } else {
             PLAIN_EVERY
         };
-        let due = self.last.get().is_none_or(|l| l.elapsed() >= every);
-        if !due && pos < self.total {
-            return;
+        {
+            let Ok(mut last) = self.last.lock() else {
+                return;
+            };
+            let due = last.is_none_or(|l| l.elapsed() >= every);
+            if !due && pos < self.total {
+                return;
+            }
+            let first = last.is_none();
+            *last = Some(Instant::now());
+            if self.bar.is_none() && first && pos < self.total {
+                // The first plain line only after the first interval.
+                return;
+            }
         }
-        if self.bar.is_none() && self.last.get().is_none() && pos < self.total {
-            // The first plain line only after the first interval.
-            self.last.set(Some(Instant::now()));
-            return;
-        }
-        self.last.set(Some(Instant::now()));
         match &self.bar {
             Some(b) => {
                 b.set_position(pos);
@@ -121,7 +135,7 @@ impl Progress {
         self.at(pos, estimate);
         match &self.bar {
             Some(b) => b.set_message(msg.to_string()),
-            None if !self.quiet => eprintln!("{}: {msg} ...", self.what),
+            None if !self.quiet && self.plain_steps => eprintln!("{}: {msg} ...", self.what),
             None => {}
         }
     }
