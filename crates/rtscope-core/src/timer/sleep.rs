@@ -162,6 +162,13 @@ impl<W: OneShotWait, C: Clock> PreciseSleep<W, C> {
         }
     }
 
+    /// Changes the offset static compensation subtracts (e.g. per requested
+    /// delay, from [`crate::timer::calibrate::CalibrationEntry::offset_at`]);
+    /// the learning strategies keep what they learnt.
+    pub fn set_static_offset(&mut self, ns: u64) {
+        self.tuning.static_offset_ns = ns;
+    }
+
     /// The compensation in use.
     pub fn compensation(&self) -> Compensation {
         self.comp

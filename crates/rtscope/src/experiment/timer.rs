@@ -528,7 +528,23 @@ fn sweep_policy(
                 .iter()
                 .map(|_| Vec::with_capacity(plan.wakes as usize))
                 .collect();
-            let res = sweep_cell(&mut ps, &plan.delays_ns, plan.wakes, &mut per_delay, stop);
+            // Static compensation subtracts the lateness calibrated at each delay.
+            let offsets: Vec<u64> = plan
+                .delays_ns
+                .iter()
+                .map(|&d| {
+                    cal.offset_at(api, policy.name(), d)
+                        .unwrap_or(tuning.static_offset_ns)
+                })
+                .collect();
+            let res = sweep_cell(
+                &mut ps,
+                &plan.delays_ns,
+                &offsets,
+                plan.wakes,
+                &mut per_delay,
+                stop,
+            );
             match res {
                 Ok(()) => {}
                 Err(e) if is_stop(&e) => {}
@@ -550,12 +566,14 @@ fn sweep_policy(
 fn sweep_cell<W: OneShotWait>(
     ps: &mut PreciseSleep<W, PosixClock>,
     delays: &[u64],
+    offsets: &[u64],
     wakes: u64,
     bufs: &mut [Vec<Rec>],
     stop: &AtomicBool,
 ) -> io::Result<()> {
     for _ in 0..WARMUP_ROUNDS {
-        for &d in delays {
+        for (&d, &o) in delays.iter().zip(offsets) {
+            ps.set_static_offset(o);
             let t0 = sys::clock_ns(libc::CLOCK_MONOTONIC);
             ps.sleep_until(t0 + d)?;
         }
@@ -565,6 +583,7 @@ fn sweep_cell<W: OneShotWait>(
             if stop.load(Ordering::Relaxed) {
                 return Ok(());
             }
+            ps.set_static_offset(offsets[j]);
             let t0 = sys::clock_ns(libc::CLOCK_MONOTONIC);
             let w: Wake = ps.sleep_until(t0 + d)?;
             bufs[j].push(Rec {
