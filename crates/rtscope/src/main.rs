@@ -9,6 +9,7 @@
 // stdout goes through output::say (a closed pipe never panics).
 #![warn(clippy::print_stdout)]
 
+mod check;
 mod cli;
 mod error;
 mod experiment;
@@ -27,6 +28,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Cyclic(a) => experiment::cyclic::run(&a.options()?),
         Command::Ipc(a) => experiment::ipc::run(a),
+        Command::Check(a) => check::run(&a.plan()),
         Command::Report(a) => report::run_report(a),
         Command::Compare(a) => report::compare::run(a),
         Command::Import(s) => import::run(s),

@@ -1,5 +1,6 @@
 //! Sinks: each turns results into bytes for a person or another tool.
 
+pub mod check;
 pub mod clock;
 pub mod files;
 pub mod histogram;
