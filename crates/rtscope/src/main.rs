@@ -29,6 +29,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Cyclic(a) => experiment::cyclic::run(&a.options()?),
         Command::Ipc(a) => experiment::ipc::run(a),
         Command::Check(a) => check::run(&a.plan()),
+        Command::Noise(a) => experiment::noise::run(&a),
         Command::Report(a) => report::run_report(a),
         Command::Compare(a) => report::compare::run(a),
         Command::Import(s) => import::run(s),

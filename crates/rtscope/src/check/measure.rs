@@ -48,11 +48,7 @@ pub type IrqRate = (usize, f64, Vec<(String, f64)>);
 
 /// Interrupts per second on each of `cpus` over `window_ns`, with the top
 /// sources: (cpu, total/s, [(source, /s)]).
-pub fn irq_rates(
-    root: &Root,
-    cpus: &[usize],
-    window_ns: u64,
-) -> Vec<IrqRate> {
+pub fn irq_rates(root: &Root, cpus: &[usize], window_ns: u64) -> Vec<IrqRate> {
     let a = interrupt_counts(&root.read_raw("/proc/interrupts").unwrap_or_default());
     std::thread::sleep(std::time::Duration::from_nanos(window_ns));
     let b = interrupt_counts(&root.read_raw("/proc/interrupts").unwrap_or_default());

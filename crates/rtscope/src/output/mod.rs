@@ -8,6 +8,7 @@ pub mod ipc;
 pub mod live;
 pub mod loads;
 pub mod matrix;
+pub mod noise;
 pub mod period;
 pub mod summary;
 
