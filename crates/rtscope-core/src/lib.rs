@@ -5,6 +5,8 @@
 //! - [`cyclic`]: the periodic wake-up measurement loop and its wake methods
 //! - [`sample`]: the sample type and the wait-free rings to the aggregator
 //! - [`record`]: histogram, statistics, timeline, spikes
+//! - [`noise`]: OS noise, oslat's busy loop: gaps above a threshold
+//! - [`trace`]: private tracefs instances, raw event parsing, noise attribution
 //! - [`file`]: output files written atomically, or through for devices and FIFOs
 //! - [`result`]: the versioned result document
 //! - [`system`]: snapshot of the machine
@@ -19,6 +21,7 @@ pub mod clock;
 pub mod cyclic;
 pub mod file;
 pub mod named;
+pub mod noise;
 pub mod record;
 pub mod result;
 pub mod rt;
@@ -26,4 +29,5 @@ pub mod sample;
 pub mod sys;
 pub mod system;
 pub mod timer;
+pub mod trace;
 pub mod units;

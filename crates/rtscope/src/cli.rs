@@ -38,6 +38,10 @@ pub enum Command {
     Ipc(IpcArgs),
     /// Timer accuracy: sleep error per wait API and delay, compensation, beacon chains, timer service.
     Timer(TimerArgs),
+    /// Is this machine ready for real-time work? A readiness audit (changes nothing).
+    Check(CheckArgs),
+    /// OS noise: time stolen from a busy thread per CPU (oslat's method), attributed with --trace.
+    Noise(NoiseArgs),
     /// Turn result documents into one self-contained HTML report.
     Report(ReportArgs),
     /// Compare runs side by side (series matched by label), with confidence intervals.
@@ -764,6 +768,86 @@ pub struct TimerArgs {
     pub out: ResultArgs,
 }
 
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// The CPUs real-time work will run on, e.g. 2-3 (default: the isolated CPUs).
+    #[arg(short = 'a', long = "cpus", value_name = "LIST", value_parser = cpu_list)]
+    pub cpus: Option<CpuList>,
+
+    /// Write the audit as JSON (docs/check-schema.json) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Run short probes on the RT CPUs (IRQ rates, OS noise, cyclic) and attach their numbers.
+    #[arg(long)]
+    pub measure: bool,
+
+    /// How long each --measure probe runs (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = positive_duration_s,
+          requires = "measure")]
+    pub measure_time: u64,
+
+    /// Write the suggested fixes as a shell script to FILE, for review (never run by rtscope).
+    #[arg(long, value_name = "FILE")]
+    pub fix_script: Option<PathBuf>,
+
+    /// Read /proc and /sys under DIR instead of / (fake trees for tests and offline audits).
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+
+    /// No progress on stderr.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct NoiseArgs {
+    /// CPUs to measure, one busy thread each, e.g. 1 or 2-3 (default: the last online CPU).
+    #[arg(short = 'a', long = "cpus", value_name = "LIST", value_parser = cpu_list)]
+    pub cpus: Option<CpuList>,
+
+    /// How long to measure (s, m, h; a bare number is seconds).
+    #[arg(short = 'D', long, value_name = "DURATION", default_value = "10s",
+          value_parser = positive_duration_s)]
+    pub duration: u64,
+
+    /// Record every loop iteration at least this long as a gap (a bare number is microseconds).
+    #[arg(short = 'T', long, value_name = "DURATION", default_value = "1us",
+          value_parser = positive_duration_us)]
+    pub threshold: u64,
+
+    /// Attribute each gap to the IRQs, softirqs, threads and NMIs that ran in it
+    /// (kernel trace events in a private tracefs instance; needs root).
+    #[arg(long)]
+    pub trace: bool,
+
+    /// Per-CPU trace buffer with --trace, KiB.
+    #[arg(long, value_name = "KIB", default_value_t = 4096, requires = "trace",
+          value_parser = clap::value_parser!(u32).range(64..=1_048_576))]
+    pub trace_buffer_kb: u32,
+
+    /// The counter the loop reads (default: tsc where invariant, cntvct on aarch64, else monotonic).
+    #[arg(short = 's', long, value_name = "NAME", value_parser = source_name)]
+    pub source: Option<String>,
+
+    /// Calibrate the counter against CLOCK_MONOTONIC_RAW over this window (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = positive_duration_s)]
+    pub calibrate: u64,
+
+    /// Keep the N longest gaps per CPU (with their causes under --trace).
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub spikes: usize,
+
+    #[command(flatten)]
+    pub rt: RtArgs,
+
+    #[command(flatten)]
+    pub loads: LoadArgs,
+
+    #[command(flatten)]
+    pub out: ResultArgs,
+}
+
 impl TimerArgs {
     /// The options these arguments ask for.
     pub fn options(&self) -> anyhow::Result<crate::experiment::timer::TimerOptions> {
@@ -794,6 +878,21 @@ impl TimerArgs {
             load_cpus: self.loads.load_cpus.clone(),
             outputs: Outputs::from(&self.out),
         })
+    }
+}
+
+impl CheckArgs {
+    /// The plan these arguments ask for.
+    pub fn plan(&self) -> crate::check::CheckPlan {
+        crate::check::CheckPlan {
+            root: self.root.clone(),
+            cpus: self.cpus.clone(),
+            json: self.json.clone(),
+            measure: self.measure,
+            measure_ns: self.measure_time,
+            fix_script: self.fix_script.clone(),
+            quiet: self.quiet,
+        }
     }
 }
 

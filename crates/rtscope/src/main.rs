@@ -9,6 +9,7 @@
 // stdout goes through output::say (a closed pipe never panics).
 #![warn(clippy::print_stdout)]
 
+mod check;
 mod cli;
 mod error;
 mod experiment;
@@ -29,6 +30,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Ipc(a) if a.list => experiment::ipc::list(),
         Command::Ipc(a) if a.cleanup => experiment::ipc::cleanup(),
         Command::Ipc(a) => experiment::ipc::run(&a.options()?),
+        Command::Check(a) => check::run(&a.plan()),
+        Command::Noise(a) => experiment::noise::run(&a),
         Command::Report(a) => report::run_report(a),
         Command::Compare(a) => report::compare::run(a),
         Command::Import(s) => import::run(s),

@@ -15,6 +15,7 @@
 //! - `signal`: signal masks, waiting for and sending signals
 //! - `proc`: process identity, fork, exit, reaping, supervision
 //! - `info`: kernel and privilege facts (uname, rlimits, euid, kernel log)
+//! - `mount`: mounting tracefs for private trace instances; whether a pid is alive
 //! - `mem`: memory locking, anonymous mappings, the SIGSEGV fault handler
 //! - `ipc`: shared memory and the IPC primitives of `rtscope ipc`
 //! - `perf` (aarch64 only): perf events and their user page
@@ -22,6 +23,7 @@
 mod info;
 mod ipc;
 mod mem;
+mod mount;
 #[cfg(target_arch = "aarch64")]
 mod perf;
 mod proc;
@@ -34,6 +36,7 @@ mod wake;
 pub use info::*;
 pub use ipc::*;
 pub use mem::*;
+pub use mount::*;
 #[cfg(target_arch = "aarch64")]
 pub use perf::*;
 pub use proc::*;

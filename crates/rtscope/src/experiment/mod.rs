@@ -8,6 +8,7 @@ pub mod clock;
 pub mod cyclic;
 pub mod ipc;
 pub mod matrix;
+pub mod noise;
 pub mod period;
 pub mod run;
 pub mod timer;

@@ -1,5 +1,6 @@
 //! Sinks: each turns results into bytes for a person or another tool.
 
+pub mod check;
 pub mod clock;
 pub mod files;
 pub mod histogram;
@@ -7,6 +8,7 @@ pub mod ipc;
 pub mod live;
 pub mod loads;
 pub mod matrix;
+pub mod noise;
 pub mod period;
 pub mod progress;
 pub mod summary;

@@ -1,0 +1,375 @@
+//! OS noise, measured oslat's way: a thread reads a counter in a tight loop;
+//! whenever two consecutive readings are further apart than a threshold,
+//! something else ran on the CPU (an interrupt, a softirq, another thread,
+//! an NMI, the hypervisor) and the gap is recorded.
+//!
+//! The loop ([`busy_loop`]) does no allocation, takes no lock and makes no
+//! system call: read, subtract, compare, and for a gap push `(start, length)`
+//! in counter ticks into a preallocated wait-free ring (a full ring counts
+//! the gap as dropped). Every 1024 iterations it publishes its current
+//! reading (a relaxed store) so the aggregator knows up to when it has seen
+//! every gap, and looks at the stop flag.
+//!
+//! Ticks become CLOCK_MONOTONIC ns through a [`TickMap`]: pairs of (counter,
+//! CLOCK_MONOTONIC) readings taken by the aggregator during the run, so that
+//! gaps line up with kernel trace events stamped with the `mono` trace clock.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::clock::{with_counter, Counter, Scale, Source};
+
+/// One gap: the reading before it and its length, in counter ticks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Gap {
+    pub start: u64,
+    pub ticks: u64,
+}
+
+/// What the loop reports when it ends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoopTotals {
+    /// First and last readings.
+    pub first: u64,
+    pub last: u64,
+    /// Loop iterations (one counter read each).
+    pub iterations: u64,
+    /// The shortest iteration: the loop's own cost, in ticks.
+    pub min_ticks: u64,
+    /// Gaps at or above the threshold, and their summed length.
+    pub gaps: u64,
+    pub gap_ticks: u64,
+    /// The longest single iteration.
+    pub max_ticks: u64,
+    /// Gaps that did not fit in the ring (counted in the totals above).
+    pub dropped: u64,
+}
+
+/// The producer end of a gap ring.
+pub type GapProducer = rtrb::Producer<Gap>;
+/// The consumer end of a gap ring.
+pub type GapConsumer = rtrb::Consumer<Gap>;
+
+/// A gap ring of `capacity`, touched so that its memory is resident.
+pub fn gap_ring(capacity: usize) -> (GapProducer, GapConsumer) {
+    let (mut p, mut c) = rtrb::RingBuffer::new(capacity.max(16));
+    let mut n = 0;
+    while p.push(Gap::default()).is_ok() {
+        n += 1;
+    }
+    if let Ok(ch) = c.read_chunk(n) {
+        ch.commit_all();
+    }
+    (p, c)
+}
+
+/// The busy loop on counter `c` (`width_bits` wide): runs until `stop` is
+/// raised or `duration_ticks` have passed, pushing every iteration of at
+/// least `threshold_ticks` into `out`. `progress` receives the current
+/// reading every 1024 iterations.
+#[inline(never)]
+pub fn busy_loop<C: Counter>(
+    c: &C,
+    width_bits: u32,
+    threshold_ticks: u64,
+    duration_ticks: u64,
+    stop: &AtomicBool,
+    progress: &AtomicU64,
+    out: &mut GapProducer,
+) -> LoopTotals {
+    let mask = if width_bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width_bits) - 1
+    };
+    let first = c.read();
+    progress.store(first, Ordering::Relaxed);
+    let mut prev = first;
+    let mut t = LoopTotals {
+        first,
+        min_ticks: u64::MAX,
+        ..Default::default()
+    };
+    loop {
+        let now = c.read();
+        let d = now.wrapping_sub(prev) & mask;
+        t.iterations += 1;
+        if d < t.min_ticks {
+            t.min_ticks = d;
+        }
+        if d >= threshold_ticks {
+            t.gaps += 1;
+            t.gap_ticks += d;
+            if d > t.max_ticks {
+                t.max_ticks = d;
+            }
+            if out
+                .push(Gap {
+                    start: prev,
+                    ticks: d,
+                })
+                .is_err()
+            {
+                t.dropped += 1;
+            }
+        } else if d > t.max_ticks {
+            t.max_ticks = d;
+        }
+        prev = now;
+        if t.iterations & 1023 == 0 {
+            progress.store(now, Ordering::Release);
+            if stop.load(Ordering::Relaxed) || (now.wrapping_sub(first) & mask) >= duration_ticks {
+                break;
+            }
+        }
+    }
+    t.last = prev;
+    progress.store(prev, Ordering::Release);
+    if t.min_ticks == u64::MAX {
+        t.min_ticks = 0;
+    }
+    t
+}
+
+/// [`busy_loop`] on an opened [`Source`], compiled once per counter type.
+pub fn busy_loop_on(
+    src: &Source,
+    threshold_ticks: u64,
+    duration_ticks: u64,
+    stop: &AtomicBool,
+    progress: &AtomicU64,
+    out: &mut GapProducer,
+) -> LoopTotals {
+    let w = src.id().width_bits();
+    with_counter!(src, c => busy_loop(c, w, threshold_ticks, duration_ticks, stop, progress, out))
+}
+
+/// Counter ticks to CLOCK_MONOTONIC ns, from (ticks, ns) pairs read during
+/// the run: piecewise-linear between pairs, the calibrated scale outside.
+#[derive(Debug, Clone)]
+pub struct TickMap {
+    scale: Scale,
+    width_bits: u32,
+    pairs: Vec<(u64, u64)>,
+}
+
+impl TickMap {
+    pub fn new(scale: Scale, width_bits: u32) -> Self {
+        TickMap {
+            scale,
+            width_bits,
+            pairs: Vec::new(),
+        }
+    }
+
+    /// Adds a pair (they must come in time order).
+    pub fn push(&mut self, ticks: u64, mono_ns: u64) {
+        self.pairs.push((ticks, mono_ns));
+    }
+
+    /// Reads `src` and CLOCK_MONOTONIC back to back (the tighter of three
+    /// tries, counter read on both sides) and adds the pair.
+    pub fn sample(&mut self, src: &Source) {
+        let mut best: Option<(u64, u64, u64)> = None;
+        for _ in 0..3 {
+            let a = src.read();
+            let m = crate::sys::clock_ns(libc::CLOCK_MONOTONIC);
+            let b = src.read();
+            let w = crate::clock::delta(a, b, self.width_bits).max(0) as u64;
+            if best.is_none_or(|(bw, _, _)| w < bw) {
+                best = Some((w, a.wrapping_add(w / 2), m));
+            }
+        }
+        if let Some((_, t, m)) = best {
+            self.push(t, m);
+        }
+    }
+
+    /// The number of pairs.
+    pub fn len(&self) -> usize {
+        self.pairs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    /// A length in ticks as ns.
+    pub fn len_ns(&self, ticks: u64) -> u64 {
+        if self.pairs.len() >= 2 {
+            let (t0, m0) = self.pairs[0];
+            let (t1, m1) = self.pairs[self.pairs.len() - 1];
+            let dt = crate::clock::delta(t0, t1, self.width_bits);
+            if dt > 0 && m1 > m0 {
+                return ((ticks as u128 * (m1 - m0) as u128) / dt as u128) as u64;
+            }
+        }
+        self.scale.to_ns(ticks)
+    }
+
+    /// A reading as CLOCK_MONOTONIC ns.
+    pub fn to_mono(&self, ticks: u64) -> u64 {
+        let p = &self.pairs;
+        if p.is_empty() {
+            return self.scale.to_ns(ticks);
+        }
+        let d = |a: u64, b: u64| crate::clock::delta(a, b, self.width_bits);
+        // The last pair at or before `ticks` (pairs are in time order).
+        let i = p.partition_point(|&(t, _)| d(t, ticks) >= 0);
+        let (lo, hi) = match i {
+            0 => (p[0], p.get(1).copied()),
+            i if i >= p.len() => (p[p.len() - 1], None),
+            i => (p[i - 1], Some(p[i])),
+        };
+        let off = d(lo.0, ticks);
+        let ns = match hi {
+            Some(h) if d(lo.0, h.0) > 0 && off >= 0 => {
+                let span_t = d(lo.0, h.0) as i128;
+                let span_m = h.1 as i128 - lo.1 as i128;
+                (off as i128 * span_m / span_t) as i64
+            }
+            _ => {
+                if off >= 0 {
+                    self.len_ns(off as u64) as i64
+                } else {
+                    -(self.len_ns(off.unsigned_abs()) as i64)
+                }
+            }
+        };
+        (lo.1 as i64 + ns).max(0) as u64
+    }
+}
+
+/// oslat's histogram: every loop iteration in 1 µs buckets, bucket `us`
+/// holding iterations of `[us-1, us)` µs; the last bucket also holds longer
+/// ones. Built from the gap lengths (all iterations below the threshold
+/// count in bucket 1), so it needs a threshold of at most 1 µs.
+pub fn oslat_buckets(iterations: u64, gaps_ns: &[u64], buckets: usize) -> Vec<u64> {
+    let mut b = vec![0u64; buckets.max(1)];
+    let n = b.len();
+    for &g in gaps_ns {
+        let us = (g / 1000) as usize; // oslat: index = delta / counter_mhz
+        b[us.min(n - 1)] += 1;
+    }
+    b[0] += iterations.saturating_sub(gaps_ns.len() as u64);
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// A counter that returns scripted readings.
+    struct Script {
+        vals: Vec<u64>,
+        i: Cell<usize>,
+        stop_at: usize,
+    }
+    impl Counter for Script {
+        fn read(&self) -> u64 {
+            let i = self.i.get();
+            self.i.set(i + 1);
+            if i >= self.stop_at {
+                // Past the script: jump far ahead so the duration ends the loop.
+                return self.vals[self.vals.len() - 1] + 1_000_000 + 10 * i as u64;
+            }
+            self.vals[i.min(self.vals.len() - 1)]
+        }
+    }
+
+    #[test]
+    fn gaps_above_threshold_are_recorded() {
+        // Readings 10 ticks apart, with a 500-tick and a 100-tick jump.
+        let mut vals = Vec::new();
+        let mut t = 1000u64;
+        for i in 0..3000 {
+            t += match i {
+                100 => 500,
+                2000 => 100,
+                _ => 10,
+            };
+            vals.push(t);
+        }
+        let n = vals.len();
+        let c = Script {
+            vals,
+            i: Cell::new(0),
+            stop_at: n,
+        };
+        let (mut p, mut cons) = gap_ring(64);
+        let stop = AtomicBool::new(false);
+        let prog = AtomicU64::new(0);
+        let t = busy_loop(&c, 64, 100, 900_000, &stop, &prog, &mut p);
+        let mut gaps = Vec::new();
+        while let Ok(g) = cons.pop() {
+            gaps.push(g);
+        }
+        // The two jumps, then the final jump past the script that ends the loop.
+        assert_eq!(gaps[0].ticks, 500);
+        assert_eq!(gaps[1].ticks, 100);
+        assert_eq!(gaps[0].start, 1000 + 100 * 10);
+        assert_eq!(t.min_ticks, 10);
+        assert_eq!(t.gaps, gaps.len() as u64);
+        assert_eq!(t.dropped, 0);
+        assert!(t.iterations >= 3000);
+        assert_eq!(prog.load(Ordering::Relaxed), t.last);
+    }
+
+    #[test]
+    fn full_ring_drops_and_counts() {
+        let vals: Vec<u64> = (0..5000u64).map(|i| i * 1000).collect();
+        let c = Script {
+            vals,
+            i: Cell::new(0),
+            stop_at: 5000,
+        };
+        let (mut p, _cons) = gap_ring(16);
+        let t = busy_loop(
+            &c,
+            64,
+            1000,
+            10_000_000,
+            &AtomicBool::new(false),
+            &AtomicU64::new(0),
+            &mut p,
+        );
+        assert!(t.dropped > 0);
+        assert_eq!(t.gaps, t.dropped + 16);
+    }
+
+    #[test]
+    fn stop_flag_ends_the_loop() {
+        let c = crate::clock::Source::open(crate::clock::SourceId::Monotonic).unwrap();
+        let (mut p, _c) = gap_ring(1024);
+        let stop = AtomicBool::new(true);
+        let t = busy_loop_on(&c, u64::MAX, u64::MAX, &stop, &AtomicU64::new(0), &mut p);
+        assert_eq!(t.iterations, 1024);
+    }
+
+    #[test]
+    fn tick_map_interpolates() {
+        // 2 ticks per ns, monotonic offset 1_000_000.
+        let mut m = TickMap::new(Scale::from_hz(2e9), 64);
+        m.push(0, 1_000_000);
+        m.push(2_000_000, 2_000_000);
+        m.push(4_000_000, 3_000_000);
+        assert_eq!(m.to_mono(1_000_000), 1_500_000);
+        assert_eq!(m.to_mono(3_000_000), 2_500_000);
+        // Outside the pairs: the end-to-end rate.
+        assert_eq!(m.to_mono(6_000_000), 4_000_000);
+        assert_eq!(m.len_ns(2000), 1000);
+        // Without pairs: the scale.
+        let e = TickMap::new(Scale::from_hz(2e9), 64);
+        assert_eq!(e.len_ns(2000), 1000);
+    }
+
+    #[test]
+    fn oslat_bucket_layout() {
+        let b = oslat_buckets(100, &[1000, 1999, 2500, 40_000], 32);
+        assert_eq!(b[0], 96);
+        assert_eq!(b[1], 2);
+        assert_eq!(b[2], 1);
+        assert_eq!(b[31], 1);
+        assert_eq!(b.iter().sum::<u64>(), 100);
+    }
+}

@@ -1,0 +1,458 @@
+//! Attribution of OS-noise gaps to what ran during them, from one CPU's
+//! trace events.
+//!
+//! The events cut the CPU's time into segments; each segment belongs to the
+//! innermost context open at its start (an NMI, a hardware IRQ handler, a
+//! system vector such as the local timer, an hrtimer callback, a softirq) or,
+//! with none open, to the task running (`sched_switch`). A gap's time is the
+//! sum of the segments it overlaps, split by owner. Time the measuring thread
+//! itself owns inside a gap is kernel entry/exit work the events do not
+//! cover; a gap with no event at all is hardware or hypervisor noise (an SMI,
+//! a vCPU descheduled by the host).
+//!
+//! Streaming contract: gaps in time order, events in time order, and every
+//! gap that starts before an event's time pushed before that event (the
+//! caller holds events back to the loop's published progress).
+
+use std::collections::{BTreeMap, VecDeque};
+
+use super::event::{softirq_name, Decoder, Event, Kind};
+
+/// Who a stretch of CPU time belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Owner {
+    /// The measuring thread: inside a gap, kernel work no event covers.
+    Own,
+    Task(i32),
+    Irq(i32),
+    Softirq(u32),
+    Vector(u16),
+    Hrtimer(u64),
+    Nmi,
+    /// A gap with no kernel event: hardware or hypervisor.
+    Hardware,
+}
+
+impl Owner {
+    /// The kind, as the result document names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Owner::Own => "kernel",
+            Owner::Task(_) => "thread",
+            Owner::Irq(_) => "irq",
+            Owner::Softirq(_) => "softirq",
+            Owner::Vector(_) => "irq",
+            Owner::Hrtimer(_) => "hrtimer",
+            Owner::Nmi => "nmi",
+            Owner::Hardware => "hardware",
+        }
+    }
+
+    /// A readable name (`irq 11 virtio0`, `softirq TIMER`, `kworker/1:2[88]`).
+    pub fn name(&self, d: &Decoder, symbol: &dyn Fn(u64) -> Option<String>) -> String {
+        match *self {
+            Owner::Own => "untraced (kernel entry/exit, or the host)".into(),
+            Owner::Task(p) => format!("thread {}", d.task_name(p)),
+            Owner::Irq(n) => match d.irq_names.get(&n) {
+                Some(name) => format!("irq {n} {name}"),
+                None => format!("irq {n}"),
+            },
+            Owner::Softirq(v) => format!("softirq {}", softirq_name(v)),
+            Owner::Vector(v) => format!("irq {}", d.vector_name(v)),
+            Owner::Hrtimer(f) => match symbol(f) {
+                Some(s) => format!("hrtimer {s}"),
+                None => format!("hrtimer {f:#x}"),
+            },
+            Owner::Nmi => "nmi".into(),
+            Owner::Hardware => "hardware/hypervisor (no kernel event)".into(),
+        }
+    }
+}
+
+/// One gap, attributed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attributed {
+    pub start_ns: u64,
+    pub len_ns: u64,
+    /// Time per owner inside the gap, largest first (sums to the gap length).
+    pub parts: Vec<(Owner, u64)>,
+    /// Trace events inside the gap.
+    pub events: u32,
+}
+
+impl Attributed {
+    /// The owner of most of the gap.
+    pub fn main(&self) -> Owner {
+        self.parts.first().map_or(Owner::Hardware, |p| p.0)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Open {
+    start: u64,
+    end: u64,
+    parts: BTreeMap<Owner, u64>,
+    events: u32,
+}
+
+/// Per-owner totals over a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Gaps where this owner had the largest share.
+    pub gaps_main: u64,
+    /// Gaps it took part in.
+    pub gaps: u64,
+    /// Its time inside gaps, ns.
+    pub total_ns: u64,
+    /// Its largest share of one gap, ns.
+    pub max_ns: u64,
+}
+
+/// The streaming attributor of one CPU.
+#[derive(Debug, Clone)]
+pub struct Attributor {
+    own_pid: i32,
+    stack: Vec<Owner>,
+    current: Option<i32>,
+    last: u64,
+    pending: VecDeque<Open>,
+    /// Totals per owner.
+    pub tally: BTreeMap<Owner, Tally>,
+    /// Gaps attributed so far.
+    pub gaps: u64,
+    worst: Vec<Attributed>,
+    keep: usize,
+}
+
+const MAX_DEPTH: usize = 16;
+
+impl Attributor {
+    /// For the thread `own_pid`, whose loop started at `start_ns`; keeps the
+    /// `keep` longest gaps with their breakdown.
+    pub fn new(own_pid: i32, start_ns: u64, keep: usize) -> Self {
+        Attributor {
+            own_pid,
+            stack: Vec::new(),
+            current: None,
+            last: start_ns,
+            pending: VecDeque::new(),
+            tally: BTreeMap::new(),
+            gaps: 0,
+            worst: Vec::new(),
+            keep,
+        }
+    }
+
+    fn owner(&self) -> Owner {
+        match (self.stack.last(), self.current) {
+            (Some(o), _) => *o,
+            (None, Some(p)) if p != self.own_pid => Owner::Task(p),
+            _ => Owner::Own,
+        }
+    }
+
+    /// A gap of the loop (CLOCK_MONOTONIC ns).
+    pub fn gap(&mut self, start_ns: u64, len_ns: u64) {
+        self.pending.push_back(Open {
+            start: start_ns,
+            end: start_ns + len_ns,
+            parts: BTreeMap::new(),
+            events: 0,
+        });
+    }
+
+    /// Credits `[self.last, to)` to `owner`, and finishes the gaps that end by `to`.
+    fn credit(&mut self, to: u64, owner: Owner) {
+        if to > self.last {
+            for g in self.pending.iter_mut() {
+                if g.start >= to {
+                    break;
+                }
+                let a = g.start.max(self.last);
+                let b = g.end.min(to);
+                if b > a {
+                    *g.parts.entry(owner).or_default() += b - a;
+                }
+            }
+            self.last = to;
+        }
+        while self.pending.front().is_some_and(|g| g.end <= self.last) {
+            let g = self.pending.pop_front().expect("front exists");
+            self.finish_gap(g);
+        }
+    }
+
+    fn finish_gap(&mut self, g: Open) {
+        let len = g.end - g.start;
+        let mut parts: Vec<(Owner, u64)> = if g.events == 0 {
+            vec![(Owner::Hardware, len)]
+        } else {
+            let mut v: Vec<(Owner, u64)> = g.parts.into_iter().filter(|p| p.1 > 0).collect();
+            let covered: u64 = v.iter().map(|p| p.1).sum();
+            if covered < len {
+                match v.iter_mut().find(|p| p.0 == Owner::Own) {
+                    Some(p) => p.1 += len - covered,
+                    None => v.push((Owner::Own, len - covered)),
+                }
+            }
+            v
+        };
+        parts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        self.gaps += 1;
+        for (i, (o, ns)) in parts.iter().enumerate() {
+            let t = self.tally.entry(*o).or_default();
+            t.gaps += 1;
+            t.total_ns += ns;
+            t.max_ns = t.max_ns.max(*ns);
+            if i == 0 {
+                t.gaps_main += 1;
+            }
+        }
+        let a = Attributed {
+            start_ns: g.start,
+            len_ns: len,
+            parts,
+            events: g.events,
+        };
+        if self.keep > 0 {
+            if self.worst.len() < self.keep {
+                self.worst.push(a);
+            } else if let Some((i, w)) = self.worst.iter().enumerate().min_by_key(|(_, w)| w.len_ns)
+            {
+                if a.len_ns > w.len_ns {
+                    self.worst[i] = a;
+                }
+            }
+        }
+    }
+
+    /// One event of this CPU.
+    pub fn event(&mut self, e: &Event) {
+        let ts = e.ts.max(self.last);
+        let owner = self.owner();
+        if let Kind::Nmi { delta_ns } = e.kind {
+            // Reported at its end: the NMI took [ts - delta, ts).
+            let from = ts.saturating_sub(delta_ns).max(self.last);
+            self.credit(from, owner);
+            self.count_event(ts);
+            self.credit(ts, Owner::Nmi);
+            return;
+        }
+        self.credit(ts, owner);
+        self.count_event(ts);
+        match e.kind {
+            Kind::IrqEntry { irq } => self.push(Owner::Irq(irq)),
+            Kind::IrqExit { irq } => self.pop(Owner::Irq(irq)),
+            Kind::SoftirqEntry { vec } => self.push(Owner::Softirq(vec)),
+            Kind::SoftirqExit { vec } => self.pop(Owner::Softirq(vec)),
+            Kind::VectorEntry { vector } => self.push(Owner::Vector(vector)),
+            Kind::VectorExit { vector } => self.pop(Owner::Vector(vector)),
+            Kind::HrtimerEntry { function, .. } => self.push(Owner::Hrtimer(function)),
+            Kind::HrtimerExit => {
+                if let Some(i) = self
+                    .stack
+                    .iter()
+                    .rposition(|o| matches!(o, Owner::Hrtimer(_)))
+                {
+                    self.stack.truncate(i);
+                }
+            }
+            Kind::Switch { next_pid, .. } => {
+                // A switch happens in task context: whatever is open was missed.
+                self.stack.clear();
+                self.current = Some(next_pid);
+            }
+            _ => {}
+        }
+    }
+
+    fn count_event(&mut self, ts: u64) {
+        for g in self.pending.iter_mut() {
+            if g.start > ts {
+                break;
+            }
+            if ts <= g.end {
+                g.events += 1;
+            }
+        }
+    }
+
+    fn push(&mut self, o: Owner) {
+        if self.stack.len() >= MAX_DEPTH {
+            self.stack.clear();
+        }
+        self.stack.push(o);
+    }
+
+    fn pop(&mut self, o: Owner) {
+        // Tolerates lost entries: pop down to the matching context, if open.
+        if let Some(i) = self.stack.iter().rposition(|x| *x == o) {
+            self.stack.truncate(i);
+        }
+    }
+
+    /// Events were lost: the open contexts are unknown from here.
+    pub fn lost(&mut self) {
+        self.stack.clear();
+    }
+
+    /// Time up to which events have been fed (for the caller's bookkeeping).
+    pub fn last_ns(&self) -> u64 {
+        self.last
+    }
+
+    /// Ends the stream at `end_ns`: the remaining gaps are credited to the
+    /// current owner up to their end.
+    pub fn finish(&mut self, end_ns: u64) {
+        let end = self.pending.back().map_or(end_ns, |g| g.end.max(end_ns));
+        let o = self.owner();
+        self.credit(end, o);
+    }
+
+    /// The longest gaps kept, longest first.
+    pub fn worst(&self) -> Vec<Attributed> {
+        let mut w = self.worst.clone();
+        w.sort_by(|a, b| b.len_ns.cmp(&a.len_ns).then(a.start_ns.cmp(&b.start_ns)));
+        w
+    }
+
+    /// The owners by total time, largest first.
+    pub fn top(&self) -> Vec<(Owner, Tally)> {
+        let mut v: Vec<(Owner, Tally)> = self.tally.iter().map(|(o, t)| (*o, *t)).collect();
+        v.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OWN: i32 = 100;
+
+    fn ev(ts: u64, kind: Kind) -> Event {
+        Event {
+            ts,
+            cpu: 1,
+            pid: OWN,
+            kind,
+        }
+    }
+
+    #[test]
+    fn irq_softirq_and_thread_time_is_split() {
+        let mut a = Attributor::new(OWN, 0, 4);
+        // Gap 1: [1000, 6000): entry overhead 200, irq 11 for 1800, TIMER softirq 2000, exit 1000.
+        a.gap(1000, 5000);
+        // Gap 2: [10_000, 30_000): a switch to pid 7 for 18 µs.
+        a.gap(10_000, 20_000);
+        // Gap 3: [40_000, 42_000): nothing in the trace.
+        a.gap(40_000, 2_000);
+        for e in [
+            ev(1200, Kind::IrqEntry { irq: 11 }),
+            ev(3000, Kind::IrqExit { irq: 11 }),
+            ev(3000, Kind::SoftirqEntry { vec: 1 }),
+            ev(5000, Kind::SoftirqExit { vec: 1 }),
+            ev(
+                11_000,
+                Kind::Switch {
+                    prev_pid: OWN,
+                    next_pid: 7,
+                },
+            ),
+            ev(
+                29_000,
+                Kind::Switch {
+                    prev_pid: 7,
+                    next_pid: OWN,
+                },
+            ),
+        ] {
+            a.event(&e);
+        }
+        a.finish(50_000);
+        assert_eq!(a.gaps, 3);
+        let w = a.worst();
+        assert_eq!(w[0].len_ns, 20_000);
+        assert_eq!(
+            w[0].parts,
+            vec![(Owner::Task(7), 18_000), (Owner::Own, 2_000)]
+        );
+        assert_eq!(w[1].len_ns, 5_000);
+        assert_eq!(
+            w[1].parts,
+            vec![
+                (Owner::Softirq(1), 2000),
+                (Owner::Irq(11), 1800),
+                (Owner::Own, 1200)
+            ]
+        );
+        assert_eq!(w[2].parts, vec![(Owner::Hardware, 2000)]);
+        assert_eq!(w[2].events, 0);
+        let t = &a.tally;
+        assert_eq!(t[&Owner::Task(7)].gaps_main, 1);
+        assert_eq!(t[&Owner::Hardware].total_ns, 2000);
+        assert_eq!(t[&Owner::Irq(11)].max_ns, 1800);
+        // Every gap's parts sum to its length.
+        for g in &w {
+            assert_eq!(g.parts.iter().map(|p| p.1).sum::<u64>(), g.len_ns);
+        }
+    }
+
+    #[test]
+    fn nested_contexts_and_nmi() {
+        let mut a = Attributor::new(OWN, 0, 4);
+        a.gap(0, 10_000);
+        for e in [
+            ev(500, Kind::VectorEntry { vector: 0 }),
+            ev(
+                1000,
+                Kind::HrtimerEntry {
+                    function: 0xffff,
+                    now: 1000,
+                },
+            ),
+            ev(4000, Kind::Nmi { delta_ns: 1000 }), // NMI [3000, 4000) inside the hrtimer
+            ev(5000, Kind::HrtimerExit),
+            ev(6000, Kind::VectorExit { vector: 0 }),
+        ] {
+            a.event(&e);
+        }
+        a.finish(20_000);
+        let w = a.worst();
+        assert_eq!(
+            w[0].parts,
+            vec![
+                (Owner::Own, 4500),
+                (Owner::Hrtimer(0xffff), 3000),
+                (Owner::Vector(0), 1500),
+                (Owner::Nmi, 1000)
+            ]
+        );
+    }
+
+    #[test]
+    fn lost_exit_does_not_stick() {
+        let mut a = Attributor::new(OWN, 0, 2);
+        a.gap(0, 1000);
+        a.gap(5000, 1000);
+        a.event(&ev(100, Kind::IrqEntry { irq: 3 }));
+        // The exit was lost; a switch resets the context stack.
+        a.event(&ev(
+            2000,
+            Kind::Switch {
+                prev_pid: 9,
+                next_pid: OWN,
+            },
+        ));
+        a.event(&ev(5500, Kind::SoftirqEntry { vec: 9 }));
+        a.event(&ev(5600, Kind::SoftirqExit { vec: 9 }));
+        a.finish(10_000);
+        let w = a.worst();
+        let second = w.iter().find(|g| g.start_ns == 5000).unwrap();
+        assert_eq!(
+            second.parts,
+            vec![(Owner::Own, 900), (Owner::Softirq(9), 100)]
+        );
+    }
+}

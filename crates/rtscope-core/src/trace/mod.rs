@@ -1,0 +1,375 @@
+//! Kernel trace events through a private tracefs instance, never touching
+//! the machine's global tracing state.
+//!
+//! [`Instance::open`] finds tracefs (or mounts it in a temporary directory of
+//! its own), removes instances left by killed rtscope runs (`rtscope-<pid>-*`
+//! whose pid is gone), creates `instances/rtscope-<pid>-<n>`, sets its trace
+//! clock to `mono` (CLOCK_MONOTONIC, so events line up with rtscope's
+//! timestamps), its buffer size and CPU mask, and enables the chosen events
+//! in it only. [`Instance::read`] drains the per-CPU `trace_pipe_raw` files
+//! without blocking (call it from the aggregator, never from an RT thread)
+//! and decodes the records ([`raw`], [`event`]). Dropping the instance closes
+//! the pipes, removes the instance directory and unmounts what it mounted:
+//! on every exit path that unwinds (errors, panics, a stop signal ending the
+//! run). A run killed outright leaves the instance behind; the next run
+//! removes it.
+//!
+//! [`attrib`] turns the events of a CPU into the causes of OS-noise gaps.
+
+pub mod attrib;
+pub mod event;
+pub mod format;
+pub mod raw;
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+pub use event::{Decoder, Event, Kind};
+use format::PageLayout;
+
+/// Why tracing could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("tracefs is not available: {0}")]
+    NoTracefs(String),
+    #[error("cannot create a trace instance in {0}: {1}")]
+    Instance(PathBuf, io::Error),
+    #[error("{0}: {1}")]
+    Setting(PathBuf, io::Error),
+    #[error("none of the requested trace events exists on this kernel")]
+    NoEvents,
+}
+
+/// What to trace.
+#[derive(Debug, Clone)]
+pub struct TraceConfig {
+    /// CPUs to trace (the instance's `tracing_cpumask`).
+    pub cpus: Vec<usize>,
+    /// Events as `system/name`; `system/*` stands for every `*_entry` and
+    /// `*_exit` event of the system.
+    pub events: Vec<String>,
+    /// Per-CPU buffer, KiB.
+    pub buffer_kb: u32,
+}
+
+impl TraceConfig {
+    /// The events that explain OS noise: interrupts, softirqs, system vectors
+    /// (x86, `irq_vectors/*`: every entry/exit pair this kernel has), NMIs,
+    /// context switches and hrtimer callbacks.
+    pub fn noise_events() -> Vec<String> {
+        [
+            "irq/irq_handler_entry",
+            "irq/irq_handler_exit",
+            "irq/softirq_entry",
+            "irq/softirq_exit",
+            "irq_vectors/*",
+            "sched/sched_switch",
+            "nmi/nmi_handler",
+            "timer/hrtimer_expire_entry",
+            "timer/hrtimer_expire_exit",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    }
+}
+
+/// `system/*` expanded to the system's entry/exit events; other names as they are.
+fn expand(root: &Path, ev: &str) -> Vec<String> {
+    let Some(sys) = ev.strip_suffix("/*") else {
+        return vec![ev.to_string()];
+    };
+    let mut names: Vec<String> = std::fs::read_dir(root.join("events").join(sys))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with("_entry") || n.ends_with("_exit"))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names.into_iter().map(|n| format!("{sys}/{n}")).collect()
+}
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// A tracefs this process mounted (unmounted on drop).
+struct OwnMount {
+    dir: tempfile::TempDir,
+}
+
+impl Drop for OwnMount {
+    fn drop(&mut self) {
+        let _ = crate::sys::unmount(self.dir.path());
+    }
+}
+
+/// Where tracefs is mounted, from `/proc/self/mountinfo`.
+pub fn find_tracefs() -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mut debugfs = None;
+    for l in text.lines() {
+        let (pre, post) = l.split_once(" - ")?;
+        let fstype = post.split_whitespace().next()?;
+        let mnt = pre.split_whitespace().nth(4)?;
+        let p = PathBuf::from(mnt.replace("\\040", " "));
+        if fstype == "tracefs" && p.join("instances").is_dir() {
+            return Some(p);
+        }
+        if fstype == "debugfs" && p.join("tracing/instances").is_dir() {
+            debugfs = Some(p.join("tracing"));
+        }
+    }
+    debugfs
+}
+
+/// A private trace instance; removed on drop.
+pub struct Instance {
+    readers: Vec<(u32, File)>,
+    dir: PathBuf,
+    root: PathBuf,
+    layout: PageLayout,
+    page: Vec<u8>,
+    /// The decoder (IRQ and task names seen so far).
+    pub decoder: Decoder,
+    /// The events enabled, and those asked for that this kernel lacks.
+    pub enabled: Vec<String>,
+    pub missing: Vec<String>,
+    /// Pages that said events were lost before them, and the count where known.
+    pub lost_pages: u64,
+    pub lost_events: u64,
+    /// Events decoded.
+    pub events: u64,
+    /// Whether rtscope mounted tracefs for this instance.
+    pub mounted: bool,
+    _mount: Option<OwnMount>,
+}
+
+fn write_setting(p: &Path, v: &str) -> Result<(), TraceError> {
+    OpenOptions::new()
+        .write(true)
+        .open(p)
+        .and_then(|mut f| f.write_all(v.as_bytes()))
+        .map_err(|e| TraceError::Setting(p.to_path_buf(), e))
+}
+
+/// A CPU list as a `tracing_cpumask` value (32-bit words, comma-separated).
+pub fn cpumask(cpus: &[usize]) -> String {
+    let max = cpus.iter().copied().max().unwrap_or(0);
+    let mut words = vec![0u32; max / 32 + 1];
+    for &c in cpus {
+        words[c / 32] |= 1 << (c % 32);
+    }
+    words
+        .iter()
+        .rev()
+        .map(|w| format!("{w:x}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Removes instances of rtscope runs whose process is gone; returns their names.
+pub fn remove_stale(root: &Path) -> Vec<String> {
+    let mut removed = Vec::new();
+    let Ok(rd) = std::fs::read_dir(root.join("instances")) else {
+        return removed;
+    };
+    for e in rd.filter_map(|e| e.ok()) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix("rtscope-") else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        if !crate::sys::pid_alive(pid) && std::fs::remove_dir(e.path()).is_ok() {
+            removed.push(name);
+        }
+    }
+    removed
+}
+
+impl Instance {
+    /// Sets up the instance and starts tracing.
+    pub fn open(cfg: &TraceConfig) -> Result<Instance, TraceError> {
+        let (root, mount) = match find_tracefs() {
+            Some(r) => (r, None),
+            None => {
+                let dir = tempfile::Builder::new()
+                    .prefix("rtscope-tracefs-")
+                    .tempdir()
+                    .map_err(|e| TraceError::NoTracefs(format!("temporary directory: {e}")))?;
+                crate::sys::mount_tracefs(dir.path()).map_err(|e| {
+                    TraceError::NoTracefs(format!(
+                        "not mounted, and mounting it failed ({e}; root or CAP_SYS_ADMIN needed)"
+                    ))
+                })?;
+                (dir.path().to_path_buf(), Some(OwnMount { dir }))
+            }
+        };
+        remove_stale(&root);
+        let name = format!(
+            "rtscope-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let dir = root.join("instances").join(&name);
+        std::fs::create_dir(&dir).map_err(|e| TraceError::Instance(root.join("instances"), e))?;
+        let layout = std::fs::read_to_string(root.join("events/header_page"))
+            .ok()
+            .and_then(|t| format::parse_header_page(&t))
+            .unwrap_or_default();
+        let page_size = std::fs::read_to_string(dir.join("buffer_subbuf_size_kb"))
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .map_or(4096, |k| (k * 1024).max(4096));
+        let mut inst = Instance {
+            readers: Vec::new(),
+            dir,
+            root: root.clone(),
+            layout,
+            page: vec![0; page_size],
+            decoder: Decoder::default(),
+            enabled: Vec::new(),
+            missing: Vec::new(),
+            lost_pages: 0,
+            lost_events: 0,
+            events: 0,
+            mounted: mount.is_some(),
+            _mount: mount,
+        };
+        // From here on, an error drops `inst`, which removes the instance.
+        write_setting(&inst.dir.join("tracing_on"), "0")?;
+        write_setting(&inst.dir.join("trace_clock"), "mono")?;
+        write_setting(
+            &inst.dir.join("buffer_size_kb"),
+            &cfg.buffer_kb.max(64).to_string(),
+        )?;
+        if !cfg.cpus.is_empty() {
+            write_setting(&inst.dir.join("tracing_cpumask"), &cpumask(&cfg.cpus))?;
+        }
+        let events: Vec<String> = cfg.events.iter().flat_map(|e| expand(&root, e)).collect();
+        for ev in &events {
+            let Some((sys, name)) = ev.split_once('/') else {
+                continue;
+            };
+            let fmt =
+                std::fs::read_to_string(root.join("events").join(sys).join(name).join("format"))
+                    .ok()
+                    .and_then(|t| format::parse_format(&t));
+            let Some(fmt) = fmt else {
+                inst.missing.push(ev.clone());
+                continue;
+            };
+            if !inst.decoder.add(sys, &fmt) {
+                inst.missing.push(ev.clone());
+                continue;
+            }
+            write_setting(
+                &inst.dir.join("events").join(sys).join(name).join("enable"),
+                "1",
+            )?;
+            inst.enabled.push(ev.clone());
+        }
+        if inst.enabled.is_empty() {
+            return Err(TraceError::NoEvents);
+        }
+        let cpus: Vec<usize> = if cfg.cpus.is_empty() {
+            crate::units::online_cpus()
+        } else {
+            cfg.cpus.clone()
+        };
+        for c in cpus {
+            let p = inst.dir.join(format!("per_cpu/cpu{c}/trace_pipe_raw"));
+            let f = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&p)
+                .map_err(|e| TraceError::Setting(p.clone(), e))?;
+            inst.readers.push((c as u32, f));
+        }
+        write_setting(&inst.dir.join("tracing_on"), "1")?;
+        Ok(inst)
+    }
+
+    /// The tracefs root this instance lives in.
+    pub fn tracefs(&self) -> &Path {
+        &self.root
+    }
+
+    /// The instance's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Stops recording (the buffered events can still be read).
+    pub fn stop(&self) {
+        let _ = write_setting(&self.dir.join("tracing_on"), "0");
+    }
+
+    /// Reads every page available now, without blocking, and calls `f` for
+    /// each decoded event (per CPU in time order). Returns the number of events.
+    pub fn read(&mut self, mut f: impl FnMut(&Event)) -> usize {
+        let mut n = 0;
+        for i in 0..self.readers.len() {
+            let cpu = self.readers[i].0;
+            // Bounded: a CPU producing faster than we read cannot keep us here.
+            for _ in 0..4096 {
+                let got = match self.readers[i].1.read(&mut self.page) {
+                    Ok(0) => break,
+                    Ok(k) => k,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                };
+                let page = &self.page[..got];
+                let dec = &mut self.decoder;
+                let mut evs = Vec::new();
+                let info = raw::parse_page(page, &self.layout, |r| {
+                    if let Some(e) = dec.decode(cpu, r.ts, r.data) {
+                        evs.push(e);
+                    }
+                });
+                if info.missed {
+                    self.lost_pages += 1;
+                    self.lost_events += info.missed_count.unwrap_or(0);
+                }
+                for e in &evs {
+                    f(e);
+                }
+                n += evs.len();
+            }
+        }
+        self.events += n as u64;
+        n
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        self.stop();
+        // The pipes must be closed before the instance can be removed.
+        self.readers.clear();
+        for _ in 0..50 {
+            match std::fs::remove_dir(&self.dir) {
+                Ok(()) => break,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => break,
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks() {
+        assert_eq!(cpumask(&[0]), "1");
+        assert_eq!(cpumask(&[1, 3]), "a");
+        assert_eq!(cpumask(&[0, 32]), "1,1");
+    }
+}

@@ -1,0 +1,128 @@
+//! `--measure`: short probes on the RT CPUs whose numbers are attached to the
+//! checks they bear on, so that "isolated CPU 3 still sees 4,000 IRQs/s" is
+//! measured, not assumed.
+
+use anyhow::Result;
+
+use super::checks::Check;
+use super::{Facts, Root};
+
+/// Per-CPU interrupt counts from `/proc/interrupts`: (source, counts per CPU column).
+pub fn interrupt_counts(text: &str) -> Vec<(String, Vec<u64>)> {
+    let mut lines = text.lines();
+    let ncpu = lines
+        .next()
+        .map(|h| {
+            h.split_whitespace()
+                .filter(|w| w.starts_with("CPU"))
+                .count()
+        })
+        .unwrap_or(0);
+    let mut v = Vec::new();
+    for l in lines {
+        let Some((k, rest)) = l.split_once(':') else {
+            continue;
+        };
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        let counts: Vec<u64> = words
+            .iter()
+            .take(ncpu)
+            .map_while(|w| w.parse().ok())
+            .collect();
+        if counts.is_empty() {
+            continue;
+        }
+        let k = k.trim();
+        let name = if k.chars().all(|c| c.is_ascii_digit()) {
+            format!("{k} {}", words.last().unwrap_or(&""))
+        } else {
+            k.to_string()
+        };
+        v.push((name, counts));
+    }
+    v
+}
+
+/// A CPU's interrupt rate: (cpu, total per second, top sources per second).
+pub type IrqRate = (usize, f64, Vec<(String, f64)>);
+
+/// Interrupts per second on each of `cpus` over `window_ns`, with the top
+/// sources: (cpu, total/s, [(source, /s)]).
+pub fn irq_rates(root: &Root, cpus: &[usize], window_ns: u64) -> Vec<IrqRate> {
+    let a = interrupt_counts(&root.read_raw("/proc/interrupts").unwrap_or_default());
+    std::thread::sleep(std::time::Duration::from_nanos(window_ns));
+    let b = interrupt_counts(&root.read_raw("/proc/interrupts").unwrap_or_default());
+    let secs = window_ns as f64 / 1e9;
+    cpus.iter()
+        .map(|&c| {
+            let mut per: Vec<(String, f64)> = b
+                .iter()
+                .filter_map(|(name, cb)| {
+                    let before = a
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .and_then(|(_, ca)| ca.get(c))
+                        .copied()
+                        .unwrap_or(0);
+                    let d = cb.get(c)?.saturating_sub(before);
+                    (d > 0).then(|| (name.clone(), d as f64 / secs))
+                })
+                .collect();
+            per.sort_by(|x, y| y.1.total_cmp(&x.1));
+            let total = per.iter().map(|p| p.1).sum();
+            per.truncate(4);
+            (c, total, per)
+        })
+        .collect()
+}
+
+/// Runs the probes and attaches their numbers to the checks.
+pub fn attach(
+    root: &Root,
+    facts: &Facts,
+    checks: &mut [Check],
+    window_ns: u64,
+    quiet: bool,
+) -> Result<()> {
+    let cpus = probe_cpus(facts);
+    if !quiet {
+        eprintln!(
+            "rtscope check --measure: {} of IRQ counting on CPUs {}",
+            rtscope_core::units::format_ns(window_ns),
+            rtscope_core::units::format_cpu_list(&cpus)
+        );
+    }
+    let rates = irq_rates(root, &cpus, window_ns);
+    let text: Vec<String> = rates
+        .iter()
+        .map(|(c, total, top)| {
+            format!(
+                "CPU {c}: {total:.0} IRQs/s ({})",
+                top.iter()
+                    .map(|(n, r)| format!("{} {r:.0}/s", n.trim()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .collect();
+    set(checks, "irq-affinity", text.join("; "));
+    Ok(())
+}
+
+/// The CPUs probes run on: the targets, else the last online CPU.
+pub fn probe_cpus(f: &Facts) -> Vec<usize> {
+    if !f.targets.is_empty() {
+        f.targets.clone()
+    } else {
+        f.online.last().copied().into_iter().collect()
+    }
+}
+
+pub(super) fn set(checks: &mut [Check], id: &str, m: String) {
+    if let Some(c) = checks.iter_mut().find(|c| c.id == id) {
+        c.measured = Some(match c.measured.take() {
+            Some(old) => format!("{old}; {m}"),
+            None => m,
+        });
+    }
+}

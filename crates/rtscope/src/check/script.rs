@@ -1,0 +1,88 @@
+//! `--fix-script FILE`: the suggested fixes as a shell script for a person to
+//! review and run. rtscope never runs it. Runtime fixes are commands (each
+//! behind its check's comment); boot-time fixes are kernel parameters,
+//! listed as comments because where they go depends on the boot loader.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::checks::Status;
+use super::{CheckReport, Facts};
+
+/// The script's text.
+pub fn render(rep: &CheckReport, facts: &Facts) -> String {
+    let mut s = String::new();
+    s.push_str("#!/bin/sh\n");
+    s.push_str(
+        "# Written by `rtscope check --fix-script`: the fixes it suggests for this machine.\n",
+    );
+    s.push_str("# REVIEW EVERY LINE BEFORE RUNNING IT. rtscope has changed nothing.\n");
+    s.push_str(&format!(
+        "# Kernel {} ({}), {}, CPUs {}, RT CPUs: {} ({}).\n",
+        rep.kernel.release,
+        rep.kernel.preemption_model,
+        rep.arch,
+        rep.online_cpus,
+        facts.targets_text(),
+        facts.targets_from
+    ));
+    s.push_str("# Runtime settings below last until reboot; persist sysctls in /etc/sysctl.d/.\n");
+    s.push_str("set -u\n");
+    let mut params: Vec<String> = Vec::new();
+    let mut any = false;
+    for c in &rep.checks {
+        if !matches!(c.status, Status::Warn | Status::Fail) {
+            continue;
+        }
+        for p in &c.kernel_params {
+            let key = p.split('=').next().unwrap_or(p);
+            if !params.iter().any(|q| q.split('=').next() == Some(key)) {
+                params.push(p.clone());
+            }
+        }
+        if c.commands.is_empty() {
+            continue;
+        }
+        any = true;
+        s.push_str(&format!(
+            "\n# [{}] {}: {}\n#   {}\n",
+            c.status.name(),
+            c.id,
+            one_line(&c.found),
+            one_line(&c.why)
+        ));
+        for cmd in &c.commands {
+            s.push_str(cmd);
+            s.push('\n');
+        }
+    }
+    if !any {
+        s.push_str("\n# No runtime fix to apply.\n");
+    }
+    if params.is_empty() {
+        s.push_str("\n# No kernel parameter to add.\n");
+    } else {
+        s.push_str("\n# Boot-time fixes: kernel parameters (not applied by this script).\n");
+        s.push_str(&format!("#   {}\n", facts.bootloader_hint()));
+        s.push_str(&format!("#   {}\n", params.join(" ")));
+    }
+    s.push_str("\necho 'done: run rtscope check again to see the result'\n");
+    s
+}
+
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\r'], " ")
+}
+
+/// Writes the script, executable by its owner.
+pub fn write(path: &Path, text: &str) -> std::io::Result<()> {
+    rtscope_core::file::write_atomic(path, text.as_bytes())?;
+    if path.is_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let mut perm = std::fs::metadata(path)?.permissions();
+        perm.set_mode(0o755);
+        std::fs::set_permissions(path, perm)?;
+    }
+    let _ = std::io::stdout().flush();
+    Ok(())
+}

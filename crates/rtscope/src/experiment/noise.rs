@@ -1,0 +1,497 @@
+//! `rtscope noise`: OS noise per CPU, oslat's method. A thread per CPU
+//! (SCHED_FIFO by default) reads the cycle counter in a tight loop
+//! ([`rtscope_core::noise::busy_loop`]) and records every iteration longer
+//! than `--threshold` as a gap; the aggregator turns gaps into CLOCK_MONOTONIC
+//! ns, records them (HDR histogram, timeline, worst gaps) and, with
+//! `--trace`, attributes each gap to the IRQs, softirqs, threads and NMIs
+//! whose kernel events fall inside it (a private tracefs instance,
+//! [`rtscope_core::trace`]). Gaps without any kernel event are hardware or
+//! hypervisor noise.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+
+use anyhow::{anyhow, Result};
+use serde::Serialize;
+use serde_json::json;
+
+use rtscope_core::clock::{open_calibrated, SourceId};
+use rtscope_core::noise::{busy_loop_on, gap_ring, oslat_buckets, LoopTotals, TickMap};
+use rtscope_core::record::SeriesRecorder;
+use rtscope_core::result::{EndReason, Series};
+use rtscope_core::sample::Sample;
+use rtscope_core::trace::attrib::{Attributor, Owner};
+use rtscope_core::trace::{Event, Instance, TraceConfig};
+use rtscope_core::units::{format_cpu_list, format_ns, online_cpus};
+
+use super::run::{self, Finished, Outputs, RtChoice, RunSettings};
+use crate::error::usage;
+
+/// Every setting of a noise run (goes into the result document).
+#[derive(Debug, Clone, Serialize)]
+pub struct NoisePlan {
+    pub cpus: Vec<usize>,
+    pub duration_ns: u64,
+    pub threshold_ns: u64,
+    /// Attribute gaps with kernel trace events (private tracefs instance).
+    pub trace: bool,
+    /// Per-CPU trace buffer, KiB.
+    pub trace_buffer_kb: u32,
+    /// The counter the loop reads (`tsc`, `cntvct`, `monotonic`, ...).
+    pub source: String,
+    pub calibration_window_ns: u64,
+    /// Longest gaps kept per CPU (with their causes under --trace).
+    pub spikes: usize,
+    pub rt: RtChoice,
+    pub loads: Vec<crate::load::LoadSpec>,
+    pub load_cpus: Option<Vec<usize>>,
+    #[serde(flatten)]
+    pub outputs: Outputs,
+}
+
+/// The default counter: the invariant TSC on x86-64, the generic timer on
+/// aarch64, else CLOCK_MONOTONIC.
+pub fn default_source() -> SourceId {
+    #[cfg(target_arch = "x86_64")]
+    if rtscope_core::clock::x86::tsc_invariant().invariant() {
+        return SourceId::Tsc;
+    }
+    #[cfg(target_arch = "aarch64")]
+    return SourceId::Cntvct;
+    #[allow(unreachable_code)]
+    SourceId::Monotonic
+}
+
+/// Turns arguments into a validated plan.
+pub fn plan(a: &crate::cli::NoiseArgs) -> Result<NoisePlan> {
+    let online = online_cpus();
+    let cpus = match &a.cpus {
+        Some(c) => {
+            if let Some(bad) = c.iter().find(|c| !online.contains(c)) {
+                return Err(usage(format!(
+                    "--cpus: CPU {bad} is not online (online CPUs: {})",
+                    format_cpu_list(&online)
+                )));
+            }
+            c.clone()
+        }
+        None => online.last().copied().into_iter().collect(),
+    };
+    if cpus.is_empty() {
+        return Err(usage("--cpus: no CPU to measure on"));
+    }
+    crate::limits::check_period("--threshold", a.threshold)?;
+    let source = match &a.source {
+        Some(s) => {
+            let id = SourceId::from_name(s).expect("validated by clap");
+            if !id.monotonic() {
+                return Err(usage(format!(
+                    "--source {s}: the loop needs a monotonic source"
+                )));
+            }
+            id
+        }
+        None => default_source(),
+    };
+    let rt = a.rt.choice()?;
+    let outputs = Outputs::from(&a.out);
+    outputs.check(&[])?;
+    crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
+    Ok(NoisePlan {
+        cpus,
+        duration_ns: a.duration,
+        threshold_ns: a.threshold,
+        trace: a.trace,
+        trace_buffer_kb: a.trace_buffer_kb,
+        source: source.name().to_string(),
+        calibration_window_ns: a.calibrate,
+        spikes: a.spikes,
+        rt,
+        loads: a.loads.load.clone(),
+        load_cpus: a.loads.load_cpus.clone(),
+        outputs,
+    })
+}
+
+/// Runs the experiment from the command line.
+pub fn run(a: &crate::cli::NoiseArgs) -> Result<i32> {
+    let plan = plan(a)?;
+    let f = execute(&plan)?;
+    let summary = crate::output::noise::summary(&f.doc);
+    Ok(run::deliver(&f.doc, &plan.outputs, vec![], &summary))
+}
+
+/// One CPU's state in the aggregator.
+struct PerCpu {
+    cpu: usize,
+    rec: SeriesRecorder,
+    gaps_ns: Vec<u64>,
+    progress: AtomicU64,
+    tid: AtomicI32,
+    seq: u64,
+}
+
+/// Measures and builds the result document.
+pub fn execute(plan: &NoisePlan) -> Result<Finished> {
+    let header = format!(
+        "rtscope noise: CPUs {}, {}, gaps >= {}, SCHED_{} {}, {} loop{}",
+        format_cpu_list(&plan.cpus),
+        format_ns(plan.duration_ns),
+        format_ns(plan.threshold_ns),
+        plan.rt.policy.name().to_uppercase(),
+        plan.rt.priority,
+        plan.source,
+        if plan.trace {
+            ", attributed with kernel trace events"
+        } else {
+            ""
+        }
+    );
+    let mut warnings = Vec::new();
+    if plan.rt.policy.is_rt() && plan.cpus.len() >= online_cpus().len() {
+        warnings.push(
+            "every online CPU runs a real-time busy loop: the aggregator (and everything else) only runs when the kernel throttles them".to_string(),
+        );
+    }
+    let id = SourceId::from_name(&plan.source).ok_or_else(|| anyhow!("unknown source"))?;
+    // Tracing is set up before the run so that a missing tracefs is refused at once.
+    let mut inst = if plan.trace {
+        let events = TraceConfig::noise_events();
+        let cfg = TraceConfig {
+            cpus: plan.cpus.clone(),
+            events,
+            buffer_kb: plan.trace_buffer_kb,
+        };
+        Some(Instance::open(&cfg).map_err(|e| usage(format!("--trace: {e}")))?)
+    } else {
+        None
+    };
+    let run = run::begin(
+        &RunSettings {
+            rt: plan.rt,
+            loads: &plan.loads,
+            load_cpus: plan.load_cpus.as_deref(),
+            quiet: plan.outputs.quiet,
+        },
+        &header,
+    )?;
+    if let Some(i) = &inst {
+        if !i.missing.is_empty() && !plan.outputs.quiet {
+            eprintln!(
+                "note: trace events not available here: {}",
+                i.missing.join(", ")
+            );
+        }
+    }
+    let (src, scale, cal) = open_calibrated(id, plan.calibration_window_ns)
+        .map_err(|e| anyhow!("--source {}: {e}", plan.source))?;
+    let threshold_ticks = ((plan.threshold_ns as f64) * scale.hz / 1e9)
+        .ceil()
+        .max(1.0) as u64;
+    let duration_ticks = ((plan.duration_ns as f64) * scale.hz / 1e9) as u64;
+    let mut map = TickMap::new(scale, id.width_bits());
+    map.sample(&src);
+    let origin = rtscope_core::sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let mut per: Vec<PerCpu> = plan
+        .cpus
+        .iter()
+        .map(|&cpu| PerCpu {
+            cpu,
+            rec: SeriesRecorder::new(origin, plan.spikes, None),
+            gaps_ns: Vec::new(),
+            progress: AtomicU64::new(0),
+            tid: AtomicI32::new(0),
+            seq: 0,
+        })
+        .collect();
+    let stop: &AtomicBool = run.stop();
+    // Ring: room for a second of gaps at one per 10 µs, drained every 20 ms.
+    let mut rings = Vec::new();
+    let mut producers = Vec::new();
+    for _ in &plan.cpus {
+        let (p, c) = gap_ring(1 << 17);
+        producers.push(p);
+        rings.push(c);
+    }
+    if let Some(i) = inst.as_mut() {
+        // Drop what was recorded during set-up.
+        i.read(|_| {});
+    }
+    // Gaps (CLOCK_MONOTONIC start, length) and trace events per CPU, drained
+    // during the run so that neither the rings nor the trace buffers fill up.
+    let mut collected: Vec<Vec<(u64, u64)>> = vec![Vec::new(); per.len()];
+    let mut evs: Vec<Vec<Event>> = vec![Vec::new(); per.len()];
+    let cpus = &plan.cpus;
+    let read_events = |i: &mut Instance, evs: &mut Vec<Vec<Event>>| {
+        i.read(|e| {
+            if let Some(k) = cpus.iter().position(|&c| c as u32 == e.cpu) {
+                evs[k].push(*e);
+            }
+        });
+    };
+    let per_ref: &[PerCpu] = &per;
+    let src_ref = &src;
+    let results: Vec<Result<(rtscope_core::rt::ThreadState, LoopTotals), String>> =
+        std::thread::scope(|s| {
+            let mut handles = Vec::new();
+            for (k, mut prod) in producers.into_iter().enumerate() {
+                let setup = plan
+                    .rt
+                    .thread_setup(vec![per_ref[k].cpu], run::STOP_SIGNALS.to_vec());
+                let h = std::thread::Builder::new()
+                    .name(format!("rtscope-noise-{}", per_ref[k].cpu))
+                    .spawn_scoped(s, move || {
+                        let state = setup.apply().map_err(|e| e.to_string())?;
+                        per_ref[k]
+                            .tid
+                            .store(rtscope_core::sys::gettid(), Ordering::Release);
+                        let t = busy_loop_on(
+                            src_ref,
+                            threshold_ticks,
+                            duration_ticks,
+                            stop,
+                            &per_ref[k].progress,
+                            &mut prod,
+                        );
+                        Ok((state, t))
+                    });
+                handles.push(h);
+            }
+            // The aggregator: drains the rings and the trace buffers.
+            loop {
+                let all_done = handles
+                    .iter()
+                    .all(|h| h.as_ref().map_or(true, |h| h.is_finished()));
+                map.sample(src_ref);
+                drain_into(&mut rings, &map, &mut collected);
+                if let Some(i) = inst.as_mut() {
+                    read_events(i, &mut evs);
+                }
+                if all_done {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            handles
+                .into_iter()
+                .map(|h| match h {
+                    Ok(h) => h
+                        .join()
+                        .unwrap_or_else(|_| Err("the measurement thread panicked".into())),
+                    Err(e) => Err(format!("cannot start the measurement thread: {e}")),
+                })
+                .collect()
+        });
+    let mut totals = Vec::new();
+    let mut thread_states = Vec::new();
+    for r in results {
+        let (st, t) = r.map_err(|e| anyhow!(e))?;
+        thread_states.push(st);
+        totals.push(t);
+    }
+    map.sample(&src);
+    // Gaps: everything is drained now; attribute with the trace.
+    drain_into(&mut rings, &map, &mut collected);
+    for (k, p) in per.iter_mut().enumerate() {
+        for &(start, len) in &collected[k] {
+            record(p, start, len);
+        }
+    }
+    let mut trace_doc = None;
+    if let Some(mut i) = inst.take() {
+        i.stop();
+        read_events(&mut i, &mut evs);
+        let symbols = kallsyms_resolver();
+        let mut top_doc = Vec::new();
+        for (k, p) in per.iter().enumerate() {
+            let t = &totals[k];
+            let own = p.tid.load(Ordering::Acquire);
+            let start_mono = map.to_mono(t.first);
+            let mut a = Attributor::new(own, start_mono, plan.spikes);
+            let mut gaps = collected[k].clone();
+            gaps.sort_unstable();
+            let mut ev = std::mem::take(&mut evs[k]);
+            ev.sort_by_key(|e| e.ts);
+            // Merge: a gap goes in before any event at or after its start.
+            let mut gi = 0;
+            for e in &ev {
+                while gi < gaps.len() && gaps[gi].0 <= e.ts {
+                    a.gap(gaps[gi].0, gaps[gi].1);
+                    gi += 1;
+                }
+                a.event(e);
+            }
+            for g in &gaps[gi..] {
+                a.gap(g.0, g.1);
+            }
+            a.finish(map.to_mono(t.last));
+            let d = &i.decoder;
+            let name = |o: &Owner| o.name(d, &|f| symbols.get(&f).cloned());
+            let top: Vec<serde_json::Value> = a
+                .top()
+                .iter()
+                .take(12)
+                .map(|(o, t)| {
+                    json!({"name": name(o), "kind": o.kind(), "total_ns": t.total_ns,
+                           "gaps": t.gaps, "gaps_main": t.gaps_main, "max_ns": t.max_ns})
+                })
+                .collect();
+            let worst: Vec<serde_json::Value> = a
+                .worst()
+                .iter()
+                .map(|w| {
+                    json!({"t_ns": w.start_ns, "gap_ns": w.len_ns, "events": w.events,
+                           "causes": w.parts.iter().map(|(o, ns)| json!({"name": name(o), "kind": o.kind(), "ns": ns})).collect::<Vec<_>>()})
+                })
+                .collect();
+            top_doc.push((top, worst));
+        }
+        trace_doc = Some((
+            top_doc,
+            i.events,
+            i.lost_pages,
+            i.lost_events,
+            i.enabled.clone(),
+            i.missing.clone(),
+            i.mounted,
+        ));
+        drop(i);
+    }
+    let mut series: Vec<Series> = Vec::new();
+    for (k, p) in per.iter().enumerate() {
+        let t = &totals[k];
+        let dur_ns = map.len_ns(t.last.wrapping_sub(t.first));
+        let gap_ns: u64 = p.gaps_ns.iter().sum();
+        let loop_min_ns = map.len_ns(t.min_ticks);
+        let quiet_iters = t.iterations.saturating_sub(t.gaps).max(1);
+        let loop_mean_ns = map.len_ns(t.last.wrapping_sub(t.first).saturating_sub(t.gap_ticks))
+            as f64
+            / quiet_iters as f64;
+        let mut s = p.rec.to_series(&format!("cpu {}", p.cpu), t.dropped);
+        let secs = dur_ns as f64 / 1e9;
+        let a = &mut s.attributes;
+        a.insert("cpu".into(), json!(p.cpu));
+        a.insert("tid".into(), json!(p.tid.load(Ordering::Acquire)));
+        a.insert("duration_ns".into(), json!(dur_ns));
+        a.insert("iterations".into(), json!(t.iterations));
+        a.insert("loop_min_ns".into(), json!(loop_min_ns));
+        a.insert("loop_mean_ns".into(), json!(loop_mean_ns));
+        a.insert("max_iteration_ns".into(), json!(map.len_ns(t.max_ticks)));
+        a.insert("gaps".into(), json!(t.gaps));
+        a.insert("noise_ns".into(), json!(gap_ns));
+        a.insert(
+            "available_pct".into(),
+            json!(if dur_ns > 0 {
+                100.0 * (1.0 - gap_ns as f64 / dur_ns as f64)
+            } else {
+                0.0
+            }),
+        );
+        a.insert(
+            "gaps_per_s".into(),
+            json!(if secs > 0.0 {
+                t.gaps as f64 / secs
+            } else {
+                0.0
+            }),
+        );
+        if plan.threshold_ns <= 1000 {
+            let b = oslat_buckets(t.iterations, &p.gaps_ns, 32);
+            a.insert("oslat_buckets_us".into(), json!(b));
+        }
+        if let Some((top, worst)) = trace_doc.as_ref().map(|d| (&d.0[k].0, &d.0[k].1)) {
+            a.insert("sources".into(), json!(top));
+            a.insert("worst_gaps".into(), json!(worst));
+        }
+        series.push(s);
+    }
+    let interrupted = stop.load(Ordering::Relaxed);
+    let trace_info = trace_doc.as_ref().map(|d| {
+        json!({"events": d.1, "lost_pages": d.2, "lost_events": d.3,
+               "enabled": d.4, "missing": d.5, "mounted_tracefs": d.6, "clock": "mono"})
+    });
+    if let Some(d) = &trace_doc {
+        if d.2 > 0 {
+            warnings.push(format!(
+                "the trace lost events on {} buffer pages (raise --trace-buffer): attribution is partial",
+                d.2
+            ));
+        }
+    }
+    if totals.iter().any(|t| t.dropped > 0) {
+        warnings.push(
+            "some gaps did not fit in the ring to the aggregator (counted, not recorded)".into(),
+        );
+    }
+    let plan_doc = Documented {
+        plan,
+        counter_hz: scale.hz,
+        calibration: cal,
+        threads: &thread_states,
+        trace_session: trace_info,
+    };
+    let end = if interrupted {
+        EndReason::Interrupted
+    } else {
+        EndReason::Duration
+    };
+    Ok(run.finish("noise", &plan_doc, series, end, warnings))
+}
+
+fn record(p: &mut PerCpu, start: u64, len: u64) {
+    p.rec.record(&Sample {
+        seq: p.seq,
+        t_ns: start,
+        latency_ns: len as i64,
+        overruns: 0,
+        cpu: p.cpu as u32,
+    });
+    p.seq += 1;
+    p.gaps_ns.push(len);
+}
+
+fn drain_into(
+    rings: &mut [rtscope_core::noise::GapConsumer],
+    map: &TickMap,
+    out: &mut [Vec<(u64, u64)>],
+) {
+    for (k, r) in rings.iter_mut().enumerate() {
+        while let Ok(g) = r.pop() {
+            out[k].push((map.to_mono(g.start), map.len_ns(g.ticks)));
+        }
+    }
+}
+
+/// Kernel symbol names for the addresses hrtimer events carry (`/proc/kallsyms`, root only).
+fn kallsyms_resolver() -> HashMap<u64, String> {
+    let mut m = HashMap::new();
+    if let Ok(text) = std::fs::read_to_string("/proc/kallsyms") {
+        for l in text.lines() {
+            let mut it = l.split_whitespace();
+            let (Some(a), Some(t), Some(n)) = (it.next(), it.next(), it.next()) else {
+                continue;
+            };
+            if !matches!(t, "t" | "T") {
+                continue;
+            }
+            if let Ok(a) = u64::from_str_radix(a, 16) {
+                if a != 0 {
+                    m.entry(a).or_insert_with(|| n.to_string());
+                }
+            }
+        }
+    }
+    m
+}
+
+/// The plan as the document records it.
+#[derive(Serialize)]
+struct Documented<'a> {
+    #[serde(flatten)]
+    plan: &'a NoisePlan,
+    counter_hz: f64,
+    calibration: Option<rtscope_core::clock::Calibration>,
+    threads: &'a [rtscope_core::rt::ThreadState],
+    /// The trace instance's outcome (`--trace`).
+    trace_session: Option<serde_json::Value>,
+}

@@ -1,0 +1,257 @@
+//! `rtscope check` on fake /proc and /sys trees (tests/fixtures/check, made by
+//! make-fixtures.py) and on this machine: statuses, exit codes, the JSON
+//! against docs/check-schema.json, the fix script, bad input.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{assert_one_line, rtscope};
+use serde_json::Value;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/check")
+        .join(name)
+}
+
+fn assert_valid_check(doc: &Value) {
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/check-schema.json");
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let v = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "schema violations:\n{}",
+        errors.join("\n")
+    );
+}
+
+/// Runs `check --json` with `args`; returns (exit code, document, stdout).
+fn check(args: &[&str]) -> (i32, Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("c.json");
+    let out = rtscope()
+        .arg("check")
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let code = out.status.code().unwrap();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_valid_check(&doc);
+    assert_eq!(doc["exit_code"], code, "document and exit code agree");
+    (code, doc, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn status<'a>(doc: &'a Value, id: &str) -> &'a str {
+    doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id}"))["status"]
+        .as_str()
+        .unwrap()
+}
+
+fn check_of<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap()
+}
+
+#[test]
+fn tuned_rt_server_passes() {
+    let root = fixture("rt-x86");
+    let (code, doc, out) = check(&["--root", root.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(doc["kernel"]["preemption_model"], "PREEMPT_RT");
+    assert_eq!(doc["target_cpus"], serde_json::json!([2, 3]));
+    for id in [
+        "preempt-rt",
+        "isolcpus",
+        "nohz-full",
+        "rcu-nocbs",
+        "irqaffinity",
+        "irq-affinity",
+        "rt-throttling",
+        "kthreads",
+        "workqueues",
+    ] {
+        assert_eq!(status(&doc, id), "ok", "{id}: {}", check_of(&doc, id));
+    }
+    // Not probed on a fake tree.
+    assert_eq!(status(&doc, "sched-fifo"), "n/a");
+    // One line per check, then the totals.
+    let n = doc["checks"].as_array().unwrap().len();
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("ok ") || l.starts_with("n/a "))
+            .count(),
+        n
+    );
+}
+
+#[test]
+fn naming_cpus_that_are_not_isolated_warns() {
+    let root = fixture("rt-x86");
+    let (code, doc, _) = check(&["--root", root.to_str().unwrap(), "--cpus", "1-2"]);
+    assert_eq!(code, 1);
+    assert_eq!(status(&doc, "cpus"), "warn");
+    let c = check_of(&doc, "cpus");
+    assert!(
+        c["found"].as_str().unwrap().contains("not isolated 1"),
+        "{c}"
+    );
+    assert!(
+        c["kernel_params"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == "nohz_full=1-2"),
+        "{c}"
+    );
+    // IRQ 24 (eth0, 0-1) may run on CPU 1.
+    assert_eq!(status(&doc, "irq-affinity"), "warn");
+    assert_eq!(status(&doc, "irqaffinity"), "warn");
+}
+
+#[test]
+fn container_without_rt_budget_fails() {
+    let root = fixture("container");
+    let (code, doc, _) = check(&["--root", root.to_str().unwrap()]);
+    assert_eq!(code, 3);
+    assert_eq!(status(&doc, "sched-fifo"), "fail");
+    let c = check_of(&doc, "sched-fifo");
+    assert!(
+        c["found"]
+            .as_str()
+            .unwrap()
+            .contains("cpu.rt_runtime_us = 0"),
+        "{c}"
+    );
+    assert_eq!(status(&doc, "container"), "warn");
+    assert_eq!(status(&doc, "preempt-rt"), "warn");
+    assert_eq!(status(&doc, "thp"), "warn");
+    assert_eq!(status(&doc, "smt"), "warn");
+    assert_eq!(status(&doc, "watchdogs"), "warn");
+    assert_eq!(status(&doc, "mitigations"), "warn");
+    assert_eq!(status(&doc, "cpufreq"), "warn");
+    // The 6.8 kernel is PREEMPT_DYNAMIC: RT needs the patch set before 6.12.
+    let fix = check_of(&doc, "preempt-rt")["fix"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(fix.contains("predates 6.12"), "{fix}");
+}
+
+#[test]
+fn arm_board() {
+    let root = fixture("arm-board");
+    let (code, doc, _) = check(&["--root", root.to_str().unwrap()]);
+    assert_eq!(code, 3, "RLIMIT_RTPRIO 0 for a normal user fails");
+    assert_eq!(doc["arch"], "aarch64");
+    assert_eq!(doc["kernel"]["preemption_model"], "PREEMPT_RT");
+    assert_eq!(status(&doc, "rlimit-rtprio"), "fail");
+    assert_eq!(status(&doc, "rlimit-memlock"), "warn");
+    // nohz_full=2-3 disagrees with isolcpus=3.
+    assert_eq!(status(&doc, "nohz-full"), "warn");
+    assert_eq!(status(&doc, "cpuidle"), "warn");
+    let idle = check_of(&doc, "cpuidle");
+    assert!(
+        idle["kernel_params"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == "cpuidle.off=1"),
+        "{idle}"
+    );
+    assert_eq!(status(&doc, "console"), "warn");
+    assert_eq!(status(&doc, "clocksource"), "ok");
+    assert_eq!(status(&doc, "irq-affinity"), "warn");
+    // Boot parameters go to the board's command line, not GRUB.
+    let fix = check_of(&doc, "irqaffinity")["fix"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(fix.contains("cmdline.txt"), "{fix}");
+}
+
+#[test]
+fn this_vm_copy_flags_what_the_issue_expects() {
+    let root = fixture("this-vm");
+    let (code, doc, _) = check(&["--root", root.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    for id in ["preempt-rt", "vm", "rt-throttling", "isolcpus", "console"] {
+        assert_eq!(status(&doc, id), "warn", "{id}");
+    }
+    // No cpufreq in a VM: not applicable rather than ok or warn.
+    assert_eq!(status(&doc, "cpufreq"), "n/a");
+}
+
+#[test]
+fn this_machine_json_and_fix_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("fix.sh");
+    let (code, doc, out) = check(&["--fix-script", script.to_str().unwrap()]);
+    assert!(code == 0 || code == 1 || code == 3);
+    assert_eq!(doc["root"], "/");
+    // The SCHED_FIFO probe ran for real.
+    assert_ne!(status(&doc, "sched-fifo"), "n/a");
+    let text = std::fs::read_to_string(&script).unwrap();
+    assert!(text.starts_with("#!/bin/sh\n"));
+    assert!(text.contains("REVIEW EVERY LINE"));
+    // Every runtime command of a failed or warned check is in the script.
+    for c in doc["checks"].as_array().unwrap() {
+        if c["status"] == "warn" || c["status"] == "fail" {
+            for cmd in c["commands"].as_array().unwrap() {
+                assert!(text.contains(cmd.as_str().unwrap()), "{cmd} missing");
+            }
+        } else {
+            assert!(c["fix"].is_null(), "{c}");
+        }
+    }
+    // The script parses as shell.
+    let sh = std::process::Command::new("sh")
+        .arg("-n")
+        .arg(&script)
+        .status()
+        .unwrap();
+    assert!(sh.success());
+    assert!(out.contains("fix script:"), "{out}");
+}
+
+#[test]
+fn measure_attaches_irq_rates() {
+    let (_, doc, _) = check(&["--cpus", "0", "--measure", "--measure-time", "1s", "-q"]);
+    let m = check_of(&doc, "irq-affinity")["measured"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(m.contains("CPU 0:") && m.contains("IRQs/s"), "{m}");
+}
+
+#[test]
+fn bad_input_is_one_line_exit_2() {
+    for args in [
+        vec!["check", "--root", "/nonexistent/rtscope"],
+        vec!["check", "--cpus", "x"],
+        vec!["check", "--cpus", "4095"],
+        vec!["check", "--measure-time", "1s"],
+        vec!["check", "--measure", "--root", "/tmp"],
+        vec!["check", "--json", "/nonexistent/dir/x.json"],
+    ] {
+        let out = rtscope().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_one_line(&out.stderr);
+    }
+}

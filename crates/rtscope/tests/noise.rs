@@ -1,0 +1,231 @@
+//! `rtscope noise`: short real runs, with and without --trace, checked for
+//! the document's structure (never a noise bound), the trace instance's
+//! removal, and bad input.
+
+mod common;
+
+use common::{assert_one_line, read_result, rtscope};
+use serde_json::Value;
+
+/// The traced tests look at every tracefs mount and instance: one at a time.
+static TRACING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Where tracefs is mounted now (none: rtscope mounts its own).
+fn tracefs_mounts() -> Vec<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(" - tracefs "))
+        .map(|l| l.split_whitespace().nth(4).unwrap().to_string())
+        .collect()
+}
+
+/// rtscope-<pid>-* instances of live processes under any tracefs mount.
+fn our_instances() -> Vec<String> {
+    let mut v = Vec::new();
+    for m in tracefs_mounts() {
+        if let Ok(rd) = std::fs::read_dir(format!("{m}/instances")) {
+            v.extend(
+                rd.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("rtscope-")),
+            );
+        }
+    }
+    v
+}
+
+fn last_cpu() -> usize {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    online
+        .trim()
+        .split(',')
+        .next_back()
+        .unwrap()
+        .split('-')
+        .next_back()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn run_noise(extra: &[&str]) -> (Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("n.json");
+    let out = rtscope()
+        .args(["noise", "-D", "1s", "--calibrate", "50ms", "-q", "--json"])
+        .arg(&json)
+        .args(extra)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (read_result(&json), stdout)
+}
+
+fn check_series(doc: &Value, cpu: usize) -> &Value {
+    assert_eq!(doc["experiment"], "noise");
+    let s = &doc["series"][0];
+    assert_eq!(s["label"], format!("cpu {cpu}"));
+    let a = &s["attributes"];
+    for k in [
+        "iterations",
+        "loop_min_ns",
+        "loop_mean_ns",
+        "gaps",
+        "gaps_per_s",
+        "noise_ns",
+        "available_pct",
+        "duration_ns",
+    ] {
+        assert!(a[k].is_number(), "{k} missing: {a}");
+    }
+    assert!(a["iterations"].as_u64().unwrap() > a["gaps"].as_u64().unwrap());
+    let avail = a["available_pct"].as_f64().unwrap();
+    assert!((0.0..=100.0).contains(&avail), "{avail}");
+    // The histogram holds every gap recorded.
+    let hist: u64 = s["histogram"]["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b[1].as_u64().unwrap())
+        .sum();
+    assert_eq!(hist, s["stats"]["count"].as_u64().unwrap());
+    assert_eq!(
+        s["stats"]["count"].as_u64().unwrap() + s["counters"]["dropped"].as_u64().unwrap(),
+        a["gaps"].as_u64().unwrap()
+    );
+    // oslat's buckets count every iteration.
+    let b: u64 = a["oslat_buckets_us"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .sum();
+    assert_eq!(b, a["iterations"].as_u64().unwrap());
+    s
+}
+
+#[test]
+fn untraced_run_document() {
+    let cpu = last_cpu();
+    let (doc, out) = run_noise(&["-a", &cpu.to_string()]);
+    let s = check_series(&doc, cpu);
+    assert!(s["attributes"].get("sources").is_none());
+    assert!(doc["plan"]["trace_session"].is_null());
+    assert_eq!(doc["plan"]["trace"], false);
+    assert!(out.contains("available"), "{out}");
+}
+
+#[test]
+fn traced_run_attributes_and_cleans_up() {
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let cpu = last_cpu();
+    let mounts_before = tracefs_mounts();
+    let (doc, out) = run_noise(&["-a", &cpu.to_string(), "--trace"]);
+    let s = check_series(&doc, cpu);
+    let ts = &doc["plan"]["trace_session"];
+    assert_eq!(ts["clock"], "mono");
+    assert!(ts["enabled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e == "sched/sched_switch"));
+    let gaps = s["attributes"]["gaps"].as_u64().unwrap();
+    let sources = s["attributes"]["sources"].as_array().unwrap();
+    if gaps > 0 {
+        assert!(!sources.is_empty());
+        for src in sources {
+            assert!(src["name"].is_string() && src["total_ns"].is_u64(), "{src}");
+        }
+        // Each kept gap's causes add up to the gap.
+        for g in s["attributes"]["worst_gaps"].as_array().unwrap() {
+            let sum: u64 = g["causes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["ns"].as_u64().unwrap())
+                .sum();
+            assert_eq!(sum, g["gap_ns"].as_u64().unwrap(), "{g}");
+        }
+        assert!(out.contains("top noise sources"), "{out}");
+    }
+    // Nothing left behind: no instance, no extra mount, no temporary directory of ours.
+    assert!(our_instances().is_empty(), "{:?}", our_instances());
+    assert_eq!(tracefs_mounts(), mounts_before);
+}
+
+#[test]
+fn interrupted_traced_run_still_writes_and_cleans_up() {
+    let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
+    let mounts_before = tracefs_mounts();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("n.json");
+    let child = std::process::Command::new(common::rtscope_path())
+        .args([
+            "noise",
+            "-D",
+            "60s",
+            "--calibrate",
+            "50ms",
+            "-q",
+            "--trace",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    common_kill(child.id() as i32);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_result(&json);
+    assert_eq!(doc["end_reason"], "interrupted");
+    assert!(our_instances().is_empty(), "{:?}", our_instances());
+    assert_eq!(tracefs_mounts(), mounts_before);
+}
+
+fn common_kill(pid: i32) {
+    let st = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+#[test]
+fn bad_input_is_one_line_exit_2() {
+    for args in [
+        vec!["noise", "-a", "4095"],
+        vec!["noise", "-a", "x"],
+        vec!["noise", "-D", "0"],
+        vec!["noise", "-T", "0"],
+        vec!["noise", "--source", "nosuch"],
+        vec!["noise", "--source", "realtime"],
+        vec!["noise", "--trace-buffer-kb", "100"],
+        vec!["noise", "--trace", "--trace-buffer-kb", "1"],
+        vec!["noise", "--json", "/nonexistent/dir/n.json"],
+        vec!["noise", "-p", "0"],
+    ] {
+        let out = rtscope().args(&args).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_one_line(&out.stderr);
+    }
+}
