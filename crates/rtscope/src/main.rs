@@ -13,6 +13,7 @@ mod cli;
 mod error;
 mod experiment;
 mod import;
+mod install;
 mod limits;
 mod load;
 mod output;
@@ -40,6 +41,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         )),
         Command::Clock(a) => experiment::clock::run(a),
         Command::Period(a) => experiment::period::run(a),
+        Command::Completions(a) => install::run_completions(a),
+        Command::Man(a) => install::run_man(a),
     }
 }
 
