@@ -14,9 +14,20 @@ use crate::experiment::ipc::{Between, IpcOptions, Pattern};
 use crate::experiment::period::PeriodOptions;
 use crate::experiment::run::{Outputs, RtChoice};
 
+/// `rtscope --version`: the semantic version, the git commit and the target
+/// (see `build.rs`).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("RTSCOPE_GIT_COMMIT"),
+    " ",
+    env!("RTSCOPE_TARGET"),
+    ")"
+);
+
 /// rtscope: a real-time latency lab for Linux.
 #[derive(Debug, Parser)]
-#[command(name = "rtscope", version, about, long_about = None, propagate_version = true)]
+#[command(name = "rtscope", version = VERSION, about, long_about = None, propagate_version = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -49,9 +60,28 @@ pub enum Command {
     /// Turn another tool's output into an rtscope result document.
     #[command(subcommand)]
     Import(ImportSource),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    Completions(CompletionsArgs),
+    /// Print the rtscope(1) man page, or write one page per subcommand to DIR.
+    Man(ManArgs),
     /// Internal: one instance of a background load (started by rtscope itself).
     #[command(name = "__load-worker", hide = true)]
     LoadWorker(LoadWorkerArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for, e.g. `rtscope completions bash > /etc/bash_completion.d/rtscope`.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// Write rtscope.1 and one page per subcommand (rtscope-cyclic.1, ...) to DIR
+    /// (created if missing) instead of printing rtscope(1).
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

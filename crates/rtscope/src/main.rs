@@ -14,6 +14,7 @@ mod cli;
 mod error;
 mod experiment;
 mod import;
+mod install;
 mod limits;
 mod load;
 mod output;
@@ -47,6 +48,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Clock(a) => experiment::clock::run(&a.options()?),
         Command::Period(a) => experiment::period::run(&a.options()?),
         Command::Timer(a) => experiment::timer::run(&a.options()?),
+        Command::Completions(a) => install::run_completions(a),
+        Command::Man(a) => install::run_man(a),
     }
 }
 

@@ -1,18 +1,90 @@
 //! ARM counters.
 //!
-//! - aarch64 `cntvct`: the generic timer's virtual count, a fixed-frequency
-//!   counter shared by all CPUs (what the kernel's clocksource reads), with an
-//!   `isb` before the read so that it is not taken early. Its frequency is
-//!   declared in `cntfrq_el0`.
+//! - `cntvct`: the generic timer's virtual count, a fixed-frequency counter
+//!   shared by all CPUs (what the kernel's clocksource reads), with an `isb`
+//!   before the read so that it is not taken early. aarch64: `mrs cntvct_el0`;
+//!   32-bit ARM: `mrrc p15, 1, lo, hi, c14` (ARMv7 cores with the generic timer
+//!   extension, e.g. Cortex-A7/A15, and every ARMv8 core running 32-bit code;
+//!   older cores such as ARM11, Cortex-A8/A9 have none). Its frequency is
+//!   declared in `cntfrq`.
 //! - aarch64 `perf-cycles`: the PMU cycle counter. User space may only read it
 //!   through perf_event: the event is opened for this thread, its user page is
 //!   mapped, and a read follows the page's seqlock protocol (offset + hardware
 //!   counter), as the kernel's libperf does. The kernel must allow it
-//!   (`sysctl kernel.perf_user_access=1`). It counts CPU cycles of this thread
-//!   only, and stops while the CPU idles: a cost meter, not a clock.
+//!   (`sysctl kernel.perf_user_access=1`); the register is only read while the
+//!   page says `cap_user_rdpmc` with a counter index, so it never traps. It
+//!   counts CPU cycles of this thread only, and stops while the CPU idles: a
+//!   cost meter, not a clock.
 //! - armv7 `pmccntr`: the PMU cycle counter PMCCNTR, read directly when the
 //!   kernel (or a module) has set PMUSERENR.EN; 32 bits wide, so differences
 //!   are taken modulo 2^32.
+//!
+//! # Probing without crashing
+//!
+//! A coprocessor or system-register read that user space may not make traps
+//! (`SIGILL`): PMCCNTR without PMUSERENR.EN, CNTVCT on a core without the
+//! generic timer, any PMU register under a hypervisor that hides the PMU. So
+//! the first open of `cntvct` and `pmccntr` reads the registers in a forked
+//! child ([`crate::sys::probe_in_child`]): a trap kills the child, and the
+//! source is reported unavailable with the reason in one line. The outcome is
+//! cached for the life of the process.
+
+use std::sync::OnceLock;
+
+use crate::clock::{SourceId, Unavailable};
+use crate::sys::{self, ChildExit};
+
+/// What the probe child's exit codes mean (besides 0: the registers read fine).
+const PROBE_STUCK: i32 = 20;
+
+/// Runs `probe` in a child once per process (per `cell`) and turns its end
+/// into availability: `codes` names the probe's own non-zero exit codes.
+fn probe_once(
+    cell: &'static OnceLock<Result<(), String>>,
+    id: SourceId,
+    what: &str,
+    probe: fn() -> i32,
+    codes: &[(i32, &str)],
+) -> Result<(), Unavailable> {
+    cell.get_or_init(|| match sys::probe_in_child(probe) {
+        Ok(ChildExit::Code(0)) => Ok(()),
+        Ok(ChildExit::Code(PROBE_STUCK)) => Err(format!("{what} does not advance")),
+        Ok(ChildExit::Code(c)) => Err(codes
+            .iter()
+            .find(|(k, _)| *k == c)
+            .map(|(_, r)| r.to_string())
+            .unwrap_or_else(|| format!("the probe of {what} exited with code {c}"))),
+        Ok(ChildExit::Signal(libc::SIGILL)) => {
+            Err(format!("reading {what} traps (SIGILL): {}", trap_hint(id)))
+        }
+        Ok(ChildExit::Signal(s)) => Err(format!("the probe of {what} died of signal {s}")),
+        Err(e) => Err(format!("could not fork a probe of {what}: {e}")),
+    })
+    .clone()
+    .map_err(|r| Unavailable::new(id, r))
+}
+
+/// Why a read of `id` may trap.
+fn trap_hint(id: SourceId) -> &'static str {
+    match id {
+        SourceId::Pmccntr => {
+            "user access to the PMU is not enabled (PMUSERENR.EN; a kernel module must set it), or a hypervisor hides the PMU"
+        }
+        _ => "this core has no generic timer, or the kernel does not let user space read it",
+    }
+}
+
+/// Reads `counter` until it changes (at most ~1M reads): 0, or [`PROBE_STUCK`].
+#[inline(always)]
+fn advances(counter: impl Fn() -> u64) -> i32 {
+    let first = counter();
+    for _ in 0..1_000_000 {
+        if counter() != first {
+            return 0;
+        }
+    }
+    PROBE_STUCK
+}
 
 #[cfg(target_arch = "aarch64")]
 pub use aarch64::*;
@@ -25,29 +97,54 @@ mod aarch64 {
     use std::os::fd::OwnedFd;
     use std::sync::atomic::{compiler_fence, Ordering};
 
+    use std::sync::OnceLock;
+
     use crate::clock::calibrate::DeclaredFrequency;
     use crate::clock::{Counter, SourceId, Unavailable};
     use crate::sys;
 
     /// `isb; mrs cntvct_el0`.
     #[derive(Debug, Clone, Copy)]
-    pub struct Cntvct;
+    pub struct Cntvct(());
+
+    #[inline(always)]
+    fn cntvct() -> u64 {
+        let v: u64;
+        // SAFETY: only called once the probe child read it without a trap (Linux
+        // enables EL0 access, CNTKCTL_EL1.EL0VCTEN, or traps and emulates it);
+        // the instructions touch no memory.
+        unsafe { asm!("isb", "mrs {v}, cntvct_el0", v = out(reg) v, options(nostack, nomem)) };
+        v
+    }
+
+    impl Cntvct {
+        /// Checks, in a child process, that the counter reads without a trap
+        /// and advances.
+        pub fn open() -> Result<Self, Unavailable> {
+            static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
+            super::probe_once(
+                &PROBE,
+                SourceId::Cntvct,
+                "cntvct_el0",
+                || super::advances(cntvct),
+                &[],
+            )?;
+            Ok(Cntvct(()))
+        }
+    }
 
     impl Counter for Cntvct {
         #[inline(always)]
         fn read(&self) -> u64 {
-            let v: u64;
-            // SAFETY: Linux enables EL0 access to the virtual counter
-            // (CNTKCTL_EL1.EL0VCTEN); the instructions touch no memory.
-            unsafe { asm!("isb", "mrs {v}, cntvct_el0", v = out(reg) v, options(nostack, nomem)) };
-            v
+            cntvct()
         }
     }
 
     /// The frequency in `cntfrq_el0`.
     pub fn cntfrq_hz() -> u64 {
         let v: u64;
-        // SAFETY: cntfrq_el0 is readable at EL0 whenever the counter is.
+        // SAFETY: cntfrq_el0 is readable at EL0 whenever the counter is (callers
+        // hold an opened `Cntvct`); no memory touched.
         unsafe { asm!("mrs {v}, cntfrq_el0", v = out(reg) v, options(nostack, nomem)) };
         v
     }
@@ -127,12 +224,14 @@ mod aarch64 {
         pub fn open() -> Result<Self, Unavailable> {
             let id = SourceId::PerfCycles;
             let fd = sys::perf_event_open_self(&attr_bytes()).map_err(|e| {
-                Unavailable::new(
-                    id,
+                let why = if e.raw_os_error() == Some(libc::ENOSYS) {
+                    "perf_event_open is not implemented here (a kernel without CONFIG_PERF_EVENTS, or a user-mode emulator)".to_string()
+                } else {
                     format!(
                         "perf_event_open: {e} (kernel.perf_event_paranoid, or no PMU in this VM)"
-                    ),
-                )
+                    )
+                };
+                Unavailable::new(id, why)
             })?;
             let page = sys::MappedPage::map(&fd)
                 .map_err(|e| Unavailable::new(id, format!("mmap of the perf page: {e}")))?;
@@ -191,48 +290,166 @@ mod aarch64 {
             self.read_raw()
         }
     }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn cntvct_opens_advances_and_declares_a_frequency() {
+            let c = Cntvct::open().expect("Linux lets EL0 read cntvct_el0");
+            let a = c.read();
+            let b = (0..1_000_000).map(|_| c.read()).find(|&v| v != a);
+            assert!(b.is_some_and(|b| b > a));
+            assert!(cntfrq_hz() > 0);
+            assert_eq!(declared_frequencies()[0].origin, "cntfrq_el0");
+        }
+
+        #[test]
+        fn perf_cycles_open_or_say_why_in_one_line() {
+            match PerfCycles::open() {
+                Ok(p) => {
+                    let a = p.read();
+                    assert!(p.read() >= a);
+                }
+                Err(e) => {
+                    assert_eq!(e.source_name, "perf-cycles");
+                    assert!(!e.reason.is_empty() && !e.reason.contains('\n'), "{e}");
+                }
+            }
+        }
+    }
 }
 
 #[cfg(target_arch = "arm")]
 mod armv7 {
     use core::arch::asm;
+    use std::sync::OnceLock;
 
+    use crate::clock::calibrate::DeclaredFrequency;
     use crate::clock::{Counter, SourceId, Unavailable};
+
+    /// `isb; mrrc p15, 1, lo, hi, c14`: the generic timer's virtual count
+    /// (CNTVCT) from 32-bit code.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Cntvct(());
+
+    #[inline(always)]
+    fn cntvct() -> u64 {
+        let (lo, hi): (u32, u32);
+        // SAFETY: only called once the probe child read it without a trap (the
+        // core has the generic timer and the kernel enabled PL0 access); the
+        // instructions touch no memory.
+        unsafe {
+            asm!("isb", "mrrc p15, 1, {lo}, {hi}, c14", lo = out(reg) lo, hi = out(reg) hi,
+                 options(nostack, nomem))
+        };
+        (u64::from(hi) << 32) | u64::from(lo)
+    }
+
+    impl Cntvct {
+        /// Checks, in a child process, that the counter reads without a trap
+        /// and advances.
+        pub fn open() -> Result<Self, Unavailable> {
+            static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
+            super::probe_once(
+                &PROBE,
+                SourceId::Cntvct,
+                "CNTVCT",
+                || super::advances(cntvct),
+                &[],
+            )?;
+            Ok(Cntvct(()))
+        }
+    }
+
+    impl Counter for Cntvct {
+        #[inline(always)]
+        fn read(&self) -> u64 {
+            cntvct()
+        }
+    }
+
+    /// The frequency in CNTFRQ.
+    pub fn cntfrq_hz() -> u64 {
+        let v: u32;
+        // SAFETY: CNTFRQ is readable at PL0 whenever CNTVCT is (callers hold an
+        // opened `Cntvct`); no memory touched.
+        unsafe { asm!("mrc p15, 0, {v}, c14, c0, 0", v = out(reg) v, options(nostack, nomem)) };
+        u64::from(v)
+    }
+
+    /// What the architecture declares for `cntvct`.
+    pub fn declared_frequencies() -> Vec<DeclaredFrequency> {
+        let hz = cntfrq_hz();
+        if hz == 0 {
+            return vec![];
+        }
+        vec![DeclaredFrequency {
+            origin: "cntfrq".into(),
+            hz: hz as f64,
+        }]
+    }
 
     /// PMCCNTR, read with `mrc p15, 0, rX, c9, c13, 0`.
     #[derive(Debug, Clone, Copy)]
     pub struct Pmccntr(());
 
-    fn pmuserenr() -> u32 {
+    #[inline(always)]
+    fn pmccntr() -> u64 {
         let v: u32;
-        // SAFETY: PMUSERENR is readable at PL0 on ARMv7 (read-only); no memory touched.
-        unsafe { asm!("mrc p15, 0, {v}, c9, c14, 0", v = out(reg) v, options(nostack, nomem)) };
-        v
+        // SAFETY: only called once the probe child read it without a trap
+        // (PMUSERENR.EN set); no memory touched.
+        unsafe { asm!("mrc p15, 0, {v}, c9, c13, 0", v = out(reg) v, options(nostack, nomem)) };
+        u64::from(v)
     }
 
-    fn pmcntenset() -> u32 {
-        let v: u32;
-        // SAFETY: readable at PL0 once PMUSERENR.EN is set (checked by the caller).
-        unsafe { asm!("mrc p15, 0, {v}, c9, c12, 1", v = out(reg) v, options(nostack, nomem)) };
-        v
+    const PMU_USER_OFF: i32 = 10;
+    const CYCLES_OFF: i32 = 11;
+
+    /// Runs in the probe child: PMUSERENR.EN, then PMCNTENSET bit 31, then
+    /// whether PMCCNTR advances. Each read only happens once the previous one
+    /// said it may.
+    fn probe_pmccntr() -> i32 {
+        let user: u32;
+        // SAFETY: PMUSERENR is read-only at PL0 on ARMv7 (a hypervisor may trap
+        // it: the child then dies of SIGILL, which the parent reports).
+        unsafe { asm!("mrc p15, 0, {v}, c9, c14, 0", v = out(reg) user, options(nostack, nomem)) };
+        if user & 1 == 0 {
+            return PMU_USER_OFF;
+        }
+        let enabled: u32;
+        // SAFETY: readable at PL0 once PMUSERENR.EN is set (checked above).
+        unsafe {
+            asm!("mrc p15, 0, {v}, c9, c12, 1", v = out(reg) enabled, options(nostack, nomem))
+        };
+        if enabled & (1 << 31) == 0 {
+            return CYCLES_OFF;
+        }
+        super::advances(pmccntr)
     }
 
     impl Pmccntr {
-        /// Checks that user access is enabled and the cycle counter runs.
+        /// Checks, in a child process, that user access is enabled, the cycle
+        /// counter runs, and reading it does not trap.
         pub fn open() -> Result<Self, Unavailable> {
-            let id = SourceId::Pmccntr;
-            if pmuserenr() & 1 == 0 {
-                return Err(Unavailable::new(
-                    id,
-                    "user access to the PMU is disabled (PMUSERENR.EN = 0; a kernel module must enable it)",
-                ));
-            }
-            if pmcntenset() & (1 << 31) == 0 {
-                return Err(Unavailable::new(
-                    id,
-                    "the cycle counter is not enabled (PMCNTENSET bit 31)",
-                ));
-            }
+            static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
+            super::probe_once(
+                &PROBE,
+                SourceId::Pmccntr,
+                "PMCCNTR",
+                probe_pmccntr,
+                &[
+                    (
+                        PMU_USER_OFF,
+                        "user access to the PMU is disabled (PMUSERENR.EN = 0; a kernel module must enable it)",
+                    ),
+                    (
+                        CYCLES_OFF,
+                        "the cycle counter is not enabled (PMCNTENSET bit 31)",
+                    ),
+                ],
+            )?;
             Ok(Pmccntr(()))
         }
     }
@@ -240,10 +457,50 @@ mod armv7 {
     impl Counter for Pmccntr {
         #[inline(always)]
         fn read(&self) -> u64 {
-            let v: u32;
-            // SAFETY: `open` checked PMUSERENR.EN, so the read does not trap.
-            unsafe { asm!("mrc p15, 0, {v}, c9, c13, 0", v = out(reg) v, options(nostack, nomem)) };
-            u64::from(v)
+            pmccntr()
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use crate::sys::{probe_in_child, ChildExit};
+
+        #[test]
+        fn pmccntr_opens_or_says_why_in_one_line() {
+            match Pmccntr::open() {
+                Ok(p) => {
+                    let _ = p.read();
+                }
+                Err(e) => {
+                    assert_eq!(e.source_name, "pmccntr");
+                    assert!(!e.reason.is_empty() && !e.reason.contains('\n'), "{e}");
+                }
+            }
+        }
+
+        #[test]
+        fn a_raw_pmccntr_read_either_works_or_traps_in_the_child() {
+            // What the probe guards against: without PMUSERENR.EN the read traps.
+            match probe_in_child(|| {
+                std::hint::black_box(pmccntr());
+                0
+            })
+            .unwrap()
+            {
+                ChildExit::Code(0) | ChildExit::Signal(libc::SIGILL) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+
+        #[test]
+        fn cntvct_opens_or_says_why() {
+            match Cntvct::open() {
+                Ok(c) => {
+                    assert!(c.read() > 0);
+                }
+                Err(e) => assert!(e.reason.contains("CNTVCT"), "{e}"),
+            }
         }
     }
 }

@@ -17,7 +17,7 @@
 //! | `gettimeofday` | `gettimeofday` (µs) |
 //! | `monotonic-syscall` | `syscall(SYS_clock_gettime, CLOCK_MONOTONIC)`: the kernel entered |
 //! | `tsc`, `rdtscp`, `lfence-tsc` | x86-64 time-stamp counter: `rdtsc`, `rdtscp`, `lfence; rdtsc` |
-//! | `cntvct` | aarch64 generic timer virtual count (`isb; mrs cntvct_el0`) |
+//! | `cntvct` | ARM generic timer virtual count (`isb; mrs cntvct_el0`; 32-bit: `mrrc` CNTVCT) |
 //! | `perf-cycles` | aarch64 PMU cycle counter through perf_event, read in user space |
 //! | `pmccntr` | armv7 PMU cycle counter (PMCCNTR), where user access is enabled |
 //!
@@ -159,7 +159,9 @@ impl SourceId {
                 "x86-64 time-stamp counter, rdtscp (waits for earlier instructions)"
             }
             SourceId::LfenceTsc => "x86-64 time-stamp counter, lfence; rdtsc (ordered)",
-            SourceId::Cntvct => "aarch64 generic timer virtual count, isb; mrs cntvct_el0",
+            SourceId::Cntvct => {
+                "ARM generic timer virtual count (isb; mrs cntvct_el0, or mrrc CNTVCT on 32-bit)"
+            }
             SourceId::PerfCycles => {
                 "aarch64 PMU cycle counter via perf_event, read in user space (this thread only)"
             }
@@ -269,7 +271,7 @@ pub enum Source {
     Rdtscp(x86::Rdtscp),
     #[cfg(target_arch = "x86_64")]
     LfenceTsc(x86::LfenceRdtsc),
-    #[cfg(target_arch = "aarch64")]
+    #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
     Cntvct(arm::Cntvct),
     #[cfg(target_arch = "aarch64")]
     PerfCycles(arm::PerfCycles),
@@ -291,7 +293,7 @@ macro_rules! with_counter {
             $crate::clock::Source::Rdtscp($c) => $body,
             #[cfg(target_arch = "x86_64")]
             $crate::clock::Source::LfenceTsc($c) => $body,
-            #[cfg(target_arch = "aarch64")]
+            #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
             $crate::clock::Source::Cntvct($c) => $body,
             #[cfg(target_arch = "aarch64")]
             $crate::clock::Source::PerfCycles($c) => $body,
@@ -342,7 +344,7 @@ impl Source {
             Source::Rdtscp(_) => SourceId::Rdtscp,
             #[cfg(target_arch = "x86_64")]
             Source::LfenceTsc(_) => SourceId::LfenceTsc,
-            #[cfg(target_arch = "aarch64")]
+            #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
             Source::Cntvct(_) => SourceId::Cntvct,
             #[cfg(target_arch = "aarch64")]
             Source::PerfCycles(_) => SourceId::PerfCycles,
@@ -369,7 +371,7 @@ impl Source {
             Source::Tsc(_) | Source::Rdtscp(_) | Source::LfenceTsc(_) => {
                 x86::declared_frequencies()
             }
-            #[cfg(target_arch = "aarch64")]
+            #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
             Source::Cntvct(_) => arm::declared_frequencies(),
             _ => Vec::new(),
         }
@@ -389,7 +391,7 @@ fn open_counter(id: SourceId) -> Result<Source, Unavailable> {
 #[cfg(target_arch = "aarch64")]
 fn open_counter(id: SourceId) -> Result<Source, Unavailable> {
     match id {
-        SourceId::Cntvct => Ok(Source::Cntvct(arm::Cntvct)),
+        SourceId::Cntvct => arm::Cntvct::open().map(Source::Cntvct),
         SourceId::PerfCycles => arm::PerfCycles::open().map(Source::PerfCycles),
         other => Err(Unavailable::new(other, not_here(other))),
     }
@@ -398,6 +400,7 @@ fn open_counter(id: SourceId) -> Result<Source, Unavailable> {
 #[cfg(target_arch = "arm")]
 fn open_counter(id: SourceId) -> Result<Source, Unavailable> {
     match id {
+        SourceId::Cntvct => arm::Cntvct::open().map(Source::Cntvct),
         SourceId::Pmccntr => arm::Pmccntr::open().map(Source::Pmccntr),
         other => Err(Unavailable::new(other, not_here(other))),
     }
@@ -412,7 +415,8 @@ fn open_counter(id: SourceId) -> Result<Source, Unavailable> {
 fn not_here(id: SourceId) -> String {
     let arch = match id {
         SourceId::Tsc | SourceId::Rdtscp | SourceId::LfenceTsc => "x86-64",
-        SourceId::Cntvct | SourceId::PerfCycles => "aarch64",
+        SourceId::Cntvct => "ARM",
+        SourceId::PerfCycles => "aarch64",
         _ => "armv7",
     };
     format!("{arch} only (this machine is {})", std::env::consts::ARCH)
@@ -606,7 +610,7 @@ pub fn preferred_sources() -> Vec<SourceId> {
     if x86::tsc_invariant().invariant() {
         v.extend([SourceId::LfenceTsc, SourceId::Tsc]);
     }
-    #[cfg(target_arch = "aarch64")]
+    #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
     v.push(SourceId::Cntvct);
     v.extend([SourceId::MonotonicRaw, SourceId::Monotonic]);
     v

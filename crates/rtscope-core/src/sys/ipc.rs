@@ -583,6 +583,36 @@ pub struct SysvStat {
     pub ctime: i64,
 }
 
+/// `struct semid_ds`: the libc crate has it for glibc only.
+#[cfg(not(target_env = "musl"))]
+type SemidDs = libc::semid_ds;
+
+/// `struct semid_ds` as musl declares it on 64-bit targets (the generic
+/// `bits/sem.h`; the libc crate does not bind it for musl): the kernel's
+/// `semid64_ds`, with `sem_nsems` and its padding as one long.
+#[cfg(all(target_env = "musl", target_pointer_width = "64"))]
+#[repr(C)]
+struct SemidDs {
+    sem_perm: libc::ipc_perm,
+    sem_otime: libc::c_long, // time_t: a long on 64-bit musl
+    sem_ctime: libc::c_long,
+    sem_nsems: libc::c_ulong,
+    unused: [libc::c_long; 2],
+}
+
+/// The key of an `ipc_perm` (glibc names the field `__key`; the libc crate's
+/// musl binding still calls it `__ipc_perm_key`).
+#[cfg(not(target_env = "musl"))]
+fn perm_key(p: &libc::ipc_perm) -> i32 {
+    p.__key
+}
+
+#[cfg(target_env = "musl")]
+#[allow(deprecated)]
+fn perm_key(p: &libc::ipc_perm) -> i32 {
+    p.__ipc_perm_key
+}
+
 fn sysv_gone(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::EIDRM))
 }
@@ -594,8 +624,8 @@ pub fn sysv_stat(kind: SysvKind, id: i32) -> io::Result<Option<SysvStat>> {
         SysvKind::Sem => {
             // SAFETY: semid_ds is POD; IPC_STAT writes one semid_ds through the
             // pointer passed as the fourth (union semun) argument.
-            let mut ds: libc::semid_ds = unsafe { std::mem::zeroed() };
-            let rc = unsafe { libc::semctl(id, 0, libc::IPC_STAT, &mut ds as *mut libc::semid_ds) };
+            let mut ds: SemidDs = unsafe { std::mem::zeroed() };
+            let rc = unsafe { libc::semctl(id, 0, libc::IPC_STAT, &mut ds as *mut SemidDs) };
             (rc, ds.sem_perm, ds.sem_ctime)
         }
         SysvKind::Msg => {
@@ -610,8 +640,9 @@ pub fn sysv_stat(kind: SysvKind, id: i32) -> io::Result<Option<SysvStat>> {
         return if sysv_gone(&e) { Ok(None) } else { Err(e) };
     }
     Ok(Some(SysvStat {
-        key: perm.__key,
+        key: perm_key(&perm),
         cuid: perm.cuid,
+        #[allow(clippy::useless_conversion)] // mode is a u16 on glibc, a u32 on musl
         mode: u32::from(perm.mode) & 0o777,
         #[allow(clippy::unnecessary_cast)] // time_t is 32 bits on some targets
         ctime: ctime as i64,

@@ -16,8 +16,19 @@ pub fn set_scheduler(policy: i32, priority: i32) -> io::Result<()> {
     // all-zero is a valid value.
     let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
     param.sched_priority = priority;
-    // SAFETY: pid 0 names the calling thread; `param` is valid.
-    if unsafe { libc::sched_setscheduler(0, policy, &param) } != 0 {
+    // The raw system call, not libc's wrapper: musl's `sched_setscheduler` is a
+    // stub that always fails with ENOSYS (POSIX makes it per-process; Linux's
+    // is per-thread, which is what is wanted here).
+    // SAFETY: pid 0 names the calling thread; `param` is valid for the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_sched_setscheduler,
+            0 as libc::pid_t,
+            policy as libc::c_int,
+            &param as *const libc::sched_param,
+        )
+    };
+    if rc != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
@@ -25,15 +36,24 @@ pub fn set_scheduler(policy: i32, priority: i32) -> io::Result<()> {
 
 /// The policy and priority of the calling thread.
 pub fn get_scheduler() -> io::Result<(i32, i32)> {
+    // The raw system call, as in `set_scheduler` (musl's wrapper is an ENOSYS stub).
     // SAFETY: pid 0 names the calling thread.
-    let policy = unsafe { libc::sched_getscheduler(0) };
+    let policy = unsafe { libc::syscall(libc::SYS_sched_getscheduler, 0 as libc::pid_t) } as i32;
     if policy < 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: as in `set_scheduler`.
     let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
+    // Raw too: musl stubs `sched_getparam` out as well.
     // SAFETY: `param` is valid and writable.
-    if unsafe { libc::sched_getparam(0, &mut param) } != 0 {
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getparam,
+            0 as libc::pid_t,
+            &mut param as *mut libc::sched_param,
+        )
+    };
+    if rc != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok((policy & !libc::SCHED_RESET_ON_FORK, param.sched_priority))

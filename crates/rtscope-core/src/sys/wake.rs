@@ -82,8 +82,20 @@ pub fn timerfd_wait_interruptible(fd: &OwnedFd) -> io::Result<Option<u64>> {
 pub fn sigwait_one_interruptible(set: &libc::sigset_t) -> io::Result<Option<u32>> {
     // SAFETY: siginfo_t is POD; sigwaitinfo fills it.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is an initialised sigset; `info` is valid and writable.
-    let rc = unsafe { libc::sigwaitinfo(set, &mut info) };
+    // The raw system call, not libc's `sigwaitinfo`: musl's wrapper restarts
+    // the wait on EINTR, so a wake signal could not end it. The kernel's sigset
+    // is the first 8 bytes (64 signals) of libc's larger `sigset_t`.
+    // SAFETY: `set` is an initialised sigset of at least 8 bytes; `info` is
+    // valid and writable; a null timeout waits without limit.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigtimedwait,
+            set as *const libc::sigset_t,
+            &mut info as *mut libc::siginfo_t,
+            std::ptr::null::<libc::timespec>(),
+            8 as libc::size_t,
+        )
+    };
     if rc >= 0 {
         let overrun = if info.si_code == libc::SI_TIMER {
             // SAFETY: si_code says the timer member of the union is valid.
