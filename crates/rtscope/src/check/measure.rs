@@ -106,6 +106,71 @@ pub fn attach(
         })
         .collect();
     set(checks, "irq-affinity", text.join("; "));
+    // OS noise on the same CPUs: the evidence for isolation and throttling.
+    let plan = crate::experiment::noise::NoisePlan {
+        cpus: cpus.clone(),
+        duration_ns: window_ns,
+        threshold_ns: 1000,
+        trace: false,
+        trace_buffer_kb: 4096,
+        source: crate::experiment::noise::default_source()
+            .name()
+            .to_string(),
+        calibration_window_ns: 100_000_000,
+        spikes: 4,
+        rt: crate::experiment::run::RtChoice::new(
+            rtscope_core::rt::Policy::Fifo,
+            95,
+            false,
+            false,
+        )?,
+        loads: Vec::new(),
+        load_cpus: None,
+        outputs: crate::experiment::run::Outputs {
+            quiet: true,
+            ..Default::default()
+        },
+    };
+    if !quiet {
+        eprintln!(
+            "rtscope check --measure: {} of OS noise (SCHED_FIFO 95 busy loop) on CPUs {}",
+            rtscope_core::units::format_ns(window_ns),
+            rtscope_core::units::format_cpu_list(&cpus)
+        );
+    }
+    match crate::experiment::noise::execute(&plan) {
+        Ok(f) => {
+            let mut parts = Vec::new();
+            let mut max_gap = 0u64;
+            for s in &f.doc.series {
+                let a = serde_json::to_value(&s.attributes).unwrap_or_default();
+                let g = |k: &str| a.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+                max_gap = max_gap.max(s.stats.max_ns.max(0) as u64);
+                parts.push(format!(
+                    "{}: noise {:.3}% of the time, {:.0} gaps/s, max gap {}",
+                    s.label,
+                    100.0 - g("available_pct"),
+                    g("gaps_per_s"),
+                    rtscope_core::units::format_ns(s.stats.max_ns.max(0) as u64)
+                ));
+            }
+            let text = format!("rtscope noise {}", parts.join("; "));
+            for id in ["isolcpus", "cpus", "vm"] {
+                set(checks, id, text.clone());
+            }
+            if max_gap >= 10_000_000 {
+                set(
+                    checks,
+                    "rt-throttling",
+                    format!(
+                        "a SCHED_FIFO busy loop lost {} at once (throttling or the fair server)",
+                        rtscope_core::units::format_ns(max_gap)
+                    ),
+                );
+            }
+        }
+        Err(e) => set(checks, "isolcpus", format!("noise probe failed: {e}")),
+    }
     Ok(())
 }
 
