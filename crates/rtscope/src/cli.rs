@@ -77,6 +77,21 @@ pub struct CompareArgs {
     /// Exit with code 3 when a run is clearly worse than the baseline at some percentile.
     #[arg(long)]
     pub fail_if_worse: bool,
+
+    /// Smallest change that counts (percent, e.g. 5 or 5%): no verdict unless the
+    /// whole 95% interval lies beyond it.
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = min_effect)]
+    pub min_effect: f64,
+}
+
+/// `--min-effect`: a percentage in [0, 100), `5` or `5%`, as a fraction.
+fn min_effect(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches('%');
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..100.0).contains(&v) => Ok(v / 100.0),
+        Ok(_) => Err(format!("'{s}' is out of range (0 to 99.9 percent)")),
+        Err(_) => Err(format!("'{s}' is not a percentage (e.g. 5 or 5%)")),
+    }
 }
 
 /// Where imported data comes from.
