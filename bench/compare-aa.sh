@@ -11,6 +11,8 @@
 #   bench/compare-aa.sh [PAIRS] [DURATION] [LOAD] [AB]
 #   defaults: 20 pairs, 5s runs, --load mem-churn:100, 5 A/B pairs
 #   RTSCOPE=path/to/rtscope (default: target/release/rtscope, else target/debug/rtscope)
+#   REPEAT=N makes every run `--repeat N` (N runs of DURATION each, compared by
+#     the spread between repetitions)
 #   KEEP=DIR keeps the result documents in DIR (default: a temporary directory, removed)
 #
 # With python3 available, the same pairs are also compared with their block
@@ -27,6 +29,7 @@ if [ -z "$BIN" ]; then
 fi
 if [ -n "${KEEP:-}" ]; then DIR=$KEEP; mkdir -p "$DIR"; else DIR=$(mktemp -d); trap 'rm -rf "$DIR"' EXIT; fi
 RUN="$BIN cyclic -t 1 -a 1 -i 500us -D $DUR -q"
+[ "${REPEAT:-1}" -gt 1 ] && RUN="$RUN --repeat $REPEAT"
 
 run() { # run NAME [extra args]: falls back to --no-rt without the right to SCHED_FIFO
     name=$1; shift

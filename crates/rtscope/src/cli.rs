@@ -456,6 +456,11 @@ pub struct CyclicArgs {
     #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
     pub fail_above: Option<u64>,
 
+    /// Make N independent runs, one after the other, and pool them (each kept as a
+    /// repetition, so that `compare` can use the spread between runs).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = positive_usize)]
+    pub repeat: usize,
+
     #[command(flatten)]
     pub out: OutputArgs,
 
@@ -691,6 +696,7 @@ impl CyclicArgs {
             },
             loads: self.loads.load.clone(),
             load_cpus: self.loads.load_cpus.clone(),
+            repeat: self.repeat,
         })
     }
 }

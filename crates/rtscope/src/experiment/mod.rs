@@ -9,4 +9,5 @@ pub mod cyclic;
 pub mod ipc;
 pub mod matrix;
 pub mod period;
+pub mod repeat;
 pub mod run;

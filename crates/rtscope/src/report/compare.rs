@@ -236,6 +236,10 @@ impl Verdict {
             .map(|(e, a)| {
                 let f = a.factor;
                 let more = match e.method {
+                    Method::Repetitions { .. } if f > 50.0 => {
+                        "more than 50x as many repetitions: this percentile varies too much between runs"
+                            .to_string()
+                    }
                     _ if f > 50.0 => "more than 50x the data: this percentile varies too much within a run; \
                                       compare repetitions (--repeat) instead"
                         .to_string(),

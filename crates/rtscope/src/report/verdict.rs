@@ -571,12 +571,12 @@ fn rep_logs(reps: &[&Series], q: f64) -> Option<(f64, f64, usize)> {
     Some((mean, var, n))
 }
 
-/// The repetitions of a series, or the series itself.
+/// The repetitions of a series (those with samples), or the series itself.
 fn runs_of(s: &Series) -> Vec<&Series> {
     if s.repetitions.is_empty() {
         vec![s]
     } else {
-        s.repetitions.iter().collect()
+        s.repetitions.iter().filter(|r| r.stats.count > 0).collect()
     }
 }
 
@@ -586,7 +586,10 @@ fn by_repetitions(a: &Series, b: &Series, name: &'static str, q: f64, st: &Setti
         a: ra.len(),
         b: rb.len(),
     };
-    let (Some((ma, va, na)), Some((mb, vb, nb))) = (rep_logs(&ra, q), rep_logs(&rb, q)) else {
+    let usable = !ra.is_empty() && !rb.is_empty() && ra.len().max(rb.len()) >= 2;
+    let (true, Some((ma, va, na)), Some((mb, vb, nb))) =
+        (usable, rep_logs(&ra, q), rep_logs(&rb, q))
+    else {
         return too_few(name, q, None, method);
     };
     let est = mb - ma;
@@ -918,6 +921,21 @@ mod tests {
         // p99.9 of 10 000 samples: no upper bound, too few.
         let few = effect(&a, &b, "p99.99", 0.9999, &st);
         assert_eq!(few.call, Call::TooFewSamples);
+    }
+
+    #[test]
+    fn empty_repetitions_are_left_out() {
+        let st = Settings::default();
+        let rep = |seed: u64| without_blocks(&ar1_series(seed, 4000, 1_000_000, 0.0, 0.2, 1.0));
+        let mut reps: Vec<Series> = (0..4).map(rep).collect();
+        reps.push(Series::default());
+        let a = Series {
+            repetitions: reps.clone(),
+            ..Default::default()
+        };
+        let e = effect(&a, &a, "p50", 0.5, &st);
+        assert_eq!(e.method, Method::Repetitions { a: 4, b: 4 });
+        assert_ne!(e.call, Call::TooFewSamples);
     }
 
     #[test]
