@@ -173,8 +173,9 @@ pub enum EndReason {
 }
 
 /// One distribution: its label, free-form attributes, statistics, counters,
-/// histogram, timeline and worst samples.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// histogram, timeline and worst samples; optionally per-block histograms
+/// and the repetitions it pools.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Series {
     /// Unique within the document: `thread 0`, `all`, ...
     pub label: String,
@@ -187,6 +188,30 @@ pub struct Series {
     pub timeline: Timeline,
     /// The worst samples, worst first.
     pub spikes: Vec<Spike>,
+    /// Per-time-block histograms, for dependence-aware intervals (absent in
+    /// documents of older versions and in imports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks: Option<BlockHistograms>,
+    /// With `--repeat N`: the N independent runs this series pools, each a
+    /// full series of its own (without further repetitions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repetitions: Vec<Series>,
+}
+
+/// The run cut into consecutive time blocks, each with a compact histogram
+/// (see `record::blocks`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct BlockHistograms {
+    /// Length of a block, ns; block `i` covers `[i, i + 1) * block_ns` after
+    /// the start (in a pooled series: the repetitions' blocks one after the other).
+    pub block_ns: u64,
+    /// Buckets per power of two (32): bucket `k < 32` holds the value `k`;
+    /// above, bucket `k` starts at `(32 + k % 32) << (k / 32 - 1)` and is
+    /// `1 << (k / 32 - 1)` wide.
+    pub sub_buckets: u32,
+    /// One string per block, in time order: its non-empty buckets as
+    /// `bucket:count` pairs separated by spaces (empty for a block without samples).
+    pub blocks: Vec<String>,
 }
 
 /// Summary statistics. min/max/mean/stddev are exact; percentiles come from the

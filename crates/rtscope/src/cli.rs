@@ -113,6 +113,21 @@ pub struct CompareArgs {
     /// Exit with code 3 when a run is clearly worse than the baseline at some percentile.
     #[arg(long)]
     pub fail_if_worse: bool,
+
+    /// Smallest change that counts (percent, e.g. 5 or 5%): no verdict unless the
+    /// whole 95% interval lies beyond it.
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = min_effect)]
+    pub min_effect: f64,
+}
+
+/// `--min-effect`: a percentage in [0, 100), `5` or `5%`, as a fraction.
+fn min_effect(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches('%');
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..100.0).contains(&v) => Ok(v / 100.0),
+        Ok(_) => Err(format!("'{s}' is out of range (0 to 99.9 percent)")),
+        Err(_) => Err(format!("'{s}' is not a percentage (e.g. 5 or 5%)")),
+    }
 }
 
 /// Where imported data comes from.
@@ -476,6 +491,11 @@ pub struct CyclicArgs {
     /// Run to the end, then exit with code 3 if any sample was above DURATION.
     #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
     pub fail_above: Option<u64>,
+
+    /// Make N independent runs, one after the other, and pool them (each kept as a
+    /// repetition, so that `compare` can use the spread between runs).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = positive_usize)]
+    pub repeat: usize,
 
     #[command(flatten)]
     pub out: OutputArgs,
@@ -972,6 +992,7 @@ impl CyclicArgs {
             },
             loads: self.loads.load.clone(),
             load_cpus: self.loads.load_cpus.clone(),
+            repeat: self.repeat,
         })
     }
 }

@@ -364,12 +364,19 @@ fn compare_verdicts_and_exit_codes() {
     let o = run(&["compare", s(&a), s(&b)]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(
-        o.stdout
-            .contains("verdict: after is worse than before at p50 (+200%), p99 (+200%)"),
+        o.stdout.contains(
+            "verdict: after is worse than before at p50 +200% [+190%, +210%], p99 +200% ["
+        ),
         "{}",
         o.stdout
     );
-    assert!(o.stdout.contains("order statistics"));
+    // Imports have no block histograms: labelled, and the method says why.
+    assert!(o
+        .stdout
+        .contains("  interval: independence assumed (p50, p99, p99.9)\n"));
+    assert!(o
+        .stdout
+        .contains("order statistics with independence assumed"));
     assert!(o.stdout.contains("3.00x"));
     let o = run(&["compare", "--fail-if-worse", s(&a), s(&b)]);
     assert_eq!(o.code, 3, "{}", o.stdout);
@@ -383,10 +390,23 @@ fn compare_verdicts_and_exit_codes() {
     let o = run(&["compare", "--fail-if-worse", s(&a), s(&a)]);
     assert_eq!(o.code, 0);
     assert!(
-        o.stdout.contains("no clear difference (p50, p99)"),
+        o.stdout
+            .contains("verdict: no clear difference at p99 +0.0% [-19%, +24%]; same within ±5% at p50 +0.0% [-4.3%, +4.4%]"),
         "{}",
         o.stdout
     );
+    // A wider threshold: the same interval now lies wholly inside it.
+    let o = run(&["compare", "--min-effect", "30%", s(&a), s(&a)]);
+    assert_eq!(o.code, 0);
+    assert!(
+        o.stdout.contains(
+            "verdict: same within ±30% at p50 +0.0% [-4.3%, +4.4%], p99 +0.0% [-19%, +24%]"
+        ),
+        "{}",
+        o.stdout
+    );
+    one_line_usage_error(&run(&["compare", "--min-effect", "100", s(&a), s(&a)]));
+    one_line_usage_error(&run(&["compare", "--min-effect", "five", s(&a), s(&a)]));
 
     // --match pairs series explicitly; a wrong label is a usage error.
     let o = run(&["compare", s(&a), s(&b), "--match", "thread 0=thread 1"]);

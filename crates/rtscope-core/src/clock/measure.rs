@@ -191,6 +191,7 @@ pub fn series_from_deltas(
                 cpu: 0,
             })
             .collect(),
+        ..Default::default()
     }
 }
 

@@ -7,11 +7,13 @@
 //! when a recorder is created (the histogram's counts array, the spike heap and
 //! the timeline's capacity), so recording itself does not allocate.
 
+pub mod blocks;
 mod histogram;
 mod spikes;
 mod stats;
 mod timeline;
 
+pub use blocks::BlockRecorder;
 pub use histogram::{
     LatencyHistogram, MicrosecondBins, HIST_HIGHEST_NS, HIST_LOWEST_NS, HIST_SIGFIG,
 };
@@ -29,6 +31,8 @@ pub struct SeriesRecorder {
     pub stats: RunningStats,
     pub timeline: TimelineBuilder,
     pub spikes: SpikeKeeper,
+    /// Per-block histograms (100 ms blocks, bounded).
+    pub blocks: BlockRecorder,
     /// Periods skipped because a wake-up came after the following deadline.
     pub overruns: u64,
     /// Samples whose wake-up skipped at least one period.
@@ -49,6 +53,11 @@ impl SeriesRecorder {
             stats: RunningStats::default(),
             timeline: TimelineBuilder::new(origin_ns, 1_000_000_000, timeline::DEFAULT_MAX_POINTS),
             spikes: SpikeKeeper::new(spikes),
+            blocks: BlockRecorder::new(
+                origin_ns,
+                blocks::DEFAULT_BLOCK_NS,
+                blocks::DEFAULT_MAX_BLOCKS,
+            ),
             overruns: 0,
             overrun_samples: 0,
             negative: 0,
@@ -69,6 +78,7 @@ impl SeriesRecorder {
         self.hist.record(lat);
         self.stats.push(s.latency_ns);
         self.timeline.push(s.t_ns, lat);
+        self.blocks.push(s.t_ns, lat);
         self.spikes.offer(s);
         if s.overruns > 0 {
             self.overruns += u64::from(s.overruns);
@@ -102,6 +112,8 @@ impl SeriesRecorder {
             histogram: self.hist.export(),
             timeline: self.timeline.export(),
             spikes: self.spikes.sorted(),
+            blocks: Some(self.blocks.export()),
+            repetitions: vec![],
         }
     }
 }
@@ -138,5 +150,8 @@ mod tests {
         assert_eq!(ser.stats.max_ns, 5000);
         assert_eq!(ser.spikes[0].latency_ns, 5000);
         assert_eq!(ser.histogram.buckets.iter().map(|b| b[1]).sum::<u64>(), 4);
+        let blocks = blocks::decode(ser.blocks.as_ref().unwrap()).unwrap();
+        assert_eq!(blocks.len(), 1);
+        assert_eq!(blocks[0].iter().map(|b| b.1).sum::<u64>(), 4);
     }
 }

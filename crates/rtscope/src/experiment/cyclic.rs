@@ -73,6 +73,8 @@ pub struct CyclicOptions {
     pub outputs: Outputs,
     pub loads: Vec<crate::load::LoadSpec>,
     pub load_cpus: Option<Vec<usize>>,
+    /// `--repeat`: independent runs in one invocation, pooled (1: a plain run).
+    pub repeat: usize,
 }
 
 impl Default for CyclicOptions {
@@ -105,6 +107,7 @@ impl Default for CyclicOptions {
             outputs: Outputs::default(),
             loads: vec![],
             load_cpus: None,
+            repeat: 1,
         }
     }
 }
@@ -505,6 +508,9 @@ impl Outcome {
 /// Runs the experiment: measure, write, print; the exit code.
 pub fn run(options: &CyclicOptions) -> Result<i32> {
     let plan = plan(options)?;
+    if options.repeat > 1 {
+        return run_repeated(&plan, options.repeat);
+    }
     let out = execute(&plan)?;
     let threshold = out.doc.threshold.clone();
     let code = out.deliver(&plan);
@@ -512,6 +518,52 @@ pub fn run(options: &CyclicOptions) -> Result<i32> {
         return Ok(code);
     }
     if let Some(t) = threshold.filter(|t| t.exceeded) {
+        eprintln!(
+            "fail: {} samples above {}",
+            t.samples_above,
+            format_ns(t.fail_above_ns)
+        );
+        return Ok(EXIT_THRESHOLD);
+    }
+    Ok(EXIT_OK)
+}
+
+/// `--repeat N`: N runs one after the other, pooled into one document
+/// (see [`super::repeat`]).
+fn run_repeated(plan: &CyclicPlan, n: usize) -> Result<i32> {
+    for (flag, set) in [
+        ("--raw", plan.raw.is_some()),
+        ("--histogram", plan.histogram.is_some()),
+        ("--checkpoint", plan.checkpoint_ns.is_some()),
+        ("--break-above", plan.break_above_ns.is_some()),
+    ] {
+        if set {
+            return Err(usage(format!("--repeat cannot be combined with {flag}")));
+        }
+    }
+    if plan.loops.is_none() && plan.duration_ns.is_none() {
+        return Err(usage(
+            "--repeat needs --duration or --loops (each run must end)",
+        ));
+    }
+    let mut errors = Vec::new();
+    let docs = super::repeat::runs(n, plan.outputs.quiet, |_| {
+        let out = execute(plan)?;
+        errors.extend(out.thread_errors);
+        Ok(out.doc)
+    })?;
+    let made = docs.len();
+    let doc = super::repeat::pool(docs);
+    let mut text = summary::cyclic_summary(&doc);
+    text.push_str(&format!("pooled from {made} runs (--repeat {n})\n"));
+    let code = run::deliver(&doc, &plan.outputs, vec![], &text);
+    for e in &errors {
+        eprintln!("error: {e}");
+    }
+    if code != EXIT_OK || !errors.is_empty() {
+        return Ok(EXIT_RUN);
+    }
+    if let Some(t) = doc.threshold.filter(|t| t.exceeded) {
         eprintln!(
             "fail: {} samples above {}",
             t.samples_above,

@@ -10,6 +10,7 @@ pub mod ipc;
 pub mod matrix;
 pub mod noise;
 pub mod period;
+pub mod repeat;
 pub mod run;
 pub mod timer;
 pub mod timer_service;

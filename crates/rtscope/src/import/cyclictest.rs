@@ -831,6 +831,7 @@ fn one_series(
             points: vec![],
         },
         spikes: vec![],
+        ..Default::default()
     })
 }
 

@@ -17,8 +17,8 @@ use rtscope_core::result::{write_atomic, Series};
 
 use super::charts::{self, Plotted};
 use super::html::{self, doc_unit, has_percentiles, in_unit, system_rows, warnings_list};
-use super::stats::{difference, Difference, QuantileCi, RankedHistogram, METHOD};
 use super::svg::color;
+use super::verdict::{self, pct, pct_plain, Call, Effect, Method, Settings};
 use super::{esc, load, run_names, Run};
 use crate::cli::CompareArgs;
 use crate::error::{usage, EXIT_OK, EXIT_THRESHOLD};
@@ -147,40 +147,42 @@ pub fn match_series(runs: &[Run], explicit: &[String]) -> Result<(Vec<Matched>, 
 /// The verdict for one run against the baseline, on one matched series.
 #[derive(Debug, Clone)]
 pub struct Verdict {
-    /// Per verdict quantile: the difference found.
-    pub per_quantile: Vec<(&'static str, Difference)>,
-    /// Per verdict quantile: the run's value over the baseline's, where both are known.
-    pub ratios: Vec<Option<f64>>,
+    /// One per verdict percentile.
+    pub effects: Vec<Effect>,
+    /// The practical-effect threshold it was drawn with.
+    pub min_effect: f64,
+    /// Duration of the run (of each repetition, with `--repeat`), ns.
+    pub duration_ns: u64,
 }
 
 impl Verdict {
     /// Whether any percentile is clearly worse.
     pub fn any_worse(&self) -> bool {
-        self.per_quantile
-            .iter()
-            .any(|(_, d)| *d == Difference::Worse)
+        self.effects.iter().any(|e| e.call == Call::Worse)
     }
 
-    /// One line: what differs and what does not.
+    fn pick(&self, want: Call) -> Vec<String> {
+        self.effects
+            .iter()
+            .filter(|e| e.call == want)
+            .map(|e| {
+                if want == Call::TooFewSamples {
+                    e.name.to_string()
+                } else {
+                    e.text()
+                }
+            })
+            .collect()
+    }
+
+    /// One line: what differs (effect and 95 % interval) and what does not.
     pub fn text(&self, b: &str, a: &str) -> String {
-        let pick = |want: Difference| -> Vec<String> {
-            self.per_quantile
-                .iter()
-                .zip(&self.ratios)
-                .filter(|((_, d), _)| *d == want)
-                .map(|((n, d), r)| match (d, r) {
-                    (Difference::Worse | Difference::Better, Some(r)) => {
-                        format!("{n} ({:+.0}%)", (r - 1.0) * 100.0)
-                    }
-                    _ => n.to_string(),
-                })
-                .collect()
-        };
-        let (worse, better, same, few) = (
-            pick(Difference::Worse),
-            pick(Difference::Better),
-            pick(Difference::Unclear),
-            pick(Difference::TooFewSamples),
+        let (worse, better, same, unclear, few) = (
+            self.pick(Call::Worse),
+            self.pick(Call::Better),
+            self.pick(Call::Same),
+            self.pick(Call::Unclear),
+            self.pick(Call::TooFewSamples),
         );
         let mut parts = Vec::new();
         match (worse.is_empty(), better.is_empty()) {
@@ -193,12 +195,15 @@ impl Verdict {
             )),
             (true, true) => {}
         }
+        if !unclear.is_empty() {
+            parts.push(format!("no clear difference at {}", unclear.join(", ")));
+        }
         if !same.is_empty() {
-            if parts.is_empty() {
-                parts.push(format!("no clear difference ({})", same.join(", ")));
-            } else {
-                parts.push(format!("no clear difference at {}", same.join(", ")));
-            }
+            parts.push(format!(
+                "same within ±{} at {}",
+                pct_plain(self.min_effect),
+                same.join(", ")
+            ));
         }
         if !few.is_empty() {
             parts.push(format!("too few samples to tell at {}", few.join(", ")));
@@ -206,10 +211,69 @@ impl Verdict {
         parts.join("; ")
     }
 
+    /// Which method produced each interval: `block bootstrap, 50 blocks of 100ms (p50, p99)`.
+    pub fn methods(&self) -> String {
+        let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
+        for e in &self.effects {
+            let d = e.method.describe();
+            match groups.iter_mut().find(|g| g.0 == d) {
+                Some(g) => g.1.push(e.name),
+                None => groups.push((d, vec![e.name])),
+            }
+        }
+        groups
+            .iter()
+            .map(|(d, names)| format!("{d} ({})", names.join(", ")))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// What would resolve the unclear percentiles, one line each.
+    pub fn advice(&self) -> Vec<String> {
+        self.effects
+            .iter()
+            .filter_map(|e| e.advice.map(|a| (e, a)))
+            .map(|(e, a)| {
+                let f = a.factor;
+                let more = match e.method {
+                    Method::Repetitions { .. } if f > 50.0 => {
+                        "more than 50x as many repetitions: this percentile varies too much between runs"
+                            .to_string()
+                    }
+                    _ if f > 50.0 => "more than 50x the data: this percentile varies too much within a run; \
+                                      compare repetitions (--repeat) instead"
+                        .to_string(),
+                    Method::Repetitions { a: na, b: nb } => format!(
+                        "about {} repetitions per side (--repeat {})",
+                        (na.max(nb) as f64 * f).ceil(),
+                        (na.max(nb) as f64 * f).ceil()
+                    ),
+                    _ => {
+                        let secs = self.duration_ns as f64 * f / 1e9;
+                        let long = if secs >= 10.0 {
+                            format!("{secs:.0}s")
+                        } else {
+                            format!("{secs:.1}s")
+                        };
+                        format!(
+                            "runs about {f:.1}x as long ({long}), or --repeat {} of these (which also measures the spread between runs)",
+                            (f - 1e-9).ceil().max(3.0)
+                        )
+                    }
+                };
+                format!(
+                    "{}: to resolve a difference of ±{} would take {more}",
+                    e.name,
+                    pct_plain(a.difference)
+                )
+            })
+            .collect()
+    }
+
     /// `worse`, `better` or `same`: the CSS class of the verdict.
     pub fn class(&self) -> &'static str {
-        let any = |d: Difference| self.per_quantile.iter().any(|(_, x)| *x == d);
-        match (any(Difference::Worse), any(Difference::Better)) {
+        let any = |d: Call| self.effects.iter().any(|e| e.call == d);
+        match (any(Call::Worse), any(Call::Better)) {
             (true, _) => "worse",
             (false, true) => "better",
             _ => "same",
@@ -237,19 +301,18 @@ fn ratio(a: f64, b: f64) -> String {
     }
 }
 
-fn ci_text(ci: &QuantileCi, unit: super::charts::Unit) -> String {
-    let f = |v: Option<u64>, open: &str| v.map_or(open.to_string(), |x| in_unit(x as f64, unit));
-    format!("[{}, {}]", f(ci.lo_ns, "?"), f(ci.hi_ns, "?"))
-}
-
 /// Compares the matched series of `runs` (the first run is the baseline).
-pub fn compare_series(runs: &[Run], m: &Matched, unit: super::charts::Unit) -> SeriesComparison {
+pub fn compare_series(
+    runs: &[Run],
+    m: &Matched,
+    unit: super::charts::Unit,
+    settings: &Settings,
+) -> SeriesComparison {
     let series: Vec<&Series> = runs
         .iter()
         .zip(&m.index)
         .map(|(r, i)| &r.doc.series[*i])
         .collect();
-    let ranked: Vec<RankedHistogram> = series.iter().map(|s| RankedHistogram::new(s)).collect();
     let mut header = vec![format!("{} ({})", m.label, unit.name)];
     for (i, r) in runs.iter().enumerate() {
         header.push(r.name.clone());
@@ -294,13 +357,15 @@ pub fn compare_series(runs: &[Run], m: &Matched, unit: super::charts::Unit) -> S
         ("overruns", |s| Some(s.counters.overruns as f64), false),
         ("dropped", |s| Some(s.counters.dropped as f64), false),
     ];
-    let cis: Vec<Vec<QuantileCi>> = ranked
-        .iter()
-        .map(|h| {
-            VERDICT_QUANTILES
+    let verdicts: Vec<Verdict> = (1..runs.len())
+        .map(|i| Verdict {
+            effects: VERDICT_QUANTILES
                 .iter()
-                .map(|(q, _)| h.quantile_ci(*q))
-                .collect()
+                .map(|(q, n)| verdict::effect(series[0], series[i], n, *q, settings))
+                .collect(),
+            min_effect: settings.min_effect,
+            duration_ns: runs[0].doc.duration_ns.max(runs[i].doc.duration_ns)
+                / series[0].repetitions.len().max(1) as u64,
         })
         .collect();
     for (name, get, is_latency) in metrics {
@@ -321,46 +386,17 @@ pub fn compare_series(runs: &[Run], m: &Matched, unit: super::charts::Unit) -> S
         }
         rows.push(row);
         if let Some(qi) = VERDICT_QUANTILES.iter().position(|(_, n)| *n == name) {
-            let mut row = vec![format!("  {name} 95% CI")];
-            for (i, c) in cis.iter().enumerate() {
-                row.push(if has_percentiles(series[i]) {
-                    ci_text(&c[qi], unit)
-                } else {
-                    "-".into()
-                });
+            let mut row = vec![format!("  {name} change")];
+            for i in 0..runs.len() {
+                row.push(String::new());
                 if i > 0 {
-                    row.push(String::new());
+                    let e = &verdicts[i - 1].effects[qi];
+                    row.push(e.text().trim_start_matches(e.name).trim().to_string());
                 }
             }
             rows.push(row);
         }
     }
-    let point = |s: &Series, q: f64| -> Option<f64> {
-        let v = match q {
-            0.5 => s.stats.p50_ns,
-            0.99 => s.stats.p99_ns,
-            _ => s.stats.p99_9_ns,
-        };
-        has_percentiles(s).then_some(v as f64)
-    };
-    let verdicts = (1..runs.len())
-        .map(|i| Verdict {
-            per_quantile: VERDICT_QUANTILES
-                .iter()
-                .enumerate()
-                .map(|(qi, (_, n))| (*n, difference(&cis[0][qi], &cis[i][qi])))
-                .collect(),
-            ratios: VERDICT_QUANTILES
-                .iter()
-                .map(
-                    |(q, _)| match (point(series[0], *q), point(series[i], *q)) {
-                        (Some(a), Some(b)) if a > 0.0 => Some(b / a),
-                        _ => None,
-                    },
-                )
-                .collect(),
-        })
-        .collect();
     SeriesComparison {
         label: m.label.clone(),
         rows,
@@ -378,14 +414,25 @@ pub struct Comparison {
     pub matched: Vec<Matched>,
 }
 
-/// Builds the comparison of `runs`.
+/// Builds the comparison of `runs` with the default settings.
+#[cfg(test)]
 pub fn build(cell: String, runs: Vec<Run>, explicit: &[String]) -> Result<Comparison> {
+    build_with(cell, runs, explicit, &Settings::default())
+}
+
+/// Builds the comparison of `runs` with these verdict settings.
+pub fn build_with(
+    cell: String,
+    runs: Vec<Run>,
+    explicit: &[String],
+    settings: &Settings,
+) -> Result<Comparison> {
     let (matched, notes) = match_series(&runs, explicit)?;
     let docs: Vec<_> = runs.iter().map(|r| r.doc.clone()).collect();
     let unit = doc_unit(&docs);
     let series = matched
         .iter()
-        .map(|m| compare_series(&runs, m, unit))
+        .map(|m| compare_series(&runs, m, unit, settings))
         .collect();
     Ok(Comparison {
         cell,
@@ -447,13 +494,21 @@ pub fn text(c: &Comparison) -> String {
                 "verdict: {}",
                 printable(&v.text(&c.runs[i + 1].name, &c.runs[0].name))
             );
+            let _ = writeln!(out, "  interval: {}", v.methods());
+            for a in v.advice() {
+                let _ = writeln!(out, "  advice: {a}");
+            }
         }
     }
     out
 }
 
 /// Collects the comparisons: files compared as they are, directories cell by cell.
-pub fn collect(paths: &[PathBuf], explicit: &[String]) -> Result<Vec<Comparison>> {
+pub fn collect(
+    paths: &[PathBuf],
+    explicit: &[String],
+    settings: &Settings,
+) -> Result<Vec<Comparison>> {
     let dirs = paths.iter().filter(|p| p.is_dir()).count();
     if dirs == 0 {
         let names = run_names(paths);
@@ -465,7 +520,7 @@ pub fn collect(paths: &[PathBuf], explicit: &[String]) -> Result<Vec<Comparison>
                 doc: load(p)?,
             });
         }
-        return Ok(vec![build(String::new(), runs, explicit)?]);
+        return Ok(vec![build_with(String::new(), runs, explicit, settings)?]);
     }
     if dirs != paths.len() {
         return Err(usage(
@@ -500,7 +555,12 @@ pub fn collect(paths: &[PathBuf], explicit: &[String]) -> Result<Vec<Comparison>
                 path: p,
             });
         }
-        out.push(build(cell.display().to_string(), runs, explicit)?);
+        out.push(build_with(
+            cell.display().to_string(),
+            runs,
+            explicit,
+            settings,
+        )?);
     }
     let total: usize = cells.iter().map(|c| c.len()).sum();
     let used = out.len() * paths.len();
@@ -565,12 +625,17 @@ pub fn html_page(cs: &[Comparison]) -> String {
         None => "rtscope comparison".into(),
     };
     let _ = writeln!(b, "<h1>{}</h1>", esc(&title));
+    let delta = cs
+        .iter()
+        .flat_map(|c| &c.series)
+        .flat_map(|s| &s.verdicts)
+        .map(|v| v.min_effect)
+        .next()
+        .unwrap_or(Settings::default().min_effect);
     let _ = writeln!(
         b,
-        "<p class=\"sub\">The first run is the baseline; ratios are run / baseline. A verdict claims a \
-         difference only where the {} do not overlap; samples of one run are not fully independent, so \
-         treat a verdict as \"larger than this run's sampling noise\".</p>",
-        esc(METHOD)
+        "<p class=\"sub\">The first run is the baseline; ratios are run / baseline. {}</p>",
+        esc(&method_note(delta))
     );
     if let Some(c) = cs.first() {
         b.push_str(&runs_table(&c.runs));
@@ -600,7 +665,12 @@ pub fn html_page(cs: &[Comparison]) -> String {
                     v.class(),
                     esc(&v.text(&c.runs[i + 1].name, &c.runs[0].name))
                 );
+                let _ = writeln!(b, "<p class=\"sub\">Intervals: {}</p>", esc(&v.methods()));
+                for a in v.advice() {
+                    let _ = writeln!(b, "<p class=\"sub\">Advice: {}</p>", esc(&a));
+                }
             }
+            b.push_str(&effects_svg(&s.label, &c.runs, &s.verdicts));
             let plotted: Vec<Plotted> = c
                 .runs
                 .iter()
@@ -624,6 +694,127 @@ pub fn html_page(cs: &[Comparison]) -> String {
         }
     }
     html::page(&title, &b)
+}
+
+/// The rule and the methods, as printed under every comparison.
+pub fn method_note(min_effect: f64) -> String {
+    let d = pct_plain(min_effect);
+    format!(
+        "change = run / baseline - 1 at each percentile, with its 95% interval; a run is called worse (better) \
+         only where the whole interval lies above +{d} (below -{d}, i.e. 1/(1+{d})), \"same within ±{d}\" where it lies \
+         wholly inside, \"no clear difference\" otherwise (--min-effect sets {d}). Intervals come from the spread \
+         between repetitions (--repeat), else from a block bootstrap over the run's time blocks, else from order \
+         statistics with independence assumed (documents without blocks: older files, imports), which are too narrow. \
+         A single run per side does not measure the variation between runs: run --repeat N to be sure."
+    )
+}
+
+/// The changes of one series as error bars: one row per run and percentile,
+/// the no-effect zone shaded, intervals without a verdict in grey.
+pub fn effects_svg(label: &str, runs: &[Run], verdicts: &[Verdict]) -> String {
+    let rows: Vec<(usize, &Effect)> = verdicts
+        .iter()
+        .enumerate()
+        .flat_map(|(i, v)| v.effects.iter().map(move |e| (i + 1, e)))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let z = verdicts[0].min_effect.ln_1p();
+    // The axis: log ratio, symmetric, wide enough for every interval.
+    let mut span = (2.0 * z).max(0.05);
+    for (_, e) in &rows {
+        if let Some((lo, hi)) = e.interval {
+            span = span.max(lo.ln_1p().abs()).max(hi.ln_1p().abs());
+        }
+        if let Some(x) = e.estimate {
+            span = span.max(x.ln_1p().abs());
+        }
+    }
+    let span = (span * 1.1).min(3.0);
+    let (w, left, plot_w, row_h, top) = (1160.0, 150.0, 620.0, 24.0, 34.0);
+    let h = top + row_h * rows.len() as f64 + 30.0;
+    let x = |l: f64| left + (l.clamp(-span, span) + span) / (2.0 * span) * plot_w;
+    let mut s = format!(
+        "<svg class=\"chart\" data-chart=\"effects\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" \
+         role=\"img\" aria-label=\"{}\">\n<text class=\"ctitle\" x=\"8\" y=\"18\">{}</text>\n",
+        esc(&format!("Changes: {label}")),
+        esc(&format!("Changes against the baseline, 95% intervals: {label}"))
+    );
+    let (y0, y1) = (top - 6.0, top + row_h * rows.len() as f64);
+    let _ = writeln!(
+        s,
+        "<rect class=\"zone\" x=\"{:.1}\" y=\"{y0:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#e9ecf1\"/>",
+        x(-z),
+        x(z) - x(-z),
+        y1 - y0
+    );
+    for t in [-span, -span / 2.0, 0.0, span / 2.0, span] {
+        let _ = writeln!(
+            s,
+            "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{y0:.1}\" y2=\"{y1:.1}\" stroke=\"{1}\"/>\
+             <text class=\"alabel\" x=\"{0:.1}\" y=\"{2:.1}\" text-anchor=\"middle\">{3}</text>",
+            x(t),
+            if t == 0.0 { "#9aa3b2" } else { "#eceff4" },
+            y1 + 14.0,
+            esc(&pct(t.exp_m1()))
+        );
+    }
+    for (k, (run, e)) in rows.iter().enumerate() {
+        let y = top + row_h * k as f64 + row_h / 2.0 - 6.0;
+        let decided = matches!(e.call, Call::Worse | Call::Better);
+        let col = if decided {
+            color(*run - 1 + 1).to_string()
+        } else {
+            "#a0a6b0".to_string()
+        };
+        let _ = writeln!(
+            s,
+            "<text x=\"8\" y=\"{:.1}\"{}>{} {}</text>",
+            y + 4.0,
+            if decided { "" } else { " class=\"alabel\"" },
+            esc(&runs[*run].name),
+            e.name
+        );
+        if let Some((lo, hi)) = e.interval {
+            let (a, b) = (x(lo.ln_1p()), x(hi.ln_1p()));
+            let _ = writeln!(
+                s,
+                "<line class=\"errbar\" x1=\"{a:.1}\" x2=\"{b:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"{col}\" stroke-width=\"2.5\"/>\
+                 <line x1=\"{a:.1}\" x2=\"{a:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{col}\"/>\
+                 <line x1=\"{b:.1}\" x2=\"{b:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{col}\"/>",
+                y - 5.0,
+                y + 5.0,
+                y - 5.0,
+                y + 5.0
+            );
+        }
+        if let Some(est) = e.estimate {
+            let _ = writeln!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"3.5\" fill=\"{col}\"/>",
+                x(est.ln_1p())
+            );
+        }
+        let what = match e.call {
+            Call::Worse => "worse",
+            Call::Better => "better",
+            Call::Same => "same within the zone",
+            Call::Unclear => "no clear difference",
+            Call::TooFewSamples => "too few samples",
+        };
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\"{}>{} {}</text>",
+            left + plot_w + 12.0,
+            y + 4.0,
+            if decided { "" } else { " class=\"alabel\"" },
+            esc(e.text().trim_start_matches(e.name).trim()),
+            what
+        );
+    }
+    s.push_str("</svg>\n");
+    s
 }
 
 fn rows_table(rows: &[Vec<String>]) -> String {
@@ -712,7 +903,11 @@ pub fn run(a: CompareArgs) -> Result<i32> {
         super::refuse_output_onto_input("--html", p, &inputs)?;
         crate::output::files::check_output("--html", p)?;
     }
-    let cs = collect(&a.files, &a.matches)?;
+    let settings = Settings {
+        min_effect: a.min_effect,
+        ..Settings::default()
+    };
+    let cs = collect(&a.files, &a.matches, &settings)?;
     // Nothing in common is not a comparison: say so, and do not pass it as
     // "not worse" either.
     if let Some(c) = cs.iter().find(|c| c.series.is_empty()) {
@@ -741,10 +936,7 @@ pub fn run(a: CompareArgs) -> Result<i32> {
         }
         crate::output::out!("{}", text(c));
     }
-    crate::output::outln!(
-        "\nmethod: {METHOD}; a verdict claims a difference only where they do not overlap. \
-         Samples of one run are not fully independent: read a verdict as \"larger than this run's sampling noise\"."
-    );
+    crate::output::outln!("\nmethod: {}", method_note(settings.min_effect));
     if let Some(p) = &a.html {
         write_atomic(p, html_page(&cs).as_bytes())
             .with_context(|| format!("--html {}", p.display()))?;

@@ -16,10 +16,11 @@
 //! approximation (with continuity correction) otherwise, where it is accurate
 //! to far better than the 2.5 % tail it is used for.
 //!
-//! Caveat stated in every output that uses it: latency samples of one run are
-//! not truly independent (a disturbance lasts several periods), so these
-//! intervals are optimistic; they say whether a difference is larger than the
-//! sampling noise of a single run, not whether it will repeat on the next run.
+//! Caveat: latency samples of one run are not truly independent (a
+//! disturbance lasts several periods), so these intervals are too narrow.
+//! `compare` uses them only for documents without per-block histograms
+//! (older files, imports), labelled "independence assumed"; see
+//! [`super::verdict`].
 
 use rtscope_core::record::LatencyHistogram;
 use rtscope_core::result::Series;
@@ -29,10 +30,6 @@ const TAIL: f64 = 0.025;
 
 /// Expected small-side count below which the binomial CDF is summed exactly.
 const EXACT_LIMIT: f64 = 500.0;
-
-/// The name of the method, as printed beside results.
-pub const METHOD: &str =
-    "95% confidence intervals by order statistics (binomial ranks) over the histogram buckets";
 
 /// A two-sided interval for a percentile, in ns.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -203,38 +200,6 @@ impl RankedHistogram {
     }
 }
 
-/// How run B's percentile compares with run A's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Difference {
-    /// B's interval lies wholly above A's.
-    Worse,
-    /// B's interval lies wholly below A's.
-    Better,
-    /// The intervals overlap.
-    Unclear,
-    /// One of the intervals is unbounded: too few samples for this percentile.
-    TooFewSamples,
-}
-
-/// Compares two intervals (higher latency is worse).
-pub fn difference(a: &QuantileCi, b: &QuantileCi) -> Difference {
-    match (a.lo_ns, a.hi_ns, b.lo_ns, b.hi_ns) {
-        (Some(alo), Some(ahi), Some(blo), Some(bhi)) => {
-            if blo > ahi {
-                Difference::Worse
-            } else if bhi < alo {
-                Difference::Better
-            } else {
-                Difference::Unclear
-            }
-        }
-        // An unbounded side can still separate: B's lower bound above A's upper.
-        (_, Some(ahi), Some(blo), _) if blo > ahi => Difference::Worse,
-        (Some(alo), _, _, Some(bhi)) if bhi < alo => Difference::Better,
-        _ => Difference::TooFewSamples,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,25 +302,6 @@ mod tests {
             assert!(hi - lo < 500, "q={q}: too wide {lo}..{hi}");
         }
         assert_eq!(h.quantile_ci(0.9999).hi_ns, None);
-    }
-
-    #[test]
-    fn verdicts() {
-        let a: Vec<u64> = (0..5000u64).map(|i| 10_000 + i % 1000).collect();
-        let b: Vec<u64> = (0..5000u64).map(|i| 20_000 + i % 1000).collect();
-        let ha = RankedHistogram::new(&series_of(&a));
-        let hb = RankedHistogram::new(&series_of(&b));
-        let hb2 = RankedHistogram::new(&series_of(&a));
-        let (ca, cb, cb2) = (
-            ha.quantile_ci(0.5),
-            hb.quantile_ci(0.5),
-            hb2.quantile_ci(0.5),
-        );
-        assert_eq!(difference(&ca, &cb), Difference::Worse);
-        assert_eq!(difference(&cb, &ca), Difference::Better);
-        assert_eq!(difference(&ca, &cb2), Difference::Unclear);
-        let ta = ha.quantile_ci(0.9999);
-        assert_eq!(difference(&ta, &ta), Difference::TooFewSamples);
     }
 
     #[test]

@@ -1,0 +1,84 @@
+#!/bin/sh
+# Calibration of `rtscope compare` on this machine.
+#
+# A/A: PAIRS pairs of identical short runs (independent pairs: 2 x PAIRS runs,
+# one after the other), each pair compared; a pair "got a verdict" when the
+# first compared series is called worse, better or mixed. The false-verdict
+# rate should be at most 5 %.
+# A/B: AB pairs of a run without load and a run with LOAD; the detection rate
+# is the share of pairs called worse.
+#
+#   bench/compare-aa.sh [PAIRS] [DURATION] [LOAD] [AB]
+#   defaults: 20 pairs, 5s runs, --load mem-churn:100, 5 A/B pairs
+#   RTSCOPE=path/to/rtscope (default: target/release/rtscope, else target/debug/rtscope)
+#   REPEAT=N makes every run `--repeat N` (N runs of DURATION each, compared by
+#     the spread between repetitions)
+#   KEEP=DIR keeps the result documents in DIR (default: a temporary directory, removed)
+#
+# With python3 available, the same pairs are also compared with their block
+# histograms removed (what the independence-assumed method, used for older
+# documents and imports, would have said).
+set -eu
+PAIRS=${1:-20}
+DUR=${2:-5s}
+LOAD=${3:-mem-churn:100}
+AB=${4:-5}
+BIN=${RTSCOPE:-}
+if [ -z "$BIN" ]; then
+    if [ -x target/release/rtscope ]; then BIN=target/release/rtscope; else BIN=target/debug/rtscope; fi
+fi
+if [ -n "${KEEP:-}" ]; then DIR=$KEEP; mkdir -p "$DIR"; else DIR=$(mktemp -d); trap 'rm -rf "$DIR"' EXIT; fi
+RUN="$BIN cyclic -t 1 -a 1 -i 500us -D $DUR -q"
+[ "${REPEAT:-1}" -gt 1 ] && RUN="$RUN --repeat $REPEAT"
+
+run() { # run NAME [extra args]: falls back to --no-rt without the right to SCHED_FIFO
+    name=$1; shift
+    $RUN --json "$DIR/$name.json" "$@" >/dev/null 2>"$DIR/$name.err" ||
+        $RUN --no-rt --json "$DIR/$name.json" "$@" >/dev/null 2>"$DIR/$name.err"
+}
+
+strip() { # a copy of a document without block histograms
+    python3 -c 'import json,sys
+d=json.load(open(sys.argv[1]))
+for s in d["series"]:
+    s.pop("blocks",None); s.pop("repetitions",None)
+json.dump(d,open(sys.argv[2],"w"))' "$1" "$2"
+}
+
+first_verdict() { # the first verdict line of a comparison
+    "$BIN" compare "$@" | grep -m1 '^verdict:'
+}
+
+called() { case "$1" in *" is worse "*|*" is better "*|*"mixed:"*) return 0;; esac; return 1; }
+
+echo "A/A: $PAIRS pairs of '$RUN' ($BIN)"
+aa=0; aa_ind=0; i=1
+have_py=$(command -v python3 >/dev/null && echo 1 || echo 0)
+while [ "$i" -le "$PAIRS" ]; do
+    run "a$i"; run "b$i"
+    v=$(first_verdict "$DIR/a$i.json" "$DIR/b$i.json")
+    if called "$v"; then aa=$((aa + 1)); mark='VERDICT'; else mark='ok'; fi
+    extra=''
+    if [ "$have_py" = 1 ]; then
+        strip "$DIR/a$i.json" "$DIR/a$i-ind.json"; strip "$DIR/b$i.json" "$DIR/b$i-ind.json"
+        vi=$(first_verdict "$DIR/a$i-ind.json" "$DIR/b$i-ind.json")
+        if called "$vi"; then aa_ind=$((aa_ind + 1)); extra=' (independence assumed: verdict)'; fi
+    fi
+    echo "pair $i: $mark$extra: $v"
+    i=$((i + 1))
+done
+
+echo "A/B: $AB pairs, none vs --load $LOAD"
+ab=0; i=1
+while [ "$i" -le "$AB" ]; do
+    run "n$i"; run "l$i" --load "$LOAD"
+    v=$(first_verdict "$DIR/n$i.json" "$DIR/l$i.json")
+    case "$v" in *" is worse "*|*"mixed:"*) ab=$((ab + 1)); mark='detected';; *) mark='missed';; esac
+    echo "pair $i: $mark: $v"
+    i=$((i + 1))
+done
+
+echo
+echo "A/A false verdicts: $aa of $PAIRS pairs"
+[ "$have_py" = 1 ] && echo "A/A false verdicts with independence assumed (blocks removed): $aa_ind of $PAIRS pairs"
+echo "A/B detected (worse with --load $LOAD): $ab of $AB pairs"

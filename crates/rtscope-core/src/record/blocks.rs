@@ -1,0 +1,309 @@
+//! Per-block histograms: the run cut into consecutive time blocks (100 ms to
+//! start with), each with a compact log-bucketed histogram of its latencies,
+//! so that a comparison can resample whole blocks (a block bootstrap) and
+//! keep the dependence between neighbouring samples.
+//!
+//! Buckets: 32 per power of two (HDR style: the leading bit and the next five
+//! bits of the value, linear within the octave), so a bucket is 1.6 % to
+//! 3.1 % wide; values below 32 ns have a bucket each. Indices fit a `u16`
+//! (the largest is 1919 for `u64::MAX`).
+//!
+//! Memory stays bounded: when a sample falls beyond `max_blocks`, neighbouring
+//! blocks are merged in pairs and the block length doubles (100 ms, 200 ms,
+//! 400 ms, ...), as the timeline does. Each block keeps only its non-empty
+//! buckets, sorted, so a block costs about 16 bytes per distinct bucket.
+//! Samples may arrive slightly out of time order (threads are drained one
+//! after the other): they are added to the block their time belongs to.
+//!
+//! Everything here runs on the aggregator thread, never on the real-time one.
+
+use crate::result::BlockHistograms;
+
+/// Sub-buckets per power of two.
+pub const BLOCK_SUB_BUCKETS: u32 = 32;
+const SUB_BITS: u32 = 5;
+/// The first block length, ns (100 ms).
+pub const DEFAULT_BLOCK_NS: u64 = 100_000_000;
+/// Blocks kept before neighbours are merged (51 s at 100 ms; a 1-hour run
+/// keeps 450 blocks of 8 s).
+pub const DEFAULT_MAX_BLOCKS: usize = 512;
+
+/// The bucket index of a value (ns).
+#[inline]
+pub fn bucket_of(v: u64) -> u16 {
+    if v < u64::from(BLOCK_SUB_BUCKETS) {
+        return v as u16;
+    }
+    let e = 63 - v.leading_zeros(); // >= 5
+    let sub = (v >> (e - SUB_BITS)) & u64::from(BLOCK_SUB_BUCKETS - 1);
+    ((e - SUB_BITS + 1) * BLOCK_SUB_BUCKETS + sub as u32) as u16
+}
+
+/// The lowest value of bucket `i` and its width (values `low..low + width`).
+pub fn bucket_range(i: u16) -> (u64, u64) {
+    let i = u32::from(i);
+    if i < BLOCK_SUB_BUCKETS {
+        return (u64::from(i), 1);
+    }
+    let e = i / BLOCK_SUB_BUCKETS + SUB_BITS - 1;
+    let sub = u64::from(i % BLOCK_SUB_BUCKETS);
+    let shift = e - SUB_BITS;
+    ((u64::from(BLOCK_SUB_BUCKETS) + sub) << shift, 1u64 << shift)
+}
+
+/// One block's non-empty buckets, sorted by index: `(bucket, count)`.
+pub type Block = Vec<(u16, u64)>;
+
+fn add_to(block: &mut Block, bucket: u16, n: u64) {
+    match block.binary_search_by_key(&bucket, |e| e.0) {
+        Ok(i) => block[i].1 += n,
+        Err(i) => block.insert(i, (bucket, n)),
+    }
+}
+
+fn merge(a: &Block, b: &Block) -> Block {
+    let mut out = Vec::with_capacity(a.len().max(b.len()));
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) if x.0 == y.0 => {
+                out.push((x.0, x.1 + y.1));
+                i += 1;
+                j += 1;
+            }
+            (Some(x), Some(y)) if x.0 < y.0 => {
+                out.push(*x);
+                i += 1;
+            }
+            (Some(x), None) => {
+                out.push(*x);
+                i += 1;
+            }
+            (_, Some(y)) => {
+                out.push(*y);
+                j += 1;
+            }
+            (None, None) => unreachable!(),
+        }
+    }
+    out
+}
+
+/// Builds the [`BlockHistograms`] of a series from (time, latency) pairs.
+#[derive(Debug, Clone)]
+pub struct BlockRecorder {
+    origin_ns: u64,
+    block_ns: u64,
+    max_blocks: usize,
+    blocks: Vec<Block>,
+}
+
+impl BlockRecorder {
+    /// Blocks of `block_ns` from `origin_ns`, at most `max_blocks` of them.
+    pub fn new(origin_ns: u64, block_ns: u64, max_blocks: usize) -> Self {
+        BlockRecorder {
+            origin_ns,
+            block_ns: block_ns.max(1),
+            max_blocks: max_blocks.max(2),
+            blocks: Vec::new(),
+        }
+    }
+
+    /// Adds a latency observed at absolute time `t_ns`.
+    #[inline]
+    pub fn push(&mut self, t_ns: u64, latency_ns: u64) {
+        let rel = t_ns.saturating_sub(self.origin_ns);
+        let mut idx = (rel / self.block_ns) as usize;
+        while idx >= self.max_blocks {
+            self.coarsen();
+            idx = (rel / self.block_ns) as usize;
+        }
+        if idx >= self.blocks.len() {
+            self.blocks.resize_with(idx + 1, Vec::new);
+        }
+        add_to(&mut self.blocks[idx], bucket_of(latency_ns), 1);
+    }
+
+    fn coarsen(&mut self) {
+        let merged: Vec<Block> = self
+            .blocks
+            .chunks(2)
+            .map(|c| match c {
+                [a, b] => merge(a, b),
+                [a] => a.clone(),
+                _ => unreachable!(),
+            })
+            .collect();
+        self.blocks = merged;
+        self.block_ns *= 2;
+    }
+
+    /// Current block length, ns.
+    pub fn block_ns(&self) -> u64 {
+        self.block_ns
+    }
+
+    /// The blocks as they go into the result document.
+    pub fn export(&self) -> BlockHistograms {
+        BlockHistograms {
+            block_ns: self.block_ns,
+            sub_buckets: BLOCK_SUB_BUCKETS,
+            blocks: self.blocks.iter().map(encode).collect(),
+        }
+    }
+}
+
+/// A block as text: `bucket:count` pairs separated by spaces.
+pub fn encode(b: &Block) -> String {
+    let mut s = String::with_capacity(b.len() * 8);
+    for (i, (k, n)) in b.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        s.push_str(&k.to_string());
+        s.push(':');
+        s.push_str(&n.to_string());
+    }
+    s
+}
+
+/// The blocks of a document, decoded; `None` when the encoding is not one
+/// this version reads (another sub-bucket count, a malformed entry).
+pub fn decode(h: &BlockHistograms) -> Option<Vec<Block>> {
+    if h.sub_buckets != BLOCK_SUB_BUCKETS || h.block_ns == 0 {
+        return None;
+    }
+    h.blocks
+        .iter()
+        .map(|s| {
+            let mut b: Block = Vec::new();
+            for pair in s.split_ascii_whitespace() {
+                let (k, n) = pair.split_once(':')?;
+                let k: u16 = k.parse().ok()?;
+                let n: u64 = n.parse().ok()?;
+                if k > bucket_of(u64::MAX) {
+                    return None;
+                }
+                add_to(&mut b, k, n);
+            }
+            Some(b)
+        })
+        .collect()
+}
+
+/// Concatenates the blocks of several series (repetitions of a run), each
+/// first coarsened to the longest block length among them.
+pub fn concat(parts: &[&BlockHistograms]) -> Option<BlockHistograms> {
+    let block_ns = parts.iter().map(|p| p.block_ns).max()?;
+    let mut blocks = Vec::new();
+    for p in parts {
+        let mut b = decode(p)?;
+        let mut len = p.block_ns;
+        while len < block_ns {
+            b = b
+                .chunks(2)
+                .map(|c| match c {
+                    [x, y] => merge(x, y),
+                    [x] => x.clone(),
+                    _ => unreachable!(),
+                })
+                .collect();
+            len *= 2;
+        }
+        blocks.extend(b.iter().map(encode));
+    }
+    Some(BlockHistograms {
+        block_ns,
+        sub_buckets: BLOCK_SUB_BUCKETS,
+        blocks,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_contiguous_and_narrow() {
+        let mut prev_end = 0u64;
+        for i in 0..=bucket_of(u64::MAX) {
+            let (lo, w) = bucket_range(i);
+            assert_eq!(lo, prev_end, "bucket {i}");
+            prev_end = lo.wrapping_add(w);
+            if lo >= 32 {
+                assert!(w as f64 / lo as f64 <= 1.0 / 32.0 + 1e-12, "bucket {i}");
+            }
+        }
+        for v in [
+            0u64,
+            1,
+            31,
+            32,
+            33,
+            63,
+            64,
+            65,
+            1000,
+            24_123,
+            1 << 40,
+            u64::MAX,
+        ] {
+            let (lo, w) = bucket_range(bucket_of(v));
+            assert!(lo <= v && v - lo < w, "{v}: {lo}+{w}");
+        }
+        assert_eq!(bucket_of(u64::MAX), 1919);
+    }
+
+    #[test]
+    fn blocks_by_time_out_of_order_and_bounded() {
+        let mut r = BlockRecorder::new(1_000, 100, 4);
+        r.push(1_000 + 150, 50);
+        r.push(1_000 + 10, 50);
+        r.push(1_000 + 20, 51);
+        r.push(1_000 + 20, 5000);
+        let e = r.export();
+        assert_eq!(e.block_ns, 100);
+        let d = decode(&e).unwrap();
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[0], vec![(50, 1), (51, 1), (bucket_of(5000), 1)]);
+        assert_eq!(d[1], vec![(50, 1)]);
+        // Past 4 blocks: merged in pairs, length doubles, counts kept.
+        r.push(1_000 + 450, 50);
+        assert_eq!(r.block_ns(), 200);
+        let d = decode(&r.export()).unwrap();
+        assert_eq!(d.len(), 3);
+        assert_eq!(d[0], vec![(50, 2), (51, 1), (bucket_of(5000), 1)]);
+        assert_eq!(d[2], vec![(50, 1)]);
+        let total: u64 = d.iter().flatten().map(|e| e.1).sum();
+        assert_eq!(total, 5);
+    }
+
+    #[test]
+    fn decode_refuses_what_it_cannot_read() {
+        let mut h = BlockRecorder::new(0, 10, 8).export();
+        h.blocks = vec!["3:4 7:1".into(), String::new()];
+        assert_eq!(decode(&h).unwrap(), vec![vec![(3, 4), (7, 1)], vec![]]);
+        h.blocks = vec!["3-4".into()];
+        assert!(decode(&h).is_none());
+        h.blocks = vec!["9999:1".into()];
+        assert!(decode(&h).is_none());
+        h.blocks = vec![];
+        h.sub_buckets = 16;
+        assert!(decode(&h).is_none());
+    }
+
+    #[test]
+    fn concat_coarsens_to_the_longest_block() {
+        let mut a = BlockRecorder::new(0, 10, 64);
+        let mut b = BlockRecorder::new(0, 20, 64);
+        for t in 0..40 {
+            a.push(t, 100);
+            b.push(t, 200);
+        }
+        let c = concat(&[&a.export(), &b.export()]).unwrap();
+        assert_eq!(c.block_ns, 20);
+        let d = decode(&c).unwrap();
+        assert_eq!(d.len(), 4);
+        assert!(d.iter().all(|x| x.iter().map(|e| e.1).sum::<u64>() == 20));
+    }
+}

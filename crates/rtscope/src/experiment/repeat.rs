@@ -1,0 +1,261 @@
+//! `--repeat N`: N independent runs of an experiment in one invocation, one
+//! after the other, pooled into one document. Every series of the pooled
+//! document holds the union of the runs' samples and, under `repetitions`,
+//! each run's own series (own statistics, histogram, timeline, spikes and
+//! blocks), so that `rtscope compare` can use the spread between runs.
+//!
+//! An experiment adopts it in two lines: run its `execute` through [`runs`],
+//! then [`pool`] the documents and deliver the pooled one as usual.
+
+use anyhow::Result;
+use rtscope_core::record::{blocks, LatencyHistogram};
+use rtscope_core::result::{EndReason, ResultDocument, Series, Stats, Threshold, Timeline};
+
+/// Runs `once(k)` for k = 1..=n, stopping early when a run was interrupted
+/// (a signal) or ended in an error; returns the documents of the runs made.
+pub fn runs(
+    n: usize,
+    quiet: bool,
+    mut once: impl FnMut(usize) -> Result<ResultDocument>,
+) -> Result<Vec<ResultDocument>> {
+    let mut docs = Vec::with_capacity(n);
+    for k in 1..=n {
+        if !quiet && n > 1 {
+            eprintln!("repetition {k} of {n}");
+        }
+        let d = once(k)?;
+        let stop = matches!(d.end_reason, EndReason::Interrupted | EndReason::Error);
+        docs.push(d);
+        if stop {
+            break;
+        }
+    }
+    Ok(docs)
+}
+
+/// One series pooled from the same series of several runs (`starts`: each
+/// run's `start_clock_ns`, for the timeline).
+pub fn pool_series(parts: &[&Series], starts: &[u64]) -> Series {
+    let first = parts[0];
+    let mut hist = LatencyHistogram::new();
+    for p in parts {
+        hist.add(&LatencyHistogram::from_export(&p.histogram));
+    }
+    let n: u64 = parts.iter().map(|p| p.stats.count).sum();
+    let nf = n.max(1) as f64;
+    let with = parts.iter().filter(|p| p.stats.count > 0);
+    let min = with.clone().map(|p| p.stats.min_ns).min().unwrap_or(0);
+    let max = with.clone().map(|p| p.stats.max_ns).max().unwrap_or(0);
+    let mean = parts
+        .iter()
+        .map(|p| p.stats.count as f64 * p.stats.mean_ns)
+        .sum::<f64>()
+        / nf;
+    let var = parts
+        .iter()
+        .map(|p| {
+            p.stats.count as f64 * (p.stats.stddev_ns.powi(2) + (p.stats.mean_ns - mean).powi(2))
+        })
+        .sum::<f64>()
+        / nf;
+    let q = |x: f64| {
+        if n == 0 {
+            0
+        } else {
+            hist.quantile(x).clamp(min.max(0) as u64, max.max(0) as u64)
+        }
+    };
+    let stats = Stats {
+        count: n,
+        min_ns: min,
+        max_ns: max,
+        mean_ns: mean,
+        stddev_ns: var.sqrt(),
+        p50_ns: q(0.5),
+        p90_ns: q(0.9),
+        p99_ns: q(0.99),
+        p99_9_ns: q(0.999),
+        p99_99_ns: q(0.9999),
+        p99_999_ns: q(0.99999),
+    };
+    let mut counters = first.counters.clone();
+    for p in &parts[1..] {
+        let c = &p.counters;
+        counters.overruns += c.overruns;
+        counters.overrun_samples += c.overrun_samples;
+        counters.dropped += c.dropped;
+        counters.negative += c.negative;
+        counters.above_threshold = match (counters.above_threshold, c.above_threshold) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+    }
+    // Timelines one after the other, on the first run's time axis.
+    let mut timeline = Timeline {
+        interval_ns: parts
+            .iter()
+            .map(|p| p.timeline.interval_ns)
+            .max()
+            .unwrap_or(0),
+        points: vec![],
+    };
+    for (p, start) in parts.iter().zip(starts) {
+        let off = start.saturating_sub(starts[0]);
+        timeline.points.extend(p.timeline.points.iter().map(|t| {
+            let mut t = t.clone();
+            t.t_ns += off;
+            t
+        }));
+    }
+    let keep = parts.iter().map(|p| p.spikes.len()).max().unwrap_or(0);
+    let mut spikes: Vec<_> = parts.iter().flat_map(|p| p.spikes.clone()).collect();
+    spikes.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
+    spikes.truncate(keep);
+    let bl: Option<Vec<_>> = parts.iter().map(|p| p.blocks.as_ref()).collect();
+    Series {
+        label: first.label.clone(),
+        attributes: first.attributes.clone(),
+        stats,
+        counters,
+        histogram: hist.export(),
+        timeline,
+        spikes,
+        blocks: bl.and_then(|b| blocks::concat(&b)),
+        repetitions: parts
+            .iter()
+            .map(|p| Series {
+                repetitions: vec![],
+                ..(*p).clone()
+            })
+            .collect(),
+    }
+}
+
+/// The documents of repeated runs pooled into one: series matched by label
+/// (those of the first run; a label missing from a run is pooled from the
+/// runs that have it), durations summed, warnings and loads of every run,
+/// `plan.repeat` set to the number of runs made.
+pub fn pool(docs: Vec<ResultDocument>) -> ResultDocument {
+    if docs.len() == 1 {
+        return docs.into_iter().next().expect("one document");
+    }
+    let mut out = docs[0].clone();
+    out.series = docs[0]
+        .series
+        .iter()
+        .map(|s| {
+            let (parts, starts): (Vec<&Series>, Vec<u64>) = docs
+                .iter()
+                .filter_map(|d| {
+                    d.series
+                        .iter()
+                        .find(|x| x.label == s.label)
+                        .map(|x| (x, d.start_clock_ns))
+                })
+                .unzip();
+            pool_series(&parts, &starts)
+        })
+        .collect();
+    let last = docs.last().expect("documents");
+    out.ended_at = last.ended_at.clone();
+    out.end_reason = last.end_reason;
+    out.duration_ns = docs.iter().map(|d| d.duration_ns).sum();
+    out.loads = docs.iter().flat_map(|d| d.loads.clone()).collect();
+    out.break_event = docs.iter().find_map(|d| d.break_event.clone());
+    out.threshold = docs[0].threshold.as_ref().map(|t| Threshold {
+        fail_above_ns: t.fail_above_ns,
+        exceeded: docs
+            .iter()
+            .any(|d| d.threshold.as_ref().is_some_and(|t| t.exceeded)),
+        samples_above: docs
+            .iter()
+            .filter_map(|d| d.threshold.as_ref().map(|t| t.samples_above))
+            .sum(),
+    });
+    let mut warnings: Vec<String> = Vec::new();
+    for w in docs.iter().flat_map(|d| &d.warnings) {
+        if !warnings.contains(w) {
+            warnings.push(w.clone());
+        }
+    }
+    out.warnings = warnings;
+    if let Some(p) = out.plan.as_object_mut() {
+        p.insert("repeat".into(), docs.len().into());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_core::record::SeriesRecorder;
+    use rtscope_core::sample::Sample;
+    use rtscope_core::system::SystemSnapshot;
+
+    fn doc(start: u64, base: i64) -> ResultDocument {
+        let mut r = SeriesRecorder::new(start, 4, Some(base as u64 + 5));
+        for i in 0..1000u64 {
+            r.record(&Sample {
+                seq: i,
+                t_ns: start + i * 1_000_000,
+                latency_ns: base + (i % 10) as i64,
+                overruns: 0,
+                cpu: 0,
+            });
+        }
+        let mut d = ResultDocument::new(
+            "cyclic",
+            serde_json::json!({"period_ns": 1_000_000}),
+            SystemSnapshot::default(),
+            vec![r.to_series("all", 0)],
+        );
+        d.start_clock_ns = start;
+        d.duration_ns = 1_000_000_000;
+        d.warnings = vec!["w".into()];
+        d
+    }
+
+    #[test]
+    fn pooled_series_hold_every_sample_and_each_run() {
+        let d = pool(vec![doc(0, 10_000), doc(5_000_000_000, 20_000)]);
+        assert_eq!(d.plan["repeat"], 2);
+        assert_eq!(d.duration_ns, 2_000_000_000);
+        assert_eq!(d.warnings, vec!["w".to_string()]);
+        let s = &d.series[0];
+        assert_eq!(s.stats.count, 2000);
+        assert_eq!(s.stats.min_ns, 10_000);
+        assert_eq!(s.stats.max_ns, 20_009);
+        assert!((s.stats.mean_ns - 15_004.5).abs() < 1e-6);
+        // Half the samples near 10 us, half near 20 us: sd about 5 us.
+        assert!(
+            (s.stats.stddev_ns - 5000.0).abs() < 10.0,
+            "{}",
+            s.stats.stddev_ns
+        );
+        assert!(s.stats.p99_ns >= 20_000);
+        assert_eq!(s.repetitions.len(), 2);
+        assert_eq!(s.repetitions[1].stats.min_ns, 20_000);
+        assert!(s.repetitions.iter().all(|r| r.repetitions.is_empty()));
+        assert_eq!(s.counters.above_threshold, Some(800));
+        // Timelines follow one another; blocks of both runs are kept.
+        assert_eq!(s.timeline.points.last().unwrap().t_ns, 5_000_000_000);
+        let b = blocks::decode(s.blocks.as_ref().unwrap()).unwrap();
+        assert_eq!(b.iter().flatten().map(|e| e.1).sum::<u64>(), 2000);
+        assert_eq!(b.len(), 20);
+    }
+
+    #[test]
+    fn runs_stop_after_an_interrupted_one() {
+        let mut made = 0;
+        let docs = runs(5, true, |k| {
+            made += 1;
+            let mut d = doc(0, 1000);
+            if k == 2 {
+                d.end_reason = EndReason::Interrupted;
+            }
+            Ok(d)
+        })
+        .unwrap();
+        assert_eq!((docs.len(), made), (2, 2));
+    }
+}
