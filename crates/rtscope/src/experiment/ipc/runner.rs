@@ -633,6 +633,9 @@ fn run_session_inner(plan: &IpcPlan, s: &Session, tag: &str, env: &RunEnv) -> Re
             let abandoned = ctl_get(&ctl, ABANDON) != 0;
             match child.finish(DRAIN_TIMEOUT) {
                 _ if ctl_get(&ctl, RX_READY) == 2 => {} // reported below
+                // The sender had already told it to stop: the watcher only
+                // reaped it before the sender thread returned.
+                ChildExit::Code(0) if ctl_get(&ctl, STOP) != 0 => {}
                 e if abandoned => {
                     data.error = Some(format!(
                         "the receiver process ended early ({})",
