@@ -5,7 +5,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{assert_one_line, interrupt_after, read_result, rtscope, run_within};
+use common::{assert_exit, assert_one_line, interrupt_after, read_result, rtscope, run_within};
 use rtscope_core::result::ResultDocument;
 use std::time::Duration;
 
@@ -369,12 +369,7 @@ fn period_sigint_ends_a_long_period_at_once() {
         Duration::from_millis(1500),
         Duration::from_secs(10),
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let doc = read_doc(&json);
     assert_eq!(doc.end_reason, rtscope_core::result::EndReason::Interrupted);
     eprintln!("period -i 30s: ended {took:?} after SIGINT");

@@ -6,7 +6,9 @@ mod common;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{assert_one_line, interrupt_after, read_result, rtscope, rtscope_path, run_within};
+use common::{
+    assert_exit, assert_one_line, interrupt_after, read_result, rtscope, rtscope_path, run_within,
+};
 
 fn online_cpus() -> usize {
     rtscope_core::units::online_cpus().len()
@@ -29,12 +31,7 @@ fn short_run_writes_valid_json_histogram_and_raw() {
         .arg(&raw)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("series"), "{stdout}");
     assert!(stdout.contains("result: "), "{stdout}");
@@ -240,12 +237,7 @@ fn sigint_mid_run_still_writes_everything() {
     std::thread::sleep(Duration::from_millis(800));
     rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).unwrap();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let doc = read_result(&json);
     assert_eq!(doc["end_reason"], "interrupted");
     let n = doc["series"][0]["stats"]["count"].as_u64().unwrap();
@@ -435,12 +427,7 @@ fn warmup_drops_the_first_samples_of_each_thread() {
         .arg(&raw)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let doc = read_result(&json);
     assert_eq!(doc["plan"]["warmup"], 5);
     assert_eq!(doc["end_reason"], "loops");

@@ -7,7 +7,7 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{assert_one_line, read_result, rtscope, rtscope_path};
+use common::{assert_exit, assert_one_line, read_result, rtscope, rtscope_path};
 
 #[test]
 fn json_to_dev_null_leaves_the_device_alone() {
@@ -196,12 +196,7 @@ fn a_refused_matrix_leaves_no_directory() {
         .arg(&out_dir)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 2);
     assert!(!out_dir.exists(), "a refused matrix left its directory");
 }
 
@@ -209,88 +204,28 @@ fn a_refused_matrix_leaves_no_directory() {
 fn resume_with_other_settings_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("m");
-    rtscope()
-        .args([
-            "matrix",
-            "--no-rt",
-            "--periods",
-            "1ms",
-            "--loads",
-            "none",
-            "-l",
-            "5",
-            "-q",
-            "-t",
-            "1",
-            "-o",
+    // One short matrix cell; `extra` changes its plan.
+    let matrix = |extra: &[&str]| {
+        let mut c = rtscope();
+        c.args([
+            "matrix", "--no-rt", "--loads", "none", "-l", "5", "-q", "-t", "1",
         ])
-        .arg(&out_dir)
-        .assert()
-        .success();
-    let out = rtscope()
-        .args([
-            "matrix",
-            "--no-rt",
-            "--periods",
-            "2ms",
-            "--loads",
-            "none",
-            "-l",
-            "5",
-            "-q",
-            "-t",
-            "1",
-            "--resume",
-            "-o",
-        ])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+        .args(extra)
+        .arg("-o")
+        .arg(&out_dir);
+        c
+    };
+    matrix(&["--periods", "1ms"]).assert().success();
+    let out = matrix(&["--periods", "2ms", "--resume"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let e = assert_one_line(&out.stderr);
     assert!(e.contains("--periods"), "{e}");
-    let out = rtscope()
-        .args([
-            "matrix",
-            "--no-rt",
-            "--periods",
-            "1ms",
-            "--loads",
-            "none",
-            "-l",
-            "5",
-            "-q",
-            "-t",
-            "1",
-            "--wake",
-            "timerfd",
-            "--resume",
-            "-o",
-        ])
-        .arg(&out_dir)
+    let out = matrix(&["--periods", "1ms", "--wake", "timerfd", "--resume"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     // The same settings resume (nothing left to do).
-    rtscope()
-        .args([
-            "matrix",
-            "--no-rt",
-            "--periods",
-            "1ms",
-            "--loads",
-            "none",
-            "-l",
-            "5",
-            "-q",
-            "-t",
-            "1",
-            "--resume",
-            "-o",
-        ])
-        .arg(&out_dir)
-        .assert()
-        .success();
+    matrix(&["--periods", "1ms", "--resume"]).assert().success();
 }
 
 #[test]
@@ -307,12 +242,7 @@ fn clock_refuses_without_rt_privilege_before_calibrating() {
         .args(["clock", "--calibrate", "30s", "-q"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 1);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--no-rt"));
     assert!(t0.elapsed() < Duration::from_secs(20));
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{assert_one_line, interrupt_after, read_result, rtscope, rtscope_path};
+use common::{assert_exit, assert_one_line, interrupt_after, read_result, rtscope, rtscope_path};
 
 const MECHANISMS: [&str; 13] = [
     "futex",
@@ -103,12 +103,7 @@ fn all_mechanisms_produce_full_series_with_repetitions() {
         .arg(&json)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let doc = read_result(&json);
     assert_eq!(doc["experiment"], "ipc");
     assert_eq!(doc["end_reason"], "loops");
@@ -235,12 +230,7 @@ fn between_processes_leaves_no_child_and_no_ipc_object() {
         .unwrap();
     let pid = child.id();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let doc = read_result(&json);
     let lat = latency_series(&doc);
     assert_eq!(lat.len(), MECHANISMS.len());
@@ -438,12 +428,7 @@ fn after_sigkill_the_next_run_or_cleanup_removes_exactly_what_was_left() {
         cmd.args(["ipc", "--cleanup"]);
         private_env(&mut cmd, dir);
         let out = cmd.output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_exit(&out, 0);
         String::from_utf8_lossy(&out.stdout).to_string()
     };
     let text = cleanup(dir.path());
@@ -588,12 +573,7 @@ fn cleanup_never_removes_an_object_it_cannot_prove_is_its_own() {
     let nobody = state_dir.join("ipc-5.state");
     std::os::unix::fs::chown(&nobody, Some(65534), Some(65534)).unwrap();
     let out = cmd.output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "nothing to clean up\n"
@@ -634,12 +614,7 @@ fn sigint_in_processes_mode_cleans_up_and_writes_the_result() {
     assert!(processes_with("proc-token-b").len() >= 2);
     rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).unwrap();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let doc = read_result(&json);
     assert_eq!(doc["end_reason"], "interrupted");
     let lat = latency_series(&doc);
@@ -815,12 +790,7 @@ fn runs_under_load_between_processes_and_reaps_everything() {
         .arg(&json)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let doc = read_result(&json);
     let loads = doc["loads"].as_array().unwrap();
     assert_eq!(loads.len(), 1);

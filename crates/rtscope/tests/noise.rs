@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_one_line, read_result, rtscope};
+use common::{assert_exit, assert_one_line, read_result, rtscope};
 use serde_json::Value;
 
 /// The traced tests look at every tracefs mount and instance: one at a time.
@@ -185,12 +185,7 @@ fn interrupted_traced_run_still_writes_and_cleans_up() {
     std::thread::sleep(std::time::Duration::from_millis(1500));
     common_kill(child.id() as i32);
     let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let doc = read_result(&json);
     assert_eq!(doc["end_reason"], "interrupted");
     assert!(our_instances().is_empty(), "{:?}", our_instances());

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{assert_one_line, interrupt_after, read_result, rtscope};
+use common::{assert_exit, assert_one_line, interrupt_after, read_result, rtscope};
 
 fn usage_error(args: &[&str]) -> String {
     let out = rtscope().arg("timer").args(args).output().unwrap();
@@ -85,12 +85,7 @@ fn sweep_writes_a_document_with_one_series_per_cell() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert!(
         stdout.contains("static compensation: mean |error|"),
         "{stdout}"
@@ -136,12 +131,7 @@ fn sweep_writes_a_document_with_one_series_per_cell() {
         .arg(&cal)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     // A calibration without the API asked for is refused.
     let msg = usage_error(&[
         "--api",
@@ -171,12 +161,7 @@ fn every_api_and_policy_runs() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     for api in [
         "clock_nanosleep",
         "nanosleep",
@@ -217,12 +202,7 @@ fn beacon_and_service_documents() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert!(stdout.contains("relative: drift"), "{stdout}");
     let doc = read_result(&json);
     let series = doc["series"].as_array().unwrap();
@@ -257,12 +237,7 @@ fn beacon_and_service_documents() {
         .arg(&json)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let doc = read_result(&json);
     let series = doc["series"].as_array().unwrap();
     assert_eq!(series.len(), 4);
@@ -295,12 +270,7 @@ fn ctrl_c_during_a_beacon_still_writes_the_result() {
         Duration::from_millis(2500),
         Duration::from_secs(10),
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert!(took < Duration::from_secs(5), "{took:?}");
     let doc = read_result(&json);
     assert_eq!(doc["end_reason"], "interrupted");

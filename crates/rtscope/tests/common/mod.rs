@@ -100,3 +100,14 @@ pub fn interrupt_after(
     let out = wait_within(child, limit, &format!("{args:?} after SIGINT"));
     (out, t0.elapsed())
 }
+
+/// Asserts that a finished rtscope exited with `code`, showing its stderr if not.
+#[track_caller]
+pub fn assert_exit(out: &std::process::Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
