@@ -145,11 +145,28 @@ pub fn probe_in_child(probe: fn() -> i32) -> io::Result<ChildExit> {
         }
         exit_now(probe() & 0xff);
     }
-    match waitpid(pid, true)? {
-        Some(e) => Ok(e),
-        None => Err(io::Error::other("waitpid returned without the probe child")),
+    // A child that neither exits nor traps (seen under qemu user emulation:
+    // a fork of a multi-threaded guest can deadlock inside the emulator) is
+    // killed after PROBE_TIMEOUT and reported, never waited for for ever.
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(e) = waitpid(pid, false)? {
+            return Ok(e);
+        }
+        if t0.elapsed() >= PROBE_TIMEOUT {
+            let _ = super::kill(pid, libc::SIGKILL);
+            let _ = waitpid(pid, true);
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the probe did not finish within 5 s (killed)",
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
+
+/// How long [`probe_in_child`] waits for its child.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 #[cfg(test)]
 mod tests {
