@@ -308,6 +308,12 @@ pub struct MatrixArgs {
     #[arg(long)]
     pub resume: bool,
 
+    /// Run every cell N times, in N rounds over all cells (A/B/A/B: slow drifts of
+    /// the machine hit every cell alike); each cell's runs are pooled, kept as
+    /// repetitions for `compare`.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = positive_usize)]
+    pub repeat: usize,
+
     /// Number of measurement threads (default: one per CPU of --cpus, or per online CPU).
     #[arg(short = 't', long, value_parser = positive_usize)]
     pub threads: Option<usize>,
@@ -416,6 +422,11 @@ pub struct ResultArgs {
     /// Print only the final tables (no header, no progress).
     #[arg(short = 'q', long)]
     pub quiet: bool,
+
+    /// Make N independent runs, one after the other, and pool them (each kept as a
+    /// repetition, so that `compare` can use the spread between runs).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = positive_usize)]
+    pub repeat: usize,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -959,6 +970,7 @@ impl From<&ResultArgs> for Outputs {
             json: a.json.clone(),
             report: a.report.clone(),
             quiet: a.quiet,
+            repeat: a.repeat,
         }
     }
 }
@@ -989,6 +1001,7 @@ impl CyclicArgs {
                 json: self.out.json.clone(),
                 report: self.out.report.clone(),
                 quiet: self.out.quiet,
+                repeat: self.repeat,
             },
             loads: self.loads.load.clone(),
             load_cpus: self.loads.load_cpus.clone(),

@@ -246,3 +246,123 @@ fn clock_refuses_without_rt_privilege_before_calibrating() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--no-rt"));
     assert!(t0.elapsed() < Duration::from_secs(20));
 }
+
+/// `--repeat 2` on every experiment: two runs pooled, each kept as a
+/// repetition of every series, and the summary says so.
+#[test]
+fn every_experiment_repeats_and_pools() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [&[&str]; 5] = [
+        &["clock", "--no-rt", "--source", "monotonic", "-n", "200"],
+        &["period", "--no-rt", "-l", "20"],
+        &[
+            "ipc",
+            "--no-rt",
+            "--mech",
+            "futex",
+            "--pattern",
+            "handoff",
+            "-l",
+            "20",
+            "--repetitions",
+            "1",
+        ],
+        &[
+            "timer",
+            "--no-rt",
+            "--api",
+            "clock_nanosleep",
+            "--delays",
+            "500us",
+            "-l",
+            "20",
+        ],
+        &["noise", "--no-rt", "-D", "200ms", "--cpus", "0"],
+    ];
+    for args in cases {
+        let json = dir.path().join(format!("{}.json", args[0]));
+        let out = rtscope()
+            .args(args)
+            .args(["--repeat", "2", "-q", "--json"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert_exit(&out, 0);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("pooled from 2 runs (--repeat 2)"),
+            "{}: {stdout}",
+            args[0]
+        );
+        let doc = read_result(&json);
+        assert_eq!(doc["plan"]["repeat"], 2, "{}", args[0]);
+        for s in doc["series"].as_array().unwrap() {
+            let reps = s["repetitions"].as_array().expect("repetitions");
+            assert_eq!(reps.len(), 2, "{} {}", args[0], s["label"]);
+            let sum: u64 = reps
+                .iter()
+                .map(|r| r["stats"]["count"].as_u64().unwrap())
+                .sum();
+            assert_eq!(sum, s["stats"]["count"].as_u64().unwrap(), "{}", args[0]);
+        }
+    }
+}
+
+/// `matrix --repeat 2` runs every cell in two rounds and pools each cell's
+/// runs; a complete matrix resumes with nothing to do, and resuming it with
+/// another N is refused.
+#[test]
+fn matrix_repeats_cells_in_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("m");
+    let matrix = |extra: &[&str]| {
+        let mut c = rtscope();
+        c.args([
+            "matrix",
+            "--no-rt",
+            "--loads",
+            "none",
+            "--periods",
+            "1ms,2ms",
+            "-l",
+            "10",
+            "-t",
+            "1",
+        ])
+        .args(extra)
+        .arg("-o")
+        .arg(&out_dir);
+        c
+    };
+    let out = matrix(&["--repeat", "2"]).output().unwrap();
+    assert_exit(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Rounds, not cell after cell: the first cell's second run comes after
+    // the second cell's first.
+    let second_cell_first = err.find("p2ms-none (round 1/2)").expect(&err);
+    let first_cell_second = err.find("p1ms-none (round 2/2)").expect(&err);
+    assert!(second_cell_first < first_cell_second, "{err}");
+    for cell in ["p1ms-none", "p2ms-none"] {
+        let doc = read_result(&out_dir.join(format!("{cell}.json")));
+        assert_eq!(doc["plan"]["repeat"], 2);
+        let s = &doc["series"][0];
+        assert_eq!(s["stats"]["count"], 20, "{cell}");
+        assert_eq!(s["repetitions"].as_array().unwrap().len(), 2);
+    }
+    let index: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("matrix.json")).unwrap())
+            .unwrap();
+    assert!(index["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["status"] == "done"));
+    let out = matrix(&["--repeat", "2", "--resume", "-q"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let out = matrix(&["--repeat", "3", "--resume", "-q"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+}

@@ -398,8 +398,9 @@ pub fn list() -> Result<i32> {
 /// Runs the experiment from the command line.
 pub fn run(a: &ClockOptions) -> Result<i32> {
     let plan = plan(a)?;
-    let f = execute(&plan)?;
-    let summary = crate::output::clock::report(&f.doc, &f.shown);
+    let f = super::repeat::finished(plan.outputs.repeat, plan.outputs.quiet, || execute(&plan))?;
+    let mut summary = crate::output::clock::report(&f.doc, &f.shown);
+    summary.push_str(&super::repeat::note(&f.doc, plan.outputs.repeat));
     Ok(run::deliver(&f.doc, &plan.outputs, vec![], &summary))
 }
 

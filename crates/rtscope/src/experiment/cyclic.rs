@@ -552,10 +552,9 @@ fn run_repeated(plan: &CyclicPlan, n: usize) -> Result<i32> {
         errors.extend(out.thread_errors);
         Ok(out.doc)
     })?;
-    let made = docs.len();
     let doc = super::repeat::pool(docs);
     let mut text = summary::cyclic_summary(&doc);
-    text.push_str(&format!("pooled from {made} runs (--repeat {n})\n"));
+    text.push_str(&super::repeat::note(&doc, n));
     let code = run::deliver(&doc, &plan.outputs, vec![], &text);
     for e in &errors {
         eprintln!("error: {e}");

@@ -236,15 +236,20 @@ fn cell_options(
 }
 
 /// What `--resume` compares: the settings that shape every cell.
-fn settings(base: &CyclicOptions) -> serde_json::Value {
-    serde_json::json!({
+fn settings(base: &CyclicOptions, repeat: usize) -> serde_json::Value {
+    let mut v = serde_json::json!({
         "threads": base.threads,
         "cpus": base.cpus,
         "clock": base.clock,
         "wake": base.wake,
         "rt": base.rt,
         "load_cpus": base.load_cpus,
-    })
+    });
+    // Only when asked for, so that older indexes still resume.
+    if repeat > 1 {
+        v["repeat"] = repeat.into();
+    }
+    v
 }
 
 /// Refuses to resume a matrix that was made with other settings: its cells
@@ -273,7 +278,7 @@ fn check_resumable(dir: &Path, index: &MatrixIndex) -> Result<()> {
         differ.push("--samples");
     }
     if old.settings.is_some() && old.settings != index.settings {
-        differ.push("cell options (threads, CPUs, clock, wake, policy, priority)");
+        differ.push("cell options (threads, CPUs, clock, wake, policy, priority, repeat)");
     }
     if differ.is_empty() {
         return Ok(());
@@ -285,10 +290,13 @@ fn check_resumable(dir: &Path, index: &MatrixIndex) -> Result<()> {
     )))
 }
 
-/// Whether `path` holds a complete result of this cell.
-fn complete(path: &Path, cell: &CellEntry) -> Option<ResultDocument> {
+/// Whether `path` holds a complete result of this cell (with `rounds`
+/// runs pooled when `--repeat` asks for more than one).
+fn complete(path: &Path, cell: &CellEntry, rounds: usize) -> Option<ResultDocument> {
     let doc = ResultDocument::read(path).ok()?;
-    let ok_end = matches!(doc.end_reason, EndReason::Loops | EndReason::Duration);
+    let made = doc.plan.get("repeat").and_then(|v| v.as_u64()).unwrap_or(1);
+    let ok_end =
+        matches!(doc.end_reason, EndReason::Loops | EndReason::Duration) && made == rounds as u64;
     let same_period = doc.plan.get("period_ns").and_then(|v| v.as_u64()) == Some(cell.period_ns);
     let loads: Vec<String> = doc
         .plan
@@ -385,7 +393,7 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
         loads: a.loads.clone(),
         levels: a.levels.clone(),
         samples: a.samples,
-        settings: Some(settings(&base)),
+        settings: Some(settings(&base, a.repeat)),
         cells: plan.iter().map(|c| c.0.clone()).collect(),
     };
     if a.resume {
@@ -409,13 +417,19 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
                 + if c.spec.is_some() { 600 } else { 100 }
         })
         .collect();
-    let total_ms: u64 = est.iter().sum();
+    let rounds = a.repeat.max(1);
+    let total_ms: u64 = est.iter().sum::<u64>() * rounds as u64;
     if !a.quiet {
         eprintln!(
-            "rtscope matrix: {} cells ({} periods x {} load settings), {} samples per thread, about {} -> {}",
+            "rtscope matrix: {} cells ({} periods x {} load settings){}, {} samples per thread, about {} -> {}",
             index.cells.len(),
             a.periods.len(),
             index.cells.len() / a.periods.len().max(1),
+            if rounds > 1 {
+                format!(" x {rounds} rounds")
+            } else {
+                String::new()
+            },
             a.samples,
             format_ns(total_ms * 1_000_000),
             dir.display()
@@ -426,75 +440,100 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
     let mut done_ms = 0u64;
     let mut interrupted = false;
     let mut failure: Option<anyhow::Error> = None;
-    for i in 0..n {
-        if stop.load(Ordering::Relaxed) {
-            interrupted = true;
-            break;
-        }
-        let (cell, spec) = &mut plan[i];
-        let path = dir.join(&cell.file);
-        if a.resume {
-            if let Some(doc) = complete(&path, cell) {
-                let e = &mut index.cells[i];
-                e.status = "done".into();
-                e.summary = Some(summarize(&doc));
+    // Each cell's runs so far (rounds > 1); a cell found complete is skipped
+    // in every round.
+    let mut runs: Vec<Vec<ResultDocument>> = vec![Vec::new(); n];
+    let mut skip = vec![false; n];
+    'rounds: for round in 1..=rounds {
+        for i in 0..n {
+            if stop.load(Ordering::Relaxed) {
+                interrupted = true;
+                break 'rounds;
+            }
+            let (cell, spec) = &mut plan[i];
+            let path = dir.join(&cell.file);
+            if skip[i] {
                 done_ms += est[i];
-                progress.line(
-                    &format!("{} ({}/{n}): complete, skipped", e.id, i + 1),
-                    done_ms,
-                );
                 continue;
             }
-        }
-        progress.step(done_ms, est[i], &format!("cell {}/{n} {}", i + 1, cell.id));
-        let result = cyclic::plan(&cell_options(
-            &base,
-            cell.period_ns,
-            spec.as_ref(),
-            Some(&path),
-        ))
-        .and_then(|p| cyclic::execute(&p));
-        done_ms += est[i];
-        let e = &mut index.cells[i];
-        match result {
-            Ok(o) => {
-                let s = summarize(&o.doc);
-                let mut errs: Vec<String> = o.thread_errors.clone();
-                if let Err(e) = o.doc.write(&path) {
-                    errs.push(format!("{}: {e}", path.display()));
-                }
-                e.status = if !errs.is_empty() {
-                    "error".into()
-                } else if o.doc.end_reason == EndReason::Interrupted {
-                    "interrupted".into()
-                } else {
-                    "done".into()
-                };
-                e.error = (!errs.is_empty()).then(|| errs.join("; "));
-                progress.line(&out::cell_line(e, &s, i + 1, n), done_ms);
-                e.summary = Some(s);
-                if o.doc.end_reason == EndReason::Interrupted {
-                    interrupted = true;
+            if a.resume && round == 1 {
+                if let Some(doc) = complete(&path, cell, rounds) {
+                    let e = &mut index.cells[i];
+                    e.status = "done".into();
+                    e.summary = Some(summarize(&doc));
+                    done_ms += est[i];
+                    skip[i] = true;
+                    progress.line(
+                        &format!("{} ({}/{n}): complete, skipped", e.id, i + 1),
+                        done_ms,
+                    );
+                    continue;
                 }
             }
-            Err(err) => {
-                e.status = "failed".into();
-                e.error = Some(crate::error::one_line(&err));
-                progress.line(
-                    &format!(
-                        "{} ({}/{n}): failed: {}",
-                        e.id,
-                        i + 1,
-                        crate::error::one_line(&err)
-                    ),
-                    done_ms,
-                );
-                failure = Some(err);
+            let what = if rounds > 1 {
+                format!("cell {}/{n} {} (round {round}/{rounds})", i + 1, cell.id)
+            } else {
+                format!("cell {}/{n} {}", i + 1, cell.id)
+            };
+            progress.step(done_ms, est[i], &what);
+            let result = cyclic::plan(&cell_options(
+                &base,
+                cell.period_ns,
+                spec.as_ref(),
+                Some(&path),
+            ))
+            .and_then(|p| cyclic::execute(&p));
+            done_ms += est[i];
+            let e = &mut index.cells[i];
+            match result {
+                Ok(o) => {
+                    let end = o.doc.end_reason;
+                    let doc = if rounds > 1 {
+                        runs[i].push(o.doc);
+                        super::repeat::pool(runs[i].clone())
+                    } else {
+                        o.doc
+                    };
+                    let s = summarize(&doc);
+                    let mut errs: Vec<String> = o.thread_errors.clone();
+                    if let Err(e) = doc.write(&path) {
+                        errs.push(format!("{}: {e}", path.display()));
+                    }
+                    e.status = if !errs.is_empty() {
+                        "error".into()
+                    } else if end == EndReason::Interrupted {
+                        "interrupted".into()
+                    } else if round < rounds {
+                        format!("round {round}/{rounds}")
+                    } else {
+                        "done".into()
+                    };
+                    e.error = (!errs.is_empty()).then(|| errs.join("; "));
+                    progress.line(&out::cell_line(e, &s, i + 1, n), done_ms);
+                    e.summary = Some(s);
+                    if end == EndReason::Interrupted {
+                        interrupted = true;
+                    }
+                }
+                Err(err) => {
+                    e.status = "failed".into();
+                    e.error = Some(crate::error::one_line(&err));
+                    progress.line(
+                        &format!(
+                            "{} ({}/{n}): failed: {}",
+                            e.id,
+                            i + 1,
+                            crate::error::one_line(&err)
+                        ),
+                        done_ms,
+                    );
+                    failure = Some(err);
+                }
             }
-        }
-        write_index(&dir, &mut index)?;
-        if interrupted || failure.is_some() {
-            break;
+            write_index(&dir, &mut index)?;
+            if interrupted || failure.is_some() {
+                break 'rounds;
+            }
         }
     }
     progress.finish();

@@ -116,8 +116,9 @@ pub fn plan(a: &crate::cli::NoiseArgs) -> Result<NoisePlan> {
 /// Runs the experiment from the command line.
 pub fn run(a: &crate::cli::NoiseArgs) -> Result<i32> {
     let plan = plan(a)?;
-    let f = execute(&plan)?;
-    let summary = crate::output::noise::summary(&f.doc);
+    let f = super::repeat::finished(plan.outputs.repeat, plan.outputs.quiet, || execute(&plan))?;
+    let mut summary = crate::output::noise::summary(&f.doc);
+    summary.push_str(&super::repeat::note(&f.doc, plan.outputs.repeat));
     Ok(run::deliver(&f.doc, &plan.outputs, vec![], &summary))
 }
 

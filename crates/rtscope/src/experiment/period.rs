@@ -141,8 +141,9 @@ fn periodic_loop(
 /// Runs the experiment from the command line.
 pub fn run(a: &PeriodOptions) -> Result<i32> {
     let plan = plan(a)?;
-    let f = execute(&plan)?;
-    let summary = crate::output::period::report(&f.doc, &f.shown);
+    let f = super::repeat::finished(plan.outputs.repeat, plan.outputs.quiet, || execute(&plan))?;
+    let mut summary = crate::output::period::report(&f.doc, &f.shown);
+    summary.push_str(&super::repeat::note(&f.doc, plan.outputs.repeat));
     Ok(run::deliver(&f.doc, &plan.outputs, vec![], &summary))
 }
 

@@ -4,10 +4,13 @@
 //! each run's own series (own statistics, histogram, timeline, spikes and
 //! blocks), so that `rtscope compare` can use the spread between runs.
 //!
-//! An experiment adopts it in two lines: run its `execute` through [`runs`],
-//! then [`pool`] the documents and deliver the pooled one as usual.
+//! An experiment adopts it in one line: its `execute` goes through
+//! [`finished`] (which uses [`runs`] and [`pool`]), and [`note`] adds the
+//! "pooled from N runs" line to its summary.
 
 use anyhow::Result;
+
+use super::run::Finished;
 use rtscope_core::record::{blocks, LatencyHistogram};
 use rtscope_core::result::{EndReason, ResultDocument, Series, Stats, Threshold, Timeline};
 
@@ -31,6 +34,44 @@ pub fn runs(
         }
     }
     Ok(docs)
+}
+
+/// `execute` run `n` times (0 or 1: once) and pooled; the warnings shown at
+/// the start of every run, each once.
+pub fn finished(
+    n: usize,
+    quiet: bool,
+    mut execute: impl FnMut() -> Result<Finished>,
+) -> Result<Finished> {
+    if n <= 1 {
+        return execute();
+    }
+    let mut shown: Vec<String> = Vec::new();
+    let docs = runs(n, quiet, |_| {
+        let f = execute()?;
+        for w in f.shown {
+            if !shown.contains(&w) {
+                shown.push(w);
+            }
+        }
+        Ok(f.doc)
+    })?;
+    Ok(Finished {
+        doc: pool(docs),
+        shown,
+    })
+}
+
+/// The summary line of a pooled document ("pooled from 3 runs (--repeat
+/// 5)"), empty for a single run. `asked`: the N of `--repeat`.
+pub fn note(doc: &ResultDocument, asked: usize) -> String {
+    match doc.plan.get("repeat").and_then(|v| v.as_u64()) {
+        Some(made) if asked > 1 => format!(
+            "pooled from {made} run{} (--repeat {asked})\n",
+            if made == 1 { "" } else { "s" }
+        ),
+        _ => String::new(),
+    }
 }
 
 /// One series pooled from the same series of several runs (`starts`: each
@@ -137,7 +178,11 @@ pub fn pool_series(parts: &[&Series], starts: &[u64]) -> Series {
 /// `plan.repeat` set to the number of runs made.
 pub fn pool(docs: Vec<ResultDocument>) -> ResultDocument {
     if docs.len() == 1 {
-        return docs.into_iter().next().expect("one document");
+        let mut d = docs.into_iter().next().expect("one document");
+        if let Some(p) = d.plan.as_object_mut() {
+            p.insert("repeat".into(), 1.into());
+        }
+        return d;
     }
     let mut out = docs[0].clone();
     out.series = docs[0]

@@ -384,6 +384,11 @@ pub struct Outputs {
     /// Print only the final summary.
     #[serde(skip)]
     pub quiet: bool,
+    /// `--repeat N`: runs to make and pool into the one document (0 or 1:
+    /// one run; see [`super::repeat`]). The document records it as
+    /// `plan.repeat`.
+    #[serde(skip)]
+    pub repeat: usize,
 }
 
 impl Outputs {

@@ -601,8 +601,9 @@ fn sweep_cell<W: OneShotWait>(
 /// Runs the experiment from the command line.
 pub fn run(o: &TimerOptions) -> Result<i32> {
     let plan = plan(o)?;
-    let f = execute(&plan)?;
-    let summary = crate::output::timer::report(&f.doc, &f.shown);
+    let f = super::repeat::finished(plan.outputs.repeat, plan.outputs.quiet, || execute(&plan))?;
+    let mut summary = crate::output::timer::report(&f.doc, &f.shown);
+    summary.push_str(&super::repeat::note(&f.doc, plan.outputs.repeat));
     let mut extra = Vec::new();
     if let Some(p) = &plan.save_calibration {
         let cal: Calibration = f

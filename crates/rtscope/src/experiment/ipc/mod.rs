@@ -746,6 +746,28 @@ pub fn run(a: &IpcOptions) -> Result<i32> {
             crate::output::say(&format!("{l} of an earlier run\n"));
         }
     }
+    let mut errors: Vec<String> = Vec::new();
+    let f = super::repeat::finished(plan.outputs.repeat, plan.outputs.quiet, || {
+        let (f, new) = execute(&plan)?;
+        for e in new {
+            if !errors.contains(&e) {
+                errors.push(e);
+            }
+        }
+        Ok(f)
+    })?;
+    let mut summary = crate::output::ipc::summary_text(&f.doc, plan.repetitions);
+    summary.push_str(&super::repeat::note(&f.doc, plan.outputs.repeat));
+    let code = run::deliver(&f.doc, &plan.outputs, vec![], &summary);
+    for e in &errors {
+        eprintln!("error: {e}");
+    }
+    Ok(if errors.is_empty() { code } else { EXIT_RUN })
+}
+
+/// One run of every planned session: the finished run and the errors of
+/// sessions that failed (also in the document's warnings).
+fn execute(plan: &IpcPlan) -> Result<(run::Finished, Vec<String>)> {
     let run = run::begin(
         &RunSettings {
             rt: plan.rt,
@@ -753,7 +775,7 @@ pub fn run(a: &IpcOptions) -> Result<i32> {
             load_cpus: plan.load_cpus.as_deref(),
             quiet: plan.outputs.quiet,
         },
-        &header(&plan),
+        &header(plan),
     )?;
     let mut series = Vec::new();
     let mut errors: Vec<String> = Vec::new();
@@ -771,13 +793,13 @@ pub fn run(a: &IpcOptions) -> Result<i32> {
             ));
             continue;
         }
-        match runner::run_session(&plan, s, &k.to_string(), &run.env) {
+        match runner::run_session(plan, s, &k.to_string(), &run.env) {
             Ok(d) => {
                 threads_stuck |= d.thread_left;
                 if let Some(e) = &d.error {
                     errors.push(format!("{name}: {e}"));
                 }
-                let new = session_series(&plan, s, &d);
+                let new = session_series(plan, s, &d);
                 if !plan.outputs.quiet {
                     let l = &new[0].stats;
                     crate::output::say(&format!(
@@ -810,13 +832,8 @@ pub fn run(a: &IpcOptions) -> Result<i32> {
         .map(|s| format!("{s}: not supported, skipped"))
         .collect();
     warnings.extend(errors.iter().cloned());
-    let f = run.finish("ipc", &plan, series, end, warnings);
-    let summary = crate::output::ipc::summary_text(&f.doc, plan.repetitions);
-    let code = run::deliver(&f.doc, &plan.outputs, vec![], &summary);
-    for e in &errors {
-        eprintln!("error: {e}");
-    }
-    Ok(if errors.is_empty() { code } else { EXIT_RUN })
+    let f = run.finish("ipc", plan, series, end, warnings);
+    Ok((f, errors))
 }
 
 #[cfg(test)]
