@@ -31,10 +31,15 @@ if [ -n "${KEEP:-}" ]; then DIR=$KEEP; mkdir -p "$DIR"; else DIR=$(mktemp -d); t
 RUN="$BIN cyclic -t 1 -a 1 -i 500us -D $DUR -q"
 [ "${REPEAT:-1}" -gt 1 ] && RUN="$RUN --repeat $REPEAT"
 
-run() { # run NAME [extra args]: falls back to --no-rt without the right to SCHED_FIFO
+# SCHED_FIFO if this user may, else --no-rt: decided once, so that every run
+# of the bench is made the same way (a run that fails is reported, not re-run
+# in another mode: a SCHED_OTHER thread under load records far fewer samples).
+if $BIN cyclic -t 1 -a 1 -l 10 -q >/dev/null 2>&1; then MODE=''; else MODE='--no-rt'; echo "(no SCHED_FIFO here: every run --no-rt)"; fi
+
+run() { # run NAME [extra args]
     name=$1; shift
-    $RUN --json "$DIR/$name.json" "$@" >/dev/null 2>"$DIR/$name.err" ||
-        $RUN --no-rt --json "$DIR/$name.json" "$@" >/dev/null 2>"$DIR/$name.err"
+    $RUN $MODE --json "$DIR/$name.json" "$@" >/dev/null 2>"$DIR/$name.err" ||
+        echo "run $name: exit $?: $(tail -n 1 "$DIR/$name.err")" >&2
 }
 
 strip() { # a copy of a document without block histograms

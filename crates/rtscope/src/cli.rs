@@ -964,6 +964,26 @@ impl RtArgs {
     }
 }
 
+impl NoiseArgs {
+    /// The options these arguments ask for.
+    pub fn options(&self) -> anyhow::Result<crate::experiment::noise::NoiseOptions> {
+        Ok(crate::experiment::noise::NoiseOptions {
+            cpus: self.cpus.as_deref().map(<[usize]>::to_vec),
+            duration_ns: self.duration,
+            threshold_ns: self.threshold,
+            trace: self.trace,
+            trace_buffer_kb: self.trace_buffer_kb,
+            source: self.source.clone(),
+            calibration_window_ns: self.calibrate,
+            spikes: self.spikes,
+            rt: self.rt.choice()?,
+            loads: self.loads.load.clone(),
+            load_cpus: self.loads.load_cpus.clone(),
+            outputs: Outputs::from(&self.out),
+        })
+    }
+}
+
 impl From<&ResultArgs> for Outputs {
     fn from(a: &ResultArgs) -> Self {
         Outputs {

@@ -140,6 +140,8 @@ fn container_without_rt_budget_fails() {
         "{c}"
     );
     assert_eq!(status(&doc, "container"), "warn");
+    let found = check_of(&doc, "container")["found"].to_string();
+    assert!(found.contains("own PID namespace"), "{found}");
     assert_eq!(status(&doc, "preempt-rt"), "warn");
     assert_eq!(status(&doc, "thp"), "warn");
     assert_eq!(status(&doc, "smt"), "warn");
@@ -196,6 +198,11 @@ fn this_vm_copy_flags_what_the_issue_expects() {
     }
     // No cpufreq in a VM: not applicable rather than ok or warn.
     assert_eq!(status(&doc, "cpufreq"), "n/a");
+    // The VM's root file system came from a container image (/.dockerenv),
+    // but it runs in the host's PID namespace: not a container.
+    assert_eq!(status(&doc, "container"), "ok");
+    let found = check_of(&doc, "container")["found"].to_string();
+    assert!(found.contains("/.dockerenv present"), "{found}");
 }
 
 #[test]

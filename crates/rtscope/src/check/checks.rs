@@ -1268,6 +1268,9 @@ fn virtualization(root: &Root, f: &Facts) -> Check {
         .fix("measure on bare metal; on the host pin each vCPU to a dedicated isolated core, run it SCHED_FIFO, and disable halt polling jitter (kvm.halt_poll_ns)")
 }
 
+/// `readlink /proc/self/ns/pid` in the kernel's initial PID namespace.
+const INIT_PID_NS: &str = "pid:[4026531836]";
+
 fn container(root: &Root) -> Check {
     let title = "container";
     let mut why_c = Vec::new();
@@ -1289,6 +1292,32 @@ fn container(root: &Root) -> Check {
                 .any(|k| l.contains(k))
         }) {
             why_c.push("PID 1 is in a container cgroup".into());
+        }
+    }
+    // The initial PID namespace has a fixed inode number in every kernel
+    // (PROC_PID_INIT_INO); a container has its own namespace. A marker file
+    // alone is weak: a root file system built from a container image keeps
+    // /.dockerenv when it boots in a VM or on a board.
+    let pid_ns = root.read_link("/proc/self/ns/pid");
+    let host_ns = pid_ns.as_deref() == Some(INIT_PID_NS);
+    let strong = why_c
+        .iter()
+        .any(|w| !w.starts_with("/.dockerenv") && !w.starts_with("/run/.containerenv"));
+    if host_ns && !why_c.is_empty() && !strong {
+        return Check::new(
+            "container",
+            title,
+            Status::Ok,
+            format!(
+                "not in a container ({} present, but this is the host's PID namespace: a root file system built from a container image)",
+                why_c.join(", ")
+            ),
+        )
+        .why("a container may lack an RT budget or CAP_SYS_NICE");
+    }
+    if let Some(ns) = pid_ns.filter(|_| !host_ns) {
+        if !why_c.is_empty() {
+            why_c.push(format!("own PID namespace {ns}"));
         }
     }
     if why_c.is_empty() {

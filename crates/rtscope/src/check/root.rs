@@ -50,6 +50,13 @@ impl Root {
         self.read(abs).and_then(|s| s.parse().ok())
     }
 
+    /// A symbolic link's target (`/proc/self/ns/pid` -> `pid:[...]`).
+    pub fn read_link(&self, abs: &str) -> Option<String> {
+        std::fs::read_link(self.path(abs))
+            .ok()
+            .map(|p| p.to_string_lossy().into_owned())
+    }
+
     pub fn exists(&self, abs: &str) -> bool {
         self.path(abs).exists()
     }

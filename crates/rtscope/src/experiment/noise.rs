@@ -62,8 +62,48 @@ pub fn default_source() -> SourceId {
     SourceId::Monotonic
 }
 
-/// Turns arguments into a validated plan.
-pub fn plan(a: &crate::cli::NoiseArgs) -> Result<NoisePlan> {
+/// What the user asks for (plain values; `cli.rs` fills it in from the
+/// command line, and a program can build one directly).
+#[derive(Debug, Clone)]
+pub struct NoiseOptions {
+    /// CPUs to measure (None: the last online CPU).
+    pub cpus: Option<Vec<usize>>,
+    pub duration_ns: u64,
+    pub threshold_ns: u64,
+    pub trace: bool,
+    pub trace_buffer_kb: u32,
+    /// The counter's name (None: [`default_source`]).
+    pub source: Option<String>,
+    pub calibration_window_ns: u64,
+    pub spikes: usize,
+    pub rt: RtChoice,
+    pub loads: Vec<crate::load::LoadSpec>,
+    pub load_cpus: Option<Vec<usize>>,
+    pub outputs: Outputs,
+}
+
+impl Default for NoiseOptions {
+    /// `rtscope noise`'s defaults: 10 s on the last CPU, gaps from 1 µs.
+    fn default() -> Self {
+        NoiseOptions {
+            cpus: None,
+            duration_ns: 10_000_000_000,
+            threshold_ns: 1_000,
+            trace: false,
+            trace_buffer_kb: 4096,
+            source: None,
+            calibration_window_ns: 200_000_000,
+            spikes: 16,
+            rt: RtChoice::default(),
+            loads: Vec::new(),
+            load_cpus: None,
+            outputs: Outputs::default(),
+        }
+    }
+}
+
+/// Turns options into a validated plan.
+pub fn plan(a: &NoiseOptions) -> Result<NoisePlan> {
     let online = online_cpus();
     let cpus = match &a.cpus {
         Some(c) => {
@@ -80,10 +120,11 @@ pub fn plan(a: &crate::cli::NoiseArgs) -> Result<NoisePlan> {
     if cpus.is_empty() {
         return Err(usage("--cpus: no CPU to measure on"));
     }
-    crate::limits::check_period("--threshold", a.threshold)?;
+    crate::limits::check_period("--threshold", a.threshold_ns)?;
     let source = match &a.source {
         Some(s) => {
-            let id = SourceId::from_name(s).expect("validated by clap");
+            let id = SourceId::from_name(s)
+                .ok_or_else(|| usage(format!("--source {s}: no such source")))?;
             if !id.monotonic() {
                 return Err(usage(format!(
                     "--source {s}: the loop needs a monotonic source"
@@ -93,28 +134,26 @@ pub fn plan(a: &crate::cli::NoiseArgs) -> Result<NoisePlan> {
         }
         None => default_source(),
     };
-    let rt = a.rt.choice()?;
-    let outputs = Outputs::from(&a.out);
-    outputs.check(&[])?;
-    crate::load::LoadSet::check(&a.loads.load, a.loads.load_cpus.as_deref())?;
+    a.outputs.check(&[])?;
+    crate::load::LoadSet::check(&a.loads, a.load_cpus.as_deref())?;
     Ok(NoisePlan {
         cpus,
-        duration_ns: a.duration,
-        threshold_ns: a.threshold,
+        duration_ns: a.duration_ns,
+        threshold_ns: a.threshold_ns,
         trace: a.trace,
         trace_buffer_kb: a.trace_buffer_kb,
         source: source.name().to_string(),
-        calibration_window_ns: a.calibrate,
+        calibration_window_ns: a.calibration_window_ns,
         spikes: a.spikes,
-        rt,
-        loads: a.loads.load.clone(),
-        load_cpus: a.loads.load_cpus.clone(),
-        outputs,
+        rt: a.rt,
+        loads: a.loads.clone(),
+        load_cpus: a.load_cpus.clone(),
+        outputs: a.outputs.clone(),
     })
 }
 
 /// Runs the experiment from the command line.
-pub fn run(a: &crate::cli::NoiseArgs) -> Result<i32> {
+pub fn run(a: &NoiseOptions) -> Result<i32> {
     let plan = plan(a)?;
     let f = super::repeat::finished(plan.outputs.repeat, plan.outputs.quiet, || execute(&plan))?;
     let mut summary = crate::output::noise::summary(&f.doc);

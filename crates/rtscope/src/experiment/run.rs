@@ -44,6 +44,18 @@ pub struct RtChoice {
     pub default_system: bool,
 }
 
+impl Default for RtChoice {
+    /// The command line's default: SCHED_FIFO 95, system tuned.
+    fn default() -> Self {
+        RtChoice {
+            policy: Policy::Fifo,
+            priority: 95,
+            no_rt: false,
+            default_system: false,
+        }
+    }
+}
+
 impl RtChoice {
     /// Validates a policy and priority (`--no-rt` forces SCHED_OTHER).
     pub fn new(policy: Policy, priority: u8, no_rt: bool, default_system: bool) -> Result<Self> {
