@@ -245,6 +245,14 @@ fn measure_attaches_irq_rates() {
         .unwrap()
         .to_string();
     assert!(m.contains("CPU 0:") && m.contains("IRQs/s"), "{m}");
+    // The noise and cyclic probes ran on the same CPU (or say why not).
+    let m = check_of(&doc, "vm")["measured"].to_string();
+    assert!(m.contains("rtscope noise cpu 0:"), "{m}");
+    let m = check_of(&doc, "preempt-rt")["measured"].to_string();
+    assert!(
+        m.contains("rtscope cyclic 1 ms: CPU 0: p99") || m.contains("cyclic probe failed"),
+        "{m}"
+    );
 }
 
 #[test]

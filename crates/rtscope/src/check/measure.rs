@@ -107,29 +107,17 @@ pub fn attach(
         .collect();
     set(checks, "irq-affinity", text.join("; "));
     // OS noise on the same CPUs: the evidence for isolation and throttling.
-    let plan = crate::experiment::noise::NoisePlan {
-        cpus: cpus.clone(),
+    let quiet_out = crate::experiment::run::Outputs {
+        quiet: true,
+        ..Default::default()
+    };
+    let options = crate::experiment::noise::NoiseOptions {
+        cpus: Some(cpus.clone()),
         duration_ns: window_ns,
-        threshold_ns: 1000,
-        trace: false,
-        trace_buffer_kb: 4096,
-        source: crate::experiment::noise::default_source()
-            .name()
-            .to_string(),
         calibration_window_ns: 100_000_000,
         spikes: 4,
-        rt: crate::experiment::run::RtChoice::new(
-            rtscope_core::rt::Policy::Fifo,
-            95,
-            false,
-            false,
-        )?,
-        loads: Vec::new(),
-        load_cpus: None,
-        outputs: crate::experiment::run::Outputs {
-            quiet: true,
-            ..Default::default()
-        },
+        outputs: quiet_out.clone(),
+        ..Default::default()
     };
     if !quiet {
         eprintln!(
@@ -138,7 +126,9 @@ pub fn attach(
             rtscope_core::units::format_cpu_list(&cpus)
         );
     }
-    match crate::experiment::noise::execute(&plan) {
+    match crate::experiment::noise::plan(&options)
+        .and_then(|p| crate::experiment::noise::execute(&p))
+    {
         Ok(f) => {
             let mut parts = Vec::new();
             let mut max_gap = 0u64;
@@ -171,7 +161,62 @@ pub fn attach(
         }
         Err(e) => set(checks, "isolcpus", format!("noise probe failed: {e}")),
     }
+    // Wake-up latency on the same CPUs: what a periodic RT task sees there
+    // (the evidence for the preemption model, idle states and the VM).
+    let options = crate::experiment::cyclic::CyclicOptions {
+        threads: Some(cpus.len()),
+        cpus: Some(cpus.clone()),
+        period_ns: 1_000_000,
+        duration_ns: Some(window_ns),
+        outputs: quiet_out,
+        ..Default::default()
+    };
+    if !quiet {
+        eprintln!(
+            "rtscope check --measure: {} of wake-up latency (cyclic, 1 ms period, SCHED_FIFO 95) on CPUs {}",
+            rtscope_core::units::format_ns(window_ns),
+            rtscope_core::units::format_cpu_list(&cpus)
+        );
+    }
+    match crate::experiment::cyclic::plan(&options)
+        .and_then(|p| crate::experiment::cyclic::execute(&p))
+    {
+        Ok(o) => {
+            let text = format!("rtscope cyclic 1 ms: {}", cyclic_text(&o.doc.series));
+            for id in ["preempt-rt", "cpuidle", "vm"] {
+                set(checks, id, text.clone());
+            }
+        }
+        Err(e) => set(checks, "preempt-rt", format!("cyclic probe failed: {e}")),
+    }
     Ok(())
+}
+
+/// The cyclic probe's figures per CPU: "CPU 1: p99 80.2 µs, max 1.1 ms (2000
+/// wake-ups, 0 overruns)".
+fn cyclic_text(series: &[rtscope_core::result::Series]) -> String {
+    use rtscope_core::units::format_ns;
+    series
+        .iter()
+        .filter(|s| s.label != "all")
+        .map(|s| {
+            let cpu = s
+                .attributes
+                .get("cpus")
+                .and_then(|c| c.as_array())
+                .and_then(|c| c.first())
+                .and_then(|c| c.as_u64())
+                .map_or_else(|| s.label.clone(), |c| format!("CPU {c}"));
+            format!(
+                "{cpu}: p99 {}, max {} ({} wake-ups, {} overruns)",
+                format_ns(s.stats.p99_ns),
+                format_ns(s.stats.max_ns.max(0) as u64),
+                s.stats.count,
+                s.counters.overruns
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The CPUs probes run on: the targets, else the last online CPU.
