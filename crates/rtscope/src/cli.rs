@@ -57,6 +57,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare runs side by side (series matched by label), with confidence intervals.
     Compare(CompareArgs),
+    /// Pool single runs of one experiment into one document, each kept as a repetition
+    /// (what --repeat makes in one go), e.g. runs of two settings made alternately.
+    Pool(PoolArgs),
     /// Turn another tool's output into an rtscope result document.
     #[command(subcommand)]
     Import(ImportSource),
@@ -93,6 +96,21 @@ pub struct ReportArgs {
     /// Write the HTML report to FILE.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: PathBuf,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct PoolArgs {
+    /// Result documents of single runs of the same experiment with the same settings.
+    #[arg(required = true, num_args = 2.., value_name = "RESULT.json")]
+    pub files: Vec<PathBuf>,
+
+    /// Where to write the pooled document.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub out: PathBuf,
+
+    /// Print nothing but errors.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -366,3 +366,63 @@ fn matrix_repeats_cells_in_rounds() {
         .unwrap();
     assert_exit(&out, 2);
 }
+
+/// `rtscope pool`: single runs made apart (e.g. alternately with another
+/// setting's runs) pooled as `--repeat` pools them; `compare` then uses the
+/// spread between them. Mismatched inputs are refused with one line.
+#[test]
+fn pool_joins_single_runs_and_refuses_mismatches() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let cyclic = |period: &str, out: &std::path::Path| {
+        let o = rtscope()
+            .args([
+                "cyclic", "--no-rt", "-t", "1", "-l", "30", "-q", "-i", period, "--json",
+            ])
+            .arg(out)
+            .output()
+            .unwrap();
+        assert_exit(&o, 0);
+    };
+    for n in ["a1.json", "a2.json", "a3.json"] {
+        cyclic("1ms", &p(n));
+    }
+    cyclic("2ms", &p("b.json"));
+    let out = rtscope()
+        .arg("pool")
+        .args([p("a1.json"), p("a2.json"), p("a3.json")])
+        .arg("-o")
+        .arg(p("a.json"))
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let doc = read_result(&p("a.json"));
+    assert_eq!(doc["plan"]["repeat"], 3);
+    assert_eq!(doc["series"][0]["stats"]["count"], 90);
+    assert_eq!(doc["series"][0]["repetitions"].as_array().unwrap().len(), 3);
+    let cmp = rtscope()
+        .arg("compare")
+        .args([p("a.json"), p("a.json")])
+        .output()
+        .unwrap();
+    assert_exit(&cmp, 0);
+    let text = String::from_utf8_lossy(&cmp.stdout);
+    assert!(text.contains("between runs: 3 vs 3 repetitions"), "{text}");
+    // Another period, an already pooled input, the output onto an input.
+    for (inputs, out, says) in [
+        (vec!["a1.json", "b.json"], "x.json", "period_ns"),
+        (vec!["a.json", "a1.json"], "x.json", "already pooled"),
+        (vec!["a1.json", "a2.json"], "a1.json", "input file"),
+    ] {
+        let o = rtscope()
+            .arg("pool")
+            .args(inputs.iter().map(|n| p(n)))
+            .arg("-o")
+            .arg(p(out))
+            .output()
+            .unwrap();
+        assert_exit(&o, 2);
+        let e = assert_one_line(&o.stderr);
+        assert!(e.contains(says), "{e}");
+    }
+}

@@ -36,6 +36,104 @@ pub fn runs(
     Ok(docs)
 }
 
+/// Plan keys that may differ between runs that are pooled: where the files
+/// went, and the repetition count itself.
+const FREE_PLAN_KEYS: &[&str] = &[
+    "json",
+    "report",
+    "raw",
+    "histogram",
+    "repeat",
+    "calibration",
+];
+
+/// `rtscope pool -o OUT IN...`: single runs of one experiment, made with the
+/// same settings (e.g. alternately with another setting's runs, for an
+/// A/B/A/B comparison), pooled as `--repeat` would have pooled them.
+pub fn run_pool(a: &crate::cli::PoolArgs) -> Result<i32> {
+    use crate::error::usage;
+    let inputs: Vec<&std::path::Path> = a.files.iter().map(|p| p.as_path()).collect();
+    crate::report::refuse_output_onto_input("--out", &a.out, &inputs)?;
+    crate::output::files::check_output("--out", &a.out)?;
+    let mut docs = Vec::new();
+    for p in &a.files {
+        let d = crate::report::load(p)?;
+        if d.series.iter().any(|s| !s.repetitions.is_empty()) {
+            return Err(usage(format!(
+                "{}: already pooled (--repeat or pool): give single runs",
+                p.display()
+            )));
+        }
+        docs.push((p, d));
+    }
+    let (first_path, first) = &docs[0];
+    for (p, d) in &docs[1..] {
+        if d.experiment != first.experiment {
+            return Err(usage(format!(
+                "{} is a {} run, {} a {} run: pool runs of one experiment",
+                first_path.display(),
+                first.experiment,
+                p.display(),
+                d.experiment
+            )));
+        }
+        if let Some(k) = plan_difference(&first.plan, &d.plan) {
+            return Err(usage(format!(
+                "{} and {} were made with other settings ({k}): pool runs of the same command",
+                first_path.display(),
+                p.display()
+            )));
+        }
+    }
+    let mut docs: Vec<ResultDocument> = docs.into_iter().map(|(_, d)| d).collect();
+    // In the order they were made, for the timeline.
+    docs.sort_by(|x, y| x.started_at.cmp(&y.started_at));
+    let n = docs.len();
+    let experiment = docs[0].experiment.clone();
+    let doc = pool(docs);
+    doc.write(&a.out)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", a.out.display()))?;
+    if !a.quiet {
+        crate::output::say(&format!(
+            "pooled {n} {experiment} runs ({} series) -> {}\n",
+            doc.series.len(),
+            a.out.display()
+        ));
+    }
+    Ok(crate::error::EXIT_OK)
+}
+
+/// The first plan key (top level) whose value differs, other than
+/// [`FREE_PLAN_KEYS`].
+fn plan_difference(a: &serde_json::Value, b: &serde_json::Value) -> Option<String> {
+    let empty = serde_json::Map::new();
+    let (ma, mb) = (
+        a.as_object().unwrap_or(&empty),
+        b.as_object().unwrap_or(&empty),
+    );
+    let mut keys: Vec<&String> = ma.keys().chain(mb.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| !FREE_PLAN_KEYS.contains(&k.as_str()))
+        .find(|k| ma.get(*k).map(without_ids) != mb.get(*k).map(without_ids))
+        .cloned()
+}
+
+/// A plan value without the thread and process ids it records (`tid`,
+/// `pid`), which differ from run to run.
+fn without_ids(v: &serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(m) => m
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "tid" | "pid"))
+            .map(|(k, v)| (k.clone(), without_ids(v)))
+            .collect(),
+        serde_json::Value::Array(a) => a.iter().map(without_ids).collect(),
+        other => other.clone(),
+    }
+}
+
 /// `execute` run `n` times (0 or 1: once) and pooled; the warnings shown at
 /// the start of every run, each once.
 pub fn finished(
@@ -287,6 +385,18 @@ mod tests {
         let b = blocks::decode(s.blocks.as_ref().unwrap()).unwrap();
         assert_eq!(b.iter().flatten().map(|e| e.1).sum::<u64>(), 2000);
         assert_eq!(b.len(), 20);
+    }
+
+    #[test]
+    fn plans_differ_only_in_what_matters() {
+        use serde_json::json;
+        let a = json!({"period_ns": 500, "json": "a.json", "threads": [{"cpus": [1], "tid": 7}]});
+        let b = json!({"period_ns": 500, "json": "b.json", "threads": [{"cpus": [1], "tid": 9}]});
+        assert_eq!(plan_difference(&a, &b), None);
+        let c = json!({"period_ns": 500, "threads": [{"cpus": [0], "tid": 9}]});
+        assert_eq!(plan_difference(&a, &c).as_deref(), Some("threads"));
+        let d = json!({"period_ns": 1000, "threads": [{"cpus": [1]}]});
+        assert_eq!(plan_difference(&a, &d).as_deref(), Some("period_ns"));
     }
 
     #[test]
