@@ -162,6 +162,9 @@ pub fn run_section(r: &Run) -> String {
     let unit = doc_unit(std::slice::from_ref(d));
     let _ = writeln!(s, "<h3>Summary (latency in {})</h3>", unit.name);
     s.push_str(&summary_table(&d.series, unit));
+    if d.experiment == "timer" {
+        s.push_str(&super::timer_chart::section(d));
+    }
     let (shown, note) = chart_selection(&d.series);
     if let Some(note) = note {
         let _ = writeln!(s, "<p class=\"sub chart-selection\">{}</p>", esc(&note));
