@@ -204,6 +204,7 @@ fn beacon_and_service_documents() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_exit(&out, 0);
     assert!(stdout.contains("relative: drift"), "{stdout}");
+    assert!(stdout.contains("relative-select: drift"), "{stdout}");
     let doc = read_result(&json);
     let series = doc["series"].as_array().unwrap();
     assert_eq!(series.len(), 2 * 4);

@@ -309,7 +309,11 @@ pub fn plan(o: &TimerOptions) -> Result<TimerPlan> {
             )));
         }
         let orders: Vec<u32> = (a..=b).collect();
-        let mut modes = vec!["relative".to_string(), "absolute".to_string()];
+        let mut modes = vec![
+            "relative".to_string(),
+            "relative-select".to_string(),
+            "absolute".to_string(),
+        ];
         for c in &compensations {
             if *c != Compensation::None {
                 modes.push(c.name().to_string());
@@ -903,6 +907,10 @@ fn sweep_series(plan: &TimerPlan, c: &CellData, origin: u64) -> Vec<Series> {
 enum BeaconMode {
     /// `clock_nanosleep` of one interval from each wake (the naive way).
     Relative,
+    /// `pselect` of one interval from each wake, as SCHED_OTHER: the kernel
+    /// gives a select/poll timeout of a normal task a slack of 0.1 % of its
+    /// length (at most 100 ms), so the error grows with the interval.
+    RelativeSelect,
     /// `clock_nanosleep(TIMER_ABSTIME)` on the grid start + c × interval.
     Absolute,
     /// The grid through [`PreciseSleep`] with a compensation.
@@ -913,6 +921,7 @@ impl BeaconMode {
     fn name(self) -> &'static str {
         match self {
             BeaconMode::Relative => "relative",
+            BeaconMode::RelativeSelect => "relative-select",
             BeaconMode::Absolute => "absolute",
             BeaconMode::Compensated(c) => c.name(),
         }
@@ -964,6 +973,15 @@ fn beacon_mode(
             ps.sleep_until(start)?;
             for c in 1..=b.cycles {
                 let t = match mode {
+                    BeaconMode::RelativeSelect => {
+                        let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+                        StopWait {
+                            inner: SystemWait::Select,
+                            stop,
+                        }
+                        .wait_until(now + interval, now)?;
+                        sys::clock_ns(libc::CLOCK_MONOTONIC)
+                    }
                     BeaconMode::Relative => {
                         if !sys::sleep_for_interruptible(libc::CLOCK_MONOTONIC, interval)?
                             || stop.load(Ordering::Relaxed)
@@ -1012,7 +1030,11 @@ fn beacon(
 ) -> Result<(Vec<ThreadState>, Vec<Series>)> {
     let policy = plan.policies[0];
     let choice = plan.choice(policy);
-    let mut modes = vec![BeaconMode::Relative, BeaconMode::Absolute];
+    let mut modes = vec![
+        BeaconMode::Relative,
+        BeaconMode::RelativeSelect,
+        BeaconMode::Absolute,
+    ];
     for c in &plan.compensations {
         if *c != Compensation::None {
             modes.push(BeaconMode::Compensated(*c));
@@ -1039,6 +1061,12 @@ fn beacon(
             .iter()
             .enumerate()
             .map(|(i, &m)| {
+                // The select chain shows the normal task's timeout slack.
+                let choice = if m == BeaconMode::RelativeSelect {
+                    plan.choice(Policy::Other)
+                } else {
+                    choice
+                };
                 s.spawn(move || {
                     on_rt_thread(choice, plan.cpu, stop, || {
                         beacon_mode(plan, m, i as u64 * 3_000_000, offset, stop)
@@ -1198,7 +1226,16 @@ mod tests {
         let p = plan(&o).unwrap();
         let b = p.beacon.unwrap();
         assert_eq!(b.orders, (0..=8).collect::<Vec<_>>());
-        assert_eq!(b.modes, ["relative", "absolute", "static", "adaptive"]);
+        assert_eq!(
+            b.modes,
+            [
+                "relative",
+                "relative-select",
+                "absolute",
+                "static",
+                "adaptive"
+            ]
+        );
         // 10 cycles × 511 × 15.36 ms + set-up: about 79 s.
         assert!((78_000_000_000..82_000_000_000).contains(&b.expected_duration_ns));
     }
