@@ -207,7 +207,13 @@ fn beacon_and_service_documents() {
     assert!(stdout.contains("relative-select: drift"), "{stdout}");
     let doc = read_result(&json);
     let series = doc["series"].as_array().unwrap();
-    assert_eq!(series.len(), 2 * 4);
+    assert_eq!(series.len(), 2 * 5);
+    // The select chain runs as a normal task (its timeout slack is the point).
+    let sel = series
+        .iter()
+        .find(|s| s["label"] == "beacon BO1 relative-select")
+        .expect("relative-select series");
+    assert_eq!(sel["attributes"]["beacon"]["mode"], "relative-select");
     for s in series {
         let b = &s["attributes"]["beacon"];
         assert_eq!(b["cycles"], 3);
