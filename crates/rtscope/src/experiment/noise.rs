@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use rtscope_core::clock::{open_calibrated, SourceId};
-use rtscope_core::noise::{busy_loop_on, gap_ring, oslat_buckets, LoopTotals, TickMap};
+use rtscope_core::noise::{busy_loop_on, gap_ring, LoopTotals, TickMap};
 use rtscope_core::record::SeriesRecorder;
 use rtscope_core::result::{EndReason, Series};
 use rtscope_core::sample::Sample;
@@ -161,14 +161,75 @@ pub fn run(a: &NoiseOptions) -> Result<i32> {
     Ok(run::deliver(&f.doc, &plan.outputs, vec![], &summary))
 }
 
-/// One CPU's state in the aggregator.
+/// What a CPU's measurement thread shares with the aggregator.
+struct Shared {
+    progress: AtomicU64,
+    tid: AtomicI32,
+}
+
+/// How long after an event's time the aggregator waits before attributing
+/// the gaps around it: the trace buffers are read every 20 ms and a gap
+/// reaches the aggregator when it ends, so everything before this lag has
+/// arrived (a gap longer than this is attributed with what is still held).
+const ATTRIBUTION_LAG_NS: u64 = 2_000_000_000;
+
+/// One CPU's state in the aggregator. Everything is bounded: gaps go into
+/// the recorder and running totals as they arrive, and with --trace the
+/// attribution streams, holding only the last [`ATTRIBUTION_LAG_NS`] of
+/// gaps and events.
 struct PerCpu {
     cpu: usize,
     rec: SeriesRecorder,
-    gaps_ns: Vec<u64>,
-    progress: AtomicU64,
-    tid: AtomicI32,
     seq: u64,
+    gaps: u64,
+    noise_ns: u64,
+    /// oslat's 1 µs buckets of the gaps (the quiet iterations are added at the end).
+    oslat: Vec<u64>,
+    attrib: Option<Attributor>,
+    pend_gaps: std::collections::VecDeque<(u64, u64)>,
+    pend_evs: Vec<Event>,
+}
+
+impl PerCpu {
+    fn gap(&mut self, start: u64, len: u64, trace: bool) {
+        self.rec.record(&Sample {
+            seq: self.seq,
+            t_ns: start,
+            latency_ns: len as i64,
+            overruns: 0,
+            cpu: self.cpu as u32,
+        });
+        self.seq += 1;
+        self.gaps += 1;
+        self.noise_ns += len;
+        let n = self.oslat.len();
+        self.oslat[((len / 1000) as usize).min(n - 1)] += 1;
+        if trace {
+            self.pend_gaps.push_back((start, len));
+        }
+    }
+
+    /// Feeds the attributor every gap and event before `until`, in time
+    /// order (a gap before the events at or after its start); the rest waits.
+    fn attribute(&mut self, until: u64) {
+        let Some(a) = self.attrib.as_mut() else {
+            return;
+        };
+        self.pend_evs.sort_by_key(|e| e.ts);
+        let n = self.pend_evs.partition_point(|e| e.ts < until);
+        for e in &self.pend_evs[..n] {
+            while let Some(&(gs, gl)) = self.pend_gaps.front().filter(|g| g.0 <= e.ts) {
+                a.gap(gs, gl);
+                self.pend_gaps.pop_front();
+            }
+            a.event(e);
+        }
+        self.pend_evs.drain(..n);
+        while let Some(&(gs, gl)) = self.pend_gaps.front().filter(|g| g.0 < until) {
+            a.gap(gs, gl);
+            self.pend_gaps.pop_front();
+        }
+    }
 }
 
 /// Measures and builds the result document.
@@ -238,10 +299,21 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
         .map(|&cpu| PerCpu {
             cpu,
             rec: SeriesRecorder::new(origin, plan.spikes, None),
-            gaps_ns: Vec::new(),
+            seq: 0,
+            gaps: 0,
+            noise_ns: 0,
+            oslat: vec![0; 32],
+            attrib: None,
+            pend_gaps: Default::default(),
+            pend_evs: Vec::new(),
+        })
+        .collect();
+    let shared: Vec<Shared> = plan
+        .cpus
+        .iter()
+        .map(|_| Shared {
             progress: AtomicU64::new(0),
             tid: AtomicI32::new(0),
-            seq: 0,
         })
         .collect();
     let stop: &AtomicBool = run.stop();
@@ -257,19 +329,38 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
         // Drop what was recorded during set-up.
         i.read(|_| {});
     }
-    // Gaps (CLOCK_MONOTONIC start, length) and trace events per CPU, drained
-    // during the run so that neither the rings nor the trace buffers fill up.
-    let mut collected: Vec<Vec<(u64, u64)>> = vec![Vec::new(); per.len()];
-    let mut evs: Vec<Vec<Event>> = vec![Vec::new(); per.len()];
+    // Gaps and trace events are drained during the run (so that neither the
+    // rings nor the trace buffers fill up) and attributed as they settle.
     let cpus = &plan.cpus;
-    let read_events = |i: &mut Instance, evs: &mut Vec<Vec<Event>>| {
-        i.read(|e| {
-            if let Some(k) = cpus.iter().position(|&c| c as u32 == e.cpu) {
-                evs[k].push(*e);
+    let trace = inst.is_some();
+    let drain = |rings: &mut [rtscope_core::noise::GapConsumer],
+                 inst: &mut Option<Instance>,
+                 map: &TickMap,
+                 per: &mut [PerCpu],
+                 until: u64| {
+        for (k, r) in rings.iter_mut().enumerate() {
+            while let Ok(g) = r.pop() {
+                per[k].gap(map.to_mono(g.start), map.len_ns(g.ticks), trace);
             }
-        });
+        }
+        if let Some(i) = inst.as_mut() {
+            i.read(|e| {
+                if let Some(k) = cpus.iter().position(|&c| c as u32 == e.cpu) {
+                    per[k].pend_evs.push(*e);
+                }
+            });
+            for (k, p) in per.iter_mut().enumerate() {
+                if p.attrib.is_none() {
+                    let tid = shared[k].tid.load(Ordering::Acquire);
+                    if tid != 0 {
+                        p.attrib = Some(Attributor::new(tid, origin, plan.spikes));
+                    }
+                }
+                p.attribute(until);
+            }
+        }
     };
-    let per_ref: &[PerCpu] = &per;
+    let per_ref: &[Shared] = &shared;
     let src_ref = &src;
     let results: Vec<Result<(rtscope_core::rt::ThreadState, LoopTotals), String>> =
         std::thread::scope(|s| {
@@ -277,9 +368,9 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
             for (k, mut prod) in producers.into_iter().enumerate() {
                 let setup = plan
                     .rt
-                    .thread_setup(vec![per_ref[k].cpu], run::STOP_SIGNALS.to_vec());
+                    .thread_setup(vec![cpus[k]], run::STOP_SIGNALS.to_vec());
                 let h = std::thread::Builder::new()
-                    .name(format!("rtscope-noise-{}", per_ref[k].cpu))
+                    .name(format!("rtscope-noise-{}", cpus[k]))
                     .spawn_scoped(s, move || {
                         let state = setup.apply().map_err(|e| e.to_string())?;
                         per_ref[k]
@@ -303,10 +394,14 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
                     .iter()
                     .all(|h| h.as_ref().map_or(true, |h| h.is_finished()));
                 map.sample(src_ref);
-                drain_into(&mut rings, &map, &mut collected);
-                if let Some(i) = inst.as_mut() {
-                    read_events(i, &mut evs);
-                }
+                let now = rtscope_core::sys::clock_ns(libc::CLOCK_MONOTONIC);
+                drain(
+                    &mut rings,
+                    &mut inst,
+                    &map,
+                    &mut per,
+                    now.saturating_sub(ATTRIBUTION_LAG_NS),
+                );
                 if all_done {
                     break;
                 }
@@ -330,40 +425,21 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
         totals.push(t);
     }
     map.sample(&src);
-    // Gaps: everything is drained now; attribute with the trace.
-    drain_into(&mut rings, &map, &mut collected);
-    for (k, p) in per.iter_mut().enumerate() {
-        for &(start, len) in &collected[k] {
-            record(p, start, len);
-        }
-    }
-    let mut trace_doc = None;
-    if let Some(mut i) = inst.take() {
+    // Everything is drained now: the last gaps and events, attributed to the end.
+    if let Some(i) = inst.as_mut() {
         i.stop();
-        read_events(&mut i, &mut evs);
+    }
+    drain(&mut rings, &mut inst, &map, &mut per, u64::MAX);
+    let mut trace_doc = None;
+    if let Some(i) = inst.take() {
         let symbols = kallsyms_resolver();
         let mut top_doc = Vec::new();
-        for (k, p) in per.iter().enumerate() {
+        for (k, p) in per.iter_mut().enumerate() {
             let t = &totals[k];
-            let own = p.tid.load(Ordering::Acquire);
-            let start_mono = map.to_mono(t.first);
-            let mut a = Attributor::new(own, start_mono, plan.spikes);
-            let mut gaps = collected[k].clone();
-            gaps.sort_unstable();
-            let mut ev = std::mem::take(&mut evs[k]);
-            ev.sort_by_key(|e| e.ts);
-            // Merge: a gap goes in before any event at or after its start.
-            let mut gi = 0;
-            for e in &ev {
-                while gi < gaps.len() && gaps[gi].0 <= e.ts {
-                    a.gap(gaps[gi].0, gaps[gi].1);
-                    gi += 1;
-                }
-                a.event(e);
-            }
-            for g in &gaps[gi..] {
-                a.gap(g.0, g.1);
-            }
+            let own = shared[k].tid.load(Ordering::Acquire);
+            let a = p
+                .attrib
+                .get_or_insert_with(|| Attributor::new(own, origin, plan.spikes));
             a.finish(map.to_mono(t.last));
             let d = &i.decoder;
             let name = |o: &Owner| o.name(d, &|f| symbols.get(&f).cloned());
@@ -401,7 +477,7 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
     for (k, p) in per.iter().enumerate() {
         let t = &totals[k];
         let dur_ns = map.len_ns(t.last.wrapping_sub(t.first));
-        let gap_ns: u64 = p.gaps_ns.iter().sum();
+        let gap_ns = p.noise_ns;
         let loop_min_ns = map.len_ns(t.min_ticks);
         let quiet_iters = t.iterations.saturating_sub(t.gaps).max(1);
         let loop_mean_ns = map.len_ns(t.last.wrapping_sub(t.first).saturating_sub(t.gap_ticks))
@@ -411,7 +487,7 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
         let secs = dur_ns as f64 / 1e9;
         let a = &mut s.attributes;
         a.insert("cpu".into(), json!(p.cpu));
-        a.insert("tid".into(), json!(p.tid.load(Ordering::Acquire)));
+        a.insert("tid".into(), json!(shared[k].tid.load(Ordering::Acquire)));
         a.insert("duration_ns".into(), json!(dur_ns));
         a.insert("iterations".into(), json!(t.iterations));
         a.insert("loop_min_ns".into(), json!(loop_min_ns));
@@ -436,7 +512,9 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
             }),
         );
         if plan.threshold_ns <= 1000 {
-            let b = oslat_buckets(t.iterations, &p.gaps_ns, 32);
+            // oslat's histogram: the gaps' buckets, every other iteration in bucket 0.
+            let mut b = p.oslat.clone();
+            b[0] += t.iterations.saturating_sub(p.gaps);
             a.insert("oslat_buckets_us".into(), json!(b));
         }
         if let Some((top, worst)) = trace_doc.as_ref().map(|d| (&d.0[k].0, &d.0[k].1)) {
@@ -476,30 +554,6 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
         EndReason::Duration
     };
     Ok(run.finish("noise", &plan_doc, series, end, warnings))
-}
-
-fn record(p: &mut PerCpu, start: u64, len: u64) {
-    p.rec.record(&Sample {
-        seq: p.seq,
-        t_ns: start,
-        latency_ns: len as i64,
-        overruns: 0,
-        cpu: p.cpu as u32,
-    });
-    p.seq += 1;
-    p.gaps_ns.push(len);
-}
-
-fn drain_into(
-    rings: &mut [rtscope_core::noise::GapConsumer],
-    map: &TickMap,
-    out: &mut [Vec<(u64, u64)>],
-) {
-    for (k, r) in rings.iter_mut().enumerate() {
-        while let Ok(g) = r.pop() {
-            out[k].push((map.to_mono(g.start), map.len_ns(g.ticks)));
-        }
-    }
 }
 
 /// Kernel symbol names for the addresses hrtimer events carry (`/proc/kallsyms`, root only).
