@@ -589,3 +589,91 @@ struct Documented<'a> {
     /// The trace instance's outcome (`--trace`).
     trace_session: Option<serde_json::Value>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_core::trace::attrib::Owner;
+    use rtscope_core::trace::Kind;
+
+    fn cpu() -> PerCpu {
+        PerCpu {
+            cpu: 0,
+            rec: SeriesRecorder::new(0, 4, None),
+            seq: 0,
+            gaps: 0,
+            noise_ns: 0,
+            oslat: vec![0; 32],
+            attrib: Some(Attributor::new(7, 0, 4)),
+            pend_gaps: Default::default(),
+            pend_evs: Vec::new(),
+        }
+    }
+
+    fn ev(ts: u64, kind: Kind) -> Event {
+        Event {
+            ts,
+            cpu: 0,
+            pid: 7,
+            kind,
+        }
+    }
+
+    /// An IRQ inside the first gap, a gap with no event, events arriving out
+    /// of order and in two batches: the streamed attribution, fed in steps,
+    /// gives what one pass over everything gives.
+    #[test]
+    fn streamed_attribution_matches_one_pass() {
+        let feed = |steps: &[u64]| {
+            let mut p = cpu();
+            p.gap(1_000, 500, true);
+            p.gap(5_000, 300, true);
+            p.pend_evs.push(ev(1_300, Kind::IrqExit { irq: 11 }));
+            p.pend_evs.push(ev(1_100, Kind::IrqEntry { irq: 11 }));
+            for &until in steps {
+                p.attribute(until);
+            }
+            p.pend_evs.push(ev(9_000, Kind::IrqEntry { irq: 4 }));
+            p.pend_evs.push(ev(9_050, Kind::IrqExit { irq: 4 }));
+            p.attribute(u64::MAX);
+            let a = p.attrib.as_mut().unwrap();
+            a.finish(10_000);
+            assert!(p.pend_evs.is_empty() && p.pend_gaps.is_empty());
+            p.attrib.unwrap().worst()
+        };
+        let one = feed(&[]);
+        assert_eq!(one.len(), 2);
+        // The first gap: 200 ns of IRQ 11, the rest the thread's own time.
+        let g = one.iter().find(|w| w.start_ns == 1_000).unwrap();
+        assert_eq!(g.events, 2);
+        assert!(g.parts.contains(&(Owner::Irq(11), 200)), "{:?}", g.parts);
+        // The second gap has no kernel event: hardware.
+        let g = one.iter().find(|w| w.start_ns == 5_000).unwrap();
+        assert_eq!(g.parts, vec![(Owner::Hardware, 300)]);
+        for steps in [
+            &[1_050u64][..],
+            &[1_200, 4_000],
+            &[1_100, 1_300, 5_000, 8_000],
+        ] {
+            let w = feed(steps);
+            assert_eq!(
+                format!("{w:?}"),
+                format!("{one:?}"),
+                "fed in steps {steps:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn gaps_go_to_the_recorder_and_oslat_counts_as_they_come() {
+        let mut p = cpu();
+        p.gap(0, 1_500, false);
+        p.gap(10, 40_000, false);
+        assert_eq!((p.gaps, p.noise_ns), (2, 41_500));
+        assert_eq!(p.oslat[1], 1);
+        assert_eq!(p.oslat[31], 1);
+        // Without --trace nothing waits for attribution.
+        assert!(p.pend_gaps.is_empty());
+        assert_eq!(p.rec.to_series("cpu 0", 0).stats.count, 2);
+    }
+}
