@@ -49,3 +49,41 @@ pub fn one_line(e: &anyhow::Error) -> String {
     }
     out.join(": ").replace('\n', " ")
 }
+
+/// clap's error message on one line: its first line, and when that line
+/// announces a list ("the following required arguments were not
+/// provided:"), the indented items that follow it, joined.
+pub fn clap_one_line(text: &str) -> String {
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("error: bad usage").trim_end();
+    if !first.ends_with(':') {
+        return first.to_string();
+    }
+    let items: Vec<&str> = lines
+        .take_while(|l| l.starts_with(' ') && !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    if items.is_empty() {
+        first.to_string()
+    } else {
+        format!("{first} {}", items.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod clap_tests {
+    use super::clap_one_line;
+
+    #[test]
+    fn a_missing_argument_is_named() {
+        let t = "error: the following required arguments were not provided:\n  --out <DIR>\n  <FILE>\n\nUsage: rtscope matrix --out <DIR>\n";
+        assert_eq!(
+            clap_one_line(t),
+            "error: the following required arguments were not provided: --out <DIR>, <FILE>"
+        );
+        assert_eq!(
+            clap_one_line("error: unexpected argument '-x' found\n\nUsage: ..."),
+            "error: unexpected argument '-x' found"
+        );
+    }
+}

@@ -70,9 +70,10 @@ fn main() {
                 _ => {}
             }
             // One line: clap's first line, without the usage block.
-            let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("error: bad usage");
-            eprintln!("{} (see --help)", first.trim_end());
+            eprintln!(
+                "{} (see --help)",
+                error::clap_one_line(&e.render().to_string())
+            );
             std::process::exit(error::EXIT_USAGE);
         }
     };

@@ -426,3 +426,12 @@ fn pool_joins_single_runs_and_refuses_mismatches() {
         assert!(e.contains(says), "{e}");
     }
 }
+
+/// A missing required argument is named on the one error line.
+#[test]
+fn a_missing_argument_is_named_on_one_line() {
+    let out = rtscope().arg("matrix").output().unwrap();
+    assert_exit(&out, 2);
+    let e = assert_one_line(&out.stderr);
+    assert!(e.contains("not provided: --out <DIR>"), "{e}");
+}
