@@ -91,6 +91,36 @@ pub use aarch64::*;
 #[cfg(target_arch = "arm")]
 pub use armv7::*;
 
+/// `Cntvct::open` (probed once, in a child) and its `Counter` impl, over the
+/// architecture's `cntvct()` read; `$reg` names the register in messages.
+#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+macro_rules! cntvct_source {
+    ($reg:literal) => {
+        impl Cntvct {
+            /// Checks, in a child process, that the counter reads without a trap
+            /// and advances.
+            pub fn open() -> Result<Self, Unavailable> {
+                static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
+                super::probe_once(
+                    &PROBE,
+                    SourceId::Cntvct,
+                    $reg,
+                    || super::advances(cntvct),
+                    &[],
+                )?;
+                Ok(Cntvct(()))
+            }
+        }
+
+        impl Counter for Cntvct {
+            #[inline(always)]
+            fn read(&self) -> u64 {
+                cntvct()
+            }
+        }
+    };
+}
+
 #[cfg(target_arch = "aarch64")]
 mod aarch64 {
     use core::arch::asm;
@@ -117,28 +147,7 @@ mod aarch64 {
         v
     }
 
-    impl Cntvct {
-        /// Checks, in a child process, that the counter reads without a trap
-        /// and advances.
-        pub fn open() -> Result<Self, Unavailable> {
-            static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
-            super::probe_once(
-                &PROBE,
-                SourceId::Cntvct,
-                "cntvct_el0",
-                || super::advances(cntvct),
-                &[],
-            )?;
-            Ok(Cntvct(()))
-        }
-    }
-
-    impl Counter for Cntvct {
-        #[inline(always)]
-        fn read(&self) -> u64 {
-            cntvct()
-        }
-    }
+    cntvct_source!("cntvct_el0");
 
     /// The frequency in `cntfrq_el0`.
     pub fn cntfrq_hz() -> u64 {
@@ -347,28 +356,7 @@ mod armv7 {
         (u64::from(hi) << 32) | u64::from(lo)
     }
 
-    impl Cntvct {
-        /// Checks, in a child process, that the counter reads without a trap
-        /// and advances.
-        pub fn open() -> Result<Self, Unavailable> {
-            static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
-            super::probe_once(
-                &PROBE,
-                SourceId::Cntvct,
-                "CNTVCT",
-                || super::advances(cntvct),
-                &[],
-            )?;
-            Ok(Cntvct(()))
-        }
-    }
-
-    impl Counter for Cntvct {
-        #[inline(always)]
-        fn read(&self) -> u64 {
-            cntvct()
-        }
-    }
+    cntvct_source!("CNTVCT");
 
     /// The frequency in CNTFRQ.
     pub fn cntfrq_hz() -> u64 {
