@@ -389,18 +389,30 @@ pub struct ExtraFile {
 }
 
 /// The JSON result and HTML report of a run, as every experiment offers them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Outputs {
     pub json: Option<PathBuf>,
     pub report: Option<PathBuf>,
     /// Print only the final summary.
     #[serde(skip)]
     pub quiet: bool,
-    /// `--repeat N`: runs to make and pool into the one document (0 or 1:
+    /// `--repeat N`: runs to make and pool into the one document (1, or 0:
     /// one run; see [`super::repeat`]). The document records it as
     /// `plan.repeat`.
     #[serde(skip)]
     pub repeat: usize,
+}
+
+impl Default for Outputs {
+    /// No files, the summary printed, one run.
+    fn default() -> Self {
+        Outputs {
+            json: None,
+            report: None,
+            quiet: false,
+            repeat: 1,
+        }
+    }
 }
 
 impl Outputs {
