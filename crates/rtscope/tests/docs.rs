@@ -170,7 +170,10 @@ fn examples_of(path: &Path) -> Vec<Example> {
                 j += 1;
                 continue;
             }
-            if is_command(l) || l.starts_with("cargo ") || l.starts_with("sudo ") {
+            // Other tools' command lines (the build, peers) are part of a
+            // block of commands, but only rtscope's are run.
+            let other = ["cargo ", "sudo ", "cyclictest ", "stress-ng ", "perf "];
+            if is_command(l) || other.iter().any(|o| l.starts_with(o)) {
                 let (command, next) = joined(block, j);
                 cmds.push((start + j + 1, command));
                 j = next;

@@ -331,7 +331,7 @@ pub fn compare_series(
         ),
         (
             "mean",
-            |s| (s.stats.count > 0).then_some(s.stats.mean_ns),
+            |s| s.stats.has_mean().then_some(s.stats.mean_ns),
             true,
         ),
         (
@@ -373,7 +373,7 @@ pub fn compare_series(
         let mut row = vec![name.to_string()];
         for (i, v) in vals.iter().enumerate() {
             row.push(match v {
-                None => "-".into(),
+                None => html::UNKNOWN.into(),
                 Some(x) if is_latency => in_unit(*x, unit),
                 Some(x) => format!("{x:.0}"),
             });

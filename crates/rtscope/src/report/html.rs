@@ -97,6 +97,7 @@ svg.chart path.series{fill:none;stroke-linejoin:round}
 svg.chart circle.marker{fill:#fff;stroke-width:1.6}
 svg.chart .legend rect{fill:#fff;fill-opacity:.88;stroke:var(--line)}
 .verdict{font-weight:600}
+td.thin,td.unknown{color:var(--muted)}
 .worse{color:#b3261e}.better{color:#1b7a36}.same{color:var(--muted)}
 details{margin:6px 0}
 summary{cursor:pointer;color:var(--muted)}
@@ -555,7 +556,17 @@ pub fn in_unit(ns: f64, unit: Unit) -> String {
 
 /// Whether a series has percentiles (an imported document may have no histogram).
 pub fn has_percentiles(s: &Series) -> bool {
-    !s.histogram.buckets.is_empty()
+    s.stats.has_percentiles() && !s.histogram.buckets.is_empty()
+}
+
+/// Shown for a value that was not measured (`null` in the document).
+pub const UNKNOWN: &str = "–";
+
+/// Whether fewer than 10 samples lie above quantile `q` of `count` samples:
+/// such a quantile is little more than the largest samples (p99.99 of 5,000
+/// samples is the maximum).
+pub fn thin_tail(count: u64, q: f64) -> bool {
+    (count as f64) * (1.0 - q) < 10.0
 }
 
 /// The summary table: count, min, mean, p50, p99, p99.9, p99.99, max, stddev, overruns, dropped.
@@ -567,35 +578,41 @@ pub fn summary_table(series: &[Series], unit: Unit) -> String {
     );
     for se in series {
         let st = &se.stats;
-        let empty = st.count == 0;
-        let v = |ns: f64| {
-            if empty {
-                "-".to_string()
+        let v = |known: bool, ns: f64| {
+            if known {
+                format!("<td>{}</td>", in_unit(ns, unit))
             } else {
-                in_unit(ns, unit)
+                format!("<td class=\"unknown\" title=\"not measured\">{UNKNOWN}</td>")
             }
         };
-        let p = |ns: u64| {
-            if empty || !has_percentiles(se) {
-                "-".to_string()
+        // A quantile with fewer than 10 samples above it is greyed and
+        // marked ≈: it says little more than the maximum does.
+        let p = |ns: u64, q: f64| {
+            if !has_percentiles(se) {
+                v(false, 0.0)
+            } else if thin_tail(st.count, q) {
+                format!(
+                    "<td class=\"thin\" title=\"fewer than 10 of {} samples lie above this quantile: it is about the maximum\">≈{}</td>",
+                    st.count,
+                    in_unit(ns as f64, unit)
+                )
             } else {
-                in_unit(ns as f64, unit)
+                v(true, ns as f64)
             }
         };
         let _ = writeln!(
             s,
-            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"l\">{}</td><td>{}</td>{}{}{}{}{}{}{}{}<td>{}</td><td>{}</td></tr>",
             esc(&se.label),
             st.count,
-            v(st.min_ns as f64),
-            v(st.mean_ns),
-            p(st.p50_ns),
-            p(st.p99_ns),
-            p(st.p99_9_ns),
-            p(st.p99_99_ns),
-            v(st.max_ns as f64),
-            v(st.stddev_ns),
+            v(st.has_samples(), st.min_ns as f64),
+            v(st.has_mean(), st.mean_ns),
+            p(st.p50_ns, 0.5),
+            p(st.p99_ns, 0.99),
+            p(st.p99_9_ns, 0.999),
+            p(st.p99_99_ns, 0.9999),
+            v(st.has_samples(), st.max_ns as f64),
+            v(st.has_stddev(), st.stddev_ns),
             se.counters.overruns,
             se.counters.dropped,
         );
