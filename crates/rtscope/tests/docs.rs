@@ -37,6 +37,9 @@ fn repo_root() -> PathBuf {
 struct Example {
     file: String,
     line: usize,
+    /// The first line of its code block: a block's examples run in order
+    /// (a session may read what the command before it wrote).
+    block: usize,
     /// The command line as written (continuations joined, comment removed).
     command: String,
     /// The output shown below a `$ command`, if any.
@@ -148,6 +151,7 @@ fn examples_of(path: &Path) -> Vec<Example> {
                         out.push(Example {
                             file: name.clone(),
                             line: start + j + 1,
+                            block: start,
                             command,
                             shown: Some(shown),
                         });
@@ -190,6 +194,7 @@ fn examples_of(path: &Path) -> Vec<Example> {
                 out.push(Example {
                     file: name.clone(),
                     line,
+                    block: start,
                     command,
                     shown: None,
                 });
@@ -554,6 +559,52 @@ fn shortening_keeps_the_shape() {
     assert_eq!(s("sudo rtscope cyclic"), "cyclic -D 300ms");
 }
 
+/// Runs one example and checks its exit code and shown output.
+fn check(dir: &Path, ex: &Example, args: &[String]) -> Result<(), String> {
+    let ran = run(dir, args);
+    let wants_error = ex
+        .shown
+        .as_ref()
+        .is_some_and(|s| s.iter().any(|l| l.starts_with("error:")));
+    let ok_codes: &[i32] = if wants_error {
+        &[2]
+    } else if args.iter().any(|a| a == "--fail-above") {
+        &[0, 3]
+    } else {
+        &[0]
+    };
+    let place = format!(
+        "{}:{}: `{}` (run as `rtscope {}`)",
+        ex.file,
+        ex.line,
+        ex.command,
+        args.join(" ")
+    );
+    eprintln!("{:5.2}s {place}", ran.took.as_secs_f64());
+    if ran.took >= LIMIT {
+        return Err(format!(
+            "{place}: still running after {LIMIT:?}: shorten it"
+        ));
+    }
+    if !ran.code.is_some_and(|c| ok_codes.contains(&c)) {
+        return Err(format!(
+            "{place}: exit code {:?}, expected {ok_codes:?}:\n{}",
+            ran.code, ran.output
+        ));
+    }
+    if let Some(shown) = &ex.shown {
+        let missing = missing_lines(shown, &ran.output);
+        if !missing.is_empty() {
+            return Err(format!(
+                "{place}: the documented output has lines the real output does not (numbers redacted):\n  {}\nreal output:\n{}",
+                missing.join("\n  "),
+                ran.output
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn examples_in_the_docs_run_and_show_the_real_shape() {
     let examples: Vec<Example> = markdown_files()
@@ -571,61 +622,43 @@ fn examples_in_the_docs_run_and_show_the_real_shape() {
 
     let dir = tempfile::tempdir().expect("tempdir");
     let inputs = Inputs::new(dir.path());
-    let mut failures = Vec::new();
     let t0 = Instant::now();
+    // The same command shown twice (README and its page) runs once, unless
+    // an output is shown for it.
     let mut seen = std::collections::HashSet::new();
+    let mut groups: Vec<Vec<(&Example, Vec<String>)>> = Vec::new();
     for ex in &examples {
         let args = shorten(arguments(&ex.command));
-        // The same command shown twice (README and its page) runs once, unless
-        // an output is shown for it.
         if ex.shown.is_none() && !seen.insert(args.clone()) {
             continue;
         }
-        inputs.provide(&args);
-        let ran = run(dir.path(), &args);
-        let wants_error = ex
-            .shown
-            .as_ref()
-            .is_some_and(|s| s.iter().any(|l| l.starts_with("error:")));
-        let ok_codes: &[i32] = if wants_error {
-            &[2]
-        } else if args.iter().any(|a| a == "--fail-above") {
-            &[0, 3]
-        } else {
-            &[0]
-        };
-        let place = format!(
-            "{}:{}: `{}` (run as `rtscope {}`)",
-            ex.file,
-            ex.line,
-            ex.command,
-            args.join(" ")
-        );
-        if ran.took >= LIMIT {
-            failures.push(format!(
-                "{place}: still running after {LIMIT:?}: shorten it"
-            ));
-            continue;
+        match groups.last_mut() {
+            Some(g) if g[0].0.file == ex.file && g[0].0.block == ex.block => g.push((ex, args)),
+            _ => groups.push(vec![(ex, args)]),
         }
-        if !ran.code.is_some_and(|c| ok_codes.contains(&c)) {
-            failures.push(format!(
-                "{place}: exit code {:?}, expected {ok_codes:?}:\n{}",
-                ran.code, ran.output
-            ));
-            continue;
-        }
-        if let Some(shown) = &ex.shown {
-            let missing = missing_lines(shown, &ran.output);
-            if !missing.is_empty() {
-                failures.push(format!(
-                    "{place}: the documented output has lines the real output does not (numbers redacted):\n  {}\nreal output:\n{}",
-                    missing.join("\n  "),
-                    ran.output
-                ));
-            }
-        }
-        eprintln!("{:5.2}s {place}", ran.took.as_secs_f64());
     }
+    // Blocks run on three workers; a block's examples in order.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failures = std::sync::Mutex::new(Vec::new());
+    let provide = std::sync::Mutex::new(());
+    std::thread::scope(|scope| {
+        for _ in 0..3 {
+            scope.spawn(|| loop {
+                let g = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(group) = groups.get(g) else { break };
+                for (ex, args) in group {
+                    {
+                        let _one_at_a_time = provide.lock().unwrap();
+                        inputs.provide(args);
+                    }
+                    if let Err(f) = check(dir.path(), ex, args) {
+                        failures.lock().unwrap().push(f);
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
     eprintln!(
         "{} examples in {:.1}s",
         examples.len(),

@@ -924,3 +924,46 @@ fn browser_timeline_puts_a_spike_at_its_time_and_the_mean_in_sight() {
     );
     assert!(quiet_max_y - cy > 0.2 * height, "the spike stands out");
 }
+
+#[test]
+fn compare_of_unlike_runs_shows_the_plan_differences_and_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = real_run(dir.path(), "a", &[]);
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    // The same run under another output name: alike.
+    v["plan"]["json"] = "same.json".into();
+    let same = dir.path().join("same.json");
+    std::fs::write(&same, v.to_string()).unwrap();
+    // Another period and wake method: unlike.
+    v["plan"]["period_ns"] = 1_000_000.into();
+    v["plan"]["wake"] = "timerfd".into();
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, v.to_string()).unwrap();
+
+    let o = run(&["compare", s(&a), s(&same)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stdout.contains("plan differences"), "{}", o.stdout);
+    assert!(
+        !o.stdout.contains("warning: the runs differ"),
+        "{}",
+        o.stdout
+    );
+
+    let html = dir.path().join("c.html");
+    let o = run(&["compare", s(&a), s(&other), "--html", s(&html)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let head: Vec<&str> = o.stdout.lines().take(8).collect();
+    let head = head.join("\n");
+    assert!(head.contains("plan differences:"), "{head}");
+    assert!(
+        head.contains("period_ns   500us  1ms") || head.contains("500us"),
+        "{head}"
+    );
+    assert!(
+        head.contains("warning: the runs differ in period_ns, wake"),
+        "{head}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h3>Plan differences</h3>"));
+    assert!(page.contains("the runs differ in period_ns, wake"));
+}
