@@ -614,11 +614,11 @@ fn examples_in_the_docs_run_and_show_the_real_shape() {
     // The extractor must find the examples: a change to the markdown layout
     // that hides them all must not pass silently.
     assert!(
-        examples.len() >= 35,
+        examples.len() >= 45,
         "only {} examples found",
         examples.len()
     );
-    assert!(examples.iter().filter(|e| e.shown.is_some()).count() >= 5);
+    assert!(examples.iter().filter(|e| e.shown.is_some()).count() >= 12);
 
     let dir = tempfile::tempdir().expect("tempdir");
     let inputs = Inputs::new(dir.path());
