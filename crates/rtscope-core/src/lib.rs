@@ -7,7 +7,7 @@
 //! - [`record`]: histogram, statistics, timeline, spikes
 //! - [`noise`]: OS noise, oslat's busy loop: gaps above a threshold
 //! - [`trace`]: private tracefs instances, raw event parsing, noise attribution
-//! - [`file`]: output files written atomically, or through for devices and FIFOs
+//! - [`file`](mod@file): output files written atomically, or through for devices and FIFOs
 //! - [`result`]: the versioned result document
 //! - [`system`]: snapshot of the machine
 //! - [`timer`]: precise sleeps with overhead compensation, a software timer service
