@@ -17,7 +17,11 @@ use crate::system::SystemSnapshot;
 /// 2: `loads` became typed ([`LoadReport`]); the run environment moved out of
 /// `plan` into [`RunEnvironment`]. Version 1 documents are still read
 /// (upgraded on reading, see [`upgrade_v1`]).
-pub const SCHEMA_VERSION: u32 = 2;
+///
+/// 3: statistics that are not known are `null` instead of 0 (a series without
+/// samples; percentiles and stddev of an import without a histogram), see
+/// [`Stats`]. Version 2 documents are read with [`upgrade_v2`].
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The oldest version [`ResultDocument::read`] still reads.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
@@ -216,7 +220,15 @@ pub struct BlockHistograms {
 
 /// Summary statistics. min/max/mean/stddev are exact; percentiles come from the
 /// histogram (within 0.1 %).
+///
+/// What is not known is written as `null` in the document (and read back as 0
+/// with the matching flag of [`Stats::unknown`] set): every value but `count`
+/// of a series without samples, and what [`Stats::unknown`] names (an import
+/// of cyclictest output without a histogram has no percentiles or stddev).
+/// Use [`Stats::has_percentiles`], [`Stats::has_stddev`] and
+/// [`Stats::has_mean`] before showing a value.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(from = "StatsJson", into = "StatsJson")]
 pub struct Stats {
     pub count: u64,
     pub min_ns: i64,
@@ -229,6 +241,103 @@ pub struct Stats {
     pub p99_9_ns: u64,
     pub p99_99_ns: u64,
     pub p99_999_ns: u64,
+    /// Values the source did not measure (written as `null`, their fields 0).
+    pub unknown: Unknown,
+}
+
+/// Which values of [`Stats`] were not measured (beyond a count of 0, which
+/// makes every value unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Unknown {
+    /// p50 ... p99.999.
+    pub percentiles: bool,
+    pub stddev: bool,
+    pub mean: bool,
+}
+
+impl Stats {
+    /// min and max (any sample at all).
+    pub fn has_samples(&self) -> bool {
+        self.count > 0
+    }
+    /// p50 ... p99.999 are measured values.
+    pub fn has_percentiles(&self) -> bool {
+        self.count > 0 && !self.unknown.percentiles
+    }
+    pub fn has_stddev(&self) -> bool {
+        self.count > 0 && !self.unknown.stddev
+    }
+    pub fn has_mean(&self) -> bool {
+        self.count > 0 && !self.unknown.mean
+    }
+}
+
+/// [`Stats`] as written: unknown values are `null`.
+#[derive(Serialize, Deserialize)]
+struct StatsJson {
+    count: u64,
+    min_ns: Option<i64>,
+    max_ns: Option<i64>,
+    mean_ns: Option<f64>,
+    stddev_ns: Option<f64>,
+    p50_ns: Option<u64>,
+    p90_ns: Option<u64>,
+    p99_ns: Option<u64>,
+    p99_9_ns: Option<u64>,
+    p99_99_ns: Option<u64>,
+    p99_999_ns: Option<u64>,
+}
+
+impl From<Stats> for StatsJson {
+    fn from(s: Stats) -> Self {
+        let some = s.count > 0;
+        let pc = s.has_percentiles();
+        let p = |v: u64| pc.then_some(v);
+        StatsJson {
+            count: s.count,
+            min_ns: some.then_some(s.min_ns),
+            max_ns: some.then_some(s.max_ns),
+            mean_ns: s.has_mean().then_some(s.mean_ns),
+            stddev_ns: s.has_stddev().then_some(s.stddev_ns),
+            p50_ns: p(s.p50_ns),
+            p90_ns: p(s.p90_ns),
+            p99_ns: p(s.p99_ns),
+            p99_9_ns: p(s.p99_9_ns),
+            p99_99_ns: p(s.p99_99_ns),
+            p99_999_ns: p(s.p99_999_ns),
+        }
+    }
+}
+
+impl From<StatsJson> for Stats {
+    fn from(j: StatsJson) -> Self {
+        let percentiles = [
+            j.p50_ns,
+            j.p90_ns,
+            j.p99_ns,
+            j.p99_9_ns,
+            j.p99_99_ns,
+            j.p99_999_ns,
+        ];
+        Stats {
+            count: j.count,
+            min_ns: j.min_ns.unwrap_or(0),
+            max_ns: j.max_ns.unwrap_or(0),
+            mean_ns: j.mean_ns.unwrap_or(0.0),
+            stddev_ns: j.stddev_ns.unwrap_or(0.0),
+            p50_ns: j.p50_ns.unwrap_or(0),
+            p90_ns: j.p90_ns.unwrap_or(0),
+            p99_ns: j.p99_ns.unwrap_or(0),
+            p99_9_ns: j.p99_9_ns.unwrap_or(0),
+            p99_99_ns: j.p99_99_ns.unwrap_or(0),
+            p99_999_ns: j.p99_999_ns.unwrap_or(0),
+            unknown: Unknown {
+                percentiles: percentiles.iter().any(Option::is_none),
+                stddev: j.stddev_ns.is_none(),
+                mean: j.mean_ns.is_none(),
+            },
+        }
+    }
 }
 
 /// Counters kept beside the distribution.
@@ -357,6 +466,52 @@ pub fn upgrade_v1(v: &mut serde_json::Value) {
     }
 }
 
+/// Upgrades a version 2 document (as JSON) to version 3. Version 2 wrote 0
+/// where a value was not known; what can only have been unknown becomes
+/// `null`: every value of a series without samples, and the percentiles and
+/// stddev of an imported series whose percentiles are all 0 above a non-zero
+/// maximum (cyclictest output without a histogram).
+pub fn upgrade_v2(v: &mut serde_json::Value) {
+    fn fix(series: &mut serde_json::Value) {
+        let imported = series["attributes"]["source"].is_string();
+        if let Some(st) = series.get_mut("stats").and_then(|s| s.as_object_mut()) {
+            let count = st.get("count").and_then(|c| c.as_u64()).unwrap_or(0);
+            let pct = [
+                "p50_ns",
+                "p90_ns",
+                "p99_ns",
+                "p99_9_ns",
+                "p99_99_ns",
+                "p99_999_ns",
+            ];
+            if count == 0 {
+                for (k, x) in st.iter_mut() {
+                    if k != "count" {
+                        *x = serde_json::Value::Null;
+                    }
+                }
+            } else if imported
+                && st.get("max_ns").and_then(|m| m.as_i64()).unwrap_or(0) > 0
+                && pct
+                    .iter()
+                    .all(|k| st.get(*k).and_then(|x| x.as_u64()) == Some(0))
+            {
+                for k in pct.iter().chain(&["stddev_ns"]) {
+                    st.insert((*k).into(), serde_json::Value::Null);
+                }
+            }
+        }
+        if let Some(reps) = series.get_mut("repetitions").and_then(|r| r.as_array_mut()) {
+            reps.iter_mut().for_each(fix);
+        }
+    }
+    let Some(o) = v.as_object_mut() else { return };
+    o.insert("schema_version".into(), SCHEMA_VERSION.into());
+    if let Some(series) = o.get_mut("series").and_then(|s| s.as_array_mut()) {
+        series.iter_mut().for_each(fix);
+    }
+}
+
 impl ResultDocument {
     /// A new document of `experiment` with this plan, machine and series,
     /// stamped now; the rest empty. Callers fill in what their run knows.
@@ -470,9 +625,12 @@ impl ResultDocument {
             _ => None,
         }
         .ok_or_else(|| DocError::NotADocument { path: p.clone() })?;
-        if found == 1 {
+        if found == 1 || found == 2 {
             let mut v: serde_json::Value = serde_json::from_slice(json).map_err(parse)?;
-            upgrade_v1(&mut v);
+            if found == 1 {
+                upgrade_v1(&mut v);
+            }
+            upgrade_v2(&mut v);
             return serde_json::from_value(v).map_err(parse);
         }
         if found != u64::from(SCHEMA_VERSION) {
@@ -539,6 +697,91 @@ mod tests {
             }),
             warnings: vec!["w".into()],
         }
+    }
+
+    #[test]
+    fn unknown_statistics_are_null_and_read_back_as_unknown() {
+        let mut d = doc();
+        let mut empty = d.series[0].clone();
+        empty.label = "empty".into();
+        empty.stats = Stats::default();
+        d.series.push(empty);
+        d.series[0].stats.unknown.percentiles = true;
+        d.series[0].stats.unknown.stddev = true;
+        let v = serde_json::to_value(&d).unwrap();
+        let st = &v["series"][0]["stats"];
+        assert!(st["p50_ns"].is_null() && st["p99_999_ns"].is_null() && st["stddev_ns"].is_null());
+        assert!(st["min_ns"].is_i64() && st["mean_ns"].is_f64());
+        let e = &v["series"][1]["stats"];
+        assert_eq!(e["count"], 0);
+        for k in [
+            "min_ns",
+            "max_ns",
+            "mean_ns",
+            "stddev_ns",
+            "p50_ns",
+            "p99_ns",
+        ] {
+            assert!(e[k].is_null(), "{k}: {e}");
+        }
+        let back: ResultDocument = serde_json::from_value(v).unwrap();
+        assert!(!back.series[0].stats.has_percentiles());
+        assert!(!back.series[0].stats.has_stddev());
+        assert!(back.series[0].stats.has_mean());
+        assert!(!back.series[1].stats.has_samples());
+        assert_eq!(back.series[0].stats.min_ns, d.series[0].stats.min_ns);
+    }
+
+    #[test]
+    fn version_2_zeros_that_mean_unknown_become_null() {
+        let d = doc();
+        let mut v = serde_json::to_value(&d).unwrap();
+        v["schema_version"] = 2.into();
+        let mut imported = v["series"][0].clone();
+        imported["label"] = "imported".into();
+        imported["attributes"]["source"] = "cyclictest".into();
+        for k in [
+            "p50_ns",
+            "p90_ns",
+            "p99_ns",
+            "p99_9_ns",
+            "p99_99_ns",
+            "p99_999_ns",
+        ] {
+            imported["stats"][k] = 0.into();
+        }
+        imported["stats"]["stddev_ns"] = 0.0.into();
+        let mut empty = v["series"][0].clone();
+        empty["label"] = "empty".into();
+        for (k, x) in empty["stats"].as_object_mut().unwrap() {
+            *x = if k.ends_with("ns") && k.starts_with('m') && k != "max_ns" {
+                0.0.into()
+            } else {
+                0.into()
+            };
+        }
+        v["series"]
+            .as_array_mut()
+            .unwrap()
+            .extend([imported, empty]);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v2.json");
+        std::fs::write(&p, v.to_string()).unwrap();
+        let back = ResultDocument::read(&p).unwrap();
+        assert_eq!(back.schema_version, SCHEMA_VERSION);
+        assert!(
+            back.series[0].stats.has_percentiles(),
+            "measured series untouched"
+        );
+        assert_eq!(back.series[0].stats, d.series[0].stats);
+        assert!(!back.series[1].stats.has_percentiles());
+        assert!(!back.series[1].stats.has_stddev());
+        assert!(back.series[1].stats.has_mean());
+        assert!(!back.series[2].stats.has_samples());
+        // Written again, the unknowns are null.
+        let again = serde_json::to_value(&back).unwrap();
+        assert!(again["series"][1]["stats"]["p50_ns"].is_null());
+        assert!(again["series"][2]["stats"]["max_ns"].is_null());
     }
 
     #[test]

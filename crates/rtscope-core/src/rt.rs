@@ -108,10 +108,13 @@ pub fn permission_advice(policy: Policy, priority: i32) -> String {
     s
 }
 
-/// What a measurement thread asks for.
+/// What a measurement thread asks for; [`ThreadSetup::apply`] puts it in
+/// force on the calling thread and reads back what the kernel granted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadSetup {
+    /// Scheduling policy (`Fifo` and `Rr` need root, CAP_SYS_NICE or RLIMIT_RTPRIO).
     pub policy: Policy,
+    /// Real-time priority 1-99 for `Fifo`/`Rr`; ignored (0) for the others.
     pub priority: i32,
     /// CPUs to pin to; empty = leave the affinity as inherited.
     pub cpus: Vec<usize>,

@@ -734,13 +734,14 @@ fn fraction(s: &str) -> Result<f64, String> {
     }
 }
 
-/// The seed's requests: 320 us to 5 ms.
-const SEED_DELAYS: &str = "320us,340us,360us,380us,400us,500us,600us,700us,800us,900us,1ms,2ms,5ms";
+/// The study's requests: 320 us to 5 ms.
+const STUDY_DELAYS: &str =
+    "320us,340us,360us,380us,400us,500us,600us,700us,800us,900us,1ms,2ms,5ms";
 
 #[derive(Debug, Clone, Args)]
 pub struct TimerArgs {
     /// Requested delays, comma-separated (a bare number is microseconds).
-    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = SEED_DELAYS,
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = STUDY_DELAYS,
           value_parser = positive_duration_us)]
     pub delays: Vec<u64>,
 

@@ -206,11 +206,32 @@ fn json_without_histogram_reports_and_compares() {
     assert_eq!(d.series.len(), 2);
     assert!(d.series[0].histogram.buckets.is_empty());
     assert_eq!(d.series[0].stats.count, 500);
+    // Unknown is not zero: no percentiles, no stddev without a histogram.
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    let st = &v["series"][0]["stats"];
+    for k in [
+        "p50_ns",
+        "p90_ns",
+        "p99_ns",
+        "p99_9_ns",
+        "p99_99_ns",
+        "p99_999_ns",
+        "stddev_ns",
+    ] {
+        assert!(st[k].is_null(), "{k}: {st}");
+    }
+    assert!(st["min_ns"].as_i64().unwrap() > 0, "{st}");
+    assert!(st["mean_ns"].as_f64().unwrap() > 0.0, "{st}");
+    assert!(!d.series[0].stats.has_percentiles());
     let html = dir.path().join("n.html");
     let o = run(&["report", s(&p), "-o", s(&html)]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("without -h"));
+    assert!(
+        page.contains("title=\"not measured\">–</td>"),
+        "no – in the summary"
+    );
     assert!(page.contains("data-chart-missing=\"histogram\""));
     let j = dir.path().join("j.json");
     import("--json", &fixture("cyclictest-h150.json"), &j);
@@ -778,4 +799,171 @@ fn compare_text_strips_control_characters_from_documents() {
     let o = run(&["compare", s(&a), s(&b), "--match", "x=y"]);
     one_line_usage_error(&o);
     assert!(!o.stderr.contains('\u{1b}'), "{:?}", o.stderr);
+}
+
+/// Attribute `name` of the first element in `s` (`cx="12.5"` → 12.5).
+fn attr(s: &str, name: &str) -> f64 {
+    let key = format!(" {name}=\"");
+    let at = s.find(&key).unwrap_or_else(|| panic!("no {name} in {s}")) + key.len();
+    s[at..at + s[at..].find('"').unwrap()].parse().unwrap()
+}
+
+/// The points of the `<path class="series">` whose title is `title`.
+fn path_points(svg: &str, title: &str) -> Vec<(f64, f64)> {
+    let t = svg
+        .find(&format!("<title>{title}</title>"))
+        .unwrap_or_else(|| panic!("no path {title}"));
+    let start = svg[..t].rfind("<path").unwrap();
+    let d = &svg[start..t];
+    let d = &d[d.find(" d=\"").unwrap() + 4..];
+    let d = &d[..d.find('"').unwrap()];
+    d.split(['M', 'L'])
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut xy = p.split_whitespace().map(|v| v.parse::<f64>().unwrap());
+            (xy.next().unwrap(), xy.next().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn browser_timeline_puts_a_spike_at_its_time_and_the_mean_in_sight() {
+    if !Path::new("/usr/bin/chromium").exists() {
+        println!("SKIPPED: /usr/bin/chromium is not installed (apt-get install chromium)");
+        return;
+    }
+    // A real document whose thread 0 gets a known 10 s timeline: 20 µs mean,
+    // 50 µs max per second, and one 14.8 ms sample at 3.09 s.
+    let dir = tempfile::tempdir().unwrap();
+    let json = real_run(dir.path(), "run", &["-t", "1", "-a", "0"]);
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let start = v["start_clock_ns"].as_u64().unwrap();
+    v["duration_ns"] = 10_000_000_000u64.into();
+    let series = v["series"].as_array_mut().unwrap();
+    series.retain(|s| s["label"] == "thread 0");
+    let th = &mut series[0];
+    let points: Vec<Value> = (0..10u64)
+        .map(|i| {
+            let max: u64 = if i == 3 { 14_800_000 } else { 50_000 };
+            serde_json::json!({"t_ns": i * 1_000_000_000, "count": 1000,
+                               "min_ns": 10_000, "mean_ns": 20_000.0, "max_ns": max})
+        })
+        .collect();
+    th["timeline"] = serde_json::json!({"interval_ns": 1_000_000_000u64, "points": points});
+    th["spikes"] = serde_json::json!([{"latency_ns": 14_800_000, "t_ns": start + 3_090_000_000u64,
+                                      "seq": 3090, "cpu": 0}]);
+    std::fs::write(&json, v.to_string()).unwrap();
+    let html = dir.path().join("spike.html");
+    let o = run(&["report", s(&json), "-o", s(&html)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+
+    let (dom, console) = chromium(&format!("file://{}", html.display()));
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    let at = dom.find("data-chart=\"timeline\"").expect("timeline chart");
+    let svg = &dom[at..at + dom[at..].find("</svg>").unwrap()];
+
+    // The time axis from its tick labels (the ticks on the lowest row).
+    let ticks: Vec<(f64, f64, f64)> = svg
+        .match_indices("<text class=\"tick\"")
+        .map(|(i, _)| {
+            let t = &svg[i..];
+            let label = &t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()];
+            (
+                attr(t, "x"),
+                attr(t, "y"),
+                label.parse::<f64>().unwrap_or(f64::NAN),
+            )
+        })
+        .collect();
+    let bottom_row = ticks.iter().map(|t| t.1).fold(f64::MIN, f64::max);
+    let xt: Vec<(f64, f64)> = ticks
+        .iter()
+        .filter(|t| t.1 == bottom_row && t.2.is_finite())
+        .map(|t| (t.0, t.2))
+        .collect();
+    assert!(xt.len() >= 2, "time ticks: {xt:?}");
+    let (a, b) = (xt[0], xt[xt.len() - 1]);
+    let time_at = |x: f64| a.1 + (x - a.0) * (b.1 - a.1) / (b.0 - a.0);
+
+    // The spike's marker sits at 3.09 s ...
+    let title = svg.find("at 3.090 s").expect("the spike's marker");
+    let circle = &svg[svg[..title].rfind("<circle").unwrap()..title];
+    let (cx, cy) = (attr(circle, "cx"), attr(circle, "cy"));
+    assert!(
+        (time_at(cx) - 3.09).abs() < 0.05,
+        "marker at {} s",
+        time_at(cx)
+    );
+    // ... on the max line's step over [3 s, 4 s), not on a peak at a midpoint.
+    let max = path_points(svg, "thread 0 max");
+    let step = max
+        .windows(2)
+        .find(|w| (w[0].1 - cy).abs() < 1.0 && (w[1].1 - cy).abs() < 1.0);
+    let step = step.unwrap_or_else(|| panic!("no step at the spike's height: {max:?}"));
+    let (x0, x1) = (time_at(step[0].0), time_at(step[1].0));
+    assert!(
+        (x0 - 3.0).abs() < 0.05 && (x1 - 4.0).abs() < 0.05,
+        "step from {x0} s to {x1} s"
+    );
+
+    // The mean (20 µs under a 14.8 ms maximum) is well off the bottom of the
+    // plot and apart from the max line: on a linear axis it would sit at 0.1 %.
+    let frame = &svg[svg.find("<rect class=\"frame\"").unwrap()..];
+    let (top, height) = (attr(frame, "y"), attr(frame, "height"));
+    let bottom = top + height;
+    let mean = path_points(svg, "thread 0 mean");
+    let mean_y = mean.iter().map(|p| p.1).fold(f64::MIN, f64::max);
+    let quiet_max_y = max.iter().map(|p| p.1).fold(f64::MIN, f64::max);
+    assert!(
+        bottom - mean_y > 0.05 * height,
+        "mean at {mean_y}, bottom {bottom}"
+    );
+    assert!(
+        mean_y - quiet_max_y > 0.05 * height,
+        "mean {mean_y} vs max {quiet_max_y}"
+    );
+    assert!(quiet_max_y - cy > 0.2 * height, "the spike stands out");
+}
+
+#[test]
+fn compare_of_unlike_runs_shows_the_plan_differences_and_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = real_run(dir.path(), "a", &[]);
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    // The same run under another output name: alike.
+    v["plan"]["json"] = "same.json".into();
+    let same = dir.path().join("same.json");
+    std::fs::write(&same, v.to_string()).unwrap();
+    // Another period and wake method: unlike.
+    v["plan"]["period_ns"] = 1_000_000.into();
+    v["plan"]["wake"] = "timerfd".into();
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, v.to_string()).unwrap();
+
+    let o = run(&["compare", s(&a), s(&same)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stdout.contains("plan differences"), "{}", o.stdout);
+    assert!(
+        !o.stdout.contains("warning: the runs differ"),
+        "{}",
+        o.stdout
+    );
+
+    let html = dir.path().join("c.html");
+    let o = run(&["compare", s(&a), s(&other), "--html", s(&html)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let head: Vec<&str> = o.stdout.lines().take(8).collect();
+    let head = head.join("\n");
+    assert!(head.contains("plan differences:"), "{head}");
+    assert!(
+        head.contains("period_ns   500us  1ms") || head.contains("500us"),
+        "{head}"
+    );
+    assert!(
+        head.contains("warning: the runs differ in period_ns, wake"),
+        "{head}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h3>Plan differences</h3>"));
+    assert!(page.contains("the runs differ in period_ns, wake"));
 }

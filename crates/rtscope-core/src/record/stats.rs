@@ -93,6 +93,7 @@ impl RunningStats {
             p99_9_ns: q(0.999),
             p99_99_ns: q(0.9999),
             p99_999_ns: q(0.99999),
+            unknown: Default::default(),
         }
     }
 }

@@ -76,7 +76,7 @@ pub fn timerfd_wait_interruptible(fd: &OwnedFd) -> io::Result<Option<u64>> {
     Err(e)
 }
 
-/// [`sigwait_one`], but `Ok(None)` when a signal outside `set` ran its
+/// [`sigwait_one`](super::signal::sigwait_one), but `Ok(None)` when a signal outside `set` ran its
 /// handler and interrupted the wait.
 #[inline]
 pub fn sigwait_one_interruptible(set: &libc::sigset_t) -> io::Result<Option<u32>> {

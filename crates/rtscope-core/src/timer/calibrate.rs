@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::wait::{OneShotWait, WaitApi};
 use crate::cyclic::Clock;
 
-/// The delays a calibration measures by default: the seed's range.
+/// The delays a calibration measures by default: the study's range.
 pub const DEFAULT_CALIBRATION_DELAYS_NS: [u64; 3] = [320_000, 1_000_000, 5_000_000];
 
 /// One API × policy.

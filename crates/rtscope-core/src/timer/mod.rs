@@ -3,13 +3,13 @@
 //!
 //! - [`PreciseSleep`]: sleep until an absolute deadline on one of the wait
 //!   APIs ([`WaitApi`]) with a [`Compensation`]: none, static (a calibrated
-//!   offset, the seed's method), adaptive (EWMA of the lateness, `mean + k·σ`,
+//!   offset, the study's method), adaptive (EWMA of the lateness, `mean + k·σ`,
 //!   then a spin) or hybrid (a windowed quantile of the lateness, then a
 //!   spin). Every sleep returns a [`Wake`]: requested, actual, error and the
 //!   time spent spinning, so the cost of accuracy is visible.
 //! - [`calibrate`]: measure an API's lateness for static compensation; save
 //!   and load it.
-//! - [`service`]: [`TimerService`](service::TimerService), the seed's polling
+//! - [`service`]: [`TimerService`](service::TimerService), the study's polling
 //!   and hopping designs, with per-stage timestamps.
 //!
 //! Everything is generic over the clock ([`crate::cyclic::Clock`]) and the

@@ -1,5 +1,5 @@
 //! A software timer service: many virtual timers (one-shot and periodic) on
-//! one kernel timer, in the seed's two designs.
+//! one kernel timer, in the study's two designs.
 //!
 //! - **hopping**: the kernel timer is one-shot and always armed to the
 //!   earliest virtual deadline; each expiry runs the due timers and re-arms.
@@ -11,7 +11,7 @@
 //! The list is a binary heap of absolute deadlines ([`TimerQueue`]): insert
 //! and expire are O(log n), cancel is O(1) (the entry is dropped lazily when
 //! it reaches the head; the heap is compacted when dead entries outnumber
-//! live ones). The seed keeps a list of deltas for hopping; absolute
+//! live ones). The study keeps a list of deltas for hopping; absolute
 //! deadlines in a heap give the same next expiry without an O(n) insert, and
 //! a periodic timer does not drift by the rounding of its deltas.
 //!
@@ -20,11 +20,11 @@
 //! stage timestamps: requested (the `add` call began), armed (the kernel
 //! timer was set, hopping), the kernel timer's target, woke (its wait
 //! returned) and callback (just before the handler). Compensation is one
-//! static offset, applied where the seed applies it: the kernel timer is
+//! static offset, applied where the study applies it: the kernel timer is
 //! armed that much before the deadline (hopping), or a timer is taken as due
 //! that much before it (polling). Nothing is allocated per timer after
 //! [`TimerQueue::with_capacity`]'s capacity; `add` and the expiry take the
-//! service's lock (the seed disables interrupts for the same purpose).
+//! service's lock (the study disables interrupts for the same purpose).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -15,7 +15,7 @@ use crate::cyclic::Clock;
 pub enum Compensation {
     /// The wait API as is: the error is its lateness.
     None,
-    /// Wake a fixed, calibrated offset early (the seed's static compensation);
+    /// Wake a fixed, calibrated offset early (the study's static compensation);
     /// no spin, so a wake can come early.
     Static,
     /// Wake `mean + k·σ` of the recent lateness early (an EWMA), then spin on

@@ -216,6 +216,7 @@ pub fn pool_series(parts: &[&Series], starts: &[u64]) -> Series {
         p99_9_ns: q(0.999),
         p99_99_ns: q(0.9999),
         p99_999_ns: q(0.99999),
+        unknown: Default::default(),
     };
     let mut counters = first.counters.clone();
     for p in &parts[1..] {

@@ -1,5 +1,5 @@
 //! `rtscope timer`: how late each wait API wakes for a requested delay, and
-//! what compensating for it buys (the seed's Table 1); a periodic beacon chain
+//! what compensating for it buys (the study's Table 1); a periodic beacon chain
 //! re-armed relative to the last wake, on an absolute grid, or compensated
 //! (Table 2); and a software timer service's stages (`--service`).
 //!

@@ -1,4 +1,4 @@
-//! `rtscope timer --service`: the seed's software timer service on Linux.
+//! `rtscope timer --service`: the study's software timer service on Linux.
 //!
 //! An application thread (priority − 1) asks for `--timers` one-shot virtual
 //! timers per round, their delays cycling through `--delays`, then blocks on
@@ -9,7 +9,7 @@
 //! the application resumes) and the error (application resumes −
 //! deadline). Static compensation subtracts the median of the three
 //! uncompensated stages after the deadline (handling and return) from every
-//! arming, as the seed does; the uncompensated cell is that calibration.
+//! arming, as the study does; the uncompensated cell is that calibration.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;

@@ -806,6 +806,12 @@ fn one_series(
         p99_9_ns: q(0.999),
         p99_99_ns: q(0.9999),
         p99_999_ns: q(0.99999),
+        // Without a histogram cyclictest gives min, avg and max only.
+        unknown: rtscope_core::result::Unknown {
+            percentiles: !has_hist,
+            stddev: !has_hist,
+            mean: t.avg.is_none() && !has_hist,
+        },
     };
     let mut attributes = t.attrs.clone();
     if per_thread {

@@ -3,7 +3,7 @@
 
 use rtscope_core::result::{ResultDocument, Series};
 
-use super::{summary, us1};
+use super::{summary, us1, us1_if};
 
 /// The end-of-run tables: mechanisms sorted by median, then the driving task's activation.
 pub fn summary_text(doc: &ResultDocument, repetitions: u64) -> String {
@@ -28,25 +28,29 @@ pub fn summary_text(doc: &ResultDocument, repetitions: u64) -> String {
             continue;
         }
         ss.sort_by_key(|s| (s.stats.p50_ns, s.stats.max_ns));
-        let mut rows: Vec<Vec<String>> = vec![hdr.iter().map(|s| s.to_string()).collect()];
+        // The driving task's activation can miss periods: count them, as
+        // cyclic does (a handoff or round trip has no period of its own).
+        let with_overruns = measures == "activation";
+        let mut head: Vec<String> = hdr.iter().map(|s| s.to_string()).collect();
+        if with_overruns {
+            head.insert(7, "overruns".into());
+        }
+        let mut rows: Vec<Vec<String>> = vec![head];
         for s in ss {
             let st = &s.stats;
-            let f = |v: f64| {
-                if st.count == 0 {
-                    "-".to_string()
-                } else {
-                    us1(v)
-                }
-            };
+            let (some, pc) = (st.has_samples(), st.has_percentiles());
             let mut row = vec![
                 s.label.clone(),
                 st.count.to_string(),
-                f(st.min_ns as f64),
-                f(st.p50_ns as f64),
-                f(st.p99_ns as f64),
-                f(st.p99_9_ns as f64),
-                f(st.max_ns as f64),
+                us1_if(some, st.min_ns as f64),
+                us1_if(pc, st.p50_ns as f64),
+                us1_if(pc, st.p99_ns as f64),
+                us1_if(pc, st.p99_9_ns as f64),
+                us1_if(some, st.max_ns as f64),
             ];
+            if with_overruns {
+                row.push(s.counters.overruns.to_string());
+            }
             if repetitions > 1 {
                 let reps: Vec<i64> = s
                     .attributes

@@ -15,6 +15,19 @@ pub mod summary;
 pub mod timer;
 
 /// ns as µs with one decimal (`12.3`).
+/// What a table shows for a value that was not measured (`null` in the
+/// document): no samples, or an import without a histogram.
+pub const UNKNOWN: &str = "–";
+
+/// `us1(ns)` when `known`, else [`UNKNOWN`].
+pub fn us1_if(known: bool, ns: f64) -> String {
+    if known {
+        us1(ns)
+    } else {
+        UNKNOWN.to_string()
+    }
+}
+
 pub fn us1(ns: f64) -> String {
     format!("{:.1}", ns / 1000.0)
 }

@@ -3,7 +3,7 @@
 use rtscope_core::result::ResultDocument;
 use rtscope_core::units::format_ns;
 
-use super::us1;
+use super::us1_if;
 
 /// One row per series: count, min, avg, p50, p99, p99.9, max, stddev (µs, one
 /// decimal), overruns, dropped.
@@ -15,18 +15,17 @@ pub fn series_table(doc: &ResultDocument) -> String {
     let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
     for s in &doc.series {
         let st = &s.stats;
-        let empty = st.count == 0;
-        let f = |v: f64| if empty { "-".to_string() } else { us1(v) };
+        let (some, pc) = (st.has_samples(), st.has_percentiles());
         rows.push(vec![
             s.label.clone(),
             st.count.to_string(),
-            f(st.min_ns as f64),
-            f(st.mean_ns),
-            f(st.p50_ns as f64),
-            f(st.p99_ns as f64),
-            f(st.p99_9_ns as f64),
-            f(st.max_ns as f64),
-            f(st.stddev_ns),
+            us1_if(some, st.min_ns as f64),
+            us1_if(st.has_mean(), st.mean_ns),
+            us1_if(pc, st.p50_ns as f64),
+            us1_if(pc, st.p99_ns as f64),
+            us1_if(pc, st.p99_9_ns as f64),
+            us1_if(some, st.max_ns as f64),
+            us1_if(st.has_stddev(), st.stddev_ns),
             s.counters.overruns.to_string(),
             s.counters.dropped.to_string(),
         ]);
@@ -42,7 +41,7 @@ fn numeric(cell: &str) -> bool {
         .next()
         .unwrap_or("")
         .trim_matches(['[', ']', '(', ')', ',']);
-    if t.is_empty() || t == "-" {
+    if t.is_empty() || t == "-" || t == super::UNKNOWN {
         return true;
     }
     let t = t.trim_start_matches(['+', '-']);

@@ -1,4 +1,4 @@
-//! The text of a `timer` result, from the document alone: the seed's Table 1
+//! The text of a `timer` result, from the document alone: the study's Table 1
 //! shape (request, error per compensation as p50/p99/max, with a verdict line
 //! per API), its Table 2 shape for beacon runs, and the stage table of the
 //! timer-service designs. The typed attributes the series carry are defined
@@ -334,7 +334,7 @@ pub fn beacon_table(cells: &[BeaconCell]) -> String {
     out
 }
 
-/// The stages of the timer-service designs (the seed's set-up, event
+/// The stages of the timer-service designs (the study's set-up, event
 /// handling and return to the application).
 pub fn service_table(cells: &[ServiceCell]) -> String {
     let mut rows = vec![vec![

@@ -241,6 +241,7 @@ pub fn histogram(
     let y_max = max_count as f64 * 1.6;
     let y = |c: u64| if c == 0 { floor } else { c as f64 };
     let mut lines = Vec::new();
+    let mut markers = Vec::new();
     for p in draw {
         let counts = rebin(p.series, &binning);
         let mut pts = Vec::new();
@@ -266,11 +267,27 @@ pub fn histogram(
             width: 1.5,
             legend: true,
         });
+        // The maximum, marked: its bin is often a single sample at the far right.
+        if p.series.stats.has_samples() && !p.series.histogram.buckets.is_empty() {
+            let max_ns = p.series.stats.max_ns.max(0) as u64;
+            let c = counts[binning.index(max_ns).min(nbins.saturating_sub(1))];
+            markers.push(Marker {
+                x: max_ns as f64 / unit.div,
+                y: y(c.max(1)),
+                color: p.color,
+                title: format!(
+                    "{}: max {}",
+                    p.label,
+                    in_unit_text(max_ns as f64, latency_unit(max_ns as f64))
+                ),
+            });
+        }
     }
     let empty = draw.iter().all(|p| p.series.histogram.buckets.is_empty());
+    // Headroom right of the last bin, so that the maximum is not on the frame.
     let x = match binning {
         Binning::Linear { width, .. } => linear_axis(
-            top_ns / unit.div,
+            top_ns * 1.08 / unit.div,
             format!(
                 "latency ({}), bins of {}",
                 unit.name,
@@ -280,7 +297,10 @@ pub fn histogram(
         Binning::Log { lo, hi, .. } => {
             let (lo, hi) = (lo / unit.div, hi / unit.div);
             Axis {
-                scale: Scale::Log { min: lo, max: hi },
+                scale: Scale::Log {
+                    min: lo,
+                    max: hi * 1.25,
+                },
                 ticks: log_ticks_125(lo, hi)
                     .into_iter()
                     .map(|v| (v, tick_label(v)))
@@ -310,7 +330,7 @@ pub fn histogram(
             label: "samples (log)".into(),
         },
         lines,
-        markers: vec![],
+        markers,
         empty_note: empty.then(|| "no histogram in this data".to_string()),
         legend_left: false,
     }
@@ -510,7 +530,12 @@ pub fn decimate(
     (merged, interval_ns.saturating_mul(k as u64))
 }
 
-/// Latency over time: per-interval max and mean, spikes as markers.
+/// Latency over time: each interval's max and mean drawn as a step over the
+/// interval (not a point at its middle), the worst samples as markers at
+/// their exact time, on a log axis so that the mean (tens of µs) stays
+/// readable under maxima of milliseconds. With per-thread series, the `all`
+/// series (their union: its max is the threads' max) is left out so that it
+/// does not cover them.
 pub fn timeline(
     title: &str,
     range_from: &[Plotted],
@@ -541,29 +566,56 @@ pub fn timeline(
         })
         .max()
         .unwrap_or(0) as f64;
+    // The log axis starts below the smallest mean (at least 100 ns).
+    let y_min_ns = range_from
+        .iter()
+        .flat_map(|p| p.series.timeline.points.iter())
+        .filter(|q| q.count > 0)
+        .map(|q| q.mean_ns.min(q.max_ns as f64))
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let y_min_ns = if y_min_ns.is_finite() {
+        (y_min_ns / 2.0).max(100.0)
+    } else {
+        100.0
+    };
     let unit = latency_unit(y_max_ns);
     let tx = |t_ns: u64| t_ns as f64 / 1e9 / tunit.div;
+    let per_thread = draw.len() > 1 && draw.iter().any(|p| !is_union(p));
+    let draw: Vec<&Plotted> = draw
+        .iter()
+        .filter(|p| !(per_thread && is_union(p)))
+        .collect();
     let mut lines = Vec::new();
     let mut markers = Vec::new();
     // A sample in a thread's series and in the union is marked once.
     let mut marked = std::collections::HashSet::new();
     let mut shown_interval: Option<u64> = None;
-    for p in draw {
+    for p in &draw {
         let tl = &p.series.timeline;
         if tl.points.is_empty() {
             continue;
         }
         let (points, interval_ns) = decimate(&tl.points, tl.interval_ns, MAX_TIMELINE_POINTS);
         shown_interval = shown_interval.max(Some(interval_ns));
-        // Each interval's value is drawn at the middle of the interval.
-        let mid = interval_ns / 2;
+        // A step over each interval: [t, t + interval) at the interval's value.
+        let steps = |v: &dyn Fn(&TimelinePoint) -> f64| -> Vec<(f64, f64)> {
+            points
+                .iter()
+                .filter(|q| q.count > 0)
+                .flat_map(|q| {
+                    let y = v(q).max(y_min_ns) / unit.div;
+                    [
+                        (tx(q.t_ns), y),
+                        (tx(q.t_ns + interval_ns).min(tx(t_end_ns)), y),
+                    ]
+                })
+                .collect()
+        };
         lines.push(Line {
             label: format!("{} max", p.label),
             color: p.color,
-            points: points
-                .iter()
-                .map(|q| (tx(q.t_ns + mid), q.max_ns as f64 / unit.div))
-                .collect(),
+            points: steps(&|q| q.max_ns as f64),
             dashed: false,
             width: 1.5,
             legend: true,
@@ -571,13 +623,10 @@ pub fn timeline(
         lines.push(Line {
             label: format!("{} mean", p.label),
             color: p.color,
-            points: points
-                .iter()
-                .map(|q| (tx(q.t_ns + mid), q.mean_ns / unit.div))
-                .collect(),
+            points: steps(&|q| q.mean_ns),
             dashed: true,
-            width: 1.0,
-            legend: draw.len() == 1,
+            width: 1.2,
+            legend: true,
         });
         for s in p.series.spikes.iter().take(10) {
             if s.t_ns < p.start_clock_ns
@@ -588,7 +637,7 @@ pub fn timeline(
             let rel = s.t_ns - p.start_clock_ns;
             markers.push(Marker {
                 x: tx(rel),
-                y: s.latency_ns.max(0) as f64 / unit.div,
+                y: (s.latency_ns.max(0) as f64).max(y_min_ns) / unit.div,
                 color: p.color,
                 title: format!(
                     "{}: {:.1} {} at {:.3} s (sample {}, CPU {})",
@@ -604,6 +653,10 @@ pub fn timeline(
     }
     let empty = lines.is_empty();
     let interval = shown_interval.unwrap_or(1_000_000_000);
+    let (lo, hi) = (
+        y_min_ns / unit.div,
+        (y_max_ns * 1.5).max(y_min_ns * 10.0) / unit.div,
+    );
     Chart {
         kind: "timeline",
         title: title.to_string(),
@@ -612,20 +665,29 @@ pub fn timeline(
         x: linear_axis(
             (t_end_ns as f64 / 1e9 / tunit.div).max(1e-9),
             format!(
-                "time since start ({}); max (solid) and mean (dashed) per {}",
+                "time since start ({}); max (solid) and mean (dashed) over each {}; markers: worst samples at their time",
                 tunit.name,
                 rtscope_core::units::format_ns(interval)
             ),
         ),
-        y: linear_axis(
-            y_max_ns * 1.08 / unit.div,
-            format!("latency ({})", unit.name),
-        ),
+        y: Axis {
+            scale: Scale::Log { min: lo, max: hi },
+            ticks: log_ticks_125(lo, hi)
+                .into_iter()
+                .map(|v| (v, tick_label(v)))
+                .collect(),
+            label: format!("latency ({}, log scale)", unit.name),
+        },
         lines,
         markers,
         empty_note: empty.then(|| "no timeline in this data".to_string()),
         legend_left: false,
     }
+}
+
+/// The union series of a run (`all`), drawn only when it is alone.
+fn is_union(p: &Plotted) -> bool {
+    p.series.label == "all"
 }
 
 #[cfg(test)]

@@ -331,7 +331,7 @@ pub fn compare_series(
         ),
         (
             "mean",
-            |s| (s.stats.count > 0).then_some(s.stats.mean_ns),
+            |s| s.stats.has_mean().then_some(s.stats.mean_ns),
             true,
         ),
         (
@@ -373,7 +373,7 @@ pub fn compare_series(
         let mut row = vec![name.to_string()];
         for (i, v) in vals.iter().enumerate() {
             row.push(match v {
-                None => "-".into(),
+                None => html::UNKNOWN.into(),
                 Some(x) if is_latency => in_unit(*x, unit),
                 Some(x) => format!("{x:.0}"),
             });
@@ -443,6 +443,91 @@ pub fn build_with(
     })
 }
 
+/// Plan keys that name outputs, not the measured conditions.
+const OUTPUT_KEYS: &[&str] = &[
+    "json",
+    "raw",
+    "histogram",
+    "report",
+    "checkpoint_ns",
+    "quiet",
+    "out",
+    "outputs",
+    "resume",
+];
+
+/// Settings under which runs are not like for like: a verdict between them
+/// compares different conditions, not one change.
+const CONDITION_KEYS: &[&str] = &[
+    "period_ns",
+    "wake",
+    "rt.policy",
+    "rt.priority",
+    "policy",
+    "priority",
+    "loads",
+];
+
+/// The plan settings that differ between the runs (a header row with the run
+/// names, then one row per setting), and a warning when the experiment or a
+/// condition ([`CONDITION_KEYS`]) differs.
+pub fn plan_differences(runs: &[Run]) -> (Vec<Vec<String>>, Vec<String>) {
+    let plans: Vec<std::collections::BTreeMap<String, String>> = runs
+        .iter()
+        .map(|r| html::plan_rows(&r.doc.plan).into_iter().collect())
+        .collect();
+    let mut keys: Vec<&String> = plans.iter().flat_map(|p| p.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let mut rows = vec![std::iter::once("setting".to_string())
+        .chain(runs.iter().map(|r| r.name.clone()))
+        .collect::<Vec<_>>()];
+    let mut unlike = Vec::new();
+    if runs
+        .iter()
+        .any(|r| r.doc.experiment != runs[0].doc.experiment)
+    {
+        unlike.push("experiment".to_string());
+    }
+    for k in keys {
+        let root = k.split(['.', '[']).next().unwrap_or(k);
+        if OUTPUT_KEYS.contains(&root) {
+            continue;
+        }
+        let vals: Vec<String> = plans
+            .iter()
+            .map(|p| {
+                p.get(k)
+                    .cloned()
+                    .unwrap_or_else(|| html::UNKNOWN.to_string())
+            })
+            .collect();
+        if vals.iter().all(|v| *v == vals[0]) {
+            continue;
+        }
+        let cond = CONDITION_KEYS
+            .iter()
+            .any(|c| k == c || (*c == "loads" && root == "loads"));
+        if cond && !unlike.contains(&root.to_string()) {
+            unlike.push(if root == "rt" {
+                k.clone()
+            } else {
+                root.to_string()
+            });
+        }
+        rows.push(std::iter::once(k.clone()).chain(vals).collect());
+    }
+    let warnings = if unlike.is_empty() {
+        vec![]
+    } else {
+        vec![format!(
+            "the runs differ in {}: the verdicts compare unlike conditions, not one change",
+            unlike.join(", ")
+        )]
+    };
+    (if rows.len() > 1 { rows } else { vec![] }, warnings)
+}
+
 /// The terminal text of a comparison. Every string that comes from a
 /// document or a file name goes through [`printable`]: a result document
 /// cannot send escape sequences to the terminal.
@@ -473,6 +558,20 @@ pub fn text(c: &Comparison) -> String {
             }),
             html::duration_text(&r.doc)
         );
+    }
+    let (diff, warnings) = plan_differences(&c.runs);
+    if !diff.is_empty() {
+        out.push_str("plan differences:\n");
+        let rows: Vec<Vec<String>> = diff
+            .iter()
+            .map(|r| r.iter().map(|c| printable(c).into_owned()).collect())
+            .collect();
+        for line in render(&rows).lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    for w in &warnings {
+        let _ = writeln!(out, "warning: {}", printable(w));
     }
     for n in &c.notes {
         let _ = writeln!(out, "note: {}", printable(n));
@@ -651,6 +750,14 @@ pub fn html_page(cs: &[Comparison]) -> String {
                 let _ = writeln!(b, "<p class=\"sub\">Warnings for {}:</p>", esc(&r.name));
                 b.push_str(&warnings_list(&w));
             }
+        }
+        let (diff, warnings) = plan_differences(&c.runs);
+        if !warnings.is_empty() {
+            b.push_str(&warnings_list(&warnings));
+        }
+        if !diff.is_empty() {
+            b.push_str("<h3>Plan differences</h3>\n");
+            b.push_str(&rows_table(&diff));
         }
         for n in &c.notes {
             let _ = writeln!(b, "<p class=\"sub\">Note: {}</p>", esc(n));

@@ -97,6 +97,7 @@ svg.chart path.series{fill:none;stroke-linejoin:round}
 svg.chart circle.marker{fill:#fff;stroke-width:1.6}
 svg.chart .legend rect{fill:#fff;fill-opacity:.88;stroke:var(--line)}
 .verdict{font-weight:600}
+td.thin,td.unknown{color:var(--muted)}
 .worse{color:#b3261e}.better{color:#1b7a36}.same{color:var(--muted)}
 details{margin:6px 0}
 summary{cursor:pointer;color:var(--muted)}
@@ -157,7 +158,9 @@ pub fn run_section(r: &Run) -> String {
     s.push_str("<div class=\"grid2\">\n<div>\n<h3>System</h3>\n");
     s.push_str(&kv_table(&system_rows(&d.system), "system"));
     s.push_str("</div>\n<div>\n<h3>Plan</h3>\n");
-    s.push_str(&kv_table(&plan_rows(&d.plan), "plan"));
+    let plan = plan_rows(&d.plan);
+    let plan: Vec<(&str, String)> = plan.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    s.push_str(&kv_table(&plan, "plan"));
     s.push_str("</div>\n</div>\n");
     let unit = doc_unit(std::slice::from_ref(d));
     let _ = writeln!(s, "<h3>Summary (latency in {})</h3>", unit.name);
@@ -503,33 +506,87 @@ pub fn kv_table(rows: &[(&str, String)], class: &str) -> String {
     s
 }
 
-/// The plan's top-level settings as rows (nested values as compact JSON).
-pub fn plan_rows(plan: &serde_json::Value) -> Vec<(&str, String)> {
-    let Some(o) = plan.as_object() else {
-        return vec![];
-    };
-    o.iter()
-        .map(|(k, v)| {
-            let text = match v {
-                serde_json::Value::String(s) => s.clone(),
-                serde_json::Value::Null => "-".into(),
-                other => {
-                    let t = other.to_string();
-                    if t.chars().count() > 160 {
-                        format!("{}…", t.chars().take(160).collect::<String>())
-                    } else {
-                        t
-                    }
-                }
-            };
-            let shown = if k.ends_with("_ns") {
-                v.as_u64().map(format_ns).unwrap_or(text)
+/// The plan as readable rows: nested objects as dotted keys (`rt.policy`,
+/// `rt.priority`), a list of objects one row per element (`threads[0]`:
+/// `index 0, cpus 0, period 1ms`), lists of plain values joined, `_ns` values
+/// as durations, null as `none`.
+pub fn plan_rows(plan: &serde_json::Value) -> Vec<(String, String)> {
+    let mut rows = Vec::new();
+    flatten_plan("", plan, &mut rows);
+    rows
+}
+
+fn plan_scalar(key: &str, v: &serde_json::Value) -> String {
+    use serde_json::Value as V;
+    match v {
+        V::String(s) => s.clone(),
+        V::Null => "none".into(),
+        V::Number(n) if key.ends_with("_ns") => n.as_u64().map(format_ns).unwrap_or(n.to_string()),
+        // A parsed spec (a load) reads best as the text it was parsed from.
+        V::Object(o) if o.get("text").is_some_and(|t| t.is_string()) => {
+            o["text"].as_str().unwrap_or_default().to_string()
+        }
+        V::Array(a)
+            if a.iter().all(|x| {
+                (!x.is_object() && !x.is_array()) || x.get("text").is_some_and(|t| t.is_string())
+            }) =>
+        {
+            if a.is_empty() {
+                "none".into()
             } else {
-                text
-            };
-            (k.as_str(), shown)
-        })
-        .collect()
+                a.iter()
+                    .map(|x| plan_scalar(key, x))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        }
+        V::Object(o) => o
+            .iter()
+            .map(|(k, x)| {
+                let name = k.strip_suffix("_ns").unwrap_or(k);
+                format!("{name} {}", plan_scalar(k, x))
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => {
+            let t = other.to_string();
+            if t.chars().count() > 160 {
+                format!("{}…", t.chars().take(160).collect::<String>())
+            } else {
+                t
+            }
+        }
+    }
+}
+
+fn flatten_plan(prefix: &str, v: &serde_json::Value, rows: &mut Vec<(String, String)>) {
+    use serde_json::Value as V;
+    match v {
+        V::Object(o) if prefix.is_empty() || o.len() <= 8 => {
+            for (k, x) in o {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten_plan(&key, x, rows);
+            }
+        }
+        V::Array(a)
+            if a.iter().any(|x| {
+                (x.is_object() && x.get("text").is_none_or(|t| !t.is_string())) || x.is_array()
+            }) =>
+        {
+            const SHOWN: usize = 16;
+            for (i, x) in a.iter().take(SHOWN).enumerate() {
+                rows.push((format!("{prefix}[{i}]"), plan_scalar(prefix, x)));
+            }
+            if a.len() > SHOWN {
+                rows.push((format!("{prefix}[…]"), format!("{} more", a.len() - SHOWN)));
+            }
+        }
+        _ => rows.push((prefix.to_string(), plan_scalar(prefix, v))),
+    }
 }
 
 /// The unit the summary tables of these documents use: chosen from the
@@ -558,7 +615,17 @@ pub fn in_unit(ns: f64, unit: Unit) -> String {
 
 /// Whether a series has percentiles (an imported document may have no histogram).
 pub fn has_percentiles(s: &Series) -> bool {
-    !s.histogram.buckets.is_empty()
+    s.stats.has_percentiles() && !s.histogram.buckets.is_empty()
+}
+
+/// Shown for a value that was not measured (`null` in the document).
+pub const UNKNOWN: &str = "–";
+
+/// Whether fewer than 10 samples lie above quantile `q` of `count` samples:
+/// such a quantile is little more than the largest samples (p99.99 of 5,000
+/// samples is the maximum).
+pub fn thin_tail(count: u64, q: f64) -> bool {
+    (count as f64) * (1.0 - q) < 10.0
 }
 
 /// The summary table: count, min, mean, p50, p99, p99.9, p99.99, max, stddev, overruns, dropped.
@@ -570,35 +637,41 @@ pub fn summary_table(series: &[Series], unit: Unit) -> String {
     );
     for se in series {
         let st = &se.stats;
-        let empty = st.count == 0;
-        let v = |ns: f64| {
-            if empty {
-                "-".to_string()
+        let v = |known: bool, ns: f64| {
+            if known {
+                format!("<td>{}</td>", in_unit(ns, unit))
             } else {
-                in_unit(ns, unit)
+                format!("<td class=\"unknown\" title=\"not measured\">{UNKNOWN}</td>")
             }
         };
-        let p = |ns: u64| {
-            if empty || !has_percentiles(se) {
-                "-".to_string()
+        // A quantile with fewer than 10 samples above it is greyed and
+        // marked ≈: it says little more than the maximum does.
+        let p = |ns: u64, q: f64| {
+            if !has_percentiles(se) {
+                v(false, 0.0)
+            } else if thin_tail(st.count, q) {
+                format!(
+                    "<td class=\"thin\" title=\"fewer than 10 of {} samples lie above this quantile: it is about the maximum\">≈{}</td>",
+                    st.count,
+                    in_unit(ns as f64, unit)
+                )
             } else {
-                in_unit(ns as f64, unit)
+                v(true, ns as f64)
             }
         };
         let _ = writeln!(
             s,
-            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"l\">{}</td><td>{}</td>{}{}{}{}{}{}{}{}<td>{}</td><td>{}</td></tr>",
             esc(&se.label),
             st.count,
-            v(st.min_ns as f64),
-            v(st.mean_ns),
-            p(st.p50_ns),
-            p(st.p99_ns),
-            p(st.p99_9_ns),
-            p(st.p99_99_ns),
-            v(st.max_ns as f64),
-            v(st.stddev_ns),
+            v(st.has_samples(), st.min_ns as f64),
+            v(st.has_mean(), st.mean_ns),
+            p(st.p50_ns, 0.5),
+            p(st.p99_ns, 0.99),
+            p(st.p99_9_ns, 0.999),
+            p(st.p99_99_ns, 0.9999),
+            v(st.has_samples(), st.max_ns as f64),
+            v(st.has_stddev(), st.stddev_ns),
             se.counters.overruns,
             se.counters.dropped,
         );

@@ -1,7 +1,7 @@
 //! The timer experiment's own chart: wake-up error against the requested
 //! delay, one line per compensation strategy (p50 solid, p99 dashed), one
 //! chart per wait API and policy (small multiples on shared axes when there
-//! are several). The seed's Table 1 as a picture: a flat uncompensated error
+//! are several). The study's Table 1 (docs/timer.md) as a picture: a flat uncompensated error
 //! across the sweep, and what each strategy makes of it.
 //!
 //! It reads the signed error figures each timer series carries in

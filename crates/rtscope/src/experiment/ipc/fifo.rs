@@ -1,4 +1,4 @@
-//! Named FIFO (as in the seed: one FIFO per direction, so a round trip uses two).
+//! Named FIFO (as in the study (docs/ipc.md): one FIFO per direction, so a round trip uses two).
 //! Each FIFO is created with `mkfifo` in a private temporary directory of its
 //! own (`$TMPDIR/rtscope-ipc-*`), opened at both ends (read end non-blocking
 //! first, so that opening does not wait for a writer, then switched back to

@@ -2,7 +2,7 @@
 //! its work with `Stopwatch`, then writes a result document.
 //!
 //! ```text
-//! cargo run --release -p rtscope-core --example control_loop -- [CYCLES] [loop.json]
+//! cargo run --release -p control-loop -- [CYCLES] [loop.json]
 //! ```
 //!
 //! Run it as root (or with CAP_SYS_NICE) to get SCHED_FIFO; otherwise it runs
