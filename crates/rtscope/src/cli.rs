@@ -497,6 +497,25 @@ pub struct CyclicArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = positive_usize)]
     pub repeat: usize,
 
+    /// Split every sample into stages (timer IRQ, wake-up, scheduling, return to
+    /// user) with kernel trace events in a private tracefs instance, and check
+    /// each sample against the kernel's bound; `--trace=auto` runs untraced
+    /// where tracing is not possible.
+    #[arg(long, value_name = "on|auto", num_args = 0..=1, require_equals = true,
+          default_missing_value = "on", value_enum)]
+    pub trace: Option<crate::experiment::cyclic_trace::TraceMode>,
+
+    /// With tracing, keep what ran on the CPUs (IRQs, softirqs, tasks) from the
+    /// arming of the timer to the wake-up for the worst samples above DURATION
+    /// (up to --spikes); implies --trace.
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    pub trace_outliers: Option<u64>,
+
+    /// Per-CPU trace buffer with --trace, KiB.
+    #[arg(long = "trace-buffer", value_name = "KIB", default_value_t = 4096,
+          value_parser = clap::value_parser!(u32).range(64..=1_048_576))]
+    pub trace_buffer_kb: u32,
+
     #[command(flatten)]
     pub out: OutputArgs,
 
@@ -993,6 +1012,13 @@ impl CyclicArgs {
             loads: self.loads.load.clone(),
             load_cpus: self.loads.load_cpus.clone(),
             repeat: self.repeat,
+            trace: match (self.trace, self.trace_outliers) {
+                (Some(m), _) => m,
+                (None, Some(_)) => crate::experiment::cyclic_trace::TraceMode::On,
+                (None, None) => crate::experiment::cyclic_trace::TraceMode::Off,
+            },
+            trace_outliers_ns: self.trace_outliers,
+            trace_buffer_kb: self.trace_buffer_kb,
         })
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod clock;
 pub mod cyclic;
+pub mod cyclic_trace;
 pub mod ipc;
 pub mod matrix;
 pub mod noise;
