@@ -14,6 +14,7 @@ pub mod html;
 mod snapshot_tests;
 pub mod stats;
 pub mod svg;
+pub mod trace;
 pub mod verdict;
 
 use std::path::{Path, PathBuf};
