@@ -53,6 +53,9 @@ pub enum Command {
     Check(CheckArgs),
     /// OS noise: time stolen from a busy thread per CPU (oslat's method), attributed with --trace.
     Noise(NoiseArgs),
+    /// Interrupt-to-task latency from a chosen source: timer (split into stages with
+    /// kernel trace events) or net (kernel receive stamps on UDP packets).
+    Irq(IrqArgs),
     /// Turn result documents into one self-contained HTML report.
     Report(ReportArgs),
     /// Compare runs side by side (series matched by label), with confidence intervals.
@@ -867,6 +870,85 @@ pub struct CheckArgs {
     /// No progress on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct IrqArgs {
+    /// The interrupt source.
+    #[arg(long, value_enum, default_value = "timer")]
+    pub source: crate::experiment::irq::IrqSource,
+
+    /// CPU of the measurement (receiving) thread (default: the last online CPU).
+    #[arg(short = 'a', long, value_name = "CPU")]
+    pub cpu: Option<usize>,
+
+    /// Interrupts per second: timer wake-ups, or packets sent by the loopback sender.
+    #[arg(long, value_name = "HZ", default_value_t = 1000)]
+    pub rate: u64,
+
+    /// net: listen on ADDR (e.g. 0.0.0.0:9000) for an external sender of
+    /// 8-byte little-endian sequence numbers, instead of the loopback sender.
+    #[arg(long, value_name = "ADDR")]
+    pub peer: Option<std::net::SocketAddr>,
+
+    /// Number of interrupts to measure.
+    #[arg(short = 'l', long, value_parser = positive_u64)]
+    pub loops: Option<u64>,
+
+    /// Run for this long (ns, us, ms, s, m, h; a bare number is seconds).
+    #[arg(short = 'D', long, value_name = "DURATION", value_parser = positive_duration_s)]
+    pub duration: Option<u64>,
+
+    /// Keep the N worst samples.
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    pub spikes: usize,
+
+    /// timer: split every sample into stages with kernel trace events
+    /// (default auto: where tracing is possible).
+    #[arg(long, value_name = "on|auto", num_args = 0..=1, require_equals = true,
+          default_missing_value = "on", value_enum)]
+    pub trace: Option<crate::experiment::cyclic_trace::TraceMode>,
+
+    /// timer: keep what ran on the CPU around samples above DURATION.
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    pub trace_outliers: Option<u64>,
+
+    #[command(flatten)]
+    pub rt: RtArgs,
+
+    #[command(flatten)]
+    pub loads: LoadArgs,
+
+    #[command(flatten)]
+    pub out: ResultArgs,
+}
+
+impl IrqArgs {
+    /// The options these arguments ask for.
+    pub fn options(&self) -> anyhow::Result<crate::experiment::irq::IrqOptions> {
+        use crate::experiment::cyclic_trace::TraceMode;
+        use crate::experiment::irq::IrqSource;
+        Ok(crate::experiment::irq::IrqOptions {
+            source: self.source,
+            cpu: self.cpu,
+            rate_hz: self.rate,
+            peer: self.peer,
+            loops: self.loops,
+            duration_ns: self.duration,
+            spikes: self.spikes,
+            rt: self.rt.choice()?,
+            trace: match (self.trace, self.trace_outliers, self.source) {
+                (Some(m), _, _) => m,
+                (None, Some(_), _) => TraceMode::On,
+                (None, None, IrqSource::Timer) => TraceMode::Auto,
+                (None, None, IrqSource::Net) => TraceMode::Off,
+            },
+            trace_outliers_ns: self.trace_outliers,
+            outputs: Outputs::from(&self.out),
+            loads: self.loads.load.clone(),
+            load_cpus: self.loads.load_cpus.clone(),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Args)]

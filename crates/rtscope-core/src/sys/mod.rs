@@ -16,6 +16,7 @@
 //! - `proc`: process identity, fork, exit, reaping, supervision
 //! - `info`: kernel and privilege facts (uname, rlimits, euid, kernel log)
 //! - `mount`: mounting tracefs for private trace instances; whether a pid is alive
+//! - `net`: kernel receive timestamps on sockets (`SO_TIMESTAMPNS`, `recvmsg`)
 //! - `mem`: memory locking, anonymous mappings, the SIGSEGV fault handler
 //! - `ipc`: shared memory and the IPC primitives of `rtscope ipc`
 //! - `perf` (aarch64 only): perf events and their user page
@@ -24,6 +25,7 @@ mod info;
 mod ipc;
 mod mem;
 mod mount;
+mod net;
 #[cfg(target_arch = "aarch64")]
 mod perf;
 mod proc;
@@ -37,6 +39,7 @@ pub use info::*;
 pub use ipc::*;
 pub use mem::*;
 pub use mount::*;
+pub use net::*;
 #[cfg(target_arch = "aarch64")]
 pub use perf::*;
 pub use proc::*;
