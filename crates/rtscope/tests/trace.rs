@@ -268,3 +268,35 @@ fn no_permission_refused_or_untraced() {
     assert!(err.contains("running untraced"), "{err}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("accuracy check"));
 }
+
+/// A buffer far too small for the events of a fast run: whatever is lost is
+/// counted and said, and what is joined is still consistent (a loss never
+/// pairs the arming of one wait with the expiry of another).
+#[test]
+fn losses_are_counted_and_never_mis_join() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("l.json");
+    let out = rtscope()
+        .args(["cyclic", "-a", &last_cpu(), "-i", "50us", "-D", "2s", "-q"])
+        .args(["--trace-outliers", "10ms", "--trace-buffer", "64", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let doc = read_result(&json);
+    let t = &doc["trace"];
+    let lost = n(&t["overruns"]) + n(&t["lost_pages"]);
+    if lost > 0 {
+        assert!(
+            doc["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().contains("the trace lost events")),
+            "{}",
+            doc["warnings"]
+        );
+    }
+    assert_eq!(t["accuracy"]["below_kernel"], 0, "{t}");
+    assert_exit(&out, 0);
+}

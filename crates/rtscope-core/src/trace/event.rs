@@ -64,6 +64,9 @@ pub enum Kind {
     SysExit {
         nr: i64,
     },
+    /// Not a kernel event: the kernel lost events on this CPU before this
+    /// point ([`super::Instance::read`] reports it before the page that said so).
+    Lost,
 }
 
 /// One event: its CPU, trace-clock time, the current task's pid, and what.

@@ -366,6 +366,18 @@ impl Instance {
                 if info.missed {
                     self.lost_pages += 1;
                     self.lost_events += info.missed_count.unwrap_or(0);
+                    // Events were lost before this page: say so, at the
+                    // page's start, so that state spanning the loss is dropped.
+                    let ts = raw::page_timestamp(page);
+                    evs.insert(
+                        0,
+                        Event {
+                            ts,
+                            cpu,
+                            pid: -1,
+                            kind: Kind::Lost,
+                        },
+                    );
                 }
                 for e in &evs {
                     f(e);

@@ -69,6 +69,8 @@ pub struct WakeTracker {
     done: Vec<KernelWake>,
     /// Waits whose timer was armed again before their `sys_exit` was seen.
     pub incomplete: u64,
+    /// Waits in progress given up because the kernel lost events.
+    pub lost: u64,
 }
 
 impl WakeTracker {
@@ -99,7 +101,11 @@ impl WakeTracker {
                     .insert(hrtimer, (e.pid, softexpires, e.ts, e.cpu));
             }
             Kind::HrtimerEntry { hrtimer, now, .. } => {
-                if let Some((tid, expires, armed, armed_cpu)) = self.timers.remove(&hrtimer) {
+                if let Some((tid, expires, armed, armed_cpu)) = self
+                    .timers
+                    .remove(&hrtimer)
+                    .filter(|t| now >= t.1 && e.ts >= t.2)
+                {
                     if let Some(w) = self.open.remove(&tid) {
                         self.incomplete += 1;
                         self.done.push(w);
@@ -134,6 +140,14 @@ impl WakeTracker {
                         w.switch_prev = Some(prev_pid);
                     }
                 }
+            }
+            Kind::Lost => {
+                // Whatever spans the loss cannot be trusted: a timer's arming
+                // and its expiry (or a wake-up and its exit) may belong to
+                // different waits.
+                self.lost += (self.timers.len() + self.open.len()) as u64;
+                self.timers.clear();
+                self.open.clear();
             }
             Kind::SysExit { .. } => {
                 if let Some(mut w) = self.open.remove(&e.pid) {
@@ -481,6 +495,31 @@ mod tests {
                 + st.rtscope_kernel_ns,
             s.latency_ns
         );
+    }
+
+    #[test]
+    fn a_loss_never_joins_events_of_different_waits() {
+        // Wait 1 is armed, then events are lost (its expiry, the next arming):
+        // the next expiry of the same timer must not be taken for wait 1's.
+        let mut t = WakeTracker::new(&[42]);
+        let first = wake_events(42, 1_000_000, true);
+        t.event(&first[0]);
+        t.event(&ev(1_500_000, 1, -1, Kind::Lost));
+        for e in &wake_events(42, 2_000_000, true)[1..] {
+            t.event(e);
+        }
+        assert!(t.take().is_empty());
+        assert_eq!(t.lost, 1);
+        // A timer that would have fired before its time is not taken either.
+        let mut t = WakeTracker::new(&[42]);
+        let mut evs = wake_events(42, 3_000_000, true);
+        if let Kind::HrtimerEntry { ref mut now, .. } = evs[1].kind {
+            *now = 2_999_000;
+        }
+        for e in &evs {
+            t.event(e);
+        }
+        assert!(t.take().is_empty());
     }
 
     #[test]
