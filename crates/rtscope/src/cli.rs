@@ -882,14 +882,19 @@ pub struct IrqArgs {
     #[arg(short = 'a', long, value_name = "CPU")]
     pub cpu: Option<usize>,
 
-    /// Interrupts per second: timer wake-ups, or packets sent by the loopback sender.
-    #[arg(long, value_name = "HZ", default_value_t = 1000)]
-    pub rate: u64,
+    /// Interrupts per second: timer wake-ups, packets sent by the loopback sender,
+    /// RTC interrupts (a power of two) [default: 1000, rtc 1024].
+    #[arg(long, value_name = "HZ")]
+    pub rate: Option<u64>,
 
     /// net: listen on ADDR (e.g. 0.0.0.0:9000) for an external sender of
     /// 8-byte little-endian sequence numbers, instead of the loopback sender.
     #[arg(long, value_name = "ADDR")]
     pub peer: Option<std::net::SocketAddr>,
+
+    /// rtc: the RTC device.
+    #[arg(long, value_name = "PATH", default_value = crate::experiment::irq::DEFAULT_RTC)]
+    pub rtc_device: std::path::PathBuf,
 
     /// Number of interrupts to measure.
     #[arg(short = 'l', long, value_parser = positive_u64)]
@@ -931,7 +936,10 @@ impl IrqArgs {
         Ok(crate::experiment::irq::IrqOptions {
             source: self.source,
             cpu: self.cpu,
-            rate_hz: self.rate,
+            rate_hz: self.rate.unwrap_or(match self.source {
+                IrqSource::Rtc => 1024,
+                _ => 1000,
+            }),
             peer: self.peer,
             loops: self.loops,
             duration_ns: self.duration,
@@ -941,12 +949,13 @@ impl IrqArgs {
                 (Some(m), _, _) => m,
                 (None, Some(_), _) => TraceMode::On,
                 (None, None, IrqSource::Timer) => TraceMode::Auto,
-                (None, None, IrqSource::Net) => TraceMode::Off,
+                (None, None, IrqSource::Net | IrqSource::Rtc) => TraceMode::Off,
             },
             trace_outliers_ns: self.trace_outliers,
             outputs: Outputs::from(&self.out),
             loads: self.loads.load.clone(),
             load_cpus: self.loads.load_cpus.clone(),
+            rtc_device: self.rtc_device.clone(),
         })
     }
 }

@@ -104,9 +104,59 @@ fn bad_irq_input_is_one_line() {
         vec!["irq", "--source", "net", "--trace", "-l", "5"],
         vec!["irq", "--source", "net", "--peer", "192.0.2.1:9", "-l", "5"],
         vec!["irq", "--cpu", "999", "-l", "5"],
+        vec!["irq", "--source", "rtc", "--rate", "100", "-l", "5"],
+        vec![
+            "irq",
+            "--source",
+            "rtc",
+            "--rtc-device",
+            "/nonexistent/rtc",
+            "-l",
+            "5",
+        ],
+        // Not an RTC: the rate ioctl is refused.
+        vec![
+            "irq",
+            "--source",
+            "rtc",
+            "--rtc-device",
+            "/dev/null",
+            "-l",
+            "5",
+        ],
+        vec!["irq", "--rtc-device", "/dev/null", "-l", "5"],
     ] {
         let out = rtscope().args(&args).output().unwrap();
         assert_exit(&out, 2);
         assert_one_line(&out.stderr);
     }
+}
+
+/// A FIFO standing in for the device is refused before it is opened (an
+/// open of a FIFO would block); the read path itself is tested against a
+/// FIFO in rtscope-core (`sys::rtc`).
+#[test]
+fn rtc_fake_device_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("rtc");
+    let st = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = common::run_within(
+        &[
+            "irq",
+            "--source",
+            "rtc",
+            "--rtc-device",
+            fifo.to_str().unwrap(),
+            "-l",
+            "5",
+        ],
+        Duration::from_secs(10),
+    );
+    assert_exit(&out, 2);
+    let line = assert_one_line(&out.stderr);
+    assert!(line.contains("not a character device"), "{line}");
 }

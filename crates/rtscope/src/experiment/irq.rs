@@ -44,6 +44,8 @@ pub enum IrqSource {
     Timer,
     /// UDP packets stamped by the kernel on receive (loopback sender, or --peer).
     Net,
+    /// `/dev/rtc` periodic interrupts (RTC_IRQP_SET, RTC_PIE_ON, blocking read).
+    Rtc,
 }
 
 /// What a user asks of an irq run.
@@ -65,6 +67,8 @@ pub struct IrqOptions {
     pub outputs: Outputs,
     pub loads: Vec<crate::load::LoadSpec>,
     pub load_cpus: Option<Vec<usize>>,
+    /// `--rtc-device` (rtc only).
+    pub rtc_device: std::path::PathBuf,
 }
 
 /// A planned net run (goes into the result document).
@@ -104,12 +108,16 @@ pub fn run(o: &IrqOptions) -> Result<i32> {
     match o.source {
         IrqSource::Timer => run_timer(o, cpu),
         IrqSource::Net => run_net(o, cpu),
+        IrqSource::Rtc => run_rtc(o, cpu),
     }
 }
 
 fn run_timer(o: &IrqOptions, cpu: usize) -> Result<i32> {
     if o.peer.is_some() {
         return Err(usage("--peer is for --source net"));
+    }
+    if o.rtc_device != std::path::Path::new(DEFAULT_RTC) {
+        return Err(usage("--rtc-device is for --source rtc"));
     }
     let co = CyclicOptions {
         threads: Some(1),
@@ -150,6 +158,9 @@ fn run_net(o: &IrqOptions, cpu: usize) -> Result<i32> {
         return Err(usage(
             "--trace is available for --source timer (net: the kernel's RX stamp is the reference)",
         ));
+    }
+    if o.rtc_device != std::path::Path::new(DEFAULT_RTC) {
+        return Err(usage("--rtc-device is for --source rtc"));
     }
     o.outputs.check(&[])?;
     crate::load::LoadSet::check(&o.loads, o.load_cpus.as_deref())?;
@@ -383,9 +394,273 @@ fn execute_net(plan: &NetPlan) -> Result<ResultDocument> {
     Ok(run.finish("irq", plan, vec![s], end, warnings).doc)
 }
 
+/// The default RTC device.
+pub const DEFAULT_RTC: &str = "/dev/rtc0";
+
+/// A planned rtc run (goes into the result document).
+#[derive(Debug, Clone, Serialize)]
+pub struct RtcPlan {
+    pub source: IrqSource,
+    pub device: std::path::PathBuf,
+    pub cpu: usize,
+    pub rate_hz: u64,
+    pub loops: Option<u64>,
+    pub duration_ns: Option<u64>,
+    pub spikes: usize,
+    pub rt: RtChoice,
+    /// How latency is measured.
+    pub clock: &'static str,
+    #[serde(flatten)]
+    pub outputs: Outputs,
+    pub loads: Vec<crate::load::LoadSpec>,
+    pub load_cpus: Option<Vec<usize>>,
+}
+
+/// Measures RTC interrupts read through `read`: each word says how many
+/// interrupts happened since the last read (more than one: the reader missed
+/// some, counted as overruns). Interrupt `k` (0-based, counted from the
+/// start) was due at `t_on + (k + 1) * period`; latency = the clock after
+/// `read` − that.
+fn rtc_loop(
+    mut read: impl FnMut() -> std::io::Result<u64>,
+    t_on: u64,
+    period_ns: u64,
+    sink: &mut impl SampleSink,
+    stop: &AtomicBool,
+    loops: Option<u64>,
+    cpu: u32,
+) -> std::io::Result<u64> {
+    let mut total = 0u64;
+    let mut taken = 0u64;
+    while !stop.load(Ordering::Relaxed) && loops.is_none_or(|l| taken < l) {
+        let w = match read() {
+            Ok(w) => w,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        let n = sys::rtc_count(w).max(1);
+        total += n;
+        let due = t_on + total * period_ns;
+        sink.push(Sample {
+            seq: total - 1,
+            t_ns: now,
+            latency_ns: now as i64 - due as i64,
+            overruns: (n - 1).min(u64::from(u32::MAX)) as u32,
+            cpu,
+        });
+        taken += 1;
+    }
+    Ok(total)
+}
+
+/// Periodic interrupts are turned off again however the run ends.
+struct PieOff(std::fs::File);
+
+impl Drop for PieOff {
+    fn drop(&mut self) {
+        let _ = sys::rtc_periodic(self.0.as_raw_fd(), false);
+    }
+}
+
+fn run_rtc(o: &IrqOptions, cpu: usize) -> Result<i32> {
+    if o.trace != TraceMode::Off || o.trace_outliers_ns.is_some() || o.peer.is_some() {
+        return Err(usage(
+            "--trace and --peer are not available for --source rtc",
+        ));
+    }
+    if !o.rate_hz.is_power_of_two() || !(2..=8192).contains(&o.rate_hz) {
+        return Err(usage(
+            "--rate: RTC periodic interrupts run at a power of two from 2 to 8192 per second",
+        ));
+    }
+    o.outputs.check(&[])?;
+    crate::load::LoadSet::check(&o.loads, o.load_cpus.as_deref())?;
+    let dev = &o.rtc_device;
+    // Only a character device can be an RTC (a FIFO would block the open).
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::metadata(dev) {
+        Ok(m) if m.file_type().is_char_device() => {}
+        Ok(_) => {
+            return Err(usage(format!(
+                "--rtc-device {}: not a character device (an RTC is /dev/rtcN)",
+                dev.display()
+            )))
+        }
+        Err(e) => return Err(usage(format!("--rtc-device {}: {e}", dev.display()))),
+    }
+    let f = std::fs::File::open(dev)
+        .map_err(|e| usage(format!("--rtc-device {}: {e}", dev.display())))?;
+    sys::rtc_set_rate(f.as_raw_fd(), o.rate_hz).map_err(|e| {
+        usage(format!(
+            "--rtc-device {}: RTC_IRQP_SET {} Hz failed: {e}{}",
+            dev.display(),
+            o.rate_hz,
+            match e.raw_os_error() {
+                Some(libc::ENOTTY) => " (not an RTC)",
+                Some(libc::EACCES) | Some(libc::EINVAL) =>
+                    " (above the device's max_user_freq, /sys/class/rtc/*/max_user_freq?)",
+                _ => "",
+            }
+        ))
+    })?;
+    let plan = RtcPlan {
+        source: IrqSource::Rtc,
+        device: dev.clone(),
+        cpu,
+        rate_hz: o.rate_hz,
+        loops: o.loops,
+        duration_ns: o.duration_ns,
+        spikes: o.spikes,
+        rt: o.rt,
+        clock: "CLOCK_MONOTONIC after read − (time of RTC_PIE_ON + n periods)",
+        outputs: o.outputs.clone(),
+        loads: o.loads.clone(),
+        load_cpus: o.load_cpus.clone(),
+    };
+    let header = format!(
+        "rtscope irq: source rtc {} at {} Hz, reader on CPU {} SCHED_{} {}",
+        dev.display(),
+        o.rate_hz,
+        cpu,
+        o.rt.policy.name().to_uppercase(),
+        o.rt.priority
+    );
+    let run = run::begin(
+        &RunSettings {
+            rt: plan.rt,
+            loads: &plan.loads,
+            load_cpus: plan.load_cpus.as_deref(),
+            quiet: plan.outputs.quiet,
+        },
+        &header,
+    )?;
+    let stop: Arc<AtomicBool> = run.stop().clone();
+    let setup = plan.rt.thread_setup(vec![cpu], run::STOP_SIGNALS.to_vec());
+    let (mut sink, mut source) = ring(1 << 16);
+    let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let mut rec = SeriesRecorder::new(start, plan.spikes, None);
+    let tid = Arc::new(AtomicI32::new(0));
+    let (r_stop, r_tid, loops, period) = (
+        stop.clone(),
+        tid.clone(),
+        plan.loops,
+        1_000_000_000 / plan.rate_hz,
+    );
+    let reader = std::thread::Builder::new()
+        .name("rtscope-rtc".into())
+        .spawn(
+            move || -> Result<(u64, u64, rtscope_core::rt::ThreadState), String> {
+                let st = setup.apply().map_err(|e| e.to_string())?;
+                rtscope_core::rt::accept_wake()
+                    .map_err(|e| format!("cannot make the wait interruptible: {e}"))?;
+                r_tid.store(st.tid, Ordering::Relaxed);
+                let fd = f.as_raw_fd();
+                let guard = PieOff(f);
+                let t_on = sys::clock_ns(libc::CLOCK_MONOTONIC);
+                sys::rtc_periodic(fd, true).map_err(|e| format!("RTC_PIE_ON: {e}"))?;
+                let on_ns = sys::clock_ns(libc::CLOCK_MONOTONIC) - t_on;
+                let total = rtc_loop(
+                    || sys::rtc_read(fd),
+                    t_on,
+                    period,
+                    &mut sink,
+                    &r_stop,
+                    loops,
+                    cpu as u32,
+                )
+                .map_err(|e| format!("read: {e}"))?;
+                drop(guard);
+                Ok((total, on_ns, st))
+            },
+        )
+        .context("cannot start the reader thread")?;
+    let t0 = Instant::now();
+    let mut duration_hit = false;
+    loop {
+        source.drain(|s| rec.record(s));
+        if reader.is_finished() || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if plan
+            .duration_ns
+            .is_some_and(|d| t0.elapsed() >= Duration::from_nanos(d))
+        {
+            duration_hit = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, Ordering::Relaxed);
+    rtscope_core::rt::wake_until_ended(&[tid.load(Ordering::Relaxed)], |_| !reader.is_finished());
+    let res = reader
+        .join()
+        .unwrap_or_else(|_| Err("the reader thread panicked".into()));
+    source.drain(|s| rec.record(s));
+    let (total, on_ns, state) = res.map_err(|e| anyhow!(e))?;
+    let mut s = rec.to_series("rtc", source.dropped());
+    let a = &mut s.attributes;
+    a.insert("source".into(), json!("rtc"));
+    a.insert("device".into(), json!(plan.device));
+    a.insert("interrupts".into(), json!(total));
+    a.insert("pie_on_ioctl_ns".into(), json!(on_ns));
+    a.insert("tid".into(), json!(state.tid));
+    a.insert("policy".into(), json!(state.policy));
+    a.insert("priority".into(), json!(state.priority));
+    a.insert("cpus".into(), json!([cpu]));
+    let warnings = vec![format!(
+        "the interrupts' due times are counted from before RTC_PIE_ON: latencies may be high by up to that call's {}",
+        format_ns(on_ns)
+    )];
+    let end = if duration_hit {
+        EndReason::Duration
+    } else if plan.loops.is_some_and(|l| rec.count() >= l) {
+        EndReason::Loops
+    } else {
+        EndReason::Interrupted
+    };
+    let doc = run.finish("irq", &plan, vec![s], end, warnings).doc;
+    let mut text = crate::output::summary::cyclic_summary(&doc);
+    text.push_str(
+        "note: on Linux since 2.6.38 RTC periodic interrupts are emulated with an hrtimer (--source timer is the same path)\n",
+    );
+    let code = run::deliver(&doc, &plan.outputs, vec![], &text);
+    Ok(if code != EXIT_OK { EXIT_RUN } else { EXIT_OK })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rtc_words_become_samples() {
+        // A fake device: words as the driver returns them (count << 8 | RTC_PF).
+        let mut words = vec![(1u64 << 8) | 0x40, (1 << 8) | 0x40, (3 << 8) | 0x40].into_iter();
+        let mut got: Vec<Sample> = Vec::new();
+        let stop = AtomicBool::new(false);
+        let t_on = sys::clock_ns(libc::CLOCK_MONOTONIC) - 10_000_000;
+        let total = rtc_loop(
+            || words.next().ok_or_else(|| std::io::Error::other("end")),
+            t_on,
+            1_000_000,
+            &mut got,
+            &stop,
+            Some(3),
+            0,
+        )
+        .unwrap();
+        assert_eq!(total, 5);
+        assert_eq!(got.iter().map(|s| s.seq).collect::<Vec<_>>(), [0, 1, 4]);
+        assert_eq!(
+            got.iter().map(|s| s.overruns).collect::<Vec<_>>(),
+            [0, 0, 2]
+        );
+        // Due at t_on + 5 ms for the fifth interrupt: the latency counts from it.
+        assert_eq!(
+            got[2].t_ns as i64 - got[2].latency_ns,
+            (t_on + 5_000_000) as i64
+        );
+    }
 
     #[test]
     fn receiver_counts_gaps_and_stamps() {
