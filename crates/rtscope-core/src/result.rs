@@ -69,6 +69,103 @@ pub struct ResultDocument {
     /// Conditions that weaken the result (not RT, no mlock, a VM, ...).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// `--trace`: how the kernel's events were joined with the samples, the
+    /// accuracy check, and the worst samples split into stages (the stage
+    /// distributions themselves are series labelled `stage ...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceReport>,
+}
+
+/// What `--trace` found (see `trace::stages` for the stages).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
+pub struct TraceReport {
+    /// The trace clock (`mono`: CLOCK_MONOTONIC).
+    pub clock: String,
+    /// The private tracefs instance used (removed at the end of the run).
+    pub instance: String,
+    /// Events enabled in it, and those asked for that the kernel lacks.
+    pub events: Vec<String>,
+    pub missing_events: Vec<String>,
+    /// Events read and decoded.
+    pub events_read: u64,
+    /// Events the kernel could not keep: lost before pages it handed over
+    /// (`lost_pages` pages said so, `lost_events` where it counted them),
+    /// and its per-CPU `overrun` + `dropped events` counters.
+    pub lost_pages: u64,
+    pub lost_events: u64,
+    pub overruns: u64,
+    /// rtscope samples seen while tracing.
+    pub samples: u64,
+    /// Samples joined with their kernel wake-up and split into stages.
+    pub joined: u64,
+    /// Samples without a matching kernel wake-up, and the reverse.
+    pub unmatched_samples: u64,
+    pub unmatched_wakes: u64,
+    /// For each stage, the number of joined samples it was observed for.
+    pub observed: BTreeMap<String, u64>,
+    pub accuracy: TraceAccuracy,
+    /// The worst joined samples, worst first, with their stages.
+    pub worst: Vec<WakeStages>,
+}
+
+/// The built-in accuracy check: rtscope's latency − the kernel's bound
+/// (`sys_exit − expires`) for every joined sample; it must never be negative.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
+pub struct TraceAccuracy {
+    pub checked: u64,
+    /// Samples whose latency is below the kernel's bound.
+    pub below_kernel: u64,
+    pub min_ns: i64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: i64,
+    /// `checked > 0 && below_kernel == 0`.
+    pub passed: bool,
+}
+
+/// One sample split into stages (ns; absent: not observed).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
+pub struct WakeStages {
+    /// The series (thread) it belongs to.
+    pub series: String,
+    pub seq: u64,
+    /// rtscope's stamp, on the measurement clock.
+    pub t_ns: u64,
+    pub cpu: u32,
+    pub latency_ns: i64,
+    /// The intended wake time (the kernel's `softexpires`).
+    pub expires_ns: u64,
+    pub timer_ns: i64,
+    pub wakeup_ns: Option<i64>,
+    pub sched_ns: Option<i64>,
+    pub return_ns: Option<i64>,
+    pub switch_return_ns: Option<i64>,
+    pub rtscope_kernel_ns: i64,
+    /// The task the thread was switched in from (`comm[pid]`), when recorded.
+    pub switched_from: Option<String>,
+    /// `--trace-outliers`: what ran on the CPUs involved from the arming of
+    /// the timer to the wake-up, in time order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<ContextEntry>,
+}
+
+/// One thing that ran in an outlier's window.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
+pub struct ContextEntry {
+    /// Start, ns relative to the intended wake time (negative: before it).
+    pub start_ns: i64,
+    /// How long it ran, ns.
+    pub duration_ns: u64,
+    pub cpu: u32,
+    /// `irq`, `softirq`, `vector`, `task`, `nmi`, or a marker: `armed`,
+    /// `timer`, `waking`, `switch`, `exit`.
+    pub kind: String,
+    /// Readable: `IRQ 11 virtio0`, `kworker/1:2[77]`, ...
+    pub what: String,
 }
 
 /// The real-time environment a run's measurement threads had: what was asked
@@ -540,6 +637,7 @@ impl ResultDocument {
             break_event: None,
             threshold: None,
             warnings: vec![],
+            trace: None,
         }
     }
 
@@ -696,6 +794,7 @@ mod tests {
                 samples_above: 49,
             }),
             warnings: vec!["w".into()],
+            trace: None,
         }
     }
 

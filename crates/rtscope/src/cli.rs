@@ -53,6 +53,9 @@ pub enum Command {
     Check(CheckArgs),
     /// OS noise: time stolen from a busy thread per CPU (oslat's method), attributed with --trace.
     Noise(NoiseArgs),
+    /// Interrupt-to-task latency from a chosen source: timer (split into stages with
+    /// kernel trace events) or net (kernel receive stamps on UDP packets).
+    Irq(IrqArgs),
     /// Turn result documents into one self-contained HTML report.
     Report(ReportArgs),
     /// Compare runs side by side (series matched by label), with confidence intervals.
@@ -526,6 +529,25 @@ pub struct CyclicArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = positive_usize)]
     pub repeat: usize,
 
+    /// Split every sample into stages (timer IRQ, wake-up, scheduling, return to
+    /// user) with kernel trace events in a private tracefs instance, and check
+    /// each sample against the kernel's bound; `--trace=auto` runs untraced
+    /// where tracing is not possible.
+    #[arg(long, value_name = "on|auto", num_args = 0..=1, require_equals = true,
+          default_missing_value = "on", value_enum)]
+    pub trace: Option<crate::experiment::cyclic_trace::TraceMode>,
+
+    /// With tracing, keep what ran on the CPUs (IRQs, softirqs, tasks) from the
+    /// arming of the timer to the wake-up for the worst samples above DURATION
+    /// (up to --spikes); implies --trace.
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    pub trace_outliers: Option<u64>,
+
+    /// Per-CPU trace buffer with --trace, KiB.
+    #[arg(long = "trace-buffer", value_name = "KIB", default_value_t = 4096,
+          value_parser = clap::value_parser!(u32).range(64..=1_048_576))]
+    pub trace_buffer_kb: u32,
+
     #[command(flatten)]
     pub out: OutputArgs,
 
@@ -881,6 +903,94 @@ pub struct CheckArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct IrqArgs {
+    /// The interrupt source.
+    #[arg(long, value_enum, default_value = "timer")]
+    pub source: crate::experiment::irq::IrqSource,
+
+    /// CPU of the measurement (receiving) thread (default: the last online CPU).
+    #[arg(short = 'a', long, value_name = "CPU")]
+    pub cpu: Option<usize>,
+
+    /// Interrupts per second: timer wake-ups, packets sent by the loopback sender,
+    /// RTC interrupts (a power of two) [default: 1000, rtc 1024].
+    #[arg(long, value_name = "HZ")]
+    pub rate: Option<u64>,
+
+    /// net: listen on ADDR (e.g. 0.0.0.0:9000) for an external sender of
+    /// 8-byte little-endian sequence numbers, instead of the loopback sender.
+    #[arg(long, value_name = "ADDR")]
+    pub peer: Option<std::net::SocketAddr>,
+
+    /// rtc: the RTC device.
+    #[arg(long, value_name = "PATH", default_value = crate::experiment::irq::DEFAULT_RTC)]
+    pub rtc_device: std::path::PathBuf,
+
+    /// Number of interrupts to measure.
+    #[arg(short = 'l', long, value_parser = positive_u64)]
+    pub loops: Option<u64>,
+
+    /// Run for this long (ns, us, ms, s, m, h; a bare number is seconds).
+    #[arg(short = 'D', long, value_name = "DURATION", value_parser = positive_duration_s)]
+    pub duration: Option<u64>,
+
+    /// Keep the N worst samples.
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    pub spikes: usize,
+
+    /// timer: split every sample into stages with kernel trace events
+    /// (default auto: where tracing is possible).
+    #[arg(long, value_name = "on|auto", num_args = 0..=1, require_equals = true,
+          default_missing_value = "on", value_enum)]
+    pub trace: Option<crate::experiment::cyclic_trace::TraceMode>,
+
+    /// timer: keep what ran on the CPU around samples above DURATION.
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    pub trace_outliers: Option<u64>,
+
+    #[command(flatten)]
+    pub rt: RtArgs,
+
+    #[command(flatten)]
+    pub loads: LoadArgs,
+
+    #[command(flatten)]
+    pub out: ResultArgs,
+}
+
+impl IrqArgs {
+    /// The options these arguments ask for.
+    pub fn options(&self) -> anyhow::Result<crate::experiment::irq::IrqOptions> {
+        use crate::experiment::cyclic_trace::TraceMode;
+        use crate::experiment::irq::IrqSource;
+        Ok(crate::experiment::irq::IrqOptions {
+            source: self.source,
+            cpu: self.cpu,
+            rate_hz: self.rate.unwrap_or(match self.source {
+                IrqSource::Rtc => 1024,
+                _ => 1000,
+            }),
+            peer: self.peer,
+            loops: self.loops,
+            duration_ns: self.duration,
+            spikes: self.spikes,
+            rt: self.rt.choice()?,
+            trace: match (self.trace, self.trace_outliers, self.source) {
+                (Some(m), _, _) => m,
+                (None, Some(_), _) => TraceMode::On,
+                (None, None, IrqSource::Timer) => TraceMode::Auto,
+                (None, None, IrqSource::Net | IrqSource::Rtc) => TraceMode::Off,
+            },
+            trace_outliers_ns: self.trace_outliers,
+            outputs: Outputs::from(&self.out),
+            loads: self.loads.load.clone(),
+            load_cpus: self.loads.load_cpus.clone(),
+            rtc_device: self.rtc_device.clone(),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct NoiseArgs {
     /// CPUs to measure, one busy thread each, e.g. 1 or 2-3 (default: the last online CPU).
     #[arg(short = 'a', long = "cpus", value_name = "LIST", value_parser = cpu_list)]
@@ -1045,6 +1155,13 @@ impl CyclicArgs {
             loads: self.loads.load.clone(),
             load_cpus: self.loads.load_cpus.clone(),
             repeat: self.repeat,
+            trace: match (self.trace, self.trace_outliers) {
+                (Some(m), _) => m,
+                (None, Some(_)) => crate::experiment::cyclic_trace::TraceMode::On,
+                (None, None) => crate::experiment::cyclic_trace::TraceMode::Off,
+            },
+            trace_outliers_ns: self.trace_outliers,
+            trace_buffer_kb: self.trace_buffer_kb,
         })
     }
 }

@@ -33,6 +33,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Ipc(a) => experiment::ipc::run(&a.options()?),
         Command::Check(a) => check::run(&a.plan()),
         Command::Noise(a) => experiment::noise::run(&a.options()?),
+        Command::Irq(a) => experiment::irq::run(&a.options()?),
         Command::Report(a) => report::run_report(a),
         Command::Compare(a) => report::compare::run(a),
         Command::Pool(a) => experiment::repeat::run_pool(&a),

@@ -16,6 +16,8 @@
 //! - `proc`: process identity, fork, exit, reaping, supervision
 //! - `info`: kernel and privilege facts (uname, rlimits, euid, kernel log)
 //! - `mount`: mounting tracefs for private trace instances; whether a pid is alive
+//! - `net`: kernel receive timestamps on sockets (`SO_TIMESTAMPNS`, `recvmsg`)
+//! - `rtc`: `/dev/rtc` periodic interrupts (`RTC_IRQP_SET`, `RTC_PIE_ON`/`OFF`, blocking read)
 //! - `mem`: memory locking, anonymous mappings, the SIGSEGV fault handler
 //! - `ipc`: shared memory and the IPC primitives of `rtscope ipc`
 //! - `perf` (aarch64 only): perf events and their user page
@@ -24,9 +26,11 @@ mod info;
 mod ipc;
 mod mem;
 mod mount;
+mod net;
 #[cfg(target_arch = "aarch64")]
 mod perf;
 mod proc;
+mod rtc;
 mod sched;
 mod signal;
 mod time;
@@ -37,9 +41,11 @@ pub use info::*;
 pub use ipc::*;
 pub use mem::*;
 pub use mount::*;
+pub use net::*;
 #[cfg(target_arch = "aarch64")]
 pub use perf::*;
 pub use proc::*;
+pub use rtc::*;
 pub use sched::*;
 pub use signal::*;
 pub use time::*;

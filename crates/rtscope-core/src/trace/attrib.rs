@@ -408,6 +408,7 @@ mod tests {
             ev(
                 1000,
                 Kind::HrtimerEntry {
+                    hrtimer: 1,
                     function: 0xffff,
                     now: 1000,
                 },

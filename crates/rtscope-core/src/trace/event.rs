@@ -42,14 +42,21 @@ pub enum Kind {
     Nmi {
         delta_ns: u64,
     },
+    /// `hrtimer_expire_entry`: the timer `hrtimer` (its address) runs its
+    /// callback; `now` is the clock base's time read in the interrupt.
     HrtimerEntry {
+        hrtimer: u64,
         function: u64,
         now: u64,
     },
     HrtimerExit,
+    /// `hrtimer_start`: `hrtimer` armed for `softexpires` (the time asked
+    /// for) .. `expires` (plus the task's timer slack).
     HrtimerStart {
+        hrtimer: u64,
         function: u64,
         expires: u64,
+        softexpires: u64,
     },
     SysEnter {
         nr: i64,
@@ -57,6 +64,9 @@ pub enum Kind {
     SysExit {
         nr: i64,
     },
+    /// Not a kernel event: the kernel lost events on this CPU before this
+    /// point ([`super::Instance::read`] reports it before the page that said so).
+    Lost,
 }
 
 /// One event: its CPU, trace-clock time, the current task's pid, and what.
@@ -100,13 +110,16 @@ enum Decode {
         delta: Field,
     },
     HrtimerEntry {
+        hrtimer: Field,
         function: Field,
         now: Field,
     },
     HrtimerExit,
     HrtimerStart {
+        hrtimer: Field,
         function: Field,
         expires: Field,
+        softexpires: Field,
     },
     SysEnter {
         id: Field,
@@ -174,13 +187,24 @@ impl Decoder {
                 _ => None,
             },
             ("nmi", "nmi_handler") => g("delta_ns").map(|delta| Decode::Nmi { delta }),
-            ("timer", "hrtimer_expire_entry") => g("function")
-                .zip(g("now"))
-                .map(|(function, now)| Decode::HrtimerEntry { function, now }),
+            ("timer", "hrtimer_expire_entry") => match (g("hrtimer"), g("function"), g("now")) {
+                (Some(hrtimer), Some(function), Some(now)) => Some(Decode::HrtimerEntry {
+                    hrtimer,
+                    function,
+                    now,
+                }),
+                _ => None,
+            },
             ("timer", "hrtimer_expire_exit") => Some(Decode::HrtimerExit),
-            ("timer", "hrtimer_start") => g("function")
-                .zip(g("expires"))
-                .map(|(function, expires)| Decode::HrtimerStart { function, expires }),
+            ("timer", "hrtimer_start") => match (g("hrtimer"), g("function"), g("expires")) {
+                (Some(hrtimer), Some(function), Some(expires)) => Some(Decode::HrtimerStart {
+                    hrtimer,
+                    function,
+                    softexpires: g("softexpires").unwrap_or_else(|| expires.clone()),
+                    expires,
+                }),
+                _ => None,
+            },
             ("raw_syscalls", "sys_enter") => g("id").map(|id| Decode::SysEnter { id }),
             ("raw_syscalls", "sys_exit") => g("id").map(|id| Decode::SysExit { id }),
             _ => None,
@@ -253,14 +277,26 @@ impl Decoder {
             Decode::Nmi { delta } => Kind::Nmi {
                 delta_ns: read_int(rec, delta).max(0) as u64,
             },
-            Decode::HrtimerEntry { function, now } => Kind::HrtimerEntry {
+            Decode::HrtimerEntry {
+                hrtimer,
+                function,
+                now,
+            } => Kind::HrtimerEntry {
+                hrtimer: read_int(rec, hrtimer) as u64,
                 function: read_int(rec, function) as u64,
                 now: read_int(rec, now) as u64,
             },
             Decode::HrtimerExit => Kind::HrtimerExit,
-            Decode::HrtimerStart { function, expires } => Kind::HrtimerStart {
+            Decode::HrtimerStart {
+                hrtimer,
+                function,
+                expires,
+                softexpires,
+            } => Kind::HrtimerStart {
+                hrtimer: read_int(rec, hrtimer) as u64,
                 function: read_int(rec, function) as u64,
                 expires: read_int(rec, expires) as u64,
+                softexpires: read_int(rec, softexpires) as u64,
             },
             Decode::SysEnter { id } => Kind::SysEnter {
                 nr: read_int(rec, id),

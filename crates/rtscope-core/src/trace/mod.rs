@@ -20,6 +20,7 @@ pub mod attrib;
 pub mod event;
 pub mod format;
 pub mod raw;
+pub mod stages;
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -305,6 +306,36 @@ impl Instance {
         &self.dir
     }
 
+    /// Sets an event's filter (`system/name`, a tracefs filter expression
+    /// such as `common_pid == 42`); the kernel then drops the other records
+    /// of that event before they reach the buffer.
+    pub fn set_filter(&self, event: &str, expr: &str) -> Result<(), TraceError> {
+        let Some((sys, name)) = event.split_once('/') else {
+            return Err(TraceError::Setting(
+                PathBuf::from(event),
+                io::Error::new(io::ErrorKind::InvalidInput, "not system/name"),
+            ));
+        };
+        write_setting(
+            &self.dir.join("events").join(sys).join(name).join("filter"),
+            expr,
+        )
+    }
+
+    /// Events the kernel could not store (its per-CPU `stats`: `overrun`,
+    /// records overwritten before they were read, plus `dropped events`),
+    /// summed over the traced CPUs.
+    pub fn overruns(&self) -> u64 {
+        self.readers
+            .iter()
+            .map(|(c, _)| {
+                std::fs::read_to_string(self.dir.join(format!("per_cpu/cpu{c}/stats")))
+                    .map(|t| parse_stats_overruns(&t))
+                    .unwrap_or(0)
+            })
+            .sum()
+    }
+
     /// Stops recording (the buffered events can still be read).
     pub fn stop(&self) {
         let _ = write_setting(&self.dir.join("tracing_on"), "0");
@@ -335,6 +366,18 @@ impl Instance {
                 if info.missed {
                     self.lost_pages += 1;
                     self.lost_events += info.missed_count.unwrap_or(0);
+                    // Events were lost before this page: say so, at the
+                    // page's start, so that state spanning the loss is dropped.
+                    let ts = raw::page_timestamp(page);
+                    evs.insert(
+                        0,
+                        Event {
+                            ts,
+                            cpu,
+                            pid: -1,
+                            kind: Kind::Lost,
+                        },
+                    );
                 }
                 for e in &evs {
                     f(e);
@@ -345,6 +388,18 @@ impl Instance {
         self.events += n as u64;
         n
     }
+}
+
+/// `overrun` + `dropped events` of a per-CPU `stats` file.
+pub fn parse_stats_overruns(text: &str) -> u64 {
+    text.lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            matches!(k.trim(), "overrun" | "dropped events")
+                .then(|| v.trim().parse::<u64>().ok())
+                .flatten()
+        })
+        .sum()
 }
 
 impl Drop for Instance {
@@ -371,5 +426,11 @@ mod tests {
         assert_eq!(cpumask(&[0]), "1");
         assert_eq!(cpumask(&[1, 3]), "a");
         assert_eq!(cpumask(&[0, 32]), "1,1");
+    }
+
+    #[test]
+    fn stats_overruns() {
+        let t = "entries: 5\noverrun: 3\ncommit overrun: 9\nbytes: 0\noldest event ts:     0.000000\ndropped events: 2\nread events: 7\n";
+        assert_eq!(parse_stats_overruns(t), 5);
     }
 }

@@ -28,6 +28,11 @@ pub struct PageInfo {
     pub size: usize,
 }
 
+/// The page's absolute start time (trace clock ns).
+pub fn page_timestamp(page: &[u8]) -> u64 {
+    read_uint(page, 0, 8)
+}
+
 /// Calls `f` for every record of `page`; returns the page's info.
 pub fn parse_page<'a>(
     page: &'a [u8],

@@ -75,6 +75,12 @@ pub struct CyclicOptions {
     pub load_cpus: Option<Vec<usize>>,
     /// `--repeat`: independent runs in one invocation, pooled (1: a plain run).
     pub repeat: usize,
+    /// `--trace`: split samples into stages with kernel events.
+    pub trace: super::cyclic_trace::TraceMode,
+    /// `--trace-outliers`: keep the kernel's context of samples above this.
+    pub trace_outliers_ns: Option<u64>,
+    /// `--trace-buffer`: per-CPU trace buffer, KiB.
+    pub trace_buffer_kb: u32,
 }
 
 impl Default for CyclicOptions {
@@ -108,6 +114,9 @@ impl Default for CyclicOptions {
             loads: vec![],
             load_cpus: None,
             repeat: 1,
+            trace: super::cyclic_trace::TraceMode::Off,
+            trace_outliers_ns: None,
+            trace_buffer_kb: 4096,
         }
     }
 }
@@ -149,6 +158,9 @@ pub struct CyclicPlan {
     /// Background loads (`--load`) and their CPUs (`--load-cpus`).
     pub loads: Vec<crate::load::LoadSpec>,
     pub load_cpus: Option<Vec<usize>>,
+    /// `--trace`, `--trace-outliers`, `--trace-buffer` (absent when untraced).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<super::cyclic_trace::TracePlan>,
 }
 
 impl CyclicPlan {
@@ -211,6 +223,7 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
         ("--histogram", a.histogram.as_deref()),
     ])?;
     crate::load::LoadSet::check(&a.loads, a.load_cpus.as_deref())?;
+    let trace = super::cyclic_trace::plan(a)?;
     Ok(CyclicPlan {
         threads,
         period_ns: a.period_ns,
@@ -233,6 +246,7 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
         ring_capacity,
         loads: a.loads.clone(),
         load_cpus: a.load_cpus.clone(),
+        trace,
     })
 }
 
@@ -355,6 +369,8 @@ struct Aggregate {
     all: SeriesRecorder,
     /// `--raw`: every sample as CSV, and the first write error.
     raw: Option<(OutFile, Option<String>)>,
+    /// `--trace`: kernel events joined with the samples.
+    tracer: Option<super::cyclic_trace::Tracer>,
 }
 
 impl Aggregate {
@@ -365,8 +381,12 @@ impl Aggregate {
             let (rec, all, last, bins) = (&mut t.rec, &mut self.all, &mut t.last, &mut t.us_bins);
             let idx = t.plan.index;
             let raw = &mut self.raw;
+            let tracer = &mut self.tracer;
             n += t.source.drain(|s| {
                 rec.record(s);
+                if let Some(tr) = tracer.as_mut() {
+                    tr.sample(idx, s);
+                }
                 all.record(s);
                 if let Some(b) = bins.as_mut() {
                     b.record(s.latency_ns, s.seq);
@@ -380,6 +400,9 @@ impl Aggregate {
                 }
                 *last = Some(*s);
             });
+        }
+        if let Some(tr) = self.tracer.as_mut() {
+            tr.pump();
         }
         n
     }
@@ -513,9 +536,17 @@ pub fn run(options: &CyclicOptions) -> Result<i32> {
     }
     let out = execute(&plan)?;
     let threshold = out.doc.threshold.clone();
+    let accuracy = out.doc.trace.as_ref().map(|t| t.accuracy.clone());
     let code = out.deliver(&plan);
     if code != EXIT_OK {
         return Ok(code);
+    }
+    if let Some(a) = accuracy.filter(|a| a.below_kernel > 0) {
+        eprintln!(
+            "error: accuracy check failed: {} of {} samples below the kernel's bound (by up to {} ns)",
+            a.below_kernel, a.checked, -a.min_ns
+        );
+        return Ok(EXIT_RUN);
     }
     if let Some(t) = threshold.filter(|t| t.exceeded) {
         eprintln!(
@@ -577,6 +608,19 @@ fn run_repeated(plan: &CyclicPlan, n: usize) -> Result<i32> {
 /// starts (privileges, thread setup) are returned; everything after is in
 /// the [`Outcome`], so that no result is lost.
 pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
+    // Tracing is set up first, so that a missing tracefs is refused at once.
+    let trace_inst = match &plan.trace {
+        Some(tp) => {
+            let mut cpus: Vec<usize> = plan.threads.iter().flat_map(|t| t.cpus.clone()).collect();
+            cpus.sort_unstable();
+            cpus.dedup();
+            if plan.threads.iter().any(|t| t.cpus.is_empty()) {
+                cpus.clear();
+            }
+            super::cyclic_trace::open(tp, &cpus, plan.outputs.quiet)?
+        }
+        None => None,
+    };
     let mut run = run::begin(
         &RunSettings {
             rt: plan.rt,
@@ -663,6 +707,23 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     }
     let t0 = Instant::now();
     let new_recorder = || SeriesRecorder::new(start_at, plan.spikes, plan.fail_above_ns);
+    let tracer = match (trace_inst, &plan.trace) {
+        (Some(inst), Some(tp)) => Some(super::cyclic_trace::Tracer::new(
+            inst,
+            tp,
+            &states
+                .iter()
+                .map(|s| s.as_ref().map_or(0, |st| st.tid))
+                .collect::<Vec<_>>(),
+            plan.threads
+                .iter()
+                .map(|t| format!("thread {}", t.index))
+                .collect(),
+            start_at,
+            plan.spikes,
+        )),
+        _ => None,
+    };
     let mut agg = Aggregate {
         threads: pending
             .into_iter()
@@ -681,6 +742,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             .collect(),
         all: new_recorder(),
         raw,
+        tracer,
     };
 
     let duration = plan.duration_ns.map(Duration::from_nanos);
@@ -759,10 +821,18 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     } else {
         EndReason::Interrupted
     };
-    let (series, warnings) = agg.series();
+    let (mut series, mut warnings) = agg.series();
+    let mut trace_report = None;
+    if let Some(tr) = agg.tracer.take() {
+        let (stage_series, report, w) = tr.finish();
+        series.extend(stage_series);
+        warnings.extend(w);
+        trace_report = Some(report);
+    }
     let dma_held = run.env.dma_latency_held;
     let finished = run.finish("cyclic", plan, series, end_reason, warnings);
     let mut doc = finished.doc;
+    doc.trace = trace_report;
     doc.break_event = break_event;
     agg.threshold(plan, &mut doc);
     let histogram = plan.histogram.as_ref().map(|_| {

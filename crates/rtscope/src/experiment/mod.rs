@@ -6,7 +6,9 @@
 
 pub mod clock;
 pub mod cyclic;
+pub mod cyclic_trace;
 pub mod ipc;
+pub mod irq;
 pub mod matrix;
 pub mod noise;
 pub mod period;

@@ -13,6 +13,7 @@ pub mod period;
 pub mod progress;
 pub mod summary;
 pub mod timer;
+pub mod trace;
 
 /// ns as µs with one decimal (`12.3`).
 /// What a table shows for a value that was not measured (`null` in the

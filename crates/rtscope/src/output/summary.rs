@@ -105,6 +105,9 @@ pub fn cyclic_summary(doc: &ResultDocument) -> String {
             .unwrap_or_default()
     ));
     out.push_str(&series_table(doc));
+    if let Some(t) = &doc.trace {
+        out.push_str(&super::trace::summary(t));
+    }
     out
 }
 

@@ -186,6 +186,7 @@ pub fn run_section(r: &Run) -> String {
     s.push_str(&chart_block(&plotted, "Latency over time", "timeline"));
     s.push_str(&chart_block(&plotted, "Percentiles", "percentiles"));
     s.push_str(&spikes_table(d, unit));
+    s.push_str(&super::trace::section(d));
     let loads: Vec<serde_json::Value> = d
         .loads
         .iter()

@@ -15,6 +15,7 @@ mod snapshot_tests;
 pub mod stats;
 pub mod svg;
 pub mod timer_chart;
+pub mod trace;
 pub mod verdict;
 
 use std::path::{Path, PathBuf};

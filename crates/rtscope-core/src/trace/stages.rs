@@ -1,0 +1,562 @@
+//! A measurement thread's wake-ups rebuilt from kernel events and split into
+//! stages, joined with rtscope's own samples.
+//!
+//! The events of one timer wake-up of a thread sleeping in
+//! `clock_nanosleep`, in order (trace clock `mono`, CLOCK_MONOTONIC):
+//!
+//! ```text
+//! hrtimer_start        (thread's context)  hrtimer=H softexpires=E   the wait is armed
+//! hrtimer_expire_entry (IRQ context)       hrtimer=H now=N           the timer interrupt runs
+//! sched_waking         pid=tid                                       the thread is made runnable
+//! sched_switch         next_pid=tid                                  it gets the CPU (often not recorded when the CPU was idle)
+//! sys_exit             (thread's context)                            the wait returns to user space
+//! ```
+//!
+//! [`WakeTracker`] follows these per thread (by tid, and by the timer's
+//! address from arming to expiry) and yields one [`KernelWake`] per wait.
+//! [`Joiner`] pairs each with rtscope's sample of the same wake-up: same
+//! thread, and the kernel's `softexpires` equal to the sample's intended wake
+//! time (its time minus its latency). [`Stages::of`] splits the sample:
+//!
+//! - `timer`: `now − E`, the timer interrupt's lateness;
+//! - `wakeup`: `sched_waking − now`, the interrupt's work up to the wake-up;
+//! - `sched`: `sched_switch − sched_waking` and `return`:
+//!   `sys_exit − sched_switch`, when the switch was recorded;
+//! - `switch+return`: `sys_exit − sched_waking` (always, whether or not the
+//!   switch was recorded);
+//! - `rtscope-kernel`: rtscope's own stamp − `sys_exit`, never negative when
+//!   both clocks agree (the accuracy check).
+//!
+//! `timer + wakeup + switch+return + rtscope-kernel` is the sample's latency, exactly.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::event::{Event, Kind};
+use crate::record::SeriesRecorder;
+use crate::result::{Series, TraceAccuracy, WakeStages};
+use crate::sample::Sample;
+
+/// One wait of a measurement thread as the kernel saw it (times: trace clock ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelWake {
+    pub tid: i32,
+    /// The time asked for (`softexpires`).
+    pub expires_ns: u64,
+    /// `hrtimer_start`: when the wait was armed, and on which CPU.
+    pub armed_ns: u64,
+    pub armed_cpu: u32,
+    /// `hrtimer_expire_entry`: the interrupt's `now`, and its CPU.
+    pub irq_ns: Option<u64>,
+    pub irq_cpu: u32,
+    /// `sched_waking` of the thread.
+    pub waking_ns: Option<u64>,
+    /// `sched_switch` into the thread, and the task it replaced.
+    pub switch_ns: Option<u64>,
+    pub switch_prev: Option<i32>,
+    /// `sys_exit` of the wait, and its CPU.
+    pub exit_ns: Option<u64>,
+    pub exit_cpu: u32,
+}
+
+/// Follows the timer wake-ups of a set of threads through their events.
+#[derive(Debug, Default)]
+pub struct WakeTracker {
+    tids: Vec<i32>,
+    /// Armed timers: address -> (tid, softexpires, armed at, CPU).
+    timers: HashMap<u64, (i32, u64, u64, u32)>,
+    /// The wake-up in progress, per thread (after its timer fired).
+    open: HashMap<i32, KernelWake>,
+    done: Vec<KernelWake>,
+    /// Waits whose timer was armed again before their `sys_exit` was seen.
+    pub incomplete: u64,
+    /// Waits in progress given up because the kernel lost events.
+    pub lost: u64,
+}
+
+impl WakeTracker {
+    pub fn new(tids: &[i32]) -> Self {
+        WakeTracker {
+            tids: tids.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    fn ours(&self, pid: i32) -> bool {
+        pid > 0 && self.tids.contains(&pid)
+    }
+
+    /// Takes one event (events must come in time order).
+    pub fn event(&mut self, e: &Event) {
+        match e.kind {
+            Kind::HrtimerStart {
+                hrtimer,
+                softexpires,
+                ..
+            } if self.ours(e.pid) => {
+                if let Some(w) = self.open.remove(&e.pid) {
+                    self.incomplete += 1;
+                    self.done.push(w);
+                }
+                self.timers
+                    .insert(hrtimer, (e.pid, softexpires, e.ts, e.cpu));
+            }
+            Kind::HrtimerEntry { hrtimer, now, .. } => {
+                if let Some((tid, expires, armed, armed_cpu)) = self
+                    .timers
+                    .remove(&hrtimer)
+                    .filter(|t| now >= t.1 && e.ts >= t.2)
+                {
+                    if let Some(w) = self.open.remove(&tid) {
+                        self.incomplete += 1;
+                        self.done.push(w);
+                    }
+                    self.open.insert(
+                        tid,
+                        KernelWake {
+                            tid,
+                            expires_ns: expires,
+                            armed_ns: armed,
+                            armed_cpu,
+                            irq_ns: Some(now),
+                            irq_cpu: e.cpu,
+                            waking_ns: None,
+                            switch_ns: None,
+                            switch_prev: None,
+                            exit_ns: None,
+                            exit_cpu: e.cpu,
+                        },
+                    );
+                }
+            }
+            Kind::Waking { pid, .. } => {
+                if let Some(w) = self.open.get_mut(&pid) {
+                    w.waking_ns.get_or_insert(e.ts);
+                }
+            }
+            Kind::Switch { prev_pid, next_pid } => {
+                if let Some(w) = self.open.get_mut(&next_pid) {
+                    if w.switch_ns.is_none() {
+                        w.switch_ns = Some(e.ts);
+                        w.switch_prev = Some(prev_pid);
+                    }
+                }
+            }
+            Kind::Lost => {
+                // Whatever spans the loss cannot be trusted: a timer's arming
+                // and its expiry (or a wake-up and its exit) may belong to
+                // different waits.
+                self.lost += (self.timers.len() + self.open.len()) as u64;
+                self.timers.clear();
+                self.open.clear();
+            }
+            Kind::SysExit { .. } => {
+                if let Some(mut w) = self.open.remove(&e.pid) {
+                    w.exit_ns = Some(e.ts);
+                    w.exit_cpu = e.cpu;
+                    self.done.push(w);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The wake-ups completed so far (taken out).
+    pub fn take(&mut self) -> Vec<KernelWake> {
+        std::mem::take(&mut self.done)
+    }
+}
+
+/// Pairs a thread's samples with its kernel wake-ups (by intended time).
+#[derive(Debug, Default)]
+pub struct Joiner {
+    samples: BTreeMap<u64, Sample>,
+    wakes: BTreeMap<u64, KernelWake>,
+    /// Given up on: a sample without its wake-up, and the reverse.
+    pub unmatched_samples: u64,
+    pub unmatched_wakes: u64,
+}
+
+/// A sample's intended wake time.
+pub fn intended(s: &Sample) -> u64 {
+    s.t_ns.wrapping_sub(s.latency_ns as u64)
+}
+
+impl Joiner {
+    pub fn sample(&mut self, s: &Sample) -> Option<(Sample, KernelWake)> {
+        let t = intended(s);
+        match self.wakes.remove(&t) {
+            Some(w) => Some((*s, w)),
+            None => {
+                self.samples.insert(t, *s);
+                None
+            }
+        }
+    }
+
+    pub fn wake(&mut self, w: &KernelWake) -> Option<(Sample, KernelWake)> {
+        match self.samples.remove(&w.expires_ns) {
+            Some(s) => Some((s, *w)),
+            None => {
+                self.wakes.insert(w.expires_ns, *w);
+                None
+            }
+        }
+    }
+
+    /// Gives up on everything intended before `before_ns` (counted unmatched).
+    pub fn expire(&mut self, before_ns: u64) {
+        let keep_s = self.samples.split_off(&before_ns);
+        self.unmatched_samples += self.samples.len() as u64;
+        self.samples = keep_s;
+        let keep_w = self.wakes.split_off(&before_ns);
+        self.unmatched_wakes += self.wakes.len() as u64;
+        self.wakes = keep_w;
+    }
+
+    /// Gives up on everything still waiting (the end of a run).
+    pub fn finish(&mut self) {
+        self.expire(u64::MAX);
+    }
+}
+
+/// One sample split into stages (ns; see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stages {
+    pub timer_ns: i64,
+    pub wakeup_ns: Option<i64>,
+    pub sched_ns: Option<i64>,
+    pub return_ns: Option<i64>,
+    pub switch_return_ns: Option<i64>,
+    /// rtscope's latency − the kernel's bound (`sys_exit − expires`).
+    pub rtscope_kernel_ns: i64,
+}
+
+/// The stage names, in the order of the wake-up, as series labels use them.
+pub const STAGE_NAMES: [&str; 6] = [
+    "timer",
+    "wakeup",
+    "sched",
+    "return",
+    "switch+return",
+    "rtscope-kernel",
+];
+
+impl Stages {
+    /// The stages of a joined sample; `None` without the timer interrupt or
+    /// the syscall exit (the total cannot be split then).
+    pub fn of(s: &Sample, w: &KernelWake) -> Option<Stages> {
+        let (irq, exit) = (w.irq_ns? as i64, w.exit_ns? as i64);
+        let d = |a: i64, b: i64| b - a;
+        let waking = w.waking_ns.map(|x| x as i64);
+        let switch = w.switch_ns.map(|x| x as i64).filter(|_| waking.is_some());
+        Some(Stages {
+            timer_ns: d(w.expires_ns as i64, irq),
+            wakeup_ns: waking.map(|k| d(irq, k)),
+            sched_ns: waking.zip(switch).map(|(k, sw)| d(k, sw)),
+            return_ns: switch.map(|sw| d(sw, exit)),
+            switch_return_ns: waking.map(|k| d(k, exit)),
+            rtscope_kernel_ns: d(exit, s.t_ns as i64),
+        })
+    }
+
+    /// The stage values in [`STAGE_NAMES`] order.
+    pub fn values(&self) -> [Option<i64>; 6] {
+        [
+            Some(self.timer_ns),
+            self.wakeup_ns,
+            self.sched_ns,
+            self.return_ns,
+            self.switch_return_ns,
+            Some(self.rtscope_kernel_ns),
+        ]
+    }
+}
+
+/// The stage distributions of a run, the accuracy check, and the worst
+/// samples with their stages.
+pub struct StageRecorder {
+    recs: Vec<SeriesRecorder>,
+    observed: [u64; 6],
+    /// Joined samples, and those below the kernel's bound.
+    pub joined: u64,
+    pub below_kernel: u64,
+    worst: Vec<(String, Sample, KernelWake, Stages)>,
+    keep: usize,
+}
+
+impl StageRecorder {
+    /// Timelines relative to `origin_ns`; `keep` worst samples kept whole.
+    pub fn new(origin_ns: u64, keep: usize) -> Self {
+        StageRecorder {
+            recs: (0..6)
+                .map(|_| SeriesRecorder::new(origin_ns, keep.min(32), None))
+                .collect(),
+            observed: [0; 6],
+            joined: 0,
+            below_kernel: 0,
+            worst: Vec::new(),
+            keep,
+        }
+    }
+
+    /// Records a joined sample of `series`; returns its stages (`None`: the
+    /// kernel's record lacked the interrupt or the syscall exit).
+    pub fn record(&mut self, series: &str, s: &Sample, w: &KernelWake) -> Option<Stages> {
+        let st = Stages::of(s, w)?;
+        self.joined += 1;
+        if st.rtscope_kernel_ns < 0 {
+            self.below_kernel += 1;
+        }
+        for (i, v) in st.values().iter().enumerate() {
+            if let Some(v) = v {
+                self.observed[i] += 1;
+                self.recs[i].record(&Sample {
+                    latency_ns: *v,
+                    overruns: 0,
+                    ..*s
+                });
+            }
+        }
+        if self.keep > 0 {
+            let pos = self
+                .worst
+                .iter()
+                .position(|x| x.1.latency_ns < s.latency_ns)
+                .unwrap_or(self.worst.len());
+            if pos < self.keep {
+                self.worst.insert(pos, (series.to_string(), *s, *w, st));
+                self.worst.truncate(self.keep);
+            }
+        }
+        Some(st)
+    }
+
+    /// One series per stage, labelled `stage NAME` (attribute `stage`).
+    pub fn series(&self) -> Vec<Series> {
+        STAGE_NAMES
+            .iter()
+            .zip(&self.recs)
+            .map(|(name, r)| {
+                let mut s = r.to_series(&format!("stage {name}"), 0);
+                s.attributes.insert("stage".into(), serde_json::json!(name));
+                s
+            })
+            .collect()
+    }
+
+    /// For each stage, the samples it was observed for.
+    pub fn observed(&self) -> BTreeMap<String, u64> {
+        STAGE_NAMES
+            .iter()
+            .zip(self.observed)
+            .map(|(n, c)| (n.to_string(), c))
+            .collect()
+    }
+
+    /// The accuracy check's outcome.
+    pub fn accuracy(&self) -> TraceAccuracy {
+        let r = &self.recs[5];
+        TraceAccuracy {
+            checked: self.joined,
+            below_kernel: self.below_kernel,
+            min_ns: if self.joined > 0 { r.stats.min() } else { 0 },
+            p50_ns: r.hist.quantile(0.5),
+            p99_ns: r.hist.quantile(0.99),
+            max_ns: if self.joined > 0 { r.stats.max() } else { 0 },
+            passed: self.joined > 0 && self.below_kernel == 0,
+        }
+    }
+
+    /// The worst samples, worst first, as the document keeps them
+    /// (`name` gives a task's name from its pid).
+    pub fn worst(&self, name: impl Fn(i32) -> String) -> Vec<WakeStages> {
+        self.worst
+            .iter()
+            .map(|(series, s, w, st)| WakeStages {
+                series: series.clone(),
+                seq: s.seq,
+                t_ns: s.t_ns,
+                cpu: s.cpu,
+                latency_ns: s.latency_ns,
+                expires_ns: w.expires_ns,
+                timer_ns: st.timer_ns,
+                wakeup_ns: st.wakeup_ns,
+                sched_ns: st.sched_ns,
+                return_ns: st.return_ns,
+                switch_return_ns: st.switch_return_ns,
+                rtscope_kernel_ns: st.rtscope_kernel_ns,
+                switched_from: w.switch_prev.map(&name),
+                context: vec![],
+            })
+            .collect()
+    }
+
+    /// The kernel's record of each kept worst sample (for context extraction).
+    pub fn worst_wakes(&self) -> impl Iterator<Item = (&Sample, &KernelWake)> {
+        self.worst.iter().map(|x| (&x.1, &x.2))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(ts: u64, cpu: u32, pid: i32, kind: Kind) -> Event {
+        Event { ts, cpu, pid, kind }
+    }
+
+    fn wake_events(tid: i32, e: u64, switch: bool) -> Vec<Event> {
+        let mut v = vec![
+            ev(
+                e - 900_000,
+                1,
+                tid,
+                Kind::HrtimerStart {
+                    hrtimer: 0xabc,
+                    function: 0xf,
+                    expires: e,
+                    softexpires: e,
+                },
+            ),
+            ev(
+                e + 3_000,
+                1,
+                0,
+                Kind::HrtimerEntry {
+                    hrtimer: 0xabc,
+                    function: 0xf,
+                    now: e + 2_000,
+                },
+            ),
+            ev(
+                e + 4_000,
+                1,
+                0,
+                Kind::Waking {
+                    pid: tid,
+                    target_cpu: 1,
+                },
+            ),
+        ];
+        if switch {
+            v.push(ev(
+                e + 9_000,
+                1,
+                0,
+                Kind::Switch {
+                    prev_pid: 0,
+                    next_pid: tid,
+                },
+            ));
+        }
+        v.push(ev(e + 10_000, 1, tid, Kind::SysExit { nr: 230 }));
+        v
+    }
+
+    #[test]
+    fn one_wake_split_and_joined() {
+        let mut t = WakeTracker::new(&[42]);
+        // Another thread's events are ignored.
+        for e in wake_events(7, 1_000_000, true)
+            .iter()
+            .chain(wake_events(42, 2_000_000, true).iter())
+        {
+            t.event(e);
+        }
+        let w = t.take();
+        assert_eq!(w.len(), 1);
+        let w = w[0];
+        assert_eq!(
+            (w.tid, w.expires_ns, w.switch_prev),
+            (42, 2_000_000, Some(0))
+        );
+        let s = Sample {
+            seq: 3,
+            t_ns: 2_012_500,
+            latency_ns: 12_500,
+            overruns: 0,
+            cpu: 1,
+        };
+        let mut j = Joiner::default();
+        assert!(j.sample(&s).is_none());
+        let (s2, w2) = j.wake(&w).unwrap();
+        let st = Stages::of(&s2, &w2).unwrap();
+        assert_eq!(st.timer_ns, 2_000);
+        assert_eq!(st.wakeup_ns, Some(2_000));
+        assert_eq!(st.sched_ns, Some(5_000));
+        assert_eq!(st.return_ns, Some(1_000));
+        assert_eq!(st.switch_return_ns, Some(6_000));
+        assert_eq!(st.rtscope_kernel_ns, 2_500);
+        // The stages add up to the sample.
+        assert_eq!(
+            st.timer_ns
+                + st.wakeup_ns.unwrap()
+                + st.switch_return_ns.unwrap()
+                + st.rtscope_kernel_ns,
+            s.latency_ns
+        );
+    }
+
+    #[test]
+    fn a_loss_never_joins_events_of_different_waits() {
+        // Wait 1 is armed, then events are lost (its expiry, the next arming):
+        // the next expiry of the same timer must not be taken for wait 1's.
+        let mut t = WakeTracker::new(&[42]);
+        let first = wake_events(42, 1_000_000, true);
+        t.event(&first[0]);
+        t.event(&ev(1_500_000, 1, -1, Kind::Lost));
+        for e in &wake_events(42, 2_000_000, true)[1..] {
+            t.event(e);
+        }
+        assert!(t.take().is_empty());
+        assert_eq!(t.lost, 1);
+        // A timer that would have fired before its time is not taken either.
+        let mut t = WakeTracker::new(&[42]);
+        let mut evs = wake_events(42, 3_000_000, true);
+        if let Kind::HrtimerEntry { ref mut now, .. } = evs[1].kind {
+            *now = 2_999_000;
+        }
+        for e in &evs {
+            t.event(e);
+        }
+        assert!(t.take().is_empty());
+    }
+
+    #[test]
+    fn missing_switch_and_lost_events() {
+        let mut t = WakeTracker::new(&[42]);
+        for e in wake_events(42, 1_000_000, false) {
+            t.event(&e);
+        }
+        // The next wait loses its sys_exit: armed again, it is given up.
+        let mut second = wake_events(42, 2_000_000, true);
+        second.pop();
+        for e in second.iter().chain(wake_events(42, 3_000_000, true).iter()) {
+            t.event(e);
+        }
+        let w = t.take();
+        assert_eq!(w.len(), 3);
+        assert_eq!(t.incomplete, 1);
+        assert!(w[0].switch_ns.is_none() && w[0].exit_ns.is_some());
+        assert!(w[1].exit_ns.is_none());
+        let s = |e: u64| Sample {
+            seq: 0,
+            t_ns: e + 11_000,
+            latency_ns: 11_000,
+            overruns: 0,
+            cpu: 1,
+        };
+        let st = Stages::of(&s(1_000_000), &w[0]).unwrap();
+        assert_eq!((st.sched_ns, st.return_ns), (None, None));
+        assert_eq!(st.switch_return_ns, Some(6_000));
+        assert!(Stages::of(&s(2_000_000), &w[1]).is_none());
+        // A sample that never gets its wake-up is given up when expired.
+        let mut j = Joiner::default();
+        j.sample(&s(5_000_000));
+        j.wake(&w[2]);
+        j.expire(4_000_000);
+        assert_eq!((j.unmatched_samples, j.unmatched_wakes), (0, 1));
+        j.finish();
+        assert_eq!((j.unmatched_samples, j.unmatched_wakes), (1, 1));
+    }
+}

@@ -1,0 +1,560 @@
+//! `cyclic --trace`: every sample split into the stages of its wake-up with
+//! kernel trace events, read by the aggregator (never by a measurement
+//! thread) from a private tracefs instance
+//! ([`rtscope_core::trace::Instance`]).
+//!
+//! The instance is opened before the run starts (a missing tracefs is
+//! refused at once, or `--trace=auto` runs untraced), filtered to the
+//! measurement threads once their tids are known, drained at every poll of
+//! the aggregator, and removed when the [`Tracer`] is dropped: at the end of
+//! the run, on an error, or after a stop signal. The join and the stages are
+//! in [`rtscope_core::trace::stages`]. With `--trace-outliers`, interrupts,
+//! softirqs and every context switch of the traced CPUs are recorded too and
+//! kept for two seconds, so that the window of a sample above the threshold
+//! can be cut out when the sample is joined.
+
+use std::collections::{HashMap, VecDeque};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use rtscope_core::named::MeasureClock;
+use rtscope_core::result::{ContextEntry, Series, TraceReport};
+use rtscope_core::sample::Sample;
+use rtscope_core::trace::event::softirq_name;
+use rtscope_core::trace::stages::{intended, Joiner, KernelWake, StageRecorder, WakeTracker};
+use rtscope_core::trace::{Decoder, Event, Instance, Kind, TraceConfig};
+
+use super::cyclic::CyclicOptions;
+use crate::error::usage;
+use rtscope_core::cyclic::WakeMethod;
+
+/// `--trace[=on|auto]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum TraceMode {
+    /// Untraced.
+    #[default]
+    #[value(skip)]
+    Off,
+    /// Trace; where tracing is not possible, say why and exit with code 2.
+    On,
+    /// Trace where possible, else run untraced (with a note).
+    Auto,
+}
+
+/// The tracing settings of a planned run.
+#[derive(Debug, Clone, Serialize)]
+pub struct TracePlan {
+    pub mode: TraceMode,
+    pub outliers_ns: Option<u64>,
+    pub buffer_kb: u32,
+}
+
+/// Validates the tracing options (`None`: untraced).
+pub fn plan(a: &CyclicOptions) -> Result<Option<TracePlan>> {
+    if a.trace == TraceMode::Off {
+        return Ok(None);
+    }
+    if a.clock != MeasureClock::Monotonic {
+        return Err(usage(
+            "--trace needs --clock monotonic (the trace clock is CLOCK_MONOTONIC)",
+        ));
+    }
+    if a.wake != WakeMethod::Absolute {
+        return Err(usage(
+            "--trace works with --wake absolute (the kernel's timer expiry is then the intended wake time)",
+        ));
+    }
+    if a.repeat > 1 {
+        return Err(usage("--repeat cannot be combined with --trace"));
+    }
+    if !(64..=1_048_576).contains(&a.trace_buffer_kb) {
+        return Err(usage("--trace-buffer: 64 to 1048576 KiB"));
+    }
+    Ok(Some(TracePlan {
+        mode: a.trace,
+        outliers_ns: a.trace_outliers_ns,
+        buffer_kb: a.trace_buffer_kb,
+    }))
+}
+
+/// The events of the stages.
+const STAGE_EVENTS: [&str; 5] = [
+    "timer/hrtimer_start",
+    "timer/hrtimer_expire_entry",
+    "sched/sched_waking",
+    "sched/sched_switch",
+    "raw_syscalls/sys_exit",
+];
+
+/// Without these no stage can be measured.
+const REQUIRED: [&str; 3] = [
+    "timer/hrtimer_start",
+    "timer/hrtimer_expire_entry",
+    "raw_syscalls/sys_exit",
+];
+
+/// How long events are kept for outlier windows, ns.
+const HISTORY_NS: u64 = 2_000_000_000;
+/// Samples and kernel wake-ups wait this long for each other, ns.
+const JOIN_HORIZON_NS: u64 = 2_000_000_000;
+
+/// Opens the instance before the run (`Ok(None)`: `--trace=auto` and
+/// tracing is not possible; a note was printed unless `quiet`).
+pub fn open(tp: &TracePlan, cpus: &[usize], quiet: bool) -> Result<Option<Instance>> {
+    let mut events: Vec<String> = STAGE_EVENTS.iter().map(|s| s.to_string()).collect();
+    if tp.outliers_ns.is_some() {
+        for e in TraceConfig::noise_events() {
+            if !events.contains(&e) {
+                events.push(e);
+            }
+        }
+    }
+    let cfg = TraceConfig {
+        cpus: cpus.to_vec(),
+        events,
+        buffer_kb: tp.buffer_kb,
+    };
+    let res = Instance::open(&cfg).and_then(|i| {
+        match REQUIRED.iter().find(|r| !i.enabled.iter().any(|e| e == *r)) {
+            Some(r) => Err(rtscope_core::trace::TraceError::Setting(
+                r.into(),
+                std::io::Error::other("this kernel lacks the event"),
+            )),
+            None => Ok(i),
+        }
+    });
+    match (res, tp.mode) {
+        (Ok(i), _) => Ok(Some(i)),
+        (Err(e), TraceMode::Auto) => {
+            if !quiet {
+                eprintln!("note: --trace=auto: {e}; running untraced");
+            }
+            Ok(None)
+        }
+        (Err(e), _) => Err(usage(format!("--trace: {e}"))),
+    }
+}
+
+/// The aggregator's tracing state.
+pub struct Tracer {
+    inst: Instance,
+    outliers_ns: Option<u64>,
+    keep: usize,
+    tracker: WakeTracker,
+    joiners: Vec<Joiner>,
+    labels: Vec<String>,
+    by_tid: HashMap<i32, usize>,
+    rec: StageRecorder,
+    batch: Vec<Event>,
+    history: VecDeque<Event>,
+    newest_intended: u64,
+    samples: u64,
+    /// Outlier windows: (latency, series, seq, entries), worst first.
+    contexts: Vec<(i64, String, u64, Vec<ContextEntry>)>,
+    /// Filters that could not be set (the run is then only heavier).
+    pub filter_errors: Vec<String>,
+}
+
+impl Tracer {
+    /// Follows the threads `tids` (labels `labels`), keeping the `keep` worst samples.
+    pub fn new(
+        inst: Instance,
+        tp: &TracePlan,
+        tids: &[i32],
+        labels: Vec<String>,
+        origin_ns: u64,
+        keep: usize,
+    ) -> Tracer {
+        let any = |field: &str| {
+            tids.iter()
+                .map(|t| format!("{field} == {t}"))
+                .collect::<Vec<_>>()
+                .join(" || ")
+        };
+        let mut filters = vec![
+            ("timer/hrtimer_start", any("common_pid")),
+            ("sched/sched_waking", any("pid")),
+            ("raw_syscalls/sys_exit", any("common_pid")),
+        ];
+        if tp.outliers_ns.is_none() {
+            filters.push(("sched/sched_switch", any("next_pid")));
+        }
+        let mut filter_errors = Vec::new();
+        for (ev, f) in filters {
+            if inst.enabled.iter().any(|e| e == ev) {
+                if let Err(e) = inst.set_filter(ev, &f) {
+                    filter_errors.push(format!("{ev}: {e}"));
+                }
+            }
+        }
+        Tracer {
+            inst,
+            outliers_ns: tp.outliers_ns,
+            keep,
+            tracker: WakeTracker::new(tids),
+            joiners: tids.iter().map(|_| Joiner::default()).collect(),
+            labels,
+            by_tid: tids.iter().enumerate().map(|(i, t)| (*t, i)).collect(),
+            rec: StageRecorder::new(origin_ns, keep),
+            batch: Vec::new(),
+            history: VecDeque::new(),
+            newest_intended: 0,
+            samples: 0,
+            contexts: Vec::new(),
+            filter_errors,
+        }
+    }
+
+    /// A sample of thread `i`, as the aggregator drains it.
+    pub fn sample(&mut self, i: usize, s: &Sample) {
+        self.samples += 1;
+        self.newest_intended = self.newest_intended.max(intended(s));
+        if let Some((s, w)) = self.joiners.get_mut(i).and_then(|j| j.sample(s)) {
+            self.joined(i, &s, &w);
+        }
+    }
+
+    /// Reads the events available now and joins what completed.
+    pub fn pump(&mut self) {
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.clear();
+        self.inst.read(|e| batch.push(*e));
+        batch.sort_by_key(|e| e.ts);
+        for e in &batch {
+            self.tracker.event(e);
+        }
+        if self.outliers_ns.is_some() {
+            self.history.extend(batch.iter().copied());
+            let newest = self.history.back().map_or(0, |e| e.ts);
+            while self
+                .history
+                .front()
+                .is_some_and(|e| e.ts + HISTORY_NS < newest)
+            {
+                self.history.pop_front();
+            }
+        }
+        self.batch = batch;
+        for w in self.tracker.take() {
+            let Some(&i) = self.by_tid.get(&w.tid) else {
+                continue;
+            };
+            if let Some((s, w)) = self.joiners[i].wake(&w) {
+                self.joined(i, &s, &w);
+            }
+        }
+        let horizon = self.newest_intended.saturating_sub(JOIN_HORIZON_NS);
+        for j in &mut self.joiners {
+            j.expire(horizon);
+        }
+    }
+
+    fn joined(&mut self, i: usize, s: &Sample, w: &KernelWake) {
+        if self.rec.record(&self.labels[i], s, w).is_none() {
+            return;
+        }
+        let Some(th) = self.outliers_ns else {
+            return;
+        };
+        if s.latency_ns < th as i64 || self.keep == 0 {
+            return;
+        }
+        let pos = self
+            .contexts
+            .iter()
+            .position(|c| c.0 < s.latency_ns)
+            .unwrap_or(self.contexts.len());
+        if pos >= self.keep {
+            return;
+        }
+        let (a, b) = self.history.as_slices();
+        let entries = context(a.iter().chain(b.iter()), w, &self.inst.decoder);
+        self.contexts
+            .insert(pos, (s.latency_ns, self.labels[i].clone(), s.seq, entries));
+        self.contexts.truncate(self.keep);
+    }
+
+    /// Ends tracing: the last events are read, the instance removed. Returns
+    /// the stage series, the report and warnings.
+    pub fn finish(mut self) -> (Vec<Series>, TraceReport, Vec<String>) {
+        self.inst.stop();
+        self.pump();
+        let mut unmatched_samples = 0;
+        let mut unmatched_wakes = 0;
+        for j in &mut self.joiners {
+            j.finish();
+            unmatched_samples += j.unmatched_samples;
+            unmatched_wakes += j.unmatched_wakes;
+        }
+        let overruns = self.inst.overruns();
+        let dec = &self.inst.decoder;
+        let mut worst = self.rec.worst(|p| dec.task_name(p));
+        for w in &mut worst {
+            if let Some(c) = self
+                .contexts
+                .iter()
+                .find(|c| c.1 == w.series && c.2 == w.seq)
+            {
+                w.context = c.3.clone();
+            }
+        }
+        let report = TraceReport {
+            clock: "mono".into(),
+            instance: self
+                .inst
+                .dir()
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            events: self.inst.enabled.clone(),
+            missing_events: self.inst.missing.clone(),
+            events_read: self.inst.events,
+            lost_pages: self.inst.lost_pages,
+            lost_events: self.inst.lost_events,
+            overruns,
+            samples: self.samples,
+            joined: self.rec.joined,
+            unmatched_samples,
+            unmatched_wakes,
+            observed: self.rec.observed(),
+            accuracy: self.rec.accuracy(),
+            worst,
+        };
+        let mut warnings = Vec::new();
+        if report.lost_pages > 0 || report.overruns > 0 {
+            warnings.push(format!(
+                "the trace lost events ({} overrun, {} pages with losses; raise --trace-buffer): {} of {} samples could not be split",
+                report.overruns,
+                report.lost_pages,
+                report.samples - report.joined,
+                report.samples
+            ));
+        } else if report.samples > report.joined {
+            warnings.push(format!(
+                "{} of {} samples have no complete kernel record (not split into stages)",
+                report.samples - report.joined,
+                report.samples
+            ));
+        }
+        if report.accuracy.below_kernel > 0 {
+            warnings.push(format!(
+                "accuracy check failed: {} of {} samples are below the kernel's bound (sys_exit - expires), by up to {} ns",
+                report.accuracy.below_kernel,
+                report.accuracy.checked,
+                -report.accuracy.min_ns
+            ));
+        }
+        for e in &self.filter_errors {
+            warnings.push(format!("trace filter not set (more events recorded): {e}"));
+        }
+        let series = self.rec.series();
+        (series, report, warnings)
+        // `self.inst` is dropped here: the instance is removed.
+    }
+}
+
+/// What ran on the CPUs of a wake-up from the arming of its timer to its
+/// return to user space, from events in time order: interrupts, softirqs,
+/// system vectors and NMIs with their durations, the tasks that held a CPU
+/// until a switch, and the wake-up's own steps as markers. Times relative
+/// to the intended wake time.
+pub fn context<'a>(
+    events: impl Iterator<Item = &'a Event>,
+    w: &KernelWake,
+    dec: &Decoder,
+) -> Vec<ContextEntry> {
+    const MAX: usize = 200;
+    let Some(end) = w.exit_ns else {
+        return vec![];
+    };
+    let start = w.armed_ns;
+    let mut cpus = vec![w.armed_cpu, w.irq_cpu, w.exit_cpu];
+    cpus.sort_unstable();
+    cpus.dedup();
+    let rel = |t: u64| t as i64 - w.expires_ns as i64;
+    let mut out: Vec<ContextEntry> = Vec::new();
+    // Per CPU: open handlers (kind, what, start) and the last switch time.
+    let mut open: HashMap<u32, Vec<(&'static str, String, u64)>> = HashMap::new();
+    let mut last_switch: HashMap<u32, u64> = HashMap::new();
+    let push =
+        |out: &mut Vec<ContextEntry>, t0: u64, t1: u64, cpu: u32, kind: &str, what: String| {
+            out.push(ContextEntry {
+                start_ns: rel(t0),
+                duration_ns: t1.saturating_sub(t0),
+                cpu,
+                kind: kind.into(),
+                what,
+            });
+        };
+    for (t, kind, what) in [
+        (Some(w.armed_ns), "armed", "timer armed".to_string()),
+        (w.irq_ns, "timer", "timer interrupt (hrtimer)".to_string()),
+        (w.waking_ns, "waking", "thread woken (sched_waking)".into()),
+        (w.switch_ns, "switch", "switched in".into()),
+        (w.exit_ns, "exit", "wait returns (sys_exit)".into()),
+    ] {
+        if let Some(t) = t {
+            push(&mut out, t, t, w.exit_cpu, kind, what);
+        }
+    }
+    for e in events {
+        if e.ts < start || e.ts > end || !cpus.contains(&e.cpu) {
+            continue;
+        }
+        let stack = open.entry(e.cpu).or_default();
+        match e.kind {
+            Kind::IrqEntry { irq } => stack.push((
+                "irq",
+                format!(
+                    "IRQ {irq} {}",
+                    dec.irq_names.get(&irq).map_or("", String::as_str)
+                ),
+                e.ts,
+            )),
+            Kind::SoftirqEntry { vec } => {
+                stack.push(("softirq", format!("softirq {}", softirq_name(vec)), e.ts))
+            }
+            Kind::VectorEntry { vector } => {
+                stack.push(("vector", dec.vector_name(vector).to_string(), e.ts))
+            }
+            Kind::IrqExit { .. } | Kind::SoftirqExit { .. } | Kind::VectorExit { .. } => {
+                let want = match e.kind {
+                    Kind::IrqExit { .. } => "irq",
+                    Kind::SoftirqExit { .. } => "softirq",
+                    _ => "vector",
+                };
+                if let Some(p) = stack.iter().rposition(|x| x.0 == want) {
+                    let (k, what, t0) = stack.remove(p);
+                    push(&mut out, t0, e.ts, e.cpu, k, what);
+                }
+            }
+            Kind::Nmi { delta_ns } => push(
+                &mut out,
+                e.ts.saturating_sub(delta_ns),
+                e.ts,
+                e.cpu,
+                "nmi",
+                "NMI".into(),
+            ),
+            Kind::Switch { prev_pid, .. } => {
+                let t0 = last_switch.insert(e.cpu, e.ts).unwrap_or(start);
+                if prev_pid != 0 && prev_pid != w.tid {
+                    push(&mut out, t0, e.ts, e.cpu, "task", dec.task_name(prev_pid));
+                }
+            }
+            _ => {}
+        }
+    }
+    // Handlers still running at the wake-up.
+    for (cpu, stack) in open {
+        for (k, what, t0) in stack {
+            push(&mut out, t0, end, cpu, k, what);
+        }
+    }
+    out.sort_by_key(|c| (c.start_ns, c.cpu));
+    if out.len() > MAX {
+        // Keep the markers and the longest entries.
+        let mut keep: Vec<usize> = (0..out.len()).collect();
+        keep.sort_by_key(|&i| {
+            std::cmp::Reverse(if out[i].duration_ns == 0 {
+                u64::MAX
+            } else {
+                out[i].duration_ns
+            })
+        });
+        keep.truncate(MAX);
+        keep.sort_unstable();
+        out = keep.into_iter().map(|i| out[i].clone()).collect();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(ts: u64, cpu: u32, kind: Kind) -> Event {
+        Event {
+            ts,
+            cpu,
+            pid: 0,
+            kind,
+        }
+    }
+
+    #[test]
+    fn context_names_what_ran() {
+        let mut dec = Decoder::default();
+        dec.irq_names.insert(11, "virtio0".into());
+        dec.comms.insert(77, "kworker/1:2".into());
+        let w = KernelWake {
+            tid: 42,
+            expires_ns: 10_000,
+            armed_ns: 0,
+            armed_cpu: 1,
+            irq_ns: Some(12_000),
+            irq_cpu: 1,
+            waking_ns: Some(13_000),
+            switch_ns: Some(60_000),
+            switch_prev: Some(77),
+            exit_ns: Some(61_000),
+            exit_cpu: 1,
+        };
+        let evs = [
+            ev(
+                5_000,
+                1,
+                Kind::Switch {
+                    prev_pid: 0,
+                    next_pid: 77,
+                },
+            ),
+            ev(20_000, 1, Kind::IrqEntry { irq: 11 }),
+            ev(58_000, 1, Kind::IrqExit { irq: 11 }),
+            ev(
+                60_000,
+                1,
+                Kind::Switch {
+                    prev_pid: 77,
+                    next_pid: 42,
+                },
+            ),
+            ev(30_000, 0, Kind::IrqEntry { irq: 5 }), // another CPU: ignored
+            ev(90_000, 1, Kind::IrqEntry { irq: 11 }), // after the wake-up: ignored
+        ];
+        let c = context(evs.iter(), &w, &dec);
+        let irq = c.iter().find(|e| e.kind == "irq").unwrap();
+        assert_eq!(
+            (irq.what.as_str(), irq.duration_ns, irq.start_ns),
+            ("IRQ 11 virtio0", 38_000, 10_000)
+        );
+        let task = c.iter().find(|e| e.kind == "task").unwrap();
+        assert_eq!(
+            (task.what.as_str(), task.duration_ns),
+            ("kworker/1:2[77]", 55_000)
+        );
+        assert_eq!(c.iter().filter(|e| e.kind == "irq").count(), 1);
+        assert!(c.iter().any(|e| e.kind == "switch" && e.start_ns == 50_000));
+    }
+
+    #[test]
+    fn plan_refuses_what_cannot_be_joined() {
+        let mut o = CyclicOptions {
+            trace: TraceMode::On,
+            ..CyclicOptions::default()
+        };
+        assert!(plan(&o).unwrap().is_some());
+        o.wake = WakeMethod::Timerfd;
+        assert!(plan(&o).is_err());
+        o.wake = WakeMethod::Absolute;
+        o.clock = MeasureClock::Realtime;
+        assert!(plan(&o).is_err());
+        o.clock = MeasureClock::Monotonic;
+        o.repeat = 3;
+        assert!(plan(&o).is_err());
+        o.trace = TraceMode::Off;
+        assert!(plan(&o).unwrap().is_none());
+    }
+}

@@ -1,0 +1,685 @@
+//! `rtscope irq`: interrupt-to-task latency from a chosen interrupt source.
+//!
+//! - `timer`: the hrtimer path — one measurement thread on one CPU, woken by
+//!   its own absolute timer (the `cyclic` measurement), split into stages
+//!   with kernel trace events where tracing is possible (`--trace`, default
+//!   `auto`; see `cyclic_trace`). On kernels since 2.6.38 `/dev/rtc`
+//!   periodic interrupts are emulated with hrtimers, so this is the path
+//!   RTC-driven measurements took too.
+//! - `net`: UDP packets stamped by the kernel on receive (software RX stamp,
+//!   `SO_TIMESTAMPNS`, CLOCK_REALTIME). A built-in sender thread sends
+//!   `--rate` packets per second on loopback (or `--peer ADDR` listens for
+//!   an external sender); the real-time receiver thread blocks in `recvmsg`
+//!   and, on return, reads CLOCK_REALTIME: latency = that − the kernel's
+//!   stamp, both on CLOCK_REALTIME (a clock step during the run would show
+//!   as negative samples, counted). Packets carry a sequence number; gaps
+//!   are lost packets, counted as the series' `overruns`.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use serde::Serialize;
+use serde_json::json;
+
+use rtscope_core::record::SeriesRecorder;
+use rtscope_core::result::{EndReason, ResultDocument};
+use rtscope_core::sample::{ring, Sample, SampleSink};
+use rtscope_core::sys;
+use rtscope_core::units::{format_ns, online_cpus};
+
+use super::cyclic::{self, CyclicOptions};
+use super::cyclic_trace::TraceMode;
+use super::run::{self, Outputs, RtChoice, RunSettings};
+use crate::error::{usage, EXIT_OK, EXIT_RUN};
+
+/// The interrupt source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum IrqSource {
+    /// A high-resolution timer armed by the measurement thread (stages with --trace).
+    Timer,
+    /// UDP packets stamped by the kernel on receive (loopback sender, or --peer).
+    Net,
+    /// `/dev/rtc` periodic interrupts (RTC_IRQP_SET, RTC_PIE_ON, blocking read).
+    Rtc,
+}
+
+/// What a user asks of an irq run.
+#[derive(Debug, Clone)]
+pub struct IrqOptions {
+    pub source: IrqSource,
+    /// CPU of the measurement (receiver) thread; default the last online CPU.
+    pub cpu: Option<usize>,
+    /// Interrupts (timer wake-ups, packets) per second.
+    pub rate_hz: u64,
+    /// `--peer`: listen on this address for an external sender (net only).
+    pub peer: Option<SocketAddr>,
+    pub loops: Option<u64>,
+    pub duration_ns: Option<u64>,
+    pub spikes: usize,
+    pub rt: RtChoice,
+    pub trace: TraceMode,
+    pub trace_outliers_ns: Option<u64>,
+    pub outputs: Outputs,
+    pub loads: Vec<crate::load::LoadSpec>,
+    pub load_cpus: Option<Vec<usize>>,
+    /// `--rtc-device` (rtc only).
+    pub rtc_device: std::path::PathBuf,
+}
+
+/// A planned net run (goes into the result document).
+#[derive(Debug, Clone, Serialize)]
+pub struct NetPlan {
+    pub source: IrqSource,
+    pub cpu: usize,
+    pub rate_hz: u64,
+    pub peer: Option<SocketAddr>,
+    pub loops: Option<u64>,
+    pub duration_ns: Option<u64>,
+    pub spikes: usize,
+    pub rt: RtChoice,
+    /// How latency is measured.
+    pub clock: &'static str,
+    #[serde(flatten)]
+    pub outputs: Outputs,
+    pub loads: Vec<crate::load::LoadSpec>,
+    pub load_cpus: Option<Vec<usize>>,
+}
+
+fn check_common(o: &IrqOptions) -> Result<usize> {
+    let online = online_cpus();
+    let cpu = o.cpu.unwrap_or(*online.last().unwrap_or(&0));
+    if !online.contains(&cpu) {
+        return Err(usage(format!("--cpu: CPU {cpu} is not online")));
+    }
+    if o.rate_hz == 0 || o.rate_hz > 100_000 {
+        return Err(usage("--rate: 1 to 100000 per second"));
+    }
+    Ok(cpu)
+}
+
+/// Runs the experiment; the exit code.
+pub fn run(o: &IrqOptions) -> Result<i32> {
+    let cpu = check_common(o)?;
+    match o.source {
+        IrqSource::Timer => run_timer(o, cpu),
+        IrqSource::Net => run_net(o, cpu),
+        IrqSource::Rtc => run_rtc(o, cpu),
+    }
+}
+
+fn run_timer(o: &IrqOptions, cpu: usize) -> Result<i32> {
+    if o.peer.is_some() {
+        return Err(usage("--peer is for --source net"));
+    }
+    if o.rtc_device != std::path::Path::new(DEFAULT_RTC) {
+        return Err(usage("--rtc-device is for --source rtc"));
+    }
+    let co = CyclicOptions {
+        threads: Some(1),
+        cpus: Some(vec![cpu]),
+        period_ns: 1_000_000_000 / o.rate_hz,
+        loops: o.loops,
+        duration_ns: o.duration_ns,
+        spikes: o.spikes,
+        rt: o.rt,
+        trace: o.trace,
+        trace_outliers_ns: o.trace_outliers_ns,
+        outputs: o.outputs.clone(),
+        loads: o.loads.clone(),
+        load_cpus: o.load_cpus.clone(),
+        ..CyclicOptions::default()
+    };
+    let plan = cyclic::plan(&co)?;
+    let mut out = cyclic::execute(&plan)?;
+    out.doc.experiment = "irq".into();
+    if let Some(p) = out.doc.plan.as_object_mut() {
+        p.insert("source".into(), json!("timer"));
+    }
+    let failed = out
+        .doc
+        .trace
+        .as_ref()
+        .is_some_and(|t| t.accuracy.below_kernel > 0);
+    let code = out.deliver(&plan);
+    if code == EXIT_OK && failed {
+        eprintln!("error: accuracy check failed: samples below the kernel's bound");
+        return Ok(EXIT_RUN);
+    }
+    Ok(code)
+}
+
+fn run_net(o: &IrqOptions, cpu: usize) -> Result<i32> {
+    if o.trace != TraceMode::Off || o.trace_outliers_ns.is_some() {
+        return Err(usage(
+            "--trace is available for --source timer (net: the kernel's RX stamp is the reference)",
+        ));
+    }
+    if o.rtc_device != std::path::Path::new(DEFAULT_RTC) {
+        return Err(usage("--rtc-device is for --source rtc"));
+    }
+    o.outputs.check(&[])?;
+    crate::load::LoadSet::check(&o.loads, o.load_cpus.as_deref())?;
+    let plan = NetPlan {
+        source: o.source,
+        cpu,
+        rate_hz: o.rate_hz,
+        peer: o.peer,
+        loops: o.loops,
+        duration_ns: o.duration_ns,
+        spikes: o.spikes,
+        rt: o.rt,
+        clock: "CLOCK_REALTIME after recvmsg − the kernel's software RX stamp (SO_TIMESTAMPNS, CLOCK_REALTIME)",
+        outputs: o.outputs.clone(),
+        loads: o.loads.clone(),
+        load_cpus: o.load_cpus.clone(),
+    };
+    let doc = execute_net(&plan)?;
+    let mut text = crate::output::summary::cyclic_summary(&doc);
+    let a = &doc.series[0].attributes;
+    text.push_str(&format!(
+        "packets: {} received, {} lost, {} without a kernel stamp; latency = user receive time − kernel RX stamp (CLOCK_REALTIME)\n",
+        a.get("received").cloned().unwrap_or_default(),
+        a.get("lost").cloned().unwrap_or_default(),
+        a.get("unstamped").cloned().unwrap_or_default(),
+    ));
+    let code = run::deliver(&doc, &plan.outputs, vec![], &text);
+    Ok(if code != EXIT_OK { EXIT_RUN } else { EXIT_OK })
+}
+
+/// What the receiver counted besides its samples.
+#[derive(Default)]
+struct RxCounts {
+    received: u64,
+    unstamped: u64,
+    lost: u64,
+}
+
+fn receive_loop(
+    sock: &UdpSocket,
+    sink: &mut impl SampleSink,
+    stop: &AtomicBool,
+    loops: Option<u64>,
+    cpu: u32,
+) -> std::io::Result<RxCounts> {
+    let mut c = RxCounts::default();
+    let mut buf = [0u8; 2048];
+    let mut expected: Option<u64> = None;
+    let fd = sock.as_raw_fd();
+    while !stop.load(Ordering::Relaxed) && loops.is_none_or(|l| c.received < l) {
+        let (n, stamp) = match sys::recv_stamped(fd, &mut buf) {
+            Ok(x) => x,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
+            Err(e) => return Err(e),
+        };
+        let now_rt = sys::clock_ns(libc::CLOCK_REALTIME);
+        let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        c.received += 1;
+        let seq = if n >= 8 {
+            u64::from_le_bytes(buf[..8].try_into().unwrap_or([0; 8]))
+        } else {
+            c.received - 1
+        };
+        let gap = match expected {
+            Some(e) if seq > e => seq - e,
+            _ => 0,
+        };
+        c.lost += gap;
+        expected = Some(seq + 1);
+        let Some(st) = stamp else {
+            c.unstamped += 1;
+            continue;
+        };
+        sink.push(Sample {
+            seq,
+            t_ns: now,
+            latency_ns: now_rt as i64 - st as i64,
+            overruns: gap.min(u64::from(u32::MAX)) as u32,
+            cpu,
+        });
+    }
+    Ok(c)
+}
+
+fn send_loop(sock: &UdpSocket, to: SocketAddr, period_ns: u64, stop: &AtomicBool) {
+    let mut seq = 0u64;
+    let mut t = sys::clock_ns(libc::CLOCK_MONOTONIC) + period_ns;
+    while !stop.load(Ordering::Relaxed) {
+        if sys::sleep_until(libc::CLOCK_MONOTONIC, t).is_err() {
+            break;
+        }
+        let _ = sock.send_to(&seq.to_le_bytes(), to);
+        seq += 1;
+        t += period_ns;
+    }
+}
+
+fn execute_net(plan: &NetPlan) -> Result<ResultDocument> {
+    let bind: SocketAddr = plan
+        .peer
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
+    let rx = UdpSocket::bind(bind)
+        .map_err(|e| usage(format!("--peer {bind}: cannot listen there: {e}")))?;
+    sys::enable_rx_timestamps(rx.as_raw_fd()).context("SO_TIMESTAMPNS")?;
+    rx.set_read_timeout(Some(Duration::from_millis(100)))
+        .context("socket read timeout")?;
+    let addr = rx.local_addr().context("socket address")?;
+    let header = format!(
+        "rtscope irq: source net, {} on {addr}, receiver on CPU {} SCHED_{} {}, {}",
+        match plan.peer {
+            Some(_) => "an external sender".to_string(),
+            None => format!("loopback sender at {}/s", plan.rate_hz),
+        },
+        plan.cpu,
+        plan.rt.policy.name().to_uppercase(),
+        plan.rt.priority,
+        match (plan.loops, plan.duration_ns) {
+            (Some(l), _) => format!("{l} packets"),
+            (None, Some(d)) => format_ns(d),
+            (None, None) => "until Ctrl-C".into(),
+        }
+    );
+    let run = run::begin(
+        &RunSettings {
+            rt: plan.rt,
+            loads: &plan.loads,
+            load_cpus: plan.load_cpus.as_deref(),
+            quiet: plan.outputs.quiet,
+        },
+        &header,
+    )?;
+    let stop: Arc<AtomicBool> = run.stop().clone();
+    let setup = plan
+        .rt
+        .thread_setup(vec![plan.cpu], run::STOP_SIGNALS.to_vec());
+    let (mut sink, mut source) = ring(1 << 16);
+    let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let mut rec = SeriesRecorder::new(start, plan.spikes, None);
+    let tid = Arc::new(AtomicI32::new(0));
+    let (rx_stop, rx_tid, loops, cpu) = (stop.clone(), tid.clone(), plan.loops, plan.cpu as u32);
+    let receiver = std::thread::Builder::new()
+        .name("rtscope-rx".into())
+        .spawn(
+            move || -> Result<(RxCounts, rtscope_core::rt::ThreadState), String> {
+                let st = setup.apply().map_err(|e| e.to_string())?;
+                rx_tid.store(st.tid, Ordering::Relaxed);
+                let c = receive_loop(&rx, &mut sink, &rx_stop, loops, cpu)
+                    .map_err(|e| format!("receive: {e}"))?;
+                Ok((c, st))
+            },
+        )
+        .context("cannot start the receiver thread")?;
+    let sender = match plan.peer {
+        Some(_) => None,
+        None => {
+            let tx = UdpSocket::bind("127.0.0.1:0").context("sender socket")?;
+            let (s_stop, period) = (stop.clone(), 1_000_000_000 / plan.rate_hz);
+            Some(
+                std::thread::Builder::new()
+                    .name("rtscope-tx".into())
+                    .spawn(move || send_loop(&tx, addr, period, &s_stop))
+                    .context("cannot start the sender thread")?,
+            )
+        }
+    };
+    let t0 = Instant::now();
+    let mut duration_hit = false;
+    loop {
+        source.drain(|s| rec.record(s));
+        if receiver.is_finished() || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if let Some(d) = plan.duration_ns {
+            if t0.elapsed() >= Duration::from_nanos(d) {
+                duration_hit = true;
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let res = receiver
+        .join()
+        .unwrap_or_else(|_| Err("the receiver thread panicked".into()));
+    if let Some(s) = sender {
+        let _ = s.join();
+    }
+    source.drain(|s| rec.record(s));
+    let (counts, state) = res.map_err(|e| anyhow!(e))?;
+    let mut s = rec.to_series("net rx", source.dropped());
+    let a = &mut s.attributes;
+    a.insert("source".into(), json!("net"));
+    a.insert("address".into(), json!(addr.to_string()));
+    a.insert("received".into(), json!(counts.received));
+    a.insert("lost".into(), json!(counts.lost));
+    a.insert("unstamped".into(), json!(counts.unstamped));
+    a.insert("tid".into(), json!(state.tid));
+    a.insert("policy".into(), json!(state.policy));
+    a.insert("priority".into(), json!(state.priority));
+    a.insert("cpus".into(), json!([plan.cpu]));
+    let mut warnings = Vec::new();
+    if counts.lost > 0 {
+        warnings.push(format!("{} packets were lost (sequence gaps)", counts.lost));
+    }
+    if counts.unstamped > 0 {
+        warnings.push(format!(
+            "{} packets came without a kernel receive stamp",
+            counts.unstamped
+        ));
+    }
+    if counts.received == 0 {
+        warnings.push("no packet was received".into());
+    }
+    let end = if duration_hit {
+        EndReason::Duration
+    } else if plan.loops.is_some_and(|l| counts.received >= l) {
+        EndReason::Loops
+    } else {
+        EndReason::Interrupted
+    };
+    let _ = tid;
+    Ok(run.finish("irq", plan, vec![s], end, warnings).doc)
+}
+
+/// The default RTC device.
+pub const DEFAULT_RTC: &str = "/dev/rtc0";
+
+/// A planned rtc run (goes into the result document).
+#[derive(Debug, Clone, Serialize)]
+pub struct RtcPlan {
+    pub source: IrqSource,
+    pub device: std::path::PathBuf,
+    pub cpu: usize,
+    pub rate_hz: u64,
+    pub loops: Option<u64>,
+    pub duration_ns: Option<u64>,
+    pub spikes: usize,
+    pub rt: RtChoice,
+    /// How latency is measured.
+    pub clock: &'static str,
+    #[serde(flatten)]
+    pub outputs: Outputs,
+    pub loads: Vec<crate::load::LoadSpec>,
+    pub load_cpus: Option<Vec<usize>>,
+}
+
+/// Measures RTC interrupts read through `read`: each word says how many
+/// interrupts happened since the last read (more than one: the reader missed
+/// some, counted as overruns). Interrupt `k` (0-based, counted from the
+/// start) was due at `t_on + (k + 1) * period`; latency = the clock after
+/// `read` − that.
+fn rtc_loop(
+    mut read: impl FnMut() -> std::io::Result<u64>,
+    t_on: u64,
+    period_ns: u64,
+    sink: &mut impl SampleSink,
+    stop: &AtomicBool,
+    loops: Option<u64>,
+    cpu: u32,
+) -> std::io::Result<u64> {
+    let mut total = 0u64;
+    let mut taken = 0u64;
+    while !stop.load(Ordering::Relaxed) && loops.is_none_or(|l| taken < l) {
+        let w = match read() {
+            Ok(w) => w,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        let n = sys::rtc_count(w).max(1);
+        total += n;
+        let due = t_on + total * period_ns;
+        sink.push(Sample {
+            seq: total - 1,
+            t_ns: now,
+            latency_ns: now as i64 - due as i64,
+            overruns: (n - 1).min(u64::from(u32::MAX)) as u32,
+            cpu,
+        });
+        taken += 1;
+    }
+    Ok(total)
+}
+
+/// Periodic interrupts are turned off again however the run ends.
+struct PieOff(std::fs::File);
+
+impl Drop for PieOff {
+    fn drop(&mut self) {
+        let _ = sys::rtc_periodic(self.0.as_raw_fd(), false);
+    }
+}
+
+fn run_rtc(o: &IrqOptions, cpu: usize) -> Result<i32> {
+    if o.trace != TraceMode::Off || o.trace_outliers_ns.is_some() || o.peer.is_some() {
+        return Err(usage(
+            "--trace and --peer are not available for --source rtc",
+        ));
+    }
+    if !o.rate_hz.is_power_of_two() || !(2..=8192).contains(&o.rate_hz) {
+        return Err(usage(
+            "--rate: RTC periodic interrupts run at a power of two from 2 to 8192 per second",
+        ));
+    }
+    o.outputs.check(&[])?;
+    crate::load::LoadSet::check(&o.loads, o.load_cpus.as_deref())?;
+    let dev = &o.rtc_device;
+    // Only a character device can be an RTC (a FIFO would block the open).
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::metadata(dev) {
+        Ok(m) if m.file_type().is_char_device() => {}
+        Ok(_) => {
+            return Err(usage(format!(
+                "--rtc-device {}: not a character device (an RTC is /dev/rtcN)",
+                dev.display()
+            )))
+        }
+        Err(e) => return Err(usage(format!("--rtc-device {}: {e}", dev.display()))),
+    }
+    let f = std::fs::File::open(dev)
+        .map_err(|e| usage(format!("--rtc-device {}: {e}", dev.display())))?;
+    sys::rtc_set_rate(f.as_raw_fd(), o.rate_hz).map_err(|e| {
+        usage(format!(
+            "--rtc-device {}: RTC_IRQP_SET {} Hz failed: {e}{}",
+            dev.display(),
+            o.rate_hz,
+            match e.raw_os_error() {
+                Some(libc::ENOTTY) => " (not an RTC)",
+                Some(libc::EACCES) | Some(libc::EINVAL) =>
+                    " (above the device's max_user_freq, /sys/class/rtc/*/max_user_freq?)",
+                _ => "",
+            }
+        ))
+    })?;
+    let plan = RtcPlan {
+        source: IrqSource::Rtc,
+        device: dev.clone(),
+        cpu,
+        rate_hz: o.rate_hz,
+        loops: o.loops,
+        duration_ns: o.duration_ns,
+        spikes: o.spikes,
+        rt: o.rt,
+        clock: "CLOCK_MONOTONIC after read − (time of RTC_PIE_ON + n periods)",
+        outputs: o.outputs.clone(),
+        loads: o.loads.clone(),
+        load_cpus: o.load_cpus.clone(),
+    };
+    let header = format!(
+        "rtscope irq: source rtc {} at {} Hz, reader on CPU {} SCHED_{} {}",
+        dev.display(),
+        o.rate_hz,
+        cpu,
+        o.rt.policy.name().to_uppercase(),
+        o.rt.priority
+    );
+    let run = run::begin(
+        &RunSettings {
+            rt: plan.rt,
+            loads: &plan.loads,
+            load_cpus: plan.load_cpus.as_deref(),
+            quiet: plan.outputs.quiet,
+        },
+        &header,
+    )?;
+    let stop: Arc<AtomicBool> = run.stop().clone();
+    let setup = plan.rt.thread_setup(vec![cpu], run::STOP_SIGNALS.to_vec());
+    let (mut sink, mut source) = ring(1 << 16);
+    let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let mut rec = SeriesRecorder::new(start, plan.spikes, None);
+    let tid = Arc::new(AtomicI32::new(0));
+    let (r_stop, r_tid, loops, period) = (
+        stop.clone(),
+        tid.clone(),
+        plan.loops,
+        1_000_000_000 / plan.rate_hz,
+    );
+    let reader = std::thread::Builder::new()
+        .name("rtscope-rtc".into())
+        .spawn(
+            move || -> Result<(u64, u64, rtscope_core::rt::ThreadState), String> {
+                let st = setup.apply().map_err(|e| e.to_string())?;
+                rtscope_core::rt::accept_wake()
+                    .map_err(|e| format!("cannot make the wait interruptible: {e}"))?;
+                r_tid.store(st.tid, Ordering::Relaxed);
+                let fd = f.as_raw_fd();
+                let guard = PieOff(f);
+                let t_on = sys::clock_ns(libc::CLOCK_MONOTONIC);
+                sys::rtc_periodic(fd, true).map_err(|e| format!("RTC_PIE_ON: {e}"))?;
+                let on_ns = sys::clock_ns(libc::CLOCK_MONOTONIC) - t_on;
+                let total = rtc_loop(
+                    || sys::rtc_read(fd),
+                    t_on,
+                    period,
+                    &mut sink,
+                    &r_stop,
+                    loops,
+                    cpu as u32,
+                )
+                .map_err(|e| format!("read: {e}"))?;
+                drop(guard);
+                Ok((total, on_ns, st))
+            },
+        )
+        .context("cannot start the reader thread")?;
+    let t0 = Instant::now();
+    let mut duration_hit = false;
+    loop {
+        source.drain(|s| rec.record(s));
+        if reader.is_finished() || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if plan
+            .duration_ns
+            .is_some_and(|d| t0.elapsed() >= Duration::from_nanos(d))
+        {
+            duration_hit = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, Ordering::Relaxed);
+    rtscope_core::rt::wake_until_ended(&[tid.load(Ordering::Relaxed)], |_| !reader.is_finished());
+    let res = reader
+        .join()
+        .unwrap_or_else(|_| Err("the reader thread panicked".into()));
+    source.drain(|s| rec.record(s));
+    let (total, on_ns, state) = res.map_err(|e| anyhow!(e))?;
+    let mut s = rec.to_series("rtc", source.dropped());
+    let a = &mut s.attributes;
+    a.insert("source".into(), json!("rtc"));
+    a.insert("device".into(), json!(plan.device));
+    a.insert("interrupts".into(), json!(total));
+    a.insert("pie_on_ioctl_ns".into(), json!(on_ns));
+    a.insert("tid".into(), json!(state.tid));
+    a.insert("policy".into(), json!(state.policy));
+    a.insert("priority".into(), json!(state.priority));
+    a.insert("cpus".into(), json!([cpu]));
+    let warnings = vec![format!(
+        "the interrupts' due times are counted from before RTC_PIE_ON: latencies may be high by up to that call's {}",
+        format_ns(on_ns)
+    )];
+    let end = if duration_hit {
+        EndReason::Duration
+    } else if plan.loops.is_some_and(|l| rec.count() >= l) {
+        EndReason::Loops
+    } else {
+        EndReason::Interrupted
+    };
+    let doc = run.finish("irq", &plan, vec![s], end, warnings).doc;
+    let mut text = crate::output::summary::cyclic_summary(&doc);
+    text.push_str(
+        "note: on Linux since 2.6.38 RTC periodic interrupts are emulated with an hrtimer (--source timer is the same path)\n",
+    );
+    let code = run::deliver(&doc, &plan.outputs, vec![], &text);
+    Ok(if code != EXIT_OK { EXIT_RUN } else { EXIT_OK })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rtc_words_become_samples() {
+        // A fake device: words as the driver returns them (count << 8 | RTC_PF).
+        let mut words = vec![(1u64 << 8) | 0x40, (1 << 8) | 0x40, (3 << 8) | 0x40].into_iter();
+        let mut got: Vec<Sample> = Vec::new();
+        let stop = AtomicBool::new(false);
+        let t_on = sys::clock_ns(libc::CLOCK_MONOTONIC) - 10_000_000;
+        let total = rtc_loop(
+            || words.next().ok_or_else(|| std::io::Error::other("end")),
+            t_on,
+            1_000_000,
+            &mut got,
+            &stop,
+            Some(3),
+            0,
+        )
+        .unwrap();
+        assert_eq!(total, 5);
+        assert_eq!(got.iter().map(|s| s.seq).collect::<Vec<_>>(), [0, 1, 4]);
+        assert_eq!(
+            got.iter().map(|s| s.overruns).collect::<Vec<_>>(),
+            [0, 0, 2]
+        );
+        // Due at t_on + 5 ms for the fifth interrupt: the latency counts from it.
+        assert_eq!(
+            got[2].t_ns as i64 - got[2].latency_ns,
+            (t_on + 5_000_000) as i64
+        );
+    }
+
+    #[test]
+    fn receiver_counts_gaps_and_stamps() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sys::enable_rx_timestamps(rx.as_raw_fd()).unwrap();
+        rx.set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        for seq in [0u64, 1, 4, 5] {
+            tx.send_to(&seq.to_le_bytes(), rx.local_addr().unwrap())
+                .unwrap();
+        }
+        let stop = AtomicBool::new(false);
+        let mut got: Vec<Sample> = Vec::new();
+        let c = receive_loop(&rx, &mut got, &stop, Some(4), 0).unwrap();
+        assert_eq!((c.received, c.lost, c.unstamped), (4, 2, 0));
+        assert_eq!(got.iter().map(|s| s.seq).collect::<Vec<_>>(), [0, 1, 4, 5]);
+        assert_eq!(got[2].overruns, 2);
+        // Never a latency bound: only that the stamp came before the read.
+        assert!(got.iter().all(|s| s.latency_ns >= 0));
+    }
+}
