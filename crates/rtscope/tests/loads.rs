@@ -14,14 +14,17 @@ use std::time::{Duration, Instant};
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
+mod common;
+
 static CPUS: RwLock<()> = RwLock::new(());
 
 fn rtscope() -> Command {
     Command::cargo_bin("rtscope").unwrap()
 }
 
+/// Reads a result document, validated against docs/result-schema.json.
 fn read_json(p: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    common::read_result(p)
 }
 
 /// (pid, ppid, pgrp, state) of every process.
@@ -314,7 +317,10 @@ fn matrix_runs_and_resumes() {
         assert_eq!(d["experiment"], "cyclic");
         assert_eq!(d["end_reason"], "loops");
     }
-    let idx = read_json(&outdir.join("matrix.json"));
+    let idx: Value =
+        serde_json::from_str(&std::fs::read_to_string(outdir.join("matrix.json")).unwrap())
+            .unwrap();
+    common::assert_valid(&idx, "matrix-schema.json");
     let cells = idx["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 6);
     assert!(cells.iter().all(|c| c["status"] == "done"));
