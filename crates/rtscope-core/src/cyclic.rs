@@ -884,11 +884,21 @@ mod tests {
         run_loop(&mut w, &clock, &mut out, &c, &AtomicBool::new(false));
         assert_eq!(out.len(), 10);
         assert!(out.iter().all(|s| s.latency_ns >= 0));
-        c.start_ns = clock.now() + 200_000;
-        let mut w = RelativeSleep::new(libc::CLOCK_MONOTONIC, c.period_ns, true);
-        let mut out = Vec::new();
-        run_loop(&mut w, &clock, &mut out, &c, &AtomicBool::new(false));
-        assert_eq!(out.len(), 10);
-        assert!(out.iter().all(|s| s.latency_ns >= 0));
+        for nanosleep in [true, false] {
+            c.start_ns = clock.now() + 200_000;
+            let mut w = RelativeSleep::new(libc::CLOCK_MONOTONIC, c.period_ns, nanosleep);
+            let mut out = Vec::new();
+            run_loop(&mut w, &clock, &mut out, &c, &AtomicBool::new(false));
+            assert_eq!(out.len(), 10);
+            assert!(out.iter().all(|s| s.latency_ns >= 0));
+            // A relative sleep's activation was intended one period after the
+            // clock was read before it, which is after the previous wake-up
+            // was read: intended >= previous wake-up + period (causality, not
+            // a latency bound).
+            for p in out.windows(2) {
+                let intended = p[1].t_ns - p[1].latency_ns as u64;
+                assert!(intended >= p[0].t_ns + c.period_ns, "{p:?}");
+            }
+        }
     }
 }
