@@ -842,6 +842,16 @@ mod tests {
     }
 
     #[test]
+    fn timer_signal_is_a_real_time_signal_of_its_own() {
+        // Real-time signals queue (each expiry is one signal, with its
+        // overrun count) and no user or terminal sends them: SIGHUP, say,
+        // would be taken for a tick by the thread that waits for it.
+        let s = timer_signal();
+        assert!((libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&s), "{s}");
+        assert!(![libc::SIGINT, libc::SIGTERM, libc::SIGHUP].contains(&s));
+    }
+
+    #[test]
     fn posix_timer_before_start_is_an_error() {
         let mut w = PosixTimerWait::new(libc::CLOCK_MONOTONIC, 1000);
         assert!(w.wait(0).is_err());
