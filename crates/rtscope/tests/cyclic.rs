@@ -242,27 +242,34 @@ fn sigint_mid_run_still_writes_everything() {
     assert_eq!(doc["end_reason"], "interrupted");
     let n = doc["series"][0]["stats"]["count"].as_u64().unwrap();
     assert!(n > 0, "no samples recorded before SIGINT");
-    // The histogram file holds the same samples: in range plus overflows.
+    // The histogram file holds the same samples, per thread (one column each):
+    // in range plus overflows.
     let text = std::fs::read_to_string(&hist).unwrap();
-    let field = |name: &str| -> u64 {
+    let field = |name: &str| -> Vec<u64> {
         text.lines()
             .find_map(|l| l.strip_prefix(name))
             .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
-            .trim()
-            .parse()
-            .unwrap()
+            .split_whitespace()
+            .map(|v| v.parse().unwrap())
+            .collect()
     };
-    assert_eq!(
-        field("# Total:") + field("# Histogram Overflows:"),
-        n,
-        "{text}"
-    );
-    let binned: u64 = text
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .map(|l| l.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap())
-        .sum();
-    assert_eq!(binned, field("# Total:"), "{text}");
+    let (total, over) = (field("# Total:"), field("# Histogram Overflows:"));
+    let threads = total.len();
+    assert!(threads >= 1 && over.len() == threads, "{text}");
+    let mut binned = vec![0u64; threads];
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        for (t, v) in l.split_whitespace().skip(1).enumerate() {
+            binned[t] += v.parse::<u64>().unwrap();
+        }
+    }
+    assert_eq!(binned, total, "{text}");
+    for t in 0..threads {
+        assert_eq!(
+            total[t] + over[t],
+            doc["series"][t]["stats"]["count"].as_u64().unwrap(),
+            "thread {t}: {text}"
+        );
+    }
     // The summary still reached stdout.
     assert!(String::from_utf8_lossy(&out.stdout).contains("thread 0"));
 }
