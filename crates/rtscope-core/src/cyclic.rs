@@ -199,11 +199,49 @@ impl Waiter for TimerfdWait {
     }
 }
 
-/// A periodic POSIX timer that signals this thread; `sigwaitinfo` waits for it.
-pub struct PosixTimerWait {
-    clock: ClockId,
+/// The kernel side of [`PosixTimerWait`]: arms a periodic timer and waits
+/// for its signal. A trait so that the missed-period accounting can be
+/// driven with scripted `si_overrun` values.
+pub trait TimerSignal {
+    /// Arms the timer: first expiry at `first_ns` on `clock`, then every `period_ns`.
+    fn arm(&mut self, clock: ClockId, first_ns: u64, period_ns: u64) -> io::Result<()>;
+    /// Waits for the next expiry signal: `Some(si_overrun)` (expiries that
+    /// came while the signal was pending), or `None` if interrupted.
+    fn wait(&mut self) -> io::Result<Option<u32>>;
+}
+
+/// A per-thread POSIX timer that sends [`timer_signal`] to the thread that
+/// armed it; `sigwaitinfo` waits for it.
+pub struct ThreadTimerSignal {
     timer: Option<sys::ThreadTimer>,
     set: libc::sigset_t,
+}
+
+impl TimerSignal for ThreadTimerSignal {
+    fn arm(&mut self, clock: ClockId, first_ns: u64, period_ns: u64) -> io::Result<()> {
+        self.timer = Some(sys::ThreadTimer::periodic(
+            clock,
+            timer_signal(),
+            sys::gettid(),
+            first_ns,
+            period_ns,
+        )?);
+        Ok(())
+    }
+
+    #[inline]
+    fn wait(&mut self) -> io::Result<Option<u32>> {
+        if self.timer.is_none() {
+            return Err(not_started());
+        }
+        sys::sigwait_one_interruptible(&self.set)
+    }
+}
+
+/// A periodic POSIX timer that signals this thread; `sigwaitinfo` waits for it.
+pub struct PosixTimerWait<T: TimerSignal = ThreadTimerSignal> {
+    clock: ClockId,
+    signal: T,
     grid: Grid,
 }
 
@@ -217,10 +255,23 @@ impl PosixTimerWait {
     /// [`Waiter::start`] (which creates and arms it); `timer_signal()` must be
     /// blocked in that thread.
     pub fn new(clock: ClockId, period_ns: u64) -> Self {
+        PosixTimerWait::with_signal(
+            clock,
+            period_ns,
+            ThreadTimerSignal {
+                timer: None,
+                set: sys::sigset_of(&[timer_signal()]),
+            },
+        )
+    }
+}
+
+impl<T: TimerSignal> PosixTimerWait<T> {
+    /// A timer with period `period_ns` whose expiries come from `signal`.
+    pub fn with_signal(clock: ClockId, period_ns: u64, signal: T) -> Self {
         PosixTimerWait {
             clock,
-            timer: None,
-            set: sys::sigset_of(&[timer_signal()]),
+            signal,
             grid: Grid {
                 next: 0,
                 period: period_ns,
@@ -229,25 +280,19 @@ impl PosixTimerWait {
     }
 }
 
-impl Waiter for PosixTimerWait {
+impl<T: TimerSignal> Waiter for PosixTimerWait<T> {
     fn start(&mut self, first_ns: u64) -> io::Result<()> {
-        self.timer = Some(sys::ThreadTimer::periodic(
-            self.clock,
-            timer_signal(),
-            sys::gettid(),
-            first_ns,
-            self.grid.period,
-        )?);
+        self.signal.arm(self.clock, first_ns, self.grid.period)?;
         self.grid.next = first_ns;
         Ok(())
     }
 
     #[inline]
     fn wait(&mut self, _deadline: u64) -> io::Result<Option<u64>> {
-        if self.timer.is_none() {
-            return Err(not_started());
-        }
-        Ok(sys::sigwait_one_interruptible(&self.set)?
+        // One signal stands for itself plus `si_overrun` later expiries.
+        Ok(self
+            .signal
+            .wait()?
             .map(|overrun| self.grid.consume(1 + u64::from(overrun))))
     }
 }
@@ -502,7 +547,8 @@ mod tests {
     #[test]
     fn break_above_stops_and_raises_flag() {
         let now = Cell::new(0);
-        let mut w = sim(&now, vec![10, 10, 900, 10]);
+        // A latency exactly at the threshold does not break; only one above it.
+        let mut w = sim(&now, vec![10, 500, 900, 10]);
         let mut c = cfg(100);
         c.break_above_ns = Some(500);
         let stop = AtomicBool::new(false);
@@ -731,6 +777,86 @@ mod tests {
         }
     }
 
+    /// A simulated POSIX timer: wait `i` delivers the signal with the scripted
+    /// `si_overrun`, `lat` after the last expiry it stands for.
+    struct SimSignal<'a> {
+        now: &'a Cell<u64>,
+        /// `(si_overrun, latency after the last expiry)` per wait.
+        script: Vec<(u32, u64)>,
+        i: usize,
+        first: u64,
+        period: u64,
+        /// Expiries delivered so far.
+        expiries: u64,
+    }
+
+    impl TimerSignal for SimSignal<'_> {
+        fn arm(&mut self, _clock: ClockId, first_ns: u64, period_ns: u64) -> io::Result<()> {
+            self.first = first_ns;
+            self.period = period_ns;
+            Ok(())
+        }
+
+        fn wait(&mut self) -> io::Result<Option<u32>> {
+            let (overrun, lat) = self.script[self.i];
+            self.i += 1;
+            let last = self.first + (self.expiries + u64::from(overrun)) * self.period;
+            self.expiries += 1 + u64::from(overrun);
+            self.now.set(last + lat);
+            Ok(Some(overrun))
+        }
+    }
+
+    #[test]
+    fn posix_timer_counts_si_overrun_as_missed_periods() {
+        let now = Cell::new(0);
+        let signal = SimSignal {
+            now: &now,
+            script: vec![(0, 10), (2, 10), (0, 20), (1, 5), (0, 30)],
+            i: 0,
+            first: 0,
+            period: 0,
+            expiries: 0,
+        };
+        let mut w = PosixTimerWait::with_signal(libc::CLOCK_MONOTONIC, 1000, signal);
+        let mut out = Vec::new();
+        let end = run_loop(
+            &mut w,
+            &SimClock(&now),
+            &mut out,
+            &cfg(5),
+            &AtomicBool::new(false),
+        );
+        assert!(matches!(end, LoopEnd::Loops), "{end:?}");
+        // The signal after two overruns is late by two periods on the
+        // expiry it was queued for; the wake-ups after it are back on time.
+        assert_eq!(
+            out.iter().map(|s| s.latency_ns).collect::<Vec<_>>(),
+            vec![10, 2010, 20, 1005, 30]
+        );
+        assert_eq!(
+            out.iter().map(|s| s.overruns).collect::<Vec<_>>(),
+            vec![0, 2, 0, 1, 0]
+        );
+        assert_eq!(out[4].t_ns, 10_000 + 7 * 1000 + 30);
+    }
+
+    #[test]
+    fn timer_signal_is_a_real_time_signal_of_its_own() {
+        // Real-time signals queue (each expiry is one signal, with its
+        // overrun count) and no user or terminal sends them: SIGHUP, say,
+        // would be taken for a tick by the thread that waits for it.
+        let s = timer_signal();
+        assert!((libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&s), "{s}");
+        assert!(![libc::SIGINT, libc::SIGTERM, libc::SIGHUP].contains(&s));
+    }
+
+    #[test]
+    fn posix_timer_before_start_is_an_error() {
+        let mut w = PosixTimerWait::new(libc::CLOCK_MONOTONIC, 1000);
+        assert!(w.wait(0).is_err());
+    }
+
     #[test]
     fn kernel_timer_grid_consumes_expirations() {
         let mut g = Grid {
@@ -768,11 +894,21 @@ mod tests {
         run_loop(&mut w, &clock, &mut out, &c, &AtomicBool::new(false));
         assert_eq!(out.len(), 10);
         assert!(out.iter().all(|s| s.latency_ns >= 0));
-        c.start_ns = clock.now() + 200_000;
-        let mut w = RelativeSleep::new(libc::CLOCK_MONOTONIC, c.period_ns, true);
-        let mut out = Vec::new();
-        run_loop(&mut w, &clock, &mut out, &c, &AtomicBool::new(false));
-        assert_eq!(out.len(), 10);
-        assert!(out.iter().all(|s| s.latency_ns >= 0));
+        for nanosleep in [true, false] {
+            c.start_ns = clock.now() + 200_000;
+            let mut w = RelativeSleep::new(libc::CLOCK_MONOTONIC, c.period_ns, nanosleep);
+            let mut out = Vec::new();
+            run_loop(&mut w, &clock, &mut out, &c, &AtomicBool::new(false));
+            assert_eq!(out.len(), 10);
+            assert!(out.iter().all(|s| s.latency_ns >= 0));
+            // A relative sleep's activation was intended one period after the
+            // clock was read before it, which is after the previous wake-up
+            // was read: intended >= previous wake-up + period (causality, not
+            // a latency bound).
+            for p in out.windows(2) {
+                let intended = p[1].t_ns - p[1].latency_ns as u64;
+                assert!(intended >= p[0].t_ns + c.period_ns, "{p:?}");
+            }
+        }
     }
 }

@@ -247,8 +247,42 @@ mod tests {
         }
 
         #[test]
-        fn duration_never_panics(s in "\\PC{0,12}") {
-            let _ = parse_duration_ns(&s, Unit::Us);
+        fn duration_accepts_only_numbers_with_a_unit(s in "\\PC{0,12}") {
+            match parse_duration_ns(&s, Unit::Us) {
+                Ok(v) => {
+                    // Accepted: a number (then a unit) and it reads back the same in ns.
+                    let t = s.trim();
+                    proptest::prop_assert!(
+                        t.starts_with(|c: char| c.is_ascii_digit() || c == '.'),
+                        "{:?} accepted as {}", s, v
+                    );
+                    proptest::prop_assert_eq!(parse_duration_ns(&format!("{v}ns"), Unit::Us), Ok(v));
+                }
+                Err(e) => {
+                    // Refused: one line that quotes the input.
+                    let m = e.to_string();
+                    let quoted = format!("'{s}'");
+                    proptest::prop_assert!(m.contains(&quoted) && !m.contains('\n'), "{}", m);
+                }
+            }
+        }
+
+        #[test]
+        fn duration_is_number_times_unit(
+            n in 0u64..100_000,
+            frac in 0u64..1000,
+            k in 0usize..7,
+        ) {
+            let units = [("ns", Unit::Ns), ("us", Unit::Us), ("ms", Unit::Ms), ("s", Unit::S),
+                         ("m", Unit::Min), ("h", Unit::H), ("d", Unit::D)];
+            let (suffix, unit) = units[k];
+            proptest::prop_assert_eq!(parse_duration_ns(&format!("{n}{suffix}"), Unit::Ns), Ok(n * unit.ns()));
+            proptest::prop_assert_eq!(parse_duration_ns(&format!("{n}"), unit), Ok(n * unit.ns()));
+            let want = n * unit.ns() + (frac * unit.ns() + 500) / 1000;
+            proptest::prop_assert_eq!(
+                parse_duration_ns(&format!(" {n}.{frac:03} {suffix}"), Unit::Ns), Ok(want));
+            let negative = format!("-{n}{suffix}");
+            proptest::prop_assert!(parse_duration_ns(&negative, Unit::Ns).is_err());
         }
     }
 }

@@ -25,13 +25,24 @@ const MECHANISMS: [&str; 13] = [
     "sysv-mq",
 ];
 
+/// The latency series of an ipc document. Every one of them is checked to
+/// have no negative latency: a wake-up stamp read on the same clock after the
+/// send stamp can never be earlier.
 fn latency_series(doc: &serde_json::Value) -> Vec<&serde_json::Value> {
-    doc["series"]
+    let lat: Vec<&serde_json::Value> = doc["series"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|s| s["attributes"]["measures"] == "latency")
-        .collect()
+        .collect();
+    for s in &lat {
+        let label = &s["label"];
+        assert_eq!(s["counters"]["negative"], 0, "{label}: negative latencies");
+        if s["stats"]["count"].as_u64().unwrap() > 0 {
+            assert!(s["stats"]["min_ns"].as_i64().unwrap() >= 0, "{label}");
+        }
+    }
+    lat
 }
 
 /// Processes whose command line contains `token` (a forked receiver keeps its

@@ -14,14 +14,17 @@ use std::time::{Duration, Instant};
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
+mod common;
+
 static CPUS: RwLock<()> = RwLock::new(());
 
 fn rtscope() -> Command {
     Command::cargo_bin("rtscope").unwrap()
 }
 
+/// Reads a result document, validated against docs/result-schema.json.
 fn read_json(p: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    common::read_result(p)
 }
 
 /// (pid, ppid, pgrp, state) of every process.
@@ -314,7 +317,10 @@ fn matrix_runs_and_resumes() {
         assert_eq!(d["experiment"], "cyclic");
         assert_eq!(d["end_reason"], "loops");
     }
-    let idx = read_json(&outdir.join("matrix.json"));
+    let idx: Value =
+        serde_json::from_str(&std::fs::read_to_string(outdir.join("matrix.json")).unwrap())
+            .unwrap();
+    common::assert_valid(&idx, "matrix-schema.json");
     let cells = idx["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 6);
     assert!(cells.iter().all(|c| c["status"] == "done"));
@@ -399,4 +405,116 @@ fn cpu_50_lands_near_50_percent() {
         (44.0..=56.0).contains(&reported),
         "reported: {reported:.1} %"
     );
+}
+
+/// Processes whose command line contains `needle` (ours excluded).
+fn with_cmdline(needle: &str) -> Vec<(i32, String)> {
+    let me = std::process::id() as i32;
+    processes()
+        .into_iter()
+        .filter(|p| p.0 != me)
+        .filter_map(|p| {
+            let c = std::fs::read(format!("/proc/{}/cmdline", p.0)).ok()?;
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            c.contains(needle).then_some((p.0, c))
+        })
+        .collect()
+}
+
+#[test]
+fn cmd_load_that_ignores_sigterm_is_killed_and_reaped() {
+    let _g = CPUS.read().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("load.json");
+    // Both sleeps and the shell ignore SIGTERM: only SIGKILL to the group ends them.
+    let spec = "cmd:trap '' TERM; sleep 47.25 & sleep 47.25";
+    let child = rtscope()
+        .args(["load", spec, "--duration", "1s", "-q", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = read_json(&json);
+    assert_eq!(doc["loads"][0]["spec"], spec);
+    assert!(doc["loads"][0]["counters"]["runs"].as_u64().unwrap() >= 1);
+    let left = leftovers(&doc, pid);
+    assert!(left.is_empty(), "processes left: {left:?}");
+    let sleeps = with_cmdline("sleep 47.25");
+    assert!(sleeps.is_empty(), "processes left: {sleeps:?}");
+}
+
+/// utime + stime of a process, in clock ticks, from /proc/PID/stat.
+fn own_cpu_ticks(pid: i32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let f: Vec<&str> = s[s.rfind(')')? + 1..].split_whitespace().collect();
+    Some(f[11].parse::<u64>().ok()? + f[12].parse::<u64>().ok()?)
+}
+
+/// The level is honoured, measured in each worker's own CPU time (so the test
+/// holds on a busy machine, where a worker may get less than it asks for but
+/// never more): two loads share one CPU, `cpu:5` and `cpu:60`; the first uses
+/// at most a sixth of the CPU time the second does. A regulator that ignored
+/// the level would give both the same share.
+#[test]
+fn cpu_level_is_honoured_in_the_workers_own_cpu_time() {
+    let _g = CPUS.read().unwrap();
+    let mut child = rtscope()
+        .args([
+            "load",
+            "cpu:5",
+            "cpu:60",
+            "-D",
+            "4s",
+            "-q",
+            "--load-cpus",
+            "0",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let parent = child.id() as i32;
+    // Past the ramp-up.
+    std::thread::sleep(Duration::from_millis(700));
+    let workers = |spec: &str| -> i32 {
+        let w: Vec<i32> = processes()
+            .into_iter()
+            .filter(|p| p.1 == parent)
+            .filter(|p| {
+                std::fs::read(format!("/proc/{}/cmdline", p.0))
+                    .map(|c| c.split(|b| *b == 0).any(|a| a == spec.as_bytes()))
+                    .unwrap_or(false)
+            })
+            .map(|p| p.0)
+            .collect();
+        assert_eq!(w.len(), 1, "{spec}: {w:?}");
+        w[0]
+    };
+    let (low, high) = (workers("cpu:5"), workers("cpu:60"));
+    let (l0, h0) = (own_cpu_ticks(low).unwrap(), own_cpu_ticks(high).unwrap());
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_millis(2500));
+    let (l1, h1) = (own_cpu_ticks(low).unwrap(), own_cpu_ticks(high).unwrap());
+    let wall = t0.elapsed().as_secs_f64();
+    assert!(child.wait().unwrap().success());
+    // USER_HZ is 100 on every Linux ABI.
+    let hz = 100.0;
+    let (low_pct, high_pct) = (
+        100.0 * (l1 - l0) as f64 / hz / wall,
+        100.0 * (h1 - h0) as f64 / hz / wall,
+    );
+    eprintln!("cpu:5 {low_pct:.1} %, cpu:60 {high_pct:.1} % of one CPU");
+    assert!(high_pct > 0.0, "cpu:60 did no work");
+    assert!(
+        low_pct * 6.0 <= high_pct,
+        "cpu:5 {low_pct:.1} % vs cpu:60 {high_pct:.1} %"
+    );
+    assert!(low_pct <= 15.0, "cpu:5 used {low_pct:.1} % of a CPU");
 }

@@ -182,6 +182,21 @@ mod tests {
         let sw = Stopwatch::new().unwrap();
         let (_, ns) = sw.time(|| std::thread::sleep(std::time::Duration::from_millis(2)));
         assert!(ns >= 1_000_000, "{ns}");
-        assert!(sw.read_cost_ns() >= 0.0);
+        // The read cost is what a back-to-back pair of reads costs, and it is
+        // subtracted: timing nothing gives (in the median) about nothing.
+        let mut empty: Vec<u64> = (0..1001)
+            .map(|_| {
+                let t = sw.start();
+                sw.elapsed_ticks(t)
+            })
+            .collect();
+        empty.sort_unstable();
+        let cost = sw.read_cost_ticks();
+        assert!(
+            empty[500] <= cost / 2 + 1,
+            "empty median {} ticks, read cost {cost} ticks",
+            empty[500]
+        );
+        assert!((sw.read_cost_ns() - sw.scale().to_ns_f64(cost as f64)).abs() < 1e-9);
     }
 }

@@ -154,4 +154,20 @@ mod tests {
         assert_eq!(blocks.len(), 1);
         assert_eq!(blocks[0].iter().map(|b| b.1).sum::<u64>(), 4);
     }
+
+    #[test]
+    fn threshold_counts_only_samples_above_it() {
+        let mut r = SeriesRecorder::new(0, 4, Some(100));
+        for (i, lat) in [99, 100, 101, -5, 0].into_iter().enumerate() {
+            r.record(&s(i as u64, i as u64, lat, 0));
+        }
+        // 100 is at the threshold, not above it; 0 is not negative.
+        let ser = r.to_series("t", 0);
+        assert_eq!(ser.counters.above_threshold, Some(1));
+        assert_eq!(ser.counters.negative, 1);
+        assert_eq!(r.count(), 5);
+        let mut r = SeriesRecorder::new(0, 4, None);
+        r.record(&s(0, 0, 1_000_000, 0));
+        assert_eq!(r.to_series("t", 0).counters.above_threshold, None);
+    }
 }

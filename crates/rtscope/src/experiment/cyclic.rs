@@ -374,6 +374,19 @@ struct Aggregate {
 }
 
 impl Aggregate {
+    /// Joins the measurement threads (the stop flag is raised), then takes in
+    /// what they pushed after the last drain: the wake-up that came before they
+    /// saw the flag, a break sample. Returns each thread's end.
+    fn join(&mut self, handles: Vec<JoinHandle<Option<LoopEnd>>>) -> Vec<(usize, Option<LoopEnd>)> {
+        let ends = handles
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| (i, h.join().unwrap_or(None)))
+            .collect();
+        self.drain();
+        ends
+    }
+
     /// Drains every ring; returns the number of samples taken in.
     fn drain(&mut self) -> usize {
         let mut n = 0;
@@ -781,11 +794,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         .map(|t| t.state.as_ref().map_or(0, |st| st.tid))
         .collect();
     rtscope_core::rt::wake_until_ended(&tids, |i| !handles[i].is_finished());
-    let mut ends = Vec::new();
-    for (i, h) in handles.into_iter().enumerate() {
-        ends.push((i, h.join().unwrap_or(None)));
-    }
-    agg.drain();
+    let ends = agg.join(handles);
     live.finish();
 
     // How it ended.
@@ -882,4 +891,49 @@ fn header(plan: &CyclicPlan) -> String {
         plan.wake.name(),
         plan.clock.name().to_uppercase(),
     )
+}
+
+#[cfg(test)]
+mod aggregate_tests {
+    use super::*;
+    use rtscope_core::sample::SampleSink;
+
+    #[test]
+    fn samples_pushed_before_the_threads_end_are_all_recorded() {
+        let (mut sink, source) = ring(64);
+        let mut agg = Aggregate {
+            threads: vec![ThreadView {
+                plan: ThreadPlan {
+                    index: 0,
+                    cpus: vec![],
+                    period_ns: 1000,
+                },
+                state: None,
+                rec: SeriesRecorder::new(0, 4, None),
+                last: None,
+                us_bins: None,
+                source,
+            }],
+            all: SeriesRecorder::new(0, 4, None),
+            raw: None,
+        };
+        // A thread that pushes its last samples and ends after the loop's last drain.
+        let h = std::thread::spawn(move || {
+            for seq in 0..3 {
+                sink.push(Sample {
+                    seq,
+                    t_ns: 1000 * seq,
+                    latency_ns: 7,
+                    overruns: 0,
+                    cpu: 0,
+                });
+            }
+            Some(LoopEnd::Stopped)
+        });
+        let ends = agg.join(vec![h]);
+        assert!(matches!(ends[..], [(0, Some(LoopEnd::Stopped))]));
+        assert_eq!(agg.threads[0].rec.count(), 3);
+        assert_eq!(agg.all.count(), 3);
+        assert_eq!(agg.threads[0].last.map(|s| s.seq), Some(2));
+    }
 }

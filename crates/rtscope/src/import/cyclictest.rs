@@ -981,14 +981,38 @@ mod tests {
         }
     }
 
+    /// An import either succeeds with a consistent document (each series'
+    /// histogram holds its count; min <= mean <= max) or fails with one line.
+    fn check_import(
+        r: Result<ResultDocument, ImportError>,
+    ) -> Result<Option<ResultDocument>, proptest::test_runner::TestCaseError> {
+        match r {
+            Ok(doc) => {
+                proptest::prop_assert!(!doc.series.is_empty());
+                for s in &doc.series {
+                    let binned: u64 = s.histogram.buckets.iter().map(|b| b[1]).sum();
+                    proptest::prop_assert_eq!(binned, s.stats.count, "{}", s.label);
+                    if s.stats.count > 0 {
+                        proptest::prop_assert!(s.stats.min_ns <= s.stats.max_ns, "{}", s.label);
+                    }
+                }
+                Ok(Some(doc))
+            }
+            Err(e) => {
+                proptest::prop_assert!(!e.0.is_empty() && !e.0.contains('\n'), "{:?}", e.0);
+                Ok(None)
+            }
+        }
+    }
+
     proptest::proptest! {
         #[test]
-        fn histogram_parser_never_panics(s in "\\PC*") {
-            let _ = from_histogram(&s, T.into(), false);
+        fn histogram_parser_accepts_consistent_data_or_says_why(s in "\\PC*") {
+            check_import(from_histogram(&s, T.into(), false))?;
         }
 
         #[test]
-        fn histogram_parser_never_panics_on_near_misses(
+        fn histogram_parser_on_near_misses(
             rows in proptest::collection::vec(
                 (0u64..1_000_000_000_000, proptest::collection::vec(0u64..u64::MAX, 0..4)), 0..20),
             tail in "(# (Total|Min Latencies|Avg Latencies|Max Latencies|Histogram Overflows): [0-9 ]{0,30}\n){0,6}",
@@ -1002,17 +1026,32 @@ mod tests {
                 text.push('\n');
             }
             text.push_str(&tail);
-            let _ = from_histogram(&text, T.into(), false);
-            let _ = from_histogram(&text, T.into(), true);
+            let plain = check_import(from_histogram(&text, T.into(), false))?;
+            check_import(from_histogram(&text, T.into(), true))?;
+            // Rows of equal width, counts in range and no summary lines: always accepted,
+            // one series per column (and the union), every count kept.
+            let width = rows.first().map_or(0, |r| r.1.len());
+            if tail.is_empty() && width > 0 && rows.iter().all(|r| r.1.len() == width)
+                && rows.iter().all(|r| r.1.iter().all(|&c| c < 1 << 40))
+                && rows.windows(2).all(|w| w[0].0 < w[1].0)
+            {
+                let doc = plain.unwrap();
+                for t in 0..width {
+                    let want: u64 = rows.iter().map(|r| r.1[t]).sum();
+                    proptest::prop_assert_eq!(doc.series[t].stats.count, want);
+                }
+            }
         }
 
         #[test]
-        fn json_parser_never_panics(b in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
-            let _ = from_json(&b, T.into());
+        fn json_parser_accepts_consistent_data_or_says_why(
+            b in proptest::collection::vec(proptest::num::u8::ANY, 0..512),
+        ) {
+            check_import(from_json(&b, T.into()))?;
         }
 
         #[test]
-        fn json_parser_never_panics_on_near_misses(
+        fn json_parser_on_near_misses(
             cycles in proptest::num::i64::ANY,
             bins in proptest::collection::btree_map("[0-9]{1,12}", proptest::num::i64::ANY, 0..6),
             min in proptest::num::i64::ANY,
@@ -1026,9 +1065,14 @@ mod tests {
                 "thread": {"0": {"histogram": bins, "cycles": cycles, "min": min, "max": max,
                                   "avg": if avg.is_finite() { serde_json::json!(avg) } else { serde_json::Value::Null }}}
             });
-            let _ = from_json(doc.to_string().as_bytes(), T.into());
+            let ns = check_import(from_json(doc.to_string().as_bytes(), T.into()))?;
             let doc2 = doc.to_string().replace("cyclictest -N", "cyclictest");
-            let _ = from_json(doc2.as_bytes(), T.into());
+            let us = check_import(from_json(doc2.as_bytes(), T.into()))?;
+            // The same data in ns (-N) or in us: accepted or refused alike.
+            proptest::prop_assert_eq!(ns.is_some(), us.is_some());
+            if let (Some(ns), Some(us)) = (ns, us) {
+                proptest::prop_assert_eq!(ns.series[0].stats.count, us.series[0].stats.count);
+            }
         }
     }
 }

@@ -33,6 +33,32 @@ impl Dither {
 
 const CLOCK: libc::clockid_t = libc::CLOCK_MONOTONIC;
 
+/// The book-keeping of the duty cycle, apart from the clocks: how much work
+/// each slice asks for, and the debt carried from one slice to the next.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    /// Percent, 1-99.
+    level: u64,
+    /// Work done beyond the target so far, ns (negative: owed).
+    debt: i64,
+}
+
+impl Budget {
+    /// `(share, target)` of a slice of `slice` ns: the level's share of it,
+    /// and the work to do in it once the debt is paid back or made up.
+    fn plan(&self, slice: u64) -> (i64, i64) {
+        let share = (slice * self.level / 100) as i64;
+        (share, share - self.debt)
+    }
+
+    /// `worked` ns of CPU time were done in a slice whose share was `share`.
+    /// Overshoot is paid back later (at most 20 slices of it); an unfinished
+    /// slice is forgiven beyond one share (we were stopped or preempted).
+    fn settle(&mut self, worked: i64, share: i64) {
+        self.debt = (self.debt + worked - share).clamp(-share, 20 * SLICE_NS as i64);
+    }
+}
+
 /// Calls `step` (which should take well under a millisecond) for `level` % of
 /// every slice, sleeping the rest, until the load is told to stop.
 pub fn duty_cycle(
@@ -47,14 +73,12 @@ pub fn duty_cycle(
         }
         return Ok(());
     }
-    // Work done beyond the target so far (negative: owed).
-    let mut debt: i64 = 0;
+    let mut budget = Budget { level, debt: 0 };
     let mut slice_start = sys::clock_ns(CLOCK);
     let mut dither = Dither(slice_start | 1);
     while !ctx.stopped() {
         let slice = dither.next_slice();
-        let busy = (slice * level / 100) as i64;
-        let target = busy - debt;
+        let (share, target) = budget.plan(slice);
         // Work is counted in this thread's CPU time, so that time the load is
         // preempted (by the measurement's real-time threads, say) does not
         // count as work done; the wall clock only bounds the slice.
@@ -70,8 +94,7 @@ pub fn duty_cycle(
             }
         }
         let worked = (cpu - c0) as i64;
-        // Pay back overshoot, forgive an unfinished slice (we were stopped or preempted).
-        debt = (debt + worked - busy).clamp(-busy, 20 * SLICE_NS as i64);
+        budget.settle(worked, share);
         slice_start += slice;
         if now < slice_start {
             sys::sleep_until(CLOCK, slice_start)?;
@@ -99,5 +122,27 @@ mod tests {
         }
         let mean = sum / n;
         assert!(mean.abs_diff(SLICE_NS) < 50_000, "{mean}");
+    }
+
+    #[test]
+    fn budget_asks_for_the_level_and_pays_back_overshoot() {
+        let mut b = Budget { level: 30, debt: 0 };
+        assert_eq!(b.plan(5_000_000), (1_500_000, 1_500_000));
+        // 0.5 ms too much: the next slice asks for that much less.
+        b.settle(2_000_000, 1_500_000);
+        assert_eq!(b.debt, 500_000);
+        assert_eq!(b.plan(4_000_000), (1_200_000, 700_000));
+        // Exactly the target: the debt is paid.
+        b.settle(700_000, 1_200_000);
+        assert_eq!(b.debt, 0);
+        // Preempted for whole slices: at most one share is owed.
+        b.settle(0, 1_200_000);
+        b.settle(0, 1_200_000);
+        assert_eq!(b.debt, -1_200_000);
+        assert_eq!(b.plan(6_000_000), (1_800_000, 3_000_000));
+        // A huge overshoot (an munmap, say) is capped at 20 slices.
+        b.settle(1_000_000_000, 1_800_000);
+        assert_eq!(b.debt, 20 * SLICE_NS as i64);
+        assert!(b.plan(5_000_000).1 < 0);
     }
 }

@@ -305,6 +305,47 @@ mod tests {
     }
 
     #[test]
+    fn rank_maps_to_the_bucket_that_holds_it() {
+        let s = series_of(&[1000, 1000, 1000, 2000, 2000, 2000]);
+        let h = RankedHistogram::new(&s);
+        let holds = |rank: u64, v: u64| {
+            let b = h.bucket_of_rank(rank).unwrap();
+            b.0 <= v && v <= b.1
+        };
+        // Rank 3 is the last sample of the first bucket, rank 4 the first of the second.
+        assert!(holds(1, 1000) && holds(3, 1000), "{:?}", h.buckets);
+        assert!(holds(4, 2000) && holds(6, 2000), "{:?}", h.buckets);
+        assert!(h.bucket_of_rank(7).is_none());
+    }
+
+    #[test]
+    fn interval_bounds_at_the_extreme_ranks() {
+        // Find samples sizes whose interval reaches rank 1 or rank n exactly:
+        // the smallest and largest sample then bound it.
+        let mut seen = (false, false);
+        for n in 20..400u64 {
+            let values: Vec<u64> = (1..=n).map(|v| 1000 + v).collect();
+            let h = RankedHistogram::new(&series_of(&values));
+            let (l, u) = quantile_ranks(n, 0.95);
+            if u == n {
+                assert_eq!(h.quantile_ci(0.95).hi_ns, Some(1000 + n), "n={n}");
+                seen.1 = true;
+            } else if u > n {
+                assert_eq!(h.quantile_ci(0.95).hi_ns, None, "n={n}");
+            }
+            let (l5, _) = quantile_ranks(n, 0.05);
+            if l5 == 1 {
+                assert_eq!(h.quantile_ci(0.05).lo_ns, Some(1001), "n={n}");
+                seen.0 = true;
+            } else if l5 == 0 {
+                assert_eq!(h.quantile_ci(0.05).lo_ns, None, "n={n}");
+            }
+            assert!(l >= 1);
+        }
+        assert_eq!(seen, (true, true));
+    }
+
+    #[test]
     fn resolution_widens() {
         let mut s = series_of(&[5_500; 1000]);
         let narrow = RankedHistogram::new(&s).quantile_ci(0.5);

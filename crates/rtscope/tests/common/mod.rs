@@ -18,7 +18,15 @@ pub fn rtscope_path() -> PathBuf {
 /// Validates a result document against docs/result-schema.json; panics with
 /// every violation listed.
 pub fn assert_valid_result(doc: &serde_json::Value) {
-    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/result-schema.json");
+    assert_valid(doc, "result-schema.json");
+}
+
+/// Validates a document against the JSON Schema `docs/<schema>`; panics with
+/// every violation listed.
+pub fn assert_valid(doc: &serde_json::Value, schema: &str) {
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs")
+        .join(schema);
     let schema: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&schema_path).expect("schema readable"))
             .expect("schema is JSON");
