@@ -916,6 +916,7 @@ mod aggregate_tests {
             }],
             all: SeriesRecorder::new(0, 4, None),
             raw: None,
+            tracer: None,
         };
         // A thread that pushes its last samples and ends after the loop's last drain.
         let h = std::thread::spawn(move || {
