@@ -347,13 +347,22 @@ fn arguments(command: &str) -> Vec<String> {
 }
 
 /// Numbers become `#` (with a k/M/G suffix, a sign, a decimal part, thousands
-/// separators); runs of whitespace become one space.
+/// separators), and so does a lone `–` (a table's "not measured": a stage that
+/// no sample of a short run reached); runs of whitespace become one space.
 fn redact(line: &str) -> String {
     let mut out = String::new();
     let chars: Vec<char> = line.chars().collect();
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
+        if c == '–'
+            && (i == 0 || chars[i - 1].is_whitespace())
+            && chars.get(i + 1).is_none_or(|n| n.is_whitespace())
+        {
+            out.push('#');
+            i += 1;
+            continue;
+        }
         let starts_number = c.is_ascii_digit()
             || (matches!(c, '-' | '+')
                 && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit())
@@ -542,6 +551,12 @@ fn redaction_keeps_words_and_units() {
         redact("cyclic run, 320.0ms (duration)")
     );
     assert_eq!(redact("series (us)  count"), "series (us) count");
+    // Unmeasured cells match measured ones; a dash inside words stays.
+    assert_eq!(
+        redact("stage sched   0     –     –  0"),
+        redact("stage sched   1999  4.1   7.2  0")
+    );
+    assert_eq!(redact("passed – rtscope–kernel"), "passed # rtscope–kernel");
 }
 
 #[test]

@@ -108,23 +108,47 @@ impl Drop for OwnMount {
     }
 }
 
+/// The prefix of the temporary directory where a run mounts tracefs for
+/// itself when the machine has it nowhere.
+const OWN_MOUNT_PREFIX: &str = "rtscope-tracefs-";
+
 /// Where tracefs is mounted, from `/proc/self/mountinfo`.
 pub fn find_tracefs() -> Option<PathBuf> {
     let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let mut debugfs = None;
-    for l in text.lines() {
-        let (pre, post) = l.split_once(" - ")?;
-        let fstype = post.split_whitespace().next()?;
-        let mnt = pre.split_whitespace().nth(4)?;
+    tracefs_mounts(&text)
+        .into_iter()
+        .find(|p| p.join("instances").is_dir())
+}
+
+/// The tracing directories `mountinfo` lists, tracefs mounts before
+/// debugfs' `tracing`. Another rtscope run's private mount is left out: that
+/// run unmounts it when it ends, which would pull the trace from under this
+/// one (two traced runs at once, as the docs test makes them).
+fn tracefs_mounts(mountinfo: &str) -> Vec<PathBuf> {
+    let mut tracefs = Vec::new();
+    let mut debugfs = Vec::new();
+    for l in mountinfo.lines() {
+        let Some((pre, post)) = l.split_once(" - ") else {
+            continue;
+        };
+        let (Some(fstype), Some(mnt)) = (
+            post.split_whitespace().next(),
+            pre.split_whitespace().nth(4),
+        ) else {
+            continue;
+        };
         let p = PathBuf::from(mnt.replace("\\040", " "));
-        if fstype == "tracefs" && p.join("instances").is_dir() {
-            return Some(p);
-        }
-        if fstype == "debugfs" && p.join("tracing/instances").is_dir() {
-            debugfs = Some(p.join("tracing"));
+        let private = p
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(OWN_MOUNT_PREFIX));
+        match fstype {
+            "tracefs" if !private => tracefs.push(p),
+            "debugfs" => debugfs.push(p.join("tracing")),
+            _ => {}
         }
     }
-    debugfs
+    tracefs.extend(debugfs);
+    tracefs
 }
 
 /// A private trace instance; removed on drop.
@@ -200,7 +224,7 @@ impl Instance {
             Some(r) => (r, None),
             None => {
                 let dir = tempfile::Builder::new()
-                    .prefix("rtscope-tracefs-")
+                    .prefix(OWN_MOUNT_PREFIX)
                     .tempdir()
                     .map_err(|e| TraceError::NoTracefs(format!("temporary directory: {e}")))?;
                 crate::sys::mount_tracefs(dir.path()).map_err(|e| {
@@ -420,6 +444,25 @@ impl Drop for Instance {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn another_runs_private_mount_is_not_used() {
+        let info = "\
+36 25 0:12 / /sys/kernel/debug rw,relatime shared:15 - debugfs debugfs rw
+90 22 0:45 / /tmp/rtscope-tracefs-Ab12cd rw,relatime shared:50 - tracefs nodev rw
+91 22 0:46 / /mnt/my\\040trace rw,relatime shared:51 - tracefs nodev rw
+";
+        assert_eq!(
+            tracefs_mounts(info),
+            vec![
+                PathBuf::from("/mnt/my trace"),
+                PathBuf::from("/sys/kernel/debug/tracing")
+            ]
+        );
+        let only_private =
+            "90 22 0:45 / /tmp/rtscope-tracefs-x rw - tracefs nodev rw\nbroken line\n";
+        assert!(tracefs_mounts(only_private).is_empty());
+    }
 
     #[test]
     fn masks() {
