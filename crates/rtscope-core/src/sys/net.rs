@@ -109,7 +109,17 @@ mod tests {
     #[test]
     fn loopback_packets_carry_a_stamp() {
         let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        enable_rx_timestamps(rx.as_raw_fd()).unwrap();
+        match enable_rx_timestamps(rx.as_raw_fd()) {
+            // qemu's user-mode emulation (the ARM CI) does not pass the option
+            // on; a real kernel on the CI host must take it.
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOPROTOOPT) && !cfg!(target_arch = "x86_64") =>
+            {
+                eprintln!("skipped: SO_TIMESTAMPNS not available here ({e})");
+                return;
+            }
+            r => r.unwrap(),
+        }
         let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let before = crate::sys::clock_ns(libc::CLOCK_REALTIME);
         tx.send_to(b"12345678", rx.local_addr().unwrap()).unwrap();
