@@ -133,6 +133,10 @@ pub struct ThreadPlan {
 /// Every setting of a cyclic run, defaults included (goes into the result document).
 #[derive(Debug, Clone, Serialize)]
 pub struct CyclicPlan {
+    /// The experiment the run is recorded as: `cyclic`, or `irq` when
+    /// `rtscope irq --source timer` runs this measurement.
+    #[serde(skip)]
+    pub experiment: &'static str,
     pub threads: Vec<ThreadPlan>,
     pub period_ns: u64,
     pub distance_ns: u64,
@@ -225,6 +229,7 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
     crate::load::LoadSet::check(&a.loads, a.load_cpus.as_deref())?;
     let trace = super::cyclic_trace::plan(a)?;
     Ok(CyclicPlan {
+        experiment: "cyclic",
         threads,
         period_ns: a.period_ns,
         distance_ns: a.distance_ns,
@@ -467,7 +472,7 @@ impl Aggregate {
     /// The document as of now (checkpoints).
     fn document(&self, run: &Run, plan: &CyclicPlan, end: EndReason) -> ResultDocument {
         let (series, warnings) = self.series();
-        let mut doc = run.document("cyclic", plan, series, end, warnings);
+        let mut doc = run.document(plan.experiment, plan, series, end, warnings);
         self.threshold(plan, &mut doc);
         doc
     }
@@ -839,7 +844,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         trace_report = Some(report);
     }
     let dma_held = run.env.dma_latency_held;
-    let finished = run.finish("cyclic", plan, series, end_reason, warnings);
+    let finished = run.finish(plan.experiment, plan, series, end_reason, warnings);
     let mut doc = finished.doc;
     doc.trace = trace_report;
     doc.break_event = break_event;
@@ -877,7 +882,8 @@ fn header(plan: &CyclicPlan) -> String {
         (None, None) => "until Ctrl-C".into(),
     };
     format!(
-        "rtscope cyclic: {} thread{} ({placement}), period {}{}, SCHED_{} {}, wake {} on CLOCK_{}, {stop}",
+        "rtscope {}: {} thread{} ({placement}), period {}{}, SCHED_{} {}, wake {} on CLOCK_{}, {stop}",
+        plan.experiment,
         plan.threads.len(),
         if plan.threads.len() == 1 { "" } else { "s" },
         format_ns(plan.period_ns),

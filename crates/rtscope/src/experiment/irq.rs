@@ -134,9 +134,9 @@ fn run_timer(o: &IrqOptions, cpu: usize) -> Result<i32> {
         load_cpus: o.load_cpus.clone(),
         ..CyclicOptions::default()
     };
-    let plan = cyclic::plan(&co)?;
+    let mut plan = cyclic::plan(&co)?;
+    plan.experiment = "irq";
     let mut out = cyclic::execute(&plan)?;
-    out.doc.experiment = "irq".into();
     if let Some(p) = out.doc.plan.as_object_mut() {
         p.insert("source".into(), json!("timer"));
     }
