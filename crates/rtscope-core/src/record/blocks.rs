@@ -255,6 +255,16 @@ mod tests {
     }
 
     #[test]
+    fn merging_interleaves_and_sums_shared_buckets() {
+        let a: Block = vec![(1, 1), (3, 2), (5, 1)];
+        let b: Block = vec![(2, 4), (3, 1), (6, 1), (9, 2)];
+        let want: Block = vec![(1, 1), (2, 4), (3, 3), (5, 1), (6, 1), (9, 2)];
+        assert_eq!(merge(&a, &b), want);
+        assert_eq!(merge(&b, &a), want);
+        assert_eq!(merge(&a, &Vec::new()), a);
+    }
+
+    #[test]
     fn blocks_by_time_out_of_order_and_bounded() {
         let mut r = BlockRecorder::new(1_000, 100, 4);
         r.push(1_000 + 150, 50);
