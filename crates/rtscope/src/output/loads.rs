@@ -71,6 +71,19 @@ pub fn table(loads: &[LoadReport]) -> String {
     );
     out.push_str(&render(&rows));
     for l in loads {
+        if let Some(sc) = &l.schedule {
+            out.push_str(&format!(
+                "{}: on {} times (for {} every {}), {:.1} s of {:.1} s; its CPU share is over the on-time\n",
+                super::printable(&l.spec),
+                sc.on_count,
+                rtscope_core::units::format_ns(sc.for_ns),
+                rtscope_core::units::format_ns(sc.every_ns),
+                sc.on_s,
+                l.window_s
+            ));
+        }
+    }
+    for l in loads {
         if let Some(w) = shortfall(l) {
             out.push_str(&format!("WARNING: {w}\n"));
         }
@@ -114,6 +127,25 @@ mod tests {
         assert_eq!(si(1_500_000.0), "1.5M");
         assert_eq!(si(12.0), "12");
         assert!(!t.contains("WARNING"), "{t}");
+        assert!(!t.contains("on-time"), "{t}");
+    }
+
+    #[test]
+    fn says_when_a_scheduled_load_was_on() {
+        let l: LoadReport = serde_json::from_value(serde_json::json!({
+            "spec": "cpu:100,every=1s,for=300ms", "instances": 1, "cpus": [0], "level": 100,
+            "window_s": 3.0, "lifetime_s": 3.2,
+            "achieved_cpu_percent": [97.0], "achieved_cpu_percent_mean": 97.0,
+            "counters": {"ops": 1000},
+            "schedule": {"every_ns": 1_000_000_000u64, "for_ns": 300_000_000u64, "start_ns": 0,
+                         "on_intervals_ns": [[0, 300_000_000u64]], "on_count": 3, "on_s": 0.9}
+        }))
+        .unwrap();
+        let t = table(&[l]);
+        assert!(
+            t.contains("cpu:100,every=1s,for=300ms: on 3 times (for 300ms every 1s), 0.9 s of 3.0 s; its CPU share is over the on-time"),
+            "{t}"
+        );
     }
 
     #[test]

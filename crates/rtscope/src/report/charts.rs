@@ -11,9 +11,9 @@
 //! draw separately, so that small multiples share their scales.
 
 use rtscope_core::record::LatencyHistogram;
-use rtscope_core::result::{Series, TimelinePoint};
+use rtscope_core::result::{LoadReport, Series, TimelinePoint};
 
-use super::svg::{count_label, linear_ticks, log_ticks, Axis, Chart, Line, Marker, Scale};
+use super::svg::{count_label, linear_ticks, log_ticks, Axis, Band, Chart, Line, Marker, Scale};
 
 /// A series to plot, with its legend label and colour.
 #[derive(Clone)]
@@ -333,6 +333,7 @@ pub fn histogram(
         markers,
         empty_note: empty.then(|| "no histogram in this data".to_string()),
         legend_left: false,
+        bands: vec![],
     }
 }
 
@@ -491,6 +492,7 @@ pub fn percentiles(
         markers: vec![],
         empty_note: empty.then(|| "no histogram in this data".to_string()),
         legend_left: true,
+        bands: vec![],
     }
 }
 
@@ -542,6 +544,19 @@ pub fn timeline(
     draw: &[Plotted],
     width: u32,
     height: u32,
+) -> Chart {
+    timeline_with_loads(title, range_from, draw, width, height, &[])
+}
+
+/// [`timeline`], with the times scheduled loads (`every=`, `for=`) were on
+/// shaded.
+pub fn timeline_with_loads(
+    title: &str,
+    range_from: &[Plotted],
+    draw: &[Plotted],
+    width: u32,
+    height: u32,
+    loads: &[LoadReport],
 ) -> Chart {
     let t_end_ns = range_from
         .iter()
@@ -653,6 +668,26 @@ pub fn timeline(
     }
     let empty = lines.is_empty();
     let interval = shown_interval.unwrap_or(1_000_000_000);
+    let bands: Vec<Band> = if empty {
+        Vec::new()
+    } else {
+        loads
+            .iter()
+            .filter_map(|l| l.schedule.as_ref().map(|s| (l, s)))
+            .flat_map(|(l, s)| {
+                s.on_intervals_ns.iter().map(move |&[a, b]| Band {
+                    x0: tx(a),
+                    x1: tx(b.min(t_end_ns)),
+                    title: format!(
+                        "load {} on from {:.3} s to {:.3} s",
+                        l.spec,
+                        a as f64 / 1e9,
+                        b as f64 / 1e9
+                    ),
+                })
+            })
+            .collect()
+    };
     let (lo, hi) = (
         y_min_ns / unit.div,
         (y_max_ns * 1.5).max(y_min_ns * 10.0) / unit.div,
@@ -665,9 +700,14 @@ pub fn timeline(
         x: linear_axis(
             (t_end_ns as f64 / 1e9 / tunit.div).max(1e-9),
             format!(
-                "time since start ({}); max (solid) and mean (dashed) over each {}; markers: worst samples at their time",
+                "time since start ({}); max (solid) and mean (dashed) over each {}; markers: worst samples at their time{}",
                 tunit.name,
-                rtscope_core::units::format_ns(interval)
+                rtscope_core::units::format_ns(interval),
+                if bands.is_empty() {
+                    ""
+                } else {
+                    "; shaded: scheduled loads on"
+                }
             ),
         ),
         y: Axis {
@@ -682,6 +722,7 @@ pub fn timeline(
         markers,
         empty_note: empty.then(|| "no timeline in this data".to_string()),
         legend_left: false,
+        bands,
     }
 }
 

@@ -93,6 +93,7 @@ svg.chart text.alabel{fill:var(--muted)}
 svg.chart text.note{fill:var(--muted);font-size:13px}
 svg.chart .grid line{stroke:#eceff4}
 svg.chart rect.frame{fill:none;stroke:#9aa3b2}
+svg.chart rect.band{fill:#f6d9a8;opacity:.45}
 svg.chart path.series{fill:none;stroke-linejoin:round}
 svg.chart circle.marker{fill:#fff;stroke-width:1.6}
 svg.chart .legend rect{fill:#fff;fill-opacity:.88;stroke:var(--line)}
@@ -182,9 +183,19 @@ pub fn run_section(r: &Run) -> String {
             start_clock_ns: d.start_clock_ns,
         })
         .collect();
-    s.push_str(&chart_block(&plotted, "Latency histogram", "histogram"));
-    s.push_str(&chart_block(&plotted, "Latency over time", "timeline"));
-    s.push_str(&chart_block(&plotted, "Percentiles", "percentiles"));
+    s.push_str(&chart_block(
+        &plotted,
+        "Latency histogram",
+        "histogram",
+        &[],
+    ));
+    s.push_str(&chart_block(
+        &plotted,
+        "Latency over time",
+        "timeline",
+        &d.loads,
+    ));
+    s.push_str(&chart_block(&plotted, "Percentiles", "percentiles", &[]));
     s.push_str(&spikes_table(d, unit));
     s.push_str(&super::trace::section(d));
     let loads: Vec<serde_json::Value> = d
@@ -197,11 +208,17 @@ pub fn run_section(r: &Run) -> String {
     s
 }
 
-/// One chart kind, overlaid, or as small multiples when there are many series.
-pub fn chart_block(plotted: &[Plotted], title: &str, kind: &str) -> String {
+/// One chart kind, overlaid, or as small multiples when there are many
+/// series; the timeline shades when the scheduled `loads` were on.
+pub fn chart_block(
+    plotted: &[Plotted],
+    title: &str,
+    kind: &str,
+    loads: &[rtscope_core::result::LoadReport],
+) -> String {
     let build = |t: &str, draw: &[Plotted], w: u32, h: u32| match kind {
         "histogram" => charts::histogram(t, plotted, draw, w, h),
-        "timeline" => charts::timeline(t, plotted, draw, w, h),
+        "timeline" => charts::timeline_with_loads(t, plotted, draw, w, h, loads),
         _ => charts::percentiles(t, plotted, draw, w, h),
     };
     let mut s = format!("<h3>{}</h3>\n", esc(title));
