@@ -915,7 +915,7 @@ pub struct IrqArgs {
     pub cpu: Option<usize>,
 
     /// Interrupts per second: timer wake-ups, packets sent by the loopback sender,
-    /// RTC interrupts (a power of two) [default: 1000, rtc 1024].
+    /// RTC interrupts (a power of two), GPIO edges made by --drive [default: 1000, rtc 1024].
     #[arg(long, value_name = "HZ")]
     pub rate: Option<u64>,
 

@@ -143,6 +143,9 @@ pub struct GpioPlan {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct GpioCounts {
     pub events: u64,
+    /// Events stamped before the reader was ready (queued while the run
+    /// started): read and skipped, not measured.
+    pub stale: u64,
     pub lost: u64,
     pub rising: u64,
     pub falling: u64,
@@ -151,10 +154,12 @@ pub struct GpioCounts {
 /// The reader's loop: `read` fills a buffer of records (returns how many; 0
 /// is the end, for recordings), and each record becomes a sample: latency =
 /// `clock` after the read − the record's stamp; a gap in `line_seqno` is
-/// lost events (the sample's overruns). No allocation.
+/// lost events (the sample's overruns). Events stamped before `since_ns`
+/// (on `clock`: queued before the reader was ready) are skipped. No allocation.
 pub fn gpio_loop(
     mut read: impl FnMut(&mut [GpioLineEvent]) -> std::io::Result<usize>,
     clock: libc::clockid_t,
+    since_ns: u64,
     sink: &mut impl SampleSink,
     stop: &AtomicBool,
     loops: Option<u64>,
@@ -177,6 +182,11 @@ pub fn gpio_loop(
             sys::clock_ns(libc::CLOCK_MONOTONIC)
         };
         for e in &buf[..n] {
+            if e.timestamp_ns < since_ns {
+                c.stale += 1;
+                expected = Some(e.line_seqno.wrapping_add(1));
+                continue;
+            }
             let gap = match expected {
                 Some(x) => e.line_seqno.wrapping_sub(x),
                 None => 0,
@@ -412,9 +422,11 @@ pub fn run(o: &IrqOptions, cpu: usize) -> Result<i32> {
                     .map_err(|e| format!("cannot make the wait interruptible: {e}"))?;
                 r_tid.store(st.tid, Ordering::Relaxed);
                 let fd = req.as_raw_fd();
+                let since = sys::clock_ns(clock);
                 let c = gpio_loop(
                     |b| sys::gpio_read_events(fd, b),
                     clock,
+                    since,
                     &mut sink,
                     &r_stop,
                     loops,
@@ -486,6 +498,7 @@ pub fn run(o: &IrqOptions, cpu: usize) -> Result<i32> {
     a.insert("event_clock".into(), json!(plan.event_clock));
     a.insert("events".into(), json!(counts.events));
     a.insert("lost".into(), json!(counts.lost));
+    a.insert("stale".into(), json!(counts.stale));
     a.insert("rising".into(), json!(counts.rising));
     a.insert("falling".into(), json!(counts.falling));
     a.insert("drive".into(), json!(plan.drive));
@@ -513,11 +526,12 @@ pub fn run(o: &IrqOptions, cpu: usize) -> Result<i32> {
     let doc = run.finish("irq", &plan, vec![s], end, warnings).doc;
     let mut text = crate::output::summary::cyclic_summary(&doc);
     text.push_str(&format!(
-        "edges: {} read ({} rising, {} falling), {} lost; latency = user read time − kernel edge stamp ({})\n",
+        "edges: {} measured ({} rising, {} falling), {} lost, {} queued before the start (not measured); latency = user read time − kernel edge stamp ({})\n",
         counts.events,
         counts.rising,
         counts.falling,
         counts.lost,
+        counts.stale,
         plan.event_clock.name()
     ));
     let code = run::deliver(&doc, &plan.outputs, vec![], &text);
@@ -585,6 +599,7 @@ mod tests {
         let c = gpio_loop(
             |b| sys::gpio_read_events(fd, b),
             libc::CLOCK_MONOTONIC,
+            0,
             &mut got,
             &stop,
             None,
@@ -595,6 +610,7 @@ mod tests {
             c,
             GpioCounts {
                 events: 4,
+                stale: 0,
                 lost: 2,
                 rising: 2,
                 falling: 2
@@ -616,6 +632,7 @@ mod tests {
         let c = gpio_loop(
             |b| sys::gpio_read_events(fd, b),
             libc::CLOCK_MONOTONIC,
+            0,
             &mut got,
             &stop,
             Some(3),
@@ -623,6 +640,22 @@ mod tests {
         )
         .unwrap();
         assert_eq!((c.events, got.len()), (3, 3));
+        // Events queued before the reader was ready are skipped, and the
+        // sequence continues from them (no loss counted for 1-2).
+        f.rewind().unwrap();
+        let mut got: Vec<Sample> = Vec::new();
+        let c = gpio_loop(
+            |b| sys::gpio_read_events(fd, b),
+            libc::CLOCK_MONOTONIC,
+            base + 1,
+            &mut got,
+            &stop,
+            None,
+            0,
+        )
+        .unwrap();
+        assert_eq!((c.stale, c.events, c.lost), (1, 3, 2));
+        assert_eq!(got.iter().map(|s| s.seq).collect::<Vec<_>>(), [2, 5, 6]);
     }
 
     #[test]
@@ -643,6 +676,7 @@ mod tests {
                 }
             },
             libc::CLOCK_REALTIME,
+            0,
             &mut got,
             &stop,
             None,
@@ -654,6 +688,7 @@ mod tests {
         let c = gpio_loop(
             |_| unreachable!(),
             libc::CLOCK_MONOTONIC,
+            0,
             &mut got,
             &stop,
             None,

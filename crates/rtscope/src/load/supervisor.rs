@@ -586,7 +586,12 @@ impl RunningLoads {
                         index: inst.index,
                         pid: inst.pid,
                         cpus: inst.cpus.clone(),
-                        cpu_percent: round2(100.0 * used / share_over.max(1e-9)),
+                        // A load never on (start= beyond the run) did no work.
+                        cpu_percent: if share_over > 0.0 {
+                            round2(100.0 * used / share_over)
+                        } else {
+                            0.0
+                        },
                         counters: c,
                         exit,
                         error: err,

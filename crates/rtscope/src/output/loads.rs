@@ -98,6 +98,10 @@ pub fn shortfall(l: &LoadReport) -> Option<String> {
         return Some(format!("load {} failed: {}", l.spec, l.errors.join("; ")));
     }
     let level = f64::from(l.level?);
+    if l.schedule.as_ref().is_some_and(|s| s.on_count == 0) {
+        // Never on (start= beyond the run): the line under the table says so.
+        return None;
+    }
     (l.instances > 0 && l.achieved_cpu_percent_mean < level / 2.0).then(|| {
         format!(
             "load {} reached {:.1} % CPU of the {level:.0} % asked: the measurement ran under less load than planned",
