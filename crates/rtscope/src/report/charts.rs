@@ -765,6 +765,48 @@ mod tests {
     }
 
     #[test]
+    fn scheduled_loads_are_shaded_on_the_timeline() {
+        let mut rec = rtscope_core::record::SeriesRecorder::new(0, 4, None);
+        for i in 0..3000u64 {
+            rec.record(&rtscope_core::sample::Sample {
+                seq: i,
+                t_ns: i * 1_000_000,
+                latency_ns: 20_000,
+                overruns: 0,
+                cpu: 0,
+            });
+        }
+        let s = rec.to_series("thread 0", 0);
+        let p = [Plotted {
+            label: "thread 0".into(),
+            color: "#000",
+            series: &s,
+            start_clock_ns: 0,
+        }];
+        let load = LoadReport {
+            spec: "cpu:100,every=1s,for=300ms".into(),
+            schedule: Some(rtscope_core::result::LoadSchedule {
+                every_ns: 1_000_000_000,
+                for_ns: 300_000_000,
+                start_ns: 0,
+                on_intervals_ns: vec![[0, 300_000_000], [1_000_000_000, 1_300_000_000]],
+                on_count: 2,
+                on_s: 0.6,
+            }),
+            ..Default::default()
+        };
+        let c = timeline_with_loads("t", &p, &p, 600, 300, std::slice::from_ref(&load));
+        assert_eq!(c.bands.len(), 2);
+        assert!(c.x.label.contains("shaded"), "{}", c.x.label);
+        let svg = c.render();
+        assert_eq!(svg.matches(r#"<rect class="band""#).count(), 2);
+        assert!(svg.contains("load cpu:100,every=1s,for=300ms on from 1.000 s to 1.300 s"));
+        // Without a schedule: no band, the label as before.
+        let c = timeline("t", &p, &p, 600, 300);
+        assert!(c.bands.is_empty() && !c.x.label.contains("shaded"));
+    }
+
+    #[test]
     fn decimation_keeps_spikes() {
         let pts: Vec<TimelinePoint> = (0..3600u64)
             .map(|i| TimelinePoint {

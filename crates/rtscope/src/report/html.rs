@@ -749,6 +749,19 @@ fn json_cell(v: &serde_json::Value) -> String {
     }
 }
 
+/// A load's schedule in a few words (its intervals are shaded on the timeline).
+fn schedule_cell(sc: &serde_json::Value) -> String {
+    let ns = |k: &str| rtscope_core::units::format_ns(sc[k].as_u64().unwrap_or(0));
+    format!(
+        "for {} every {} from {}: on {} times, {} s (CPU share over the on-time)",
+        ns("for_ns"),
+        ns("every_ns"),
+        ns("start_ns"),
+        sc["on_count"].as_u64().unwrap_or(0),
+        sc["on_s"].as_f64().unwrap_or(0.0)
+    )
+}
+
 /// The loads that ran beside the measurement: one row each, one column per key.
 pub fn loads_table(loads: &[serde_json::Value]) -> String {
     if loads.is_empty() {
@@ -772,7 +785,11 @@ pub fn loads_table(loads: &[serde_json::Value]) -> String {
     for l in loads {
         s.push_str("<tr>");
         for k in &keys {
-            let v = l.get(*k).map(json_cell).unwrap_or_default();
+            let v = match l.get(*k) {
+                Some(sc) if *k == "schedule" && sc.is_object() => schedule_cell(sc),
+                Some(v) => json_cell(v),
+                None => String::new(),
+            };
             let _ = write!(s, "<td class=\"l mono\">{}</td>", esc(&v));
         }
         s.push_str("</tr>\n");
