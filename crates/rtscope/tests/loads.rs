@@ -682,3 +682,56 @@ fn sigint_during_an_off_phase_reaps_the_stopped_load() {
     let left = leftovers(&doc, pid as u32);
     assert!(left.is_empty(), "processes left: {left:?}");
 }
+
+/// A second Ctrl-C exits at once (130) without the normal shutdown: the
+/// paused load is continued with SIGTERM first, so that it ends instead of
+/// staying stopped with its parent gone. (Here the kernel's SIGHUP + SIGCONT
+/// to a newly orphaned process group with stopped members would also end it:
+/// this checks the outcome, it does not single out rtscope's part.)
+#[test]
+fn second_sigint_leaves_no_stopped_load() {
+    let _g = CPUS.read().unwrap();
+    let spec = "cpu:100,every=5s,for=200ms,instances=1";
+    let mut child = rtscope()
+        .args(["cyclic", "--no-rt", "-D", "60", "-q", "--load", spec])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let t0 = Instant::now();
+    let worker = loop {
+        let w = workers_of(pid, spec);
+        if w.len() == 1 && w[0].1 == "T" {
+            break w[0].0;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "never stopped: {w:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for _ in 0..2 {
+        // SAFETY: signalling a child we started and have not reaped.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    }
+    let st = child.wait().unwrap();
+    assert!(matches!(st.code(), Some(130) | Some(0)), "{st}");
+    // The worker (re-parented, or reaped by rtscope) ends: gone or a zombie,
+    // never stopped.
+    let t0 = Instant::now();
+    loop {
+        let left: Vec<_> = processes()
+            .into_iter()
+            .filter(|p| (p.0 == worker || p.2 == worker) && p.3 != "Z")
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "processes left: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
