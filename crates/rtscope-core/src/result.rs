@@ -216,7 +216,33 @@ pub struct LoadReport {
     pub instance_reports: Vec<InstanceReport>,
     /// Instances that failed.
     pub errors: Vec<String>,
+    /// The schedule of a load that was on only part of the time
+    /// (`every=`, `for=`, `start=`); absent for a load on all the time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<LoadSchedule>,
 }
+
+/// When a scheduled load was on. Its CPU shares (`achieved_cpu_percent`)
+/// are measured over `on_s`, the time it was on, not over the window.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
+pub struct LoadSchedule {
+    /// On for `for_ns` at the start of every `every_ns`, from `start_ns`
+    /// after the measurement window opened.
+    pub every_ns: u64,
+    pub for_ns: u64,
+    pub start_ns: u64,
+    /// `[on, off]` times, ns relative to the document's start (the clock of
+    /// `start_clock_ns`), in order; at most [`MAX_ON_INTERVALS`] (the first ones).
+    pub on_intervals_ns: Vec<[u64; 2]>,
+    /// How many times the load was switched on (also beyond the list).
+    pub on_count: u64,
+    /// Time on within the measurement window, seconds.
+    pub on_s: f64,
+}
+
+/// The most on-intervals a load report lists.
+pub const MAX_ON_INTERVALS: usize = 1000;
 
 /// What one instance of a load achieved.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

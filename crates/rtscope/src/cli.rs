@@ -904,16 +904,18 @@ pub struct CheckArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct IrqArgs {
-    /// The interrupt source.
-    #[arg(long, value_enum, default_value = "timer")]
-    pub source: crate::experiment::irq::IrqSource,
+    /// The interrupt source: timer, net, rtc, or gpio:CHIP:LINE (GPIO edge
+    /// events, e.g. gpio:/dev/gpiochip0:17).
+    #[arg(long, value_name = "SOURCE", default_value = "timer",
+          value_parser = crate::experiment::irq::parse_source)]
+    pub source: crate::experiment::irq::SourceSpec,
 
     /// CPU of the measurement (receiving) thread (default: the last online CPU).
     #[arg(short = 'a', long, value_name = "CPU")]
     pub cpu: Option<usize>,
 
     /// Interrupts per second: timer wake-ups, packets sent by the loopback sender,
-    /// RTC interrupts (a power of two) [default: 1000, rtc 1024].
+    /// RTC interrupts (a power of two), GPIO edges made by --drive [default: 1000, rtc 1024].
     #[arg(long, value_name = "HZ")]
     pub rate: Option<u64>,
 
@@ -925,6 +927,19 @@ pub struct IrqArgs {
     /// rtc: the RTC device.
     #[arg(long, value_name = "PATH", default_value = crate::experiment::irq::DEFAULT_RTC)]
     pub rtc_device: std::path::PathBuf,
+
+    /// gpio: the edges that are interrupts [default: rising].
+    #[arg(long, value_enum)]
+    pub edge: Option<crate::experiment::irq_gpio::Edge>,
+
+    /// gpio: the clock the kernel stamps edges on [default: monotonic].
+    #[arg(long, value_enum)]
+    pub event_clock: Option<crate::experiment::irq_gpio::EventClock>,
+
+    /// gpio: toggle this output line of the same chip --rate times per second
+    /// (wire it to the measured line).
+    #[arg(long, value_name = "LINE")]
+    pub drive: Option<u32>,
 
     /// Number of interrupts to measure.
     #[arg(short = 'l', long, value_parser = positive_u64)]
@@ -964,9 +979,9 @@ impl IrqArgs {
         use crate::experiment::cyclic_trace::TraceMode;
         use crate::experiment::irq::IrqSource;
         Ok(crate::experiment::irq::IrqOptions {
-            source: self.source,
+            source: self.source.source,
             cpu: self.cpu,
-            rate_hz: self.rate.unwrap_or(match self.source {
+            rate_hz: self.rate.unwrap_or(match self.source.source {
                 IrqSource::Rtc => 1024,
                 _ => 1000,
             }),
@@ -975,17 +990,21 @@ impl IrqArgs {
             duration_ns: self.duration,
             spikes: self.spikes,
             rt: self.rt.choice()?,
-            trace: match (self.trace, self.trace_outliers, self.source) {
+            trace: match (self.trace, self.trace_outliers, self.source.source) {
                 (Some(m), _, _) => m,
                 (None, Some(_), _) => TraceMode::On,
                 (None, None, IrqSource::Timer) => TraceMode::Auto,
-                (None, None, IrqSource::Net | IrqSource::Rtc) => TraceMode::Off,
+                (None, None, IrqSource::Net | IrqSource::Rtc | IrqSource::Gpio) => TraceMode::Off,
             },
             trace_outliers_ns: self.trace_outliers,
             outputs: Outputs::from(&self.out),
             loads: self.loads.load.clone(),
             load_cpus: self.loads.load_cpus.clone(),
             rtc_device: self.rtc_device.clone(),
+            gpio: self.source.gpio.clone(),
+            edge: self.edge,
+            event_clock: self.event_clock,
+            drive: self.drive,
         })
     }
 }

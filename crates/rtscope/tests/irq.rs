@@ -125,6 +125,40 @@ fn bad_irq_input_is_one_line() {
             "5",
         ],
         vec!["irq", "--rtc-device", "/dev/null", "-l", "5"],
+        // gpio: bad specs and options that belong to gpio only.
+        vec!["irq", "--source", "gpio:foo", "-l", "5"],
+        vec!["irq", "--source", "gpio", "-l", "5"],
+        vec!["irq", "--source", "gpio:/dev/gpiochip0:x", "-l", "5"],
+        vec!["irq", "--source", "net", "--edge", "both", "-l", "5"],
+        vec!["irq", "--drive", "3", "-l", "5"],
+        vec![
+            "irq",
+            "--source",
+            "gpio:/dev/null:0",
+            "--edge",
+            "up",
+            "-l",
+            "5",
+        ],
+        vec![
+            "irq",
+            "--source",
+            "gpio:/dev/null:0",
+            "--event-clock",
+            "hte",
+            "-l",
+            "5",
+        ],
+        vec![
+            "irq",
+            "--source",
+            "gpio:/dev/null:0",
+            "--drive",
+            "0",
+            "-l",
+            "5",
+        ],
+        vec!["irq", "--source", "gpio:/dev/null:0", "--trace", "-l", "5"],
     ] {
         let out = rtscope().args(&args).output().unwrap();
         assert_exit(&out, 2);
@@ -159,4 +193,38 @@ fn rtc_fake_device_is_refused_at_once() {
     assert_exit(&out, 2);
     let line = assert_one_line(&out.stderr);
     assert!(line.contains("not a character device"), "{line}");
+}
+
+/// Paths that cannot be opened as a GPIO chip: a run error (exit 1) in one
+/// line, at once (a FIFO is refused before it is opened). The event reading
+/// itself is tested against recorded records (`sys::gpio`, `irq_gpio`).
+#[test]
+fn gpio_not_a_chip_is_one_line_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("gpiochip0");
+    let st = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    for (chip, want) in [
+        ("/dev/null".to_string(), "not a GPIO chip"),
+        ("/nonexistent/gpiochip7".to_string(), "No such file"),
+        (fifo.to_str().unwrap().to_string(), "not a character device"),
+    ] {
+        let out = common::run_within(
+            &[
+                "irq",
+                "--source",
+                &format!("gpio:{chip}:3"),
+                "-l",
+                "5",
+                "-q",
+            ],
+            Duration::from_secs(10),
+        );
+        assert_exit(&out, 1);
+        let line = assert_one_line(&out.stderr);
+        assert!(line.contains(want), "{chip}: {line}");
+    }
 }

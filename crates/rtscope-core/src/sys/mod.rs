@@ -17,11 +17,13 @@
 //! - `info`: kernel and privilege facts (uname, rlimits, euid, kernel log)
 //! - `mount`: mounting tracefs for private trace instances; whether a pid is alive
 //! - `net`: kernel receive timestamps on sockets (`SO_TIMESTAMPNS`, `recvmsg`)
+//! - `gpio`: GPIO character device uAPI v2 (line requests, edge events, output values)
 //! - `rtc`: `/dev/rtc` periodic interrupts (`RTC_IRQP_SET`, `RTC_PIE_ON`/`OFF`, blocking read)
 //! - `mem`: memory locking, anonymous mappings, the SIGSEGV fault handler
 //! - `ipc`: shared memory and the IPC primitives of `rtscope ipc`
 //! - `perf` (aarch64 only): perf events and their user page
 
+mod gpio;
 mod info;
 mod ipc;
 mod mem;
@@ -37,6 +39,7 @@ mod time;
 mod timer;
 mod wake;
 
+pub use gpio::*;
 pub use info::*;
 pub use ipc::*;
 pub use mem::*;

@@ -14,6 +14,8 @@
 //!   stamp, both on CLOCK_REALTIME (a clock step during the run would show
 //!   as negative samples, counted). Packets carry a sequence number; gaps
 //!   are lost packets, counted as the series' `overruns`.
+//! - `gpio:CHIP:LINE`: GPIO edge events of the character device (uAPI v2),
+//!   stamped by the kernel in the interrupt handler; see `irq_gpio`.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -46,6 +48,33 @@ pub enum IrqSource {
     Net,
     /// `/dev/rtc` periodic interrupts (RTC_IRQP_SET, RTC_PIE_ON, blocking read).
     Rtc,
+    /// GPIO line edge events (`gpio:CHIP:LINE`), stamped by the kernel.
+    Gpio,
+}
+
+/// What `--source` names: the source, and the chip and line of `gpio:CHIP:LINE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceSpec {
+    pub source: IrqSource,
+    pub gpio: Option<super::irq_gpio::GpioTarget>,
+}
+
+/// Parses `--source`: `timer`, `net`, `rtc` or `gpio:CHIP:LINE`.
+pub fn parse_source(s: &str) -> Result<SourceSpec, String> {
+    let plain = |source| Ok(SourceSpec { source, gpio: None });
+    match s {
+        "timer" => plain(IrqSource::Timer),
+        "net" => plain(IrqSource::Net),
+        "rtc" => plain(IrqSource::Rtc),
+        "gpio" => Err("--source gpio needs a chip and a line: gpio:/dev/gpiochip0:17".into()),
+        _ if s.starts_with("gpio:") => Ok(SourceSpec {
+            source: IrqSource::Gpio,
+            gpio: Some(super::irq_gpio::parse_target(s)?),
+        }),
+        _ => Err(format!(
+            "unknown source '{s}' (timer, net, rtc, gpio:CHIP:LINE)"
+        )),
+    }
 }
 
 /// What a user asks of an irq run.
@@ -69,6 +98,14 @@ pub struct IrqOptions {
     pub load_cpus: Option<Vec<usize>>,
     /// `--rtc-device` (rtc only).
     pub rtc_device: std::path::PathBuf,
+    /// The chip and line of `gpio:CHIP:LINE` (gpio only).
+    pub gpio: Option<super::irq_gpio::GpioTarget>,
+    /// `--edge` (gpio only; default rising).
+    pub edge: Option<super::irq_gpio::Edge>,
+    /// `--event-clock` (gpio only; default monotonic).
+    pub event_clock: Option<super::irq_gpio::EventClock>,
+    /// `--drive LINE` (gpio only): toggle this output line at `rate_hz`.
+    pub drive: Option<u32>,
 }
 
 /// A planned net run (goes into the result document).
@@ -105,10 +142,18 @@ fn check_common(o: &IrqOptions) -> Result<usize> {
 /// Runs the experiment; the exit code.
 pub fn run(o: &IrqOptions) -> Result<i32> {
     let cpu = check_common(o)?;
+    if o.source != IrqSource::Gpio
+        && (o.edge.is_some() || o.event_clock.is_some() || o.drive.is_some())
+    {
+        return Err(usage(
+            "--edge, --event-clock and --drive are for --source gpio:CHIP:LINE",
+        ));
+    }
     match o.source {
         IrqSource::Timer => run_timer(o, cpu),
         IrqSource::Net => run_net(o, cpu),
         IrqSource::Rtc => run_rtc(o, cpu),
+        IrqSource::Gpio => super::irq_gpio::run(o, cpu),
     }
 }
 

@@ -9,6 +9,7 @@ pub mod cyclic;
 pub mod cyclic_trace;
 pub mod ipc;
 pub mod irq;
+pub mod irq_gpio;
 pub mod matrix;
 pub mod noise;
 pub mod period;

@@ -141,6 +141,9 @@ impl StopSignals {
                             "rtscope: second {} signal: exiting at once; the results of this run were not written",
                             signal_name(sig)
                         );
+                        // Paused (SIGSTOPped) loads act on their
+                        // parent-death SIGTERM only once continued.
+                        crate::load::supervisor::continue_paused_groups();
                         std::process::exit(130);
                     }
                     seen = true;
@@ -362,8 +365,18 @@ impl Run {
         warnings: Vec<String>,
     ) -> Finished {
         let mut doc = self.document(experiment, plan, series, end_reason, warnings);
+        // On-intervals of scheduled loads: relative to the document's start,
+        // on CLOCK_MONOTONIC (where the measurement clock is another one,
+        // its start is moved to CLOCK_MONOTONIC by their current offset).
+        let origin = if self.clock == libc::CLOCK_MONOTONIC {
+            doc.start_clock_ns
+        } else {
+            let offset =
+                sys::clock_ns(self.clock) as i128 - sys::clock_ns(libc::CLOCK_MONOTONIC) as i128;
+            (doc.start_clock_ns as i128 - offset).max(0) as u64
+        };
         let Run { loads, shown, .. } = self;
-        crate::load::attach(&mut doc, &loads.stop());
+        crate::load::attach(&mut doc, &loads.stop_at(origin));
         Finished { doc, shown }
     }
 }

@@ -11,7 +11,11 @@
 //!
 //! A load's SPEC is `name[:level][,key=value...]`; the level is the CPU share
 //! in percent per instance for loads that are regulated (`cpu`, `mem-*`).
-//! `cmd:` takes everything after it as a shell command line.
+//! `cmd:` takes everything after it as a shell command line (a quoted command
+//! may be followed by schedule keys: `cmd:'stress-ng --cpu 1',every=10s,for=2s`).
+//!
+//! Every load takes the schedule keys `every=`, `for=` and `start=` (see
+//! [`Schedule`]): on for `for=` in each `every=` period, stopped in between.
 
 pub mod command;
 pub mod regulate;
@@ -287,6 +291,85 @@ pub struct LoadSpec {
     /// The shell command of a `cmd` load.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// `every=`/`for=`/`start=`: when the load is on (always, if absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Schedule>,
+}
+
+/// A load schedule: on for `for_ns` at the start of every `every_ns`
+/// period, the first period starting `start_ns` after the measurement
+/// window opens; stopped (SIGSTOP of its process groups) in between.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Schedule {
+    pub every_ns: u64,
+    pub for_ns: u64,
+    pub start_ns: u64,
+}
+
+/// The keys of a schedule, accepted by every load.
+pub const SCHEDULE_KEYS: [&str; 3] = ["every", "for", "start"];
+
+/// The shortest `every=`: the scheduler acts on whole milliseconds.
+pub const MIN_EVERY_NS: u64 = 10_000_000;
+
+impl Schedule {
+    /// Builds a schedule from the keys given (`every`, `for`, `start`), or
+    /// none if none is given. Errors are one line.
+    fn from_keys(load: &str, keys: &BTreeMap<&str, &str>) -> Result<Option<Schedule>, String> {
+        if keys.is_empty() {
+            return Ok(None);
+        }
+        let dur = |k: &str| -> Result<Option<u64>, String> {
+            keys.get(k)
+                .map(|v| {
+                    rtscope_core::units::parse_duration_ns(v, rtscope_core::units::Unit::S)
+                        .map_err(|e| format!("load {load}: {k}={v}: {e}"))
+                })
+                .transpose()
+        };
+        let (every, for_, start) = (dur("every")?, dur("for")?, dur("start")?);
+        let (Some(every_ns), Some(for_ns)) = (every, for_) else {
+            return Err(format!(
+                "load {load}: a schedule needs both every= and for= (e.g. every=50s,for=10s)"
+            ));
+        };
+        if every_ns < MIN_EVERY_NS {
+            return Err(format!(
+                "load {load}: every={}: at least 10ms",
+                keys["every"]
+            ));
+        }
+        if for_ns == 0 || for_ns >= every_ns {
+            return Err(format!(
+                "load {load}: for={} must be more than 0 and less than every={}",
+                keys["for"], keys["every"]
+            ));
+        }
+        Ok(Some(Schedule {
+            every_ns,
+            for_ns,
+            start_ns: start.unwrap_or(0),
+        }))
+    }
+
+    /// Whether the load is on `t_ns` after the window opened.
+    pub fn is_on(&self, t_ns: u64) -> bool {
+        t_ns >= self.start_ns && (t_ns - self.start_ns) % self.every_ns < self.for_ns
+    }
+
+    /// The first switch (on or off) strictly after `t_ns`.
+    pub fn next_switch(&self, t_ns: u64) -> u64 {
+        if t_ns < self.start_ns {
+            return self.start_ns;
+        }
+        let k = (t_ns - self.start_ns) / self.every_ns;
+        let period = self.start_ns + k * self.every_ns;
+        if t_ns < period + self.for_ns {
+            period + self.for_ns
+        } else {
+            period + self.every_ns
+        }
+    }
 }
 
 impl fmt::Display for LoadSpec {
@@ -444,6 +527,30 @@ pub fn parse_spec(input: &str) -> Result<LoadSpec, String> {
     }
     if let Some(rest) = text.strip_prefix("cmd:") {
         let mut c = rest.trim();
+        let mut keys = BTreeMap::new();
+        // A quoted command may be followed by schedule keys.
+        if let Some(q) = c.chars().next().filter(|q| *q == '\'' || *q == '"') {
+            if let Some(end) = c[1..].find(q).map(|e| e + 1) {
+                let tail = c[end + 1..].trim();
+                if let Some(tail) = tail.strip_prefix(',') {
+                    for kv in tail.split(',') {
+                        let (k, v) = kv
+                            .split_once('=')
+                            .map(|(k, v)| (k.trim(), v.trim()))
+                            .ok_or_else(|| format!("load cmd: '{kv}' is not KEY=VALUE"))?;
+                        if !SCHEDULE_KEYS.contains(&k) {
+                            return Err(format!(
+                                "load cmd: unknown parameter '{k}' after the command (known: every, for, start)"
+                            ));
+                        }
+                        if keys.insert(k, v).is_some() {
+                            return Err(format!("load cmd: {k} given twice"));
+                        }
+                    }
+                    c = &c[..=end];
+                }
+            }
+        }
         for q in ['\'', '"'] {
             if c.len() >= 2 && c.starts_with(q) && c.ends_with(q) {
                 c = &c[1..c.len() - 1];
@@ -459,6 +566,7 @@ pub fn parse_spec(input: &str) -> Result<LoadSpec, String> {
             level: None,
             params: BTreeMap::new(),
             command: Some(c.to_string()),
+            schedule: Schedule::from_keys("cmd", &keys)?,
         });
     }
     let mut parts = text.split(',');
@@ -495,16 +603,23 @@ pub fn parse_spec(input: &str) -> Result<LoadSpec, String> {
         }
     };
     let mut params = BTreeMap::new();
+    let mut schedule_keys = BTreeMap::new();
     for kv in parts {
         let kv = kv.trim();
         let (k, v) = kv
             .split_once('=')
             .ok_or_else(|| format!("load {name}: '{kv}' is not KEY=VALUE"))?;
         let (k, v) = (k.trim(), v.trim());
+        if SCHEDULE_KEYS.contains(&k) {
+            if schedule_keys.insert(k, v).is_some() {
+                return Err(format!("load {name}: {k} given twice"));
+            }
+            continue;
+        }
         let p = def.params.iter().find(|p| p.key == k).ok_or_else(|| {
             let keys: Vec<&str> = def.params.iter().map(|p| p.key).collect();
             if keys.is_empty() {
-                format!("load {name} takes no parameters")
+                format!("load {name} takes no parameters (but every=, for=, start=)")
             } else {
                 format!(
                     "load {name}: unknown parameter '{k}' (known: {})",
@@ -523,6 +638,7 @@ pub fn parse_spec(input: &str) -> Result<LoadSpec, String> {
         level,
         params,
         command: None,
+        schedule: Schedule::from_keys(name, &schedule_keys)?,
     })
 }
 
@@ -556,6 +672,9 @@ pub fn list_text() -> String {
         }
         out.push_str(&format!("    counters: {}\n", d.counters.join(", ")));
     }
+    out.push_str(
+        "every load: every=DURATION,for=DURATION[,start=DURATION]  on for FOR in each EVERY period, stopped (SIGSTOP) in between\n",
+    );
     out
 }
 
@@ -632,6 +751,72 @@ mod tests {
             assert!(e.contains(want), "{spec}: {e}");
             assert!(!e.contains('\n'), "{spec}: one line");
         }
+    }
+
+    #[test]
+    fn schedules() {
+        let s = parse_spec("cpu:100,every=1s,for=300ms").unwrap();
+        assert_eq!(
+            s.schedule,
+            Some(Schedule {
+                every_ns: 1_000_000_000,
+                for_ns: 300_000_000,
+                start_ns: 0
+            })
+        );
+        assert_eq!(s.level, Some(100));
+        assert!(s.params.is_empty());
+        let s = parse_spec("messaging,every=50s,for=10s,start=5s,groups=2").unwrap();
+        let sc = s.schedule.unwrap();
+        assert_eq!(
+            (sc.every_ns, sc.for_ns, sc.start_ns),
+            (50_000_000_000, 10_000_000_000, 5_000_000_000)
+        );
+        assert_eq!(s.count("groups"), Some(2));
+        // A bare number is seconds.
+        let s = parse_spec("net,every=2,for=0.5").unwrap();
+        assert_eq!(s.schedule.unwrap().for_ns, 500_000_000);
+        let s = parse_spec("cmd:'stress-ng --cpu 1, --x',every=10s,for=2s").unwrap();
+        assert_eq!(s.command.as_deref(), Some("stress-ng --cpu 1, --x"));
+        assert_eq!(s.schedule.unwrap().every_ns, 10_000_000_000);
+        let s = parse_spec("cmd:make -j2,every=1s").unwrap();
+        assert_eq!(s.command.as_deref(), Some("make -j2,every=1s"));
+        assert_eq!(s.schedule, None);
+        assert_eq!(parse_spec("cpu").unwrap().schedule, None);
+        for (spec, want) in [
+            ("cpu,every=1s,for=1s", "less than every"),
+            ("cpu,every=1s,for=2s", "less than every"),
+            ("cpu,every=0,for=0", "at least 10ms"),
+            ("cpu,every=1s,for=0", "more than 0"),
+            ("cpu,every=soon,for=1s", "every=soon"),
+            ("cpu,every=1s,for=-1s", "for=-1s"),
+            ("cpu,every=1s", "both every= and for="),
+            ("cpu,for=1s", "both every= and for="),
+            ("cpu,start=1s", "both every= and for="),
+            ("cpu,every=1s,every=2s,for=1ms", "twice"),
+            ("cmd:'x',every=1s,for=1s", "less than every"),
+            ("cmd:'x',size=1", "unknown parameter 'size'"),
+        ] {
+            let e = parse_spec(spec).unwrap_err();
+            assert!(e.contains(want), "{spec}: {e}");
+            assert!(!e.contains('\n'), "{spec}: one line");
+        }
+    }
+
+    #[test]
+    fn schedule_switches() {
+        let s = Schedule {
+            every_ns: 1000,
+            for_ns: 300,
+            start_ns: 500,
+        };
+        assert!(!s.is_on(0) && !s.is_on(499));
+        assert!(s.is_on(500) && s.is_on(799) && !s.is_on(800) && s.is_on(1500));
+        assert_eq!(s.next_switch(0), 500);
+        assert_eq!(s.next_switch(500), 800);
+        assert_eq!(s.next_switch(800), 1500);
+        assert_eq!(s.next_switch(1499), 1500);
+        assert_eq!(s.next_switch(1500), 1800);
     }
 
     #[test]

@@ -16,11 +16,24 @@
 //! worker and of every re-parented member of its group. [`RunningLoads`] does
 //! the same on drop, so an error or a panic never leaves a load running; the
 //! workers also carry `PR_SET_PDEATHSIG`, for when rtscope itself is killed.
+//!
+//! Schedules (`every=`, `for=`, `start=`): a scheduler thread (not real-time)
+//! pauses a load between its on-phases with SIGSTOP of each of its process
+//! groups and resumes it with SIGCONT, rather than stopping and restarting
+//! it: the workers stay the same processes, so their counters (printed once,
+//! at exit) cover the whole run, reaping and `/proc` accounting follow the
+//! same pids, and a stopped process uses no CPU time, so the CPU time read at
+//! the window's ends divided by the time the load was *on* (not by the
+//! window) is its share while on. Stopping always sends SIGTERM then SIGCONT
+//! (a stopped process acts on SIGTERM only once continued); a second Ctrl-C,
+//! which exits at once, continues the paused groups first
+//! ([`continue_paused_groups`]) so that their parent-death SIGTERM is acted on.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -39,7 +52,180 @@ pub const GRACE: Duration = Duration::from_secs(2);
 /// At most this share of MemAvailable may be mapped by loads in total.
 pub const MEMORY_CAP_PERCENT: u64 = 50;
 
-pub use rtscope_core::result::{InstanceReport, LoadReport};
+use rtscope_core::result::MAX_ON_INTERVALS;
+pub use rtscope_core::result::{InstanceReport, LoadReport, LoadSchedule};
+
+use super::Schedule;
+
+/// Process groups of scheduled loads (they may be stopped): continued by
+/// [`continue_paused_groups`] when rtscope exits at once.
+static PAUSABLE: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// SIGTERM and SIGCONT to every group a schedule may have stopped: for an
+/// exit without the normal shutdown (a second Ctrl-C), so that no stopped
+/// worker is left behind.
+pub fn continue_paused_groups() {
+    if let Ok(g) = PAUSABLE.lock() {
+        for &pgid in g.iter() {
+            let _ = sys::killpg(pgid, libc::SIGTERM);
+            let _ = sys::killpg(pgid, libc::SIGCONT);
+        }
+    }
+}
+
+/// What the scheduler recorded for one load: on-intervals (CLOCK_MONOTONIC),
+/// the first [`MAX_ON_INTERVALS`] closed ones, the open one, and totals.
+#[derive(Debug, Default, Clone)]
+struct OnRecord {
+    closed: Vec<(u64, u64)>,
+    open: Option<u64>,
+    count: u64,
+    on_ns: u64,
+}
+
+impl OnRecord {
+    fn switch_on(&mut self, t: u64) {
+        self.open = Some(t);
+        self.count += 1;
+    }
+
+    /// Closes the record at `end` (the window's end): switches after it
+    /// do not count.
+    fn end_at(&mut self, end: u64) {
+        for iv in &mut self.closed {
+            let b = iv.1.min(end);
+            self.on_ns -= iv.1 - b.max(iv.0);
+            iv.1 = b.max(iv.0);
+        }
+        let before = self.closed.len();
+        self.closed.retain(|&(a, _)| a < end);
+        self.count -= (before - self.closed.len()) as u64;
+        if self.open.is_some_and(|a| a >= end) {
+            self.open = None;
+            self.count -= 1;
+        }
+        self.switch_off(end);
+    }
+
+    fn switch_off(&mut self, t: u64) {
+        if let Some(a) = self.open.take() {
+            let b = t.max(a);
+            self.on_ns += b - a;
+            if self.closed.len() < MAX_ON_INTERVALS {
+                self.closed.push((a, b));
+            }
+        }
+    }
+}
+
+/// The scheduler thread of the scheduled loads.
+struct Scheduler {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    handle: Option<JoinHandle<Vec<OnRecord>>>,
+}
+
+impl Scheduler {
+    /// Starts switching the loads `(index, schedule, process groups)` at
+    /// `t0` (CLOCK_MONOTONIC): each is on when its schedule says so,
+    /// stopped otherwise; the result has one record per index below `n`.
+    fn start(t0: u64, n: usize, loads: Vec<(usize, Schedule, Vec<i32>)>) -> Result<Self> {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let st = stop.clone();
+        if let Ok(mut g) = PAUSABLE.lock() {
+            g.extend(loads.iter().flat_map(|l| l.2.iter().copied()));
+        }
+        let handle = std::thread::Builder::new()
+            .name("load-schedule".into())
+            .stack_size(64 * 1024)
+            .spawn(move || schedule_loop(t0, n, &loads, &st))
+            .context("cannot start the load scheduler thread")?;
+        Ok(Scheduler {
+            stop,
+            handle: Some(handle),
+        })
+    }
+
+    /// Ends the thread; its records (intervals still open stay open).
+    fn finish(&mut self) -> Vec<OnRecord> {
+        let (m, cv) = &*self.stop;
+        if let Ok(mut g) = m.lock() {
+            *g = true;
+        }
+        cv.notify_all();
+        self.handle
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+fn signal_groups(pgids: &[i32], sig: i32) {
+    for &g in pgids {
+        let _ = sys::killpg(g, sig);
+    }
+}
+
+fn schedule_loop(
+    t0: u64,
+    n: usize,
+    loads: &[(usize, Schedule, Vec<i32>)],
+    stop: &(Mutex<bool>, Condvar),
+) -> Vec<OnRecord> {
+    let mono = || sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let mut rec = vec![OnRecord::default(); n];
+    // Every load runs since its start-up; at t0 each takes its schedule's state.
+    let mut on = vec![true; loads.len()];
+    for (k, (i, sc, groups)) in loads.iter().enumerate() {
+        if sc.is_on(0) {
+            rec[*i].switch_on(t0);
+        } else {
+            signal_groups(groups, libc::SIGSTOP);
+            on[k] = false;
+        }
+    }
+    let (m, cv) = stop;
+    loop {
+        let rel = mono().saturating_sub(t0);
+        let next = loads
+            .iter()
+            .map(|(_, sc, _)| sc.next_switch(rel))
+            .min()
+            .unwrap_or(u64::MAX);
+        // Wait for the next switch, or for the end.
+        let Ok(mut done) = m.lock() else { break };
+        loop {
+            if *done {
+                return rec;
+            }
+            let now = mono().saturating_sub(t0);
+            if now >= next {
+                break;
+            }
+            let wait = Duration::from_nanos(next - now);
+            done = match cv.wait_timeout(done, wait) {
+                Ok((g, _)) => g,
+                Err(_) => return rec,
+            };
+        }
+        drop(done);
+        let rel = mono().saturating_sub(t0);
+        for (k, (i, sc, groups)) in loads.iter().enumerate() {
+            let want = sc.is_on(rel);
+            if want == on[k] {
+                continue;
+            }
+            if want {
+                signal_groups(groups, libc::SIGCONT);
+                rec[*i].switch_on(mono());
+            } else {
+                signal_groups(groups, libc::SIGSTOP);
+                rec[*i].switch_off(mono());
+            }
+            on[k] = want;
+        }
+    }
+    rec
+}
 
 struct Instance {
     index: usize,
@@ -66,6 +252,9 @@ pub struct RunningLoads {
     loads: Vec<Running>,
     spawned_at: Instant,
     window_start: Instant,
+    /// CLOCK_MONOTONIC when the window opened (schedules count from it).
+    window_start_mono: u64,
+    scheduler: Option<Scheduler>,
 }
 
 /// The CPUs loads go on: `--load-cpus` or every online CPU.
@@ -153,6 +342,8 @@ impl LoadSet {
             loads: Vec::new(),
             spawned_at: Instant::now(),
             window_start: Instant::now(),
+            window_start_mono: sys::clock_ns(libc::CLOCK_MONOTONIC),
+            scheduler: None,
         };
         if specs.is_empty() {
             return Ok(running);
@@ -224,6 +415,24 @@ impl LoadSet {
             inst.base_ticks = ticks.get(&inst.pid).copied().unwrap_or(0);
         }
         running.window_start = Instant::now();
+        running.window_start_mono = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        let scheduled: Vec<(usize, Schedule, Vec<i32>)> = running
+            .loads
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| {
+                l.spec
+                    .schedule
+                    .map(|sc| (i, sc, l.instances.iter().map(|x| x.pid).collect()))
+            })
+            .collect();
+        if !scheduled.is_empty() {
+            running.scheduler = Some(Scheduler::start(
+                running.window_start_mono,
+                running.loads.len(),
+                scheduled,
+            )?);
+        }
         Ok(running)
     }
 }
@@ -287,20 +496,58 @@ impl RunningLoads {
         None
     }
 
-    /// Stops every load, reaps every process, and returns what each achieved.
-    pub fn stop(mut self) -> Vec<LoadReport> {
+    /// [`stop_at`](Self::stop_at) with on-intervals relative to the window's start.
+    pub fn stop(self) -> Vec<LoadReport> {
+        let origin = self.window_start_mono;
+        self.stop_at(origin)
+    }
+
+    /// Stops every load, reaps every process, and returns what each
+    /// achieved; a scheduled load's on-intervals are relative to `origin`
+    /// (CLOCK_MONOTONIC), and its CPU shares are over its on-time.
+    pub fn stop_at(mut self, origin: u64) -> Vec<LoadReport> {
         let window = self.window_start.elapsed();
         let lifetime = self.spawned_at.elapsed();
+        let end_mono = sys::clock_ns(libc::CLOCK_MONOTONIC);
         let ticks = group_ticks();
         for inst in self.instances_mut() {
             inst.end_ticks = ticks.get(&inst.pid).copied().unwrap_or(inst.base_ticks);
+        }
+        let mut records = self
+            .scheduler
+            .as_mut()
+            .map(Scheduler::finish)
+            .unwrap_or_default();
+        for r in &mut records {
+            r.end_at(end_mono);
         }
         self.shutdown();
         let hz = sys::clock_ticks_per_sec() as f64;
         let loads = std::mem::take(&mut self.loads);
         loads
             .into_iter()
-            .map(|l| {
+            .enumerate()
+            .map(|(li, l)| {
+                let schedule = l.spec.schedule.map(|sc| {
+                    let r = records.get(li).cloned().unwrap_or_default();
+                    LoadSchedule {
+                        every_ns: sc.every_ns,
+                        for_ns: sc.for_ns,
+                        start_ns: sc.start_ns,
+                        on_intervals_ns: r
+                            .closed
+                            .iter()
+                            .map(|&(a, b)| [a.saturating_sub(origin), b.saturating_sub(origin)])
+                            .collect(),
+                        on_count: r.count,
+                        on_s: round3(r.on_ns as f64 / 1e9),
+                    }
+                });
+                // The share of a scheduled load is over its on-time.
+                let share_over = match &schedule {
+                    Some(s) => s.on_s,
+                    None => window.as_secs_f64(),
+                };
                 let names = l.spec.def().counters;
                 let mut counters: BTreeMap<String, u64> =
                     names.iter().map(|n| (n.to_string(), 0)).collect();
@@ -339,7 +586,12 @@ impl RunningLoads {
                         index: inst.index,
                         pid: inst.pid,
                         cpus: inst.cpus.clone(),
-                        cpu_percent: round2(100.0 * used / window.as_secs_f64().max(1e-9)),
+                        // A load never on (start= beyond the run) did no work.
+                        cpu_percent: if share_over > 0.0 {
+                            round2(100.0 * used / share_over)
+                        } else {
+                            0.0
+                        },
                         counters: c,
                         exit,
                         error: err,
@@ -366,6 +618,7 @@ impl RunningLoads {
                     counters,
                     instance_reports: reports,
                     errors,
+                    schedule,
                 }
             })
             .collect()
@@ -374,9 +627,15 @@ impl RunningLoads {
     /// SIGTERM, grace, SIGKILL, reap: every worker and every process left in
     /// its group.
     fn shutdown(&mut self) {
+        // No switch may come after this point.
+        if let Some(mut s) = self.scheduler.take() {
+            s.finish();
+        }
         for inst in self.instances_mut() {
             if inst.child.is_some() {
                 let _ = sys::killpg(inst.pid, libc::SIGTERM);
+                // A paused load acts on SIGTERM once continued.
+                let _ = sys::killpg(inst.pid, libc::SIGCONT);
             }
         }
         let deadline = Instant::now() + GRACE;
@@ -406,6 +665,10 @@ impl RunningLoads {
                 inst.status = c.wait().ok();
             }
             reap_group(inst.pid);
+        }
+        let pids: Vec<i32> = self.instances_mut().map(|i| i.pid).collect();
+        if let Ok(mut g) = PAUSABLE.lock() {
+            g.retain(|p| !pids.contains(p));
         }
     }
 }
@@ -588,6 +851,48 @@ mod tests {
         assert!(e.to_string().contains("MemAvailable"), "{e}");
         let s = parse_spec("mem-churn,size=1M").unwrap();
         LoadSet::check(&[s], None).unwrap();
+    }
+
+    #[test]
+    fn on_records_close_at_the_window_end() {
+        let mut r = OnRecord::default();
+        r.switch_on(100);
+        r.switch_off(200);
+        r.switch_on(300);
+        // The window ended at 250: the interval still open is closed there.
+        r.end_at(250);
+        assert_eq!(
+            (r.closed.clone(), r.count, r.on_ns),
+            (vec![(100, 200)], 1, 100)
+        );
+        let mut r = OnRecord::default();
+        r.switch_on(100);
+        r.switch_off(200);
+        r.switch_on(300);
+        r.end_at(350);
+        assert_eq!(
+            (r.closed.clone(), r.count, r.on_ns),
+            (vec![(100, 200), (300, 350)], 2, 150)
+        );
+        // A switch after the end (the scheduler ran on a moment): cut.
+        let mut r = OnRecord::default();
+        r.switch_on(100);
+        r.switch_off(200);
+        r.end_at(150);
+        assert_eq!(
+            (r.closed.clone(), r.count, r.on_ns),
+            (vec![(100, 150)], 1, 50)
+        );
+        // The list is bounded; the totals are not.
+        let mut r = OnRecord::default();
+        for k in 0..(MAX_ON_INTERVALS as u64 + 5) {
+            r.switch_on(10 * k);
+            r.switch_off(10 * k + 5);
+        }
+        r.end_at(u64::MAX);
+        assert_eq!(r.closed.len(), MAX_ON_INTERVALS);
+        assert_eq!(r.count, MAX_ON_INTERVALS as u64 + 5);
+        assert_eq!(r.on_ns, 5 * (MAX_ON_INTERVALS as u64 + 5));
     }
 
     #[test]

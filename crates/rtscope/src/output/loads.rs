@@ -71,6 +71,19 @@ pub fn table(loads: &[LoadReport]) -> String {
     );
     out.push_str(&render(&rows));
     for l in loads {
+        if let Some(sc) = &l.schedule {
+            out.push_str(&format!(
+                "{}: on {} times (for {} every {}), {:.1} s of {:.1} s; its CPU share is over the on-time\n",
+                super::printable(&l.spec),
+                sc.on_count,
+                rtscope_core::units::format_ns(sc.for_ns),
+                rtscope_core::units::format_ns(sc.every_ns),
+                sc.on_s,
+                l.window_s
+            ));
+        }
+    }
+    for l in loads {
         if let Some(w) = shortfall(l) {
             out.push_str(&format!("WARNING: {w}\n"));
         }
@@ -85,6 +98,10 @@ pub fn shortfall(l: &LoadReport) -> Option<String> {
         return Some(format!("load {} failed: {}", l.spec, l.errors.join("; ")));
     }
     let level = f64::from(l.level?);
+    if l.schedule.as_ref().is_some_and(|s| s.on_count == 0) {
+        // Never on (start= beyond the run): the line under the table says so.
+        return None;
+    }
     (l.instances > 0 && l.achieved_cpu_percent_mean < level / 2.0).then(|| {
         format!(
             "load {} reached {:.1} % CPU of the {level:.0} % asked: the measurement ran under less load than planned",
@@ -114,6 +131,25 @@ mod tests {
         assert_eq!(si(1_500_000.0), "1.5M");
         assert_eq!(si(12.0), "12");
         assert!(!t.contains("WARNING"), "{t}");
+        assert!(!t.contains("on-time"), "{t}");
+    }
+
+    #[test]
+    fn says_when_a_scheduled_load_was_on() {
+        let l: LoadReport = serde_json::from_value(serde_json::json!({
+            "spec": "cpu:100,every=1s,for=300ms", "instances": 1, "cpus": [0], "level": 100,
+            "window_s": 3.0, "lifetime_s": 3.2,
+            "achieved_cpu_percent": [97.0], "achieved_cpu_percent_mean": 97.0,
+            "counters": {"ops": 1000},
+            "schedule": {"every_ns": 1_000_000_000u64, "for_ns": 300_000_000u64, "start_ns": 0,
+                         "on_intervals_ns": [[0, 300_000_000u64]], "on_count": 3, "on_s": 0.9}
+        }))
+        .unwrap();
+        let t = table(&[l]);
+        assert!(
+            t.contains("cpu:100,every=1s,for=300ms: on 3 times (for 300ms every 1s), 0.9 s of 3.0 s; its CPU share is over the on-time"),
+            "{t}"
+        );
     }
 
     #[test]

@@ -11,9 +11,9 @@
 //! draw separately, so that small multiples share their scales.
 
 use rtscope_core::record::LatencyHistogram;
-use rtscope_core::result::{Series, TimelinePoint};
+use rtscope_core::result::{LoadReport, Series, TimelinePoint};
 
-use super::svg::{count_label, linear_ticks, log_ticks, Axis, Chart, Line, Marker, Scale};
+use super::svg::{count_label, linear_ticks, log_ticks, Axis, Band, Chart, Line, Marker, Scale};
 
 /// A series to plot, with its legend label and colour.
 #[derive(Clone)]
@@ -333,6 +333,7 @@ pub fn histogram(
         markers,
         empty_note: empty.then(|| "no histogram in this data".to_string()),
         legend_left: false,
+        bands: vec![],
     }
 }
 
@@ -491,6 +492,7 @@ pub fn percentiles(
         markers: vec![],
         empty_note: empty.then(|| "no histogram in this data".to_string()),
         legend_left: true,
+        bands: vec![],
     }
 }
 
@@ -542,6 +544,19 @@ pub fn timeline(
     draw: &[Plotted],
     width: u32,
     height: u32,
+) -> Chart {
+    timeline_with_loads(title, range_from, draw, width, height, &[])
+}
+
+/// [`timeline`], with the times scheduled loads (`every=`, `for=`) were on
+/// shaded.
+pub fn timeline_with_loads(
+    title: &str,
+    range_from: &[Plotted],
+    draw: &[Plotted],
+    width: u32,
+    height: u32,
+    loads: &[LoadReport],
 ) -> Chart {
     let t_end_ns = range_from
         .iter()
@@ -653,6 +668,26 @@ pub fn timeline(
     }
     let empty = lines.is_empty();
     let interval = shown_interval.unwrap_or(1_000_000_000);
+    let bands: Vec<Band> = if empty {
+        Vec::new()
+    } else {
+        loads
+            .iter()
+            .filter_map(|l| l.schedule.as_ref().map(|s| (l, s)))
+            .flat_map(|(l, s)| {
+                s.on_intervals_ns.iter().map(move |&[a, b]| Band {
+                    x0: tx(a),
+                    x1: tx(b.min(t_end_ns)),
+                    title: format!(
+                        "load {} on from {:.3} s to {:.3} s",
+                        l.spec,
+                        a as f64 / 1e9,
+                        b as f64 / 1e9
+                    ),
+                })
+            })
+            .collect()
+    };
     let (lo, hi) = (
         y_min_ns / unit.div,
         (y_max_ns * 1.5).max(y_min_ns * 10.0) / unit.div,
@@ -665,9 +700,14 @@ pub fn timeline(
         x: linear_axis(
             (t_end_ns as f64 / 1e9 / tunit.div).max(1e-9),
             format!(
-                "time since start ({}); max (solid) and mean (dashed) over each {}; markers: worst samples at their time",
+                "time since start ({}); max (solid) and mean (dashed) over each {}; markers: worst samples at their time{}",
                 tunit.name,
-                rtscope_core::units::format_ns(interval)
+                rtscope_core::units::format_ns(interval),
+                if bands.is_empty() {
+                    ""
+                } else {
+                    "; shaded: scheduled loads on"
+                }
             ),
         ),
         y: Axis {
@@ -682,6 +722,7 @@ pub fn timeline(
         markers,
         empty_note: empty.then(|| "no timeline in this data".to_string()),
         legend_left: false,
+        bands,
     }
 }
 
@@ -721,6 +762,48 @@ mod tests {
         let l = Binning::Linear { width: 5, nbins: 3 };
         assert_eq!((l.index(4), l.index(5), l.index(1000)), (0, 1, 2));
         assert_eq!(nines_label(4), "99.99%");
+    }
+
+    #[test]
+    fn scheduled_loads_are_shaded_on_the_timeline() {
+        let mut rec = rtscope_core::record::SeriesRecorder::new(0, 4, None);
+        for i in 0..3000u64 {
+            rec.record(&rtscope_core::sample::Sample {
+                seq: i,
+                t_ns: i * 1_000_000,
+                latency_ns: 20_000,
+                overruns: 0,
+                cpu: 0,
+            });
+        }
+        let s = rec.to_series("thread 0", 0);
+        let p = [Plotted {
+            label: "thread 0".into(),
+            color: "#000",
+            series: &s,
+            start_clock_ns: 0,
+        }];
+        let load = LoadReport {
+            spec: "cpu:100,every=1s,for=300ms".into(),
+            schedule: Some(rtscope_core::result::LoadSchedule {
+                every_ns: 1_000_000_000,
+                for_ns: 300_000_000,
+                start_ns: 0,
+                on_intervals_ns: vec![[0, 300_000_000], [1_000_000_000, 1_300_000_000]],
+                on_count: 2,
+                on_s: 0.6,
+            }),
+            ..Default::default()
+        };
+        let c = timeline_with_loads("t", &p, &p, 600, 300, std::slice::from_ref(&load));
+        assert_eq!(c.bands.len(), 2);
+        assert!(c.x.label.contains("shaded"), "{}", c.x.label);
+        let svg = c.render();
+        assert_eq!(svg.matches(r#"<rect class="band""#).count(), 2);
+        assert!(svg.contains("load cpu:100,every=1s,for=300ms on from 1.000 s to 1.300 s"));
+        // Without a schedule: no band, the label as before.
+        let c = timeline("t", &p, &p, 600, 300);
+        assert!(c.bands.is_empty() && !c.x.label.contains("shaded"));
     }
 
     #[test]

@@ -93,6 +93,7 @@ svg.chart text.alabel{fill:var(--muted)}
 svg.chart text.note{fill:var(--muted);font-size:13px}
 svg.chart .grid line{stroke:#eceff4}
 svg.chart rect.frame{fill:none;stroke:#9aa3b2}
+svg.chart rect.band{fill:#f6d9a8;opacity:.45}
 svg.chart path.series{fill:none;stroke-linejoin:round}
 svg.chart circle.marker{fill:#fff;stroke-width:1.6}
 svg.chart .legend rect{fill:#fff;fill-opacity:.88;stroke:var(--line)}
@@ -182,9 +183,19 @@ pub fn run_section(r: &Run) -> String {
             start_clock_ns: d.start_clock_ns,
         })
         .collect();
-    s.push_str(&chart_block(&plotted, "Latency histogram", "histogram"));
-    s.push_str(&chart_block(&plotted, "Latency over time", "timeline"));
-    s.push_str(&chart_block(&plotted, "Percentiles", "percentiles"));
+    s.push_str(&chart_block(
+        &plotted,
+        "Latency histogram",
+        "histogram",
+        &[],
+    ));
+    s.push_str(&chart_block(
+        &plotted,
+        "Latency over time",
+        "timeline",
+        &d.loads,
+    ));
+    s.push_str(&chart_block(&plotted, "Percentiles", "percentiles", &[]));
     s.push_str(&spikes_table(d, unit));
     s.push_str(&super::trace::section(d));
     let loads: Vec<serde_json::Value> = d
@@ -197,11 +208,17 @@ pub fn run_section(r: &Run) -> String {
     s
 }
 
-/// One chart kind, overlaid, or as small multiples when there are many series.
-pub fn chart_block(plotted: &[Plotted], title: &str, kind: &str) -> String {
+/// One chart kind, overlaid, or as small multiples when there are many
+/// series; the timeline shades when the scheduled `loads` were on.
+pub fn chart_block(
+    plotted: &[Plotted],
+    title: &str,
+    kind: &str,
+    loads: &[rtscope_core::result::LoadReport],
+) -> String {
     let build = |t: &str, draw: &[Plotted], w: u32, h: u32| match kind {
         "histogram" => charts::histogram(t, plotted, draw, w, h),
-        "timeline" => charts::timeline(t, plotted, draw, w, h),
+        "timeline" => charts::timeline_with_loads(t, plotted, draw, w, h, loads),
         _ => charts::percentiles(t, plotted, draw, w, h),
     };
     let mut s = format!("<h3>{}</h3>\n", esc(title));
@@ -732,6 +749,19 @@ fn json_cell(v: &serde_json::Value) -> String {
     }
 }
 
+/// A load's schedule in a few words (its intervals are shaded on the timeline).
+fn schedule_cell(sc: &serde_json::Value) -> String {
+    let ns = |k: &str| rtscope_core::units::format_ns(sc[k].as_u64().unwrap_or(0));
+    format!(
+        "for {} every {} from {}: on {} times, {} s (CPU share over the on-time)",
+        ns("for_ns"),
+        ns("every_ns"),
+        ns("start_ns"),
+        sc["on_count"].as_u64().unwrap_or(0),
+        sc["on_s"].as_f64().unwrap_or(0.0)
+    )
+}
+
 /// The loads that ran beside the measurement: one row each, one column per key.
 pub fn loads_table(loads: &[serde_json::Value]) -> String {
     if loads.is_empty() {
@@ -755,7 +785,11 @@ pub fn loads_table(loads: &[serde_json::Value]) -> String {
     for l in loads {
         s.push_str("<tr>");
         for k in &keys {
-            let v = l.get(*k).map(json_cell).unwrap_or_default();
+            let v = match l.get(*k) {
+                Some(sc) if *k == "schedule" && sc.is_object() => schedule_cell(sc),
+                Some(v) => json_cell(v),
+                None => String::new(),
+            };
             let _ = write!(s, "<td class=\"l mono\">{}</td>", esc(&v));
         }
         s.push_str("</tr>\n");

@@ -108,6 +108,17 @@ pub struct Chart {
     pub empty_note: Option<String>,
     /// Legend at the top left instead of the top right (curves that rise to the right).
     pub legend_left: bool,
+    /// Shaded x ranges behind the data (when a scheduled load was on).
+    pub bands: Vec<Band>,
+}
+
+/// A shaded range of the x axis, from `x0` to `x1` (axis units), with a
+/// tooltip.
+#[derive(Debug, Clone)]
+pub struct Band {
+    pub x0: f64,
+    pub x1: f64,
+    pub title: String,
 }
 
 /// A number with at most one decimal, without a trailing `.0`.
@@ -211,6 +222,28 @@ impl Chart {
             f1(l + w / 2.0),
             esc(&self.title)
         );
+        // Shaded bands, behind everything else, clipped to the plot area.
+        if !self.bands.is_empty() {
+            s.push_str(r#"<g class="bands">"#);
+            for b in &self.bands {
+                let (x0, _) = self.px(b.x0, 0.0);
+                let (x1, _) = self.px(b.x1, 0.0);
+                let (x0, x1) = (x0.clamp(l, l + w), x1.clamp(l, l + w));
+                if x1 <= x0 {
+                    continue;
+                }
+                let _ = write!(
+                    s,
+                    r#"<rect class="band" x="{}" y="{}" width="{}" height="{}"><title>{}</title></rect>"#,
+                    f1(x0),
+                    f1(t),
+                    f1((x1 - x0).max(0.5)),
+                    f1(h),
+                    esc(&b.title)
+                );
+            }
+            s.push_str("</g>");
+        }
         // Grid and ticks.
         s.push_str(r#"<g class="grid">"#);
         for (v, label) in &self.x.ticks {
@@ -434,6 +467,7 @@ mod tests {
             markers: vec![],
             empty_note: None,
             legend_left: false,
+            bands: vec![],
         };
         let s = c.render();
         assert!(!s.contains("<script>"));

@@ -159,6 +159,7 @@ pub fn section(d: &ResultDocument) -> String {
             markers: vec![],
             empty_note: None,
             legend_left: false,
+            bands: vec![],
         }
     };
     let mut s = String::from("<h3>Timer error against the requested delay</h3>\n<p class=\"sub\">p50 (solid) and p99 (dashed) of the wake-up error per compensation strategy; below the grey line a wake-up came early.</p>\n");
