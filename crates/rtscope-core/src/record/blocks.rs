@@ -89,6 +89,19 @@ fn merge(a: &Block, b: &Block) -> Block {
     out
 }
 
+/// Neighbouring blocks merged in pairs (blocks twice as long); an odd last
+/// block stays as it is.
+fn halve(blocks: &[Block]) -> Vec<Block> {
+    blocks
+        .chunks(2)
+        .map(|c| match c {
+            [a, b] => merge(a, b),
+            [a] => a.clone(),
+            _ => unreachable!("chunks(2) yields one or two blocks"),
+        })
+        .collect()
+}
+
 /// Builds the [`BlockHistograms`] of a series from (time, latency) pairs.
 #[derive(Debug, Clone)]
 pub struct BlockRecorder {
@@ -125,16 +138,7 @@ impl BlockRecorder {
     }
 
     fn coarsen(&mut self) {
-        let merged: Vec<Block> = self
-            .blocks
-            .chunks(2)
-            .map(|c| match c {
-                [a, b] => merge(a, b),
-                [a] => a.clone(),
-                _ => unreachable!(),
-            })
-            .collect();
-        self.blocks = merged;
+        self.blocks = halve(&self.blocks);
         self.block_ns *= 2;
     }
 
@@ -200,14 +204,7 @@ pub fn concat(parts: &[&BlockHistograms]) -> Option<BlockHistograms> {
         let mut b = decode(p)?;
         let mut len = p.block_ns;
         while len < block_ns {
-            b = b
-                .chunks(2)
-                .map(|c| match c {
-                    [x, y] => merge(x, y),
-                    [x] => x.clone(),
-                    _ => unreachable!(),
-                })
-                .collect();
+            b = halve(&b);
             len *= 2;
         }
         blocks.extend(b.iter().map(encode));
@@ -262,6 +259,27 @@ mod tests {
         assert_eq!(merge(&a, &b), want);
         assert_eq!(merge(&b, &a), want);
         assert_eq!(merge(&a, &Vec::new()), a);
+    }
+
+    #[test]
+    fn halving_keeps_an_odd_last_block() {
+        let blocks: Vec<Block> = vec![vec![(1, 1)], vec![(1, 2), (4, 1)], vec![(7, 3)]];
+        let want: Vec<Block> = vec![vec![(1, 3), (4, 1)], vec![(7, 3)]];
+        assert_eq!(halve(&blocks), want);
+    }
+
+    #[test]
+    fn encoding_is_exact_and_the_last_bucket_reads_back() {
+        assert_eq!(encode(&vec![(1, 2), (30, 4)]), "1:2 30:4");
+        assert_eq!(encode(&Vec::new()), "");
+        let top = bucket_of(u64::MAX);
+        let h = |s: &str| BlockHistograms {
+            block_ns: 100,
+            sub_buckets: BLOCK_SUB_BUCKETS,
+            blocks: vec![s.to_string()],
+        };
+        assert_eq!(decode(&h(&format!("{top}:1"))), Some(vec![vec![(top, 1)]]));
+        assert_eq!(decode(&h(&format!("{}:1", top + 1))), None);
     }
 
     #[test]

@@ -122,6 +122,19 @@ mod tests {
     }
 
     #[test]
+    fn empty_and_added() {
+        let mut a = LatencyHistogram::new();
+        assert!(a.is_empty());
+        a.record(10);
+        assert!(!a.is_empty());
+        let mut b = LatencyHistogram::new();
+        b.record_n(20_000, 3);
+        a.add(&b);
+        assert_eq!(a.len(), 4);
+        assert_eq!(a.quantile(1.0), b.quantile(1.0));
+    }
+
+    #[test]
     fn export_round_trip() {
         let mut h = LatencyHistogram::new();
         for v in [5u64, 5, 1234, 99_999, 1_000_000, 7_000_000_000] {
@@ -192,6 +205,10 @@ mod us_tests {
         assert_eq!(h.bins[2], 1);
         assert_eq!(h.bins[399], 1);
         assert_eq!(h.overflows, 2);
+        assert_eq!(h.overflow_seqs, vec![5, 7]);
+        // Overflows beyond max_seqs are counted, their sequence numbers not kept.
+        h.record(500_000, 9);
+        assert_eq!(h.overflows, 3);
         assert_eq!(h.overflow_seqs, vec![5, 7]);
     }
 }

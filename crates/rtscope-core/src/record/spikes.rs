@@ -82,4 +82,19 @@ mod tests {
         assert_eq!(v[0].seq, 2);
         assert!(SpikeKeeper::new(0).sorted().is_empty());
     }
+
+    #[test]
+    fn a_tie_keeps_the_earlier_sample() {
+        let mut k = SpikeKeeper::new(1);
+        for seq in [4u64, 5] {
+            k.offer(&Sample {
+                seq,
+                t_ns: seq * 10,
+                latency_ns: 7,
+                overruns: 0,
+                cpu: 0,
+            });
+        }
+        assert_eq!(k.sorted()[0].seq, 4);
+    }
 }

@@ -151,6 +151,7 @@ mod tests {
         st.push(-5);
         st.push(5);
         assert_eq!(st.min(), -5);
+        assert_eq!(st.max(), 5);
         assert_eq!(st.mean(), 0.0);
         assert_eq!(st.stddev(), 5.0);
     }

@@ -143,6 +143,22 @@ mod tests {
     }
 
     #[test]
+    fn coarsening_keeps_samples_at_their_time() {
+        let mut t = TimelineBuilder::new(0, 10, 4);
+        for at in (0..=80).step_by(10) {
+            t.push(at, at);
+        }
+        let e = t.export();
+        assert_eq!(e.interval_ns, 40);
+        let got: Vec<(u64, u64, u64, u64)> = e
+            .points
+            .iter()
+            .map(|p| (p.t_ns, p.count, p.min_ns, p.max_ns))
+            .collect();
+        assert_eq!(got, vec![(0, 4, 0, 30), (40, 4, 40, 70), (80, 1, 80, 80)]);
+    }
+
+    #[test]
     fn stays_bounded_for_long_runs() {
         let mut t = TimelineBuilder::new(0, 1_000_000_000, 10);
         // 3 days at one sample per second.
