@@ -148,6 +148,7 @@ mod tests {
         for at in (0..=80).step_by(10) {
             t.push(at, at);
         }
+        assert_eq!(t.interval_ns(), 40);
         let e = t.export();
         assert_eq!(e.interval_ns, 40);
         let got: Vec<(u64, u64, u64, u64)> = e
