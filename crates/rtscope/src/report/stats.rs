@@ -254,6 +254,15 @@ mod tests {
     }
 
     #[test]
+    fn degenerate_probabilities() {
+        // p = 0: K is always 0; p = 1: K is always n.
+        assert_eq!(small_side_cdf(5, 0.0, 0), 1.0);
+        assert_eq!(small_side_cdf(5, 1.0, 5), 1.0);
+        assert_eq!(small_side_cdf(5, 1.0, 4), 0.0);
+        assert_eq!(binomial_cdf(5, 0.3, 5), 1.0);
+    }
+
+    #[test]
     fn median_ranks_of_a_small_sample() {
         // Classic table value: n = 100, median, 95 %: ranks 40 and 61.
         assert_eq!(quantile_ranks(100, 0.5), (40, 61));
