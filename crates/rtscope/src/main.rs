@@ -16,6 +16,7 @@ mod experiment;
 mod import;
 mod install;
 mod limits;
+mod live;
 mod load;
 mod output;
 mod report;

@@ -18,6 +18,7 @@
 //! - `mount`: mounting tracefs for private trace instances; whether a pid is alive
 //! - `net`: kernel receive timestamps on sockets (`SO_TIMESTAMPNS`, `recvmsg`)
 //! - `rtc`: `/dev/rtc` periodic interrupts (`RTC_IRQP_SET`, `RTC_PIE_ON`/`OFF`, blocking read)
+//! - `tty`: raw mode and speed of a serial terminal (`--stream DEVICE --baud N`)
 //! - `mem`: memory locking, anonymous mappings, the SIGSEGV fault handler
 //! - `ipc`: shared memory and the IPC primitives of `rtscope ipc`
 //! - `perf` (aarch64 only): perf events and their user page
@@ -35,6 +36,7 @@ mod sched;
 mod signal;
 mod time;
 mod timer;
+mod tty;
 mod wake;
 
 pub use info::*;
@@ -50,6 +52,7 @@ pub use sched::*;
 pub use signal::*;
 pub use time::*;
 pub use timer::*;
+pub use tty::*;
 pub use wake::*;
 
 use std::io;

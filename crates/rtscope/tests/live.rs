@@ -1,0 +1,283 @@
+//! Integration tests of watching a run live: `--stream`, `--listen`. They
+//! check line schemas, HTTP status codes and metric names, never a latency.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{assert_exit, assert_one_line, read_result, rtscope, rtscope_path};
+
+fn lines(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn stream_jsonl_has_a_run_line_snapshots_and_an_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let (stream, json) = (dir.path().join("s.jsonl"), dir.path().join("r.json"));
+    let out = rtscope()
+        .args([
+            "cyclic",
+            "--no-rt",
+            "-t",
+            "2",
+            "-D",
+            "2500ms",
+            "-q",
+            "--stream-every",
+            "500ms",
+        ])
+        .arg("--stream")
+        .arg(&stream)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let l = lines(&stream);
+    let v: Vec<serde_json::Value> = l.iter().map(|x| serde_json::from_str(x).unwrap()).collect();
+    assert_eq!(v[0]["type"], "run");
+    assert_eq!(v[0]["run"]["experiment"], "cyclic");
+    assert!(v[0]["run"]["kernel"].is_string());
+    assert_eq!(v.last().unwrap()["type"], "end");
+    let snaps: Vec<_> = v.iter().filter(|x| x["type"] == "snapshot").collect();
+    assert!(snaps.len() >= 3, "{l:?}");
+    assert_eq!(snaps.last().unwrap()["state"], "finished");
+    for (i, s) in snaps.iter().enumerate() {
+        assert_eq!(s["seq"], i as u64 + 1);
+        let series = s["series"].as_array().unwrap();
+        let labels: Vec<_> = series
+            .iter()
+            .map(|x| x["label"].as_str().unwrap())
+            .collect();
+        assert_eq!(labels, ["thread 0", "thread 1", "all"]);
+        for x in series {
+            for k in ["count", "overruns", "dropped"] {
+                assert!(x[k].is_u64(), "{k} in {x}");
+            }
+            for k in ["min_ns", "mean_ns", "p50_ns", "p99_ns", "p999_ns", "max_ns"] {
+                assert!(x.get(k).is_some(), "{k} in {x}");
+            }
+            for k in ["count", "min_ns", "mean_ns", "p99_ns", "max_ns"] {
+                assert!(x["interval"].get(k).is_some(), "interval {k} in {x}");
+            }
+        }
+        // The interval counts add up to the count.
+        let all = &series[2];
+        assert_eq!(
+            all["count"],
+            series[0]["count"].as_u64().unwrap() + series[1]["count"].as_u64().unwrap()
+        );
+    }
+    let total: u64 = snaps
+        .iter()
+        .map(|s| s["series"][2]["interval"]["count"].as_u64().unwrap())
+        .sum();
+    let last = snaps.last().unwrap();
+    assert_eq!(total, last["series"][2]["count"].as_u64().unwrap());
+    // The stream's final count is the result's.
+    let doc = read_result(&json);
+    let all = doc["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["label"] == "all")
+        .unwrap();
+    assert_eq!(all["stats"]["count"], last["series"][2]["count"]);
+}
+
+#[test]
+fn stream_csv_and_raw_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("s.csv");
+    let out = rtscope()
+        .args([
+            "cyclic",
+            "--no-rt",
+            "-t",
+            "1",
+            "-D",
+            "1500ms",
+            "-q",
+            "--stream-format",
+            "csv",
+        ])
+        .args(["--stream-every", "500ms", "--stream"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let l = lines(&csv);
+    assert!(l[0].starts_with("elapsed_s,series,count,min_ns"), "{l:?}");
+    let cols = l[0].split(',').count();
+    assert!(l.len() >= 5);
+    for row in &l[1..] {
+        assert_eq!(row.split(',').count(), cols, "{row}");
+    }
+
+    // --stream-every 0: every sample, to stdout, before the summary.
+    let out = rtscope()
+        .args([
+            "cyclic", "--no-rt", "-t", "1", "-l", "300", "-q", "--stream", "-",
+        ])
+        .args(["--stream-every", "0"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let samples: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &serde_json::Value| v["type"] == "sample")
+        .collect();
+    // Each sample twice: its thread and `all`.
+    assert_eq!(samples.len(), 600, "{text}");
+    assert!(samples
+        .iter()
+        .all(|s| s["latency_ns"].is_i64() && s["seq"].is_u64()));
+    assert!(text.contains("series"), "the summary follows: {text}");
+}
+
+#[test]
+fn bad_live_options_are_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<Vec<String>> = vec![
+        vec!["--listen".into(), "192.0.2.1:9100".into()],
+        vec!["--listen".into(), "no-port".into()],
+        vec!["--listen-any".into()],
+        vec![
+            "--stream".into(),
+            dir.path().join("x").display().to_string(),
+            "--baud".into(),
+            "9600".into(),
+        ],
+        vec![
+            "--stream".into(),
+            "/dev/null".into(),
+            "--baud".into(),
+            "12345".into(),
+        ],
+        vec!["--stream".into(), dir.path().display().to_string()],
+        vec!["--stream".into(), "/nonexistent-dir/s.jsonl".into()],
+    ];
+    for c in cases {
+        let out = rtscope()
+            .args(["cyclic", "--no-rt", "-l", "10"])
+            .args(&c)
+            .output()
+            .unwrap();
+        assert_exit(&out, 2);
+        assert_one_line(&out.stderr);
+        assert!(out.stdout.is_empty(), "{c:?}: nothing measured");
+    }
+    // A used port, before anything is measured.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let out = rtscope()
+        .args(["cyclic", "--no-rt", "-l", "10", "--listen", &addr])
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    let line = assert_one_line(&out.stderr);
+    assert!(line.contains("--listen"), "{line}");
+}
+
+fn get(addr: &str, request: &str) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut buf = String::new();
+    let _ = s.read_to_string(&mut buf);
+    let (head, body) = buf.split_once("\r\n\r\n").unwrap_or((&buf, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_string(), body.to_string())
+}
+
+#[test]
+fn listen_serves_metrics_snapshot_and_page() {
+    let mut child = std::process::Command::new(rtscope_path())
+        .args([
+            "cyclic",
+            "--no-rt",
+            "-t",
+            "1",
+            "-D",
+            "4s",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut addr = String::new();
+    for _ in 0..20 {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if let Some(rest) = line.strip_prefix("listening on http://") {
+            addr = rest.split('/').next().unwrap().to_string();
+            break;
+        }
+    }
+    assert!(!addr.is_empty(), "no 'listening on' line");
+    std::thread::sleep(Duration::from_millis(1500));
+    let (code, head, body) = get(&addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(code, 200, "{head}");
+    assert!(head.contains("application/openmetrics-text; version=1.0.0; charset=utf-8"));
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    for needle in [
+        "# TYPE rtscope_latency_seconds histogram",
+        "rtscope_latency_seconds_bucket{le=\"0.000001\",series=\"thread 0\"}",
+        "rtscope_latency_seconds_bucket{le=\"+Inf\",series=\"all\"}",
+        "rtscope_latency_seconds_count{series=\"all\"}",
+        "rtscope_samples_total{series=\"thread 0\"}",
+        "rtscope_overruns_total{series=\"all\"}",
+        "rtscope_dropped_total{series=\"all\"}",
+        "rtscope_latency_max_seconds{series=\"all\"}",
+        "rtscope_interval_latency_max_seconds{series=\"all\"}",
+        "rtscope_run_info{experiment=\"cyclic\"",
+    ] {
+        assert!(body.contains(needle), "{needle} missing from\n{body}");
+    }
+    let (code, head, body) = get(&addr, "GET /api/snapshot HTTP/1.1\r\n\r\n");
+    assert_eq!(code, 200, "{head}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["series"][1]["label"], "all");
+    assert!(v["series"][1]["count"].as_u64().unwrap() > 0);
+    let (code, head, body) = get(&addr, "GET / HTTP/1.0\r\n\r\n");
+    assert_eq!(code, 200, "{head}");
+    assert!(body.contains("<svg") && body.contains("api/snapshot"));
+    assert!(
+        !body.contains("http://") && !body.contains("https://"),
+        "no external request"
+    );
+    assert_eq!(get(&addr, "GET /nope HTTP/1.1\r\n\r\n").0, 404);
+    assert_eq!(get(&addr, "POST /metrics HTTP/1.1\r\n\r\n").0, 405);
+    assert_eq!(get(&addr, "garbage\r\n\r\n").0, 400);
+    assert_eq!(
+        get(
+            &addr,
+            &format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(20000))
+        )
+        .0,
+        431
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("series"));
+}
