@@ -281,3 +281,115 @@ fn listen_serves_metrics_snapshot_and_page() {
     assert_exit(&out, 0);
     assert!(String::from_utf8_lossy(&out.stdout).contains("series"));
 }
+
+/// Whether a tool is on PATH; with CI set, a missing one fails the test
+/// (CI installs it: a skip there would hide a regression).
+fn tool(name: &str) -> bool {
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{name} is not installed, and CI is set (.ci/run installs it)"
+        );
+        eprintln!("skipped: {name} is not installed");
+    }
+    found
+}
+
+#[test]
+fn live_without_a_terminal_falls_back_to_status_lines() {
+    let out = rtscope()
+        .args(["cyclic", "--no-rt", "-t", "1", "-l", "200", "--live"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("note: --live needs a terminal"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("series"));
+}
+
+fn tmux(args: &[&str]) -> String {
+    let o = std::process::Command::new("tmux")
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+#[test]
+fn live_view_in_tmux_shows_the_table_and_q_stops_with_results() {
+    if !tool("tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let done = dir.path().join("done");
+    let session = format!("rtscope-live-{}", std::process::id());
+    let socket = dir.path().join("tmux.sock");
+    let sock = socket.to_str().unwrap();
+    let cmd = format!(
+        "{} cyclic --no-rt -t 2 -D 60s --live --json {}; echo $? > {}; sleep 30",
+        rtscope_path().display(),
+        json.display(),
+        done.display()
+    );
+    tmux(&[
+        "-S",
+        sock,
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "120",
+        "-y",
+        "35",
+        &cmd,
+    ]);
+    let screen = |pattern: &str| {
+        for _ in 0..100 {
+            let s = tmux(&["-S", sock, "capture-pane", "-p", "-t", &session]);
+            if s.contains(pattern) {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!(
+            "{pattern:?} never shown:\n{}",
+            tmux(&["-S", sock, "capture-pane", "-p", "-t", &session])
+        );
+    };
+    let s = screen("thread 1");
+    for needle in [
+        "series",
+        "count",
+        "p99.9",
+        "overruns",
+        "dropped",
+        "all",
+        "max and p99",
+        "[q] stop",
+    ] {
+        assert!(s.contains(needle), "{needle} not on\n{s}");
+    }
+    tmux(&["-S", sock, "send-keys", "-t", &session, "p"]);
+    screen("PAUSED");
+    tmux(&["-S", sock, "send-keys", "-t", &session, "Tab"]);
+    tmux(&["-S", sock, "send-keys", "-t", &session, "q"]);
+    // The normal end: the terminal back, the summary printed, the result written.
+    let s = screen("result: ");
+    assert!(s.contains("(interrupted)"), "{s}");
+    for _ in 0..50 {
+        if done.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    tmux(&["-S", sock, "kill-server"]);
+    assert_eq!(std::fs::read_to_string(&done).unwrap().trim(), "0");
+    let doc = read_result(&json);
+    assert_eq!(doc["end_reason"], "interrupted");
+}

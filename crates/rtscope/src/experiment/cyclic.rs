@@ -811,7 +811,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         live: live_sinks,
     };
     if let Some(l) = agg.live.as_mut() {
-        l.hub.start();
+        l.measuring();
     }
 
     let duration = plan.duration_ns.map(Duration::from_nanos);

@@ -484,6 +484,8 @@ pub struct Sinks {
     threads: Vec<std::thread::JoinHandle<Option<String>>>,
     /// Raised to end the sinks (after the last snapshot).
     done: Arc<AtomicBool>,
+    /// Raised when the measurement starts (the UI takes the terminal then).
+    go: Arc<AtomicBool>,
     /// Whether the terminal UI runs (the status lines are then off).
     pub tui: bool,
 }
@@ -502,6 +504,7 @@ impl Sinks {
     ) -> Result<Self> {
         let mut hub = Hub::new(labels.len(), run, loads);
         let done = Arc::new(AtomicBool::new(false));
+        let go = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
         let mut tui_on = false;
         if let Some(dest) = &opts.stream {
@@ -539,14 +542,14 @@ impl Sinks {
         if opts.tui {
             if tui::available() {
                 let sub = hub.subscribe(Duration::from_millis(200), false);
-                let d = done.clone();
+                let (g, d) = (go.clone(), done.clone());
                 let s = stop.clone();
                 let names = labels.clone();
                 tui::install_panic_hook();
                 threads.push(
                     std::thread::Builder::new()
                         .name("rtscope-tui".into())
-                        .spawn(move || tui::run(sub, d, s, names))?,
+                        .spawn(move || tui::run(sub, g, d, s, names))?,
                 );
                 tui_on = true;
             } else {
@@ -557,8 +560,16 @@ impl Sinks {
             hub,
             threads,
             done,
+            go,
             tui: tui_on,
         })
+    }
+
+    /// The measurement starts: elapsed times count from now, and the UI
+    /// takes the terminal.
+    pub fn measuring(&mut self) {
+        self.hub.start();
+        self.go.store(true, Ordering::SeqCst);
     }
 
     /// Sends the final snapshot, ends every sink and waits for them; their
