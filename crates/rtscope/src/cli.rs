@@ -60,6 +60,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare runs side by side (series matched by label), with confidence intervals.
     Compare(CompareArgs),
+    /// Serve the result documents of a directory over HTTP: a list, and each one's HTML report.
+    Serve(ServeArgs),
     /// Pool single runs of one experiment into one document, each kept as a repetition
     /// (what --repeat makes in one go), e.g. runs of two settings made alternately.
     Pool(PoolArgs),
@@ -99,6 +101,21 @@ pub struct ReportArgs {
     /// Write the HTML report to FILE.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: PathBuf,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Directory of result documents (*.json; not searched recursively).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// Address to serve on (HOST:PORT; loopback only unless --listen-any).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+
+    /// Allow a non-loopback address (anyone who can reach it can read every result in DIR).
+    #[arg(long)]
+    pub listen_any: bool,
 }
 
 #[derive(Debug, Clone, Args)]

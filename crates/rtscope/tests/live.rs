@@ -393,3 +393,77 @@ fn live_view_in_tmux_shows_the_table_and_q_stops_with_results() {
     let doc = read_result(&json);
     assert_eq!(doc["end_reason"], "interrupted");
 }
+
+#[test]
+fn serve_lists_results_and_renders_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run one.json");
+    let out = rtscope()
+        .args(["cyclic", "--no-rt", "-t", "1", "-l", "100", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    std::fs::write(dir.path().join("other.json"), "{\"not\": \"a result\"}").unwrap();
+    // A free port (taken, released, given to serve).
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let mut child = std::process::Command::new(rtscope_path())
+        .args(["serve", "--listen", &addr])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("serving the results in"), "{line}");
+    let (code, _, body) = get(&addr, "GET / HTTP/1.1\r\n\r\n");
+    assert_eq!(code, 200);
+    assert!(
+        body.contains("run%20one.json") && body.contains("cyclic"),
+        "{body}"
+    );
+    assert!(
+        !body.contains("other.json"),
+        "only result documents are listed"
+    );
+    let (code, _, body) = get(&addr, "GET /run/run%20one.json HTTP/1.1\r\n\r\n");
+    assert_eq!(code, 200);
+    assert!(body.contains("<svg") || body.contains("<table"), "a report");
+    let (code, _, body) = get(&addr, "GET /raw/run%20one.json HTTP/1.1\r\n\r\n");
+    assert_eq!(code, 200);
+    assert!(serde_json::from_str::<serde_json::Value>(&body).is_ok());
+    for bad in [
+        "/run/..%2F..%2Fetc%2Fpasswd",
+        "/run/../x.json",
+        "/raw/%2e%2e%2f",
+    ] {
+        let (code, _, _) = get(&addr, &format!("GET {bad} HTTP/1.1\r\n\r\n"));
+        assert!((400..500).contains(&code), "{bad}: {code}");
+    }
+    assert_eq!(get(&addr, "GET /run/other.json HTTP/1.1\r\n\r\n").0, 422);
+    assert_eq!(get(&addr, "GET /run/none.json HTTP/1.1\r\n\r\n").0, 404);
+    rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 0);
+    // Not a directory, a used port: exit 2.
+    let out = rtscope()
+        .args(["serve", "/nonexistent-dir"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let used = l.local_addr().unwrap().to_string();
+    let out = rtscope()
+        .args(["serve", "--listen", &used])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    assert_one_line(&out.stderr);
+}

@@ -17,6 +17,7 @@
 //! and the fixed Prometheus buckets) is done by the aggregator.
 
 pub mod http;
+pub mod serve;
 pub mod stream;
 pub mod tui;
 
