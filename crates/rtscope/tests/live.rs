@@ -467,3 +467,111 @@ fn serve_lists_results_and_renders_reports() {
     assert_exit(&out, 2);
     assert_one_line(&out.stderr);
 }
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A real Prometheus scrapes `--listen` (the package's binary, when
+/// installed; CI installs it): samples and histogram buckets arrive.
+#[test]
+fn prometheus_scrapes_listen() {
+    if !tool("prometheus") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (rt_port, prom_port) = (free_port(), free_port());
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: rtscope\n    static_configs:\n      - targets: ['127.0.0.1:{rt_port}']\n"
+        ),
+    )
+    .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _prom = Kill(
+        std::process::Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .arg("--log.level=warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let rt = std::process::Command::new(rtscope_path())
+        .args(["cyclic", "--no-rt", "-t", "1", "-D", "6s", "-q"])
+        .args(["--listen", &format!("127.0.0.1:{rt_port}")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let prom = format!("127.0.0.1:{prom_port}");
+    let query = |q: &str| -> Vec<serde_json::Value> {
+        let Ok(mut s) = TcpStream::connect(&prom) else {
+            return vec![];
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
+        let req = format!("GET /api/v1/query?query={q} HTTP/1.0\r\nHost: {prom}\r\n\r\n");
+        if s.write_all(req.as_bytes()).is_err() {
+            return vec![];
+        }
+        let mut buf = String::new();
+        let _ = s.read_to_string(&mut buf);
+        let body = buf.split_once("\r\n\r\n").map_or("", |x| x.1);
+        serde_json::from_str::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| v["data"]["result"].as_array().cloned())
+            .unwrap_or_default()
+    };
+    let t0 = std::time::Instant::now();
+    let (mut samples, mut buckets) = (vec![], vec![]);
+    while t0.elapsed() < Duration::from_secs(15) {
+        samples = query("rtscope_samples_total");
+        buckets = query("rtscope_latency_seconds_bucket");
+        let counted = samples.iter().any(|r| {
+            r["value"][1]
+                .as_str()
+                .and_then(|v| v.parse::<f64>().ok())
+                .is_some_and(|v| v > 0.0)
+        });
+        if counted && !buckets.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let out = rt.wait_with_output().unwrap();
+    assert_exit(&out, 0);
+    assert!(
+        !samples.is_empty(),
+        "Prometheus has no rtscope_samples_total"
+    );
+    let series: Vec<_> = samples
+        .iter()
+        .map(|r| r["metric"]["series"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(series.contains(&"all".to_string()), "{series:?}");
+    assert!(samples.iter().all(|r| r["metric"]["job"] == "rtscope"));
+    // 16 bounds and +Inf, for each of the two series.
+    assert_eq!(buckets.len(), 2 * 17, "{buckets:?}");
+    assert!(buckets.iter().any(|r| r["metric"]["le"] == "+Inf"));
+    // The 1 µs bound, as exposed (newer Prometheus versions normalise it).
+    assert!(buckets
+        .iter()
+        .any(|r| r["metric"]["le"] == "0.000001" || r["metric"]["le"] == "1e-06"));
+}
