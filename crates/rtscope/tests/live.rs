@@ -575,3 +575,72 @@ fn prometheus_scrapes_listen() {
         .iter()
         .any(|r| r["metric"]["le"] == "0.000001" || r["metric"]["le"] == "1e-06"));
 }
+
+fn mkfifo(p: &std::path::Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(p)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mkfifo");
+}
+
+#[test]
+fn stream_to_a_fifo_with_a_reader_without_one_and_with_a_stalled_one() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("f");
+    mkfifo(&fifo);
+    let base = ["cyclic", "--no-rt", "-t", "1", "-D", "1s", "-q", "--stream"];
+
+    // A reader that comes after the run started gets the lines.
+    let f2 = fifo.clone();
+    let reader = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        std::fs::read_to_string(&f2).unwrap()
+    });
+    let out = rtscope().args(base).arg(&fifo).output().unwrap();
+    assert_exit(&out, 0);
+    let text = reader.join().unwrap();
+    assert!(
+        text.lines().any(|l| l.contains("\"type\":\"snapshot\"")),
+        "{text}"
+    );
+
+    // No reader at all: the run ends, says so, and writes its results.
+    let json = dir.path().join("r.json");
+    let out = rtscope()
+        .args(base)
+        .arg(&fifo)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no reader"));
+    read_result(&json);
+
+    // A reader that never reads: the pipe fills, the run still ends.
+    let _stalled = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let out = rtscope()
+        .args(base)
+        .arg(&fifo)
+        .args(["--stream-every", "0", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert!(t0.elapsed() < Duration::from_secs(15));
+    let doc = read_result(&json);
+    assert!(doc["series"][0]["stats"]["count"].as_u64().unwrap() > 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("left behind") || err.contains("dropped"),
+        "{err}"
+    );
+}

@@ -49,7 +49,7 @@ pub enum StreamFormat {
 }
 
 /// What a user asked to watch (all off by default).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LiveOptions {
     /// `--stream DEST`: `-` (stdout), a file, a FIFO or a tty device.
     pub stream: Option<PathBuf>,
@@ -64,6 +64,21 @@ pub struct LiveOptions {
     pub listen_any: bool,
     /// `--live`: full-screen terminal UI.
     pub tui: bool,
+}
+
+impl Default for LiveOptions {
+    /// Nothing watched; the CLI's defaults otherwise (a snapshot a second, JSON lines).
+    fn default() -> Self {
+        LiveOptions {
+            stream: None,
+            stream_every_ns: 1_000_000_000,
+            stream_format: StreamFormat::Jsonl,
+            baud: None,
+            listen: None,
+            listen_any: false,
+            tui: false,
+        }
+    }
 }
 
 impl LiveOptions {
@@ -580,10 +595,24 @@ impl Sinks {
         // Closing the channels ends the stream writer and the UI.
         self.hub.subs.clear();
         self.done.store(true, Ordering::SeqCst);
-        self.threads
-            .drain(..)
-            .filter_map(|t| t.join().unwrap_or(Some("a live sink panicked".into())))
-            .collect()
+        // A sink blocked on its reader (a stalled pipe or terminal) is not
+        // waited for long: the results must still be written.
+        let until = Instant::now() + Duration::from_secs(5);
+        let mut out = Vec::new();
+        for t in self.threads.drain(..) {
+            while !t.is_finished() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if t.is_finished() {
+                out.extend(t.join().unwrap_or(Some("a live sink panicked".into())));
+            } else {
+                out.push(format!(
+                    "the {} did not end (its reader is stalled); left behind",
+                    t.thread().name().unwrap_or("live sink")
+                ));
+            }
+        }
+        out
     }
 }
 

@@ -76,6 +76,48 @@ pub fn open(dest: &Path, baud: Option<u32>) -> Result<Dest> {
     Ok(Dest::File(f))
 }
 
+/// Opens a FIFO for writing once a reader has opened it, dropping (and
+/// counting) what the feed brings meanwhile; gives up when the run ends.
+fn open_fifo(p: &Path, sub: &Subscription) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    loop {
+        // Non-blocking: ENXIO while no reader has the FIFO open.
+        match OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(p)
+        {
+            Ok(_probe) => {
+                // A reader is there: open again, blocking, for plain writes.
+                return OpenOptions::new()
+                    .write(true)
+                    .open(p)
+                    .map_err(|e| format!("--stream {}: {e}", p.display()));
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {}
+            Err(e) => return Err(format!("--stream {}: {e}", p.display())),
+        }
+        loop {
+            match sub.rx.try_recv() {
+                Ok(Feed::Snapshot(_)) => {
+                    sub.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(Feed::Samples(b)) => {
+                    sub.dropped.fetch_add(b.len() as u64, Ordering::Relaxed);
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => break,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    return Err(format!(
+                        "--stream {}: no reader opened the FIFO during the run",
+                        p.display()
+                    ))
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// The CSV header of snapshot lines.
 pub const CSV_HEADER: &str = "elapsed_s,series,count,min_ns,mean_ns,p50_ns,p99_ns,p999_ns,max_ns,overruns,dropped,interval_count,interval_min_ns,interval_mean_ns,interval_p99_ns,interval_max_ns";
 /// The CSV header of raw sample lines.
@@ -142,9 +184,9 @@ pub fn write_loop(
     let mut w: Box<dyn Write> = match dest {
         Dest::Stdout => Box::new(std::io::stdout()),
         Dest::File(f) => Box::new(f),
-        Dest::Fifo(p) => match OpenOptions::new().write(true).open(&p) {
+        Dest::Fifo(p) => match open_fifo(&p, &sub) {
             Ok(f) => Box::new(f),
-            Err(e) => return Some(format!("--stream {}: {e}", p.display())),
+            Err(e) => return Some(e),
         },
     };
     let mut buf = String::new();
