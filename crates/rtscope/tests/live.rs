@@ -644,3 +644,51 @@ fn stream_to_a_fifo_with_a_reader_without_one_and_with_a_stalled_one() {
         "{err}"
     );
 }
+
+/// The live page of a real run, in headless Chromium (CI installs it): the
+/// table fills from /api/snapshot, the chart is drawn, no script error.
+#[test]
+fn browser_shows_the_live_page() {
+    if !tool("chromium") {
+        return;
+    }
+    let port = free_port();
+    let mut child = std::process::Command::new(rtscope_path())
+        .args(["cyclic", "--no-rt", "-t", "1", "-D", "6s", "-q"])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let o = std::process::Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=3000",
+            "--dump-dom",
+            &format!("http://127.0.0.1:{port}/"),
+        ])
+        .output()
+        .unwrap();
+    let _ = child.wait();
+    let dom = String::from_utf8_lossy(&o.stdout);
+    let console: Vec<_> = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect();
+    assert!(console.is_empty(), "console: {console:?}");
+    assert!(
+        dom.contains("<td>thread 0</td>") && dom.contains("<td>all</td>"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("<path class=\"max\" d=\"M"),
+        "the chart is drawn: {dom}"
+    );
+}
