@@ -167,6 +167,15 @@ fn bad_live_options_are_one_line_and_exit_2() {
         ],
         vec!["--stream".into(), dir.path().display().to_string()],
         vec!["--stream".into(), "/nonexistent-dir/s.jsonl".into()],
+        vec!["--stream".into(), "-".into(), "--live".into()],
+        vec![
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--repeat".into(),
+            "2".into(),
+            "-D".into(),
+            "1s".into(),
+        ],
     ];
     for c in cases {
         let out = rtscope()

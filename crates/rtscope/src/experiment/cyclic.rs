@@ -621,6 +621,9 @@ fn run_repeated(plan: &CyclicPlan, n: usize) -> Result<i32> {
         ("--histogram", plan.histogram.is_some()),
         ("--checkpoint", plan.checkpoint_ns.is_some()),
         ("--break-above", plan.break_above_ns.is_some()),
+        ("--stream", plan.outputs.live.stream.is_some()),
+        ("--listen", plan.outputs.live.listen.is_some()),
+        ("--live", plan.outputs.live.tui),
     ] {
         if set {
             return Err(usage(format!("--repeat cannot be combined with {flag}")));

@@ -94,6 +94,11 @@ impl LiveOptions {
         } else if self.listen_any {
             return Err(usage("--listen-any needs --listen ADDR"));
         }
+        if self.tui && self.stream.as_deref().is_some_and(|s| s.as_os_str() == "-") {
+            return Err(usage(
+                "--live and --stream - both want stdout: stream to a file or a FIFO",
+            ));
+        }
         if let Some(b) = self.baud {
             if self.stream.is_none() {
                 return Err(usage("--baud needs --stream DEVICE"));
