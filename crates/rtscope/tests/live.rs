@@ -397,10 +397,47 @@ fn live_view_in_tmux_shows_the_table_and_q_stops_with_results() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    tmux(&["-S", sock, "kill-server"]);
     assert_eq!(std::fs::read_to_string(&done).unwrap().trim(), "0");
     let doc = read_result(&json);
     assert_eq!(doc["end_reason"], "interrupted");
+
+    // The terminal hangs up (the window closes): the run stops as on SIGHUP
+    // and its results are still written.
+    let json2 = dir.path().join("hup.json");
+    let cmd = format!(
+        "{} cyclic --no-rt -t 1 -D 60s --live --json {}",
+        rtscope_path().display(),
+        json2.display()
+    );
+    let s2 = format!("{session}-hup");
+    tmux(&[
+        "-S",
+        sock,
+        "new-session",
+        "-d",
+        "-s",
+        &s2,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &cmd,
+    ]);
+    for _ in 0..100 {
+        if tmux(&["-S", sock, "capture-pane", "-p", "-t", &s2]).contains("[q] stop") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    tmux(&["-S", sock, "kill-session", "-t", &s2]);
+    for _ in 0..100 {
+        if json2.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    tmux(&["-S", sock, "kill-server"]);
+    assert_eq!(read_result(&json2)["end_reason"], "interrupted");
 }
 
 #[test]

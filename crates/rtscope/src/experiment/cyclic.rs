@@ -857,7 +857,13 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     let ends = agg.join(handles);
     live.finish();
     for w in agg.end_live() {
-        eprintln!("warning: {}", crate::output::printable(&w));
+        // Not eprintln!: after a hangup stderr may be gone, and the results
+        // must still be written.
+        let _ = writeln!(
+            std::io::stderr(),
+            "warning: {}",
+            crate::output::printable(&w)
+        );
     }
 
     // How it ended.

@@ -8,13 +8,12 @@
 //! ends for any reason, and by a panic hook.
 
 use std::collections::VecDeque;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::TryRecvError;
+use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
 };
@@ -34,6 +33,89 @@ use crate::output::{printable, UNKNOWN};
 /// Whether a full-screen view can run: stdout is a terminal.
 pub fn available() -> bool {
     std::io::stdout().is_terminal()
+}
+
+/// Whether stdout is still a terminal (a hung-up terminal is not: its
+/// descriptors answer no terminal request any more).
+fn still_a_terminal() -> bool {
+    std::io::stdout().is_terminal()
+}
+
+/// A key the view acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Stop,
+    Pause,
+    Next,
+    Previous,
+    Wider,
+    Narrower,
+    /// Standard input ended (a hangup, or no keyboard).
+    Gone,
+}
+
+/// The keys in one read of the raw terminal: plain bytes, Ctrl-C (0x03), a
+/// lone Esc (a read of that byte alone), Shift-Tab (`ESC [ Z`); other escape
+/// sequences (arrows, function keys) are skipped.
+fn keys(bytes: &[u8]) -> Vec<Key> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            0x1b if bytes.len() == 1 => out.push(Key::Stop),
+            0x1b => {
+                if bytes[i + 1..].starts_with(b"[Z") {
+                    out.push(Key::Previous);
+                }
+                // Skip the sequence: ESC, `[` or `O`, then up to a final letter or `~`.
+                i += 1;
+                if matches!(bytes.get(i), Some(b'[' | b'O')) {
+                    i += 1;
+                    while i < bytes.len() && !(bytes[i].is_ascii_alphabetic() || bytes[i] == b'~') {
+                        i += 1;
+                    }
+                }
+            }
+            b'q' | b'Q' | 0x03 => out.push(Key::Stop),
+            b'p' | b'P' => out.push(Key::Pause),
+            b'\t' => out.push(Key::Next),
+            b'+' | b'=' => out.push(Key::Wider),
+            b'-' | b'_' => out.push(Key::Narrower),
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Reads keys from the terminal (in raw mode) on a thread of its own, with
+/// plain blocking reads: a hung-up terminal reads as end of input, which
+/// ends the thread (crossterm's event reader would spin on it). The thread
+/// is not joined: at the end of the run it may still wait in `read`.
+fn key_reader() -> std::sync::mpsc::Receiver<Key> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _ = std::thread::Builder::new()
+        .name("rtscope-keys".into())
+        .spawn(move || {
+            let mut buf = [0u8; 64];
+            let mut stdin = std::io::stdin();
+            loop {
+                match stdin.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        for k in keys(&buf[..n]) {
+                            if tx.send(k).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            let _ = tx.send(Key::Gone);
+        });
+    rx
 }
 
 /// Puts the terminal back: raw mode off, main screen, cursor shown.
@@ -134,6 +216,7 @@ pub fn run(
         paused: false,
     };
     let mut frozen: Option<(Arc<Snapshot>, History)> = None;
+    let key_rx = key_reader();
     loop {
         let mut closed = false;
         loop {
@@ -154,36 +237,44 @@ pub fn run(
             (Some((s, h)), true) => (Some(s.clone()), h.clone()),
             _ => (v.latest.clone(), v.history.clone()),
         };
-        let _ = term.draw(|f| draw(f, &v, shown.0.as_deref(), &shown.1, &labels));
-        if event::poll(Duration::from_millis(100)).unwrap_or(false) {
-            if let Ok(Event::Key(k)) = event::read() {
-                if k.kind != KeyEventKind::Press {
-                    continue;
-                }
-                match k.code {
-                    KeyCode::Char('q') | KeyCode::Esc => stop.store(true, Ordering::SeqCst),
-                    KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
-                        stop.store(true, Ordering::SeqCst)
-                    }
-                    KeyCode::Char('p') => {
-                        v.paused = !v.paused;
-                        frozen = v
-                            .paused
-                            .then(|| v.latest.clone().map(|s| (s, v.history.clone())))
-                            .flatten();
-                    }
-                    KeyCode::Tab => v.selected = (v.selected + 1) % labels.len().max(1),
-                    KeyCode::BackTab => {
-                        v.selected = (v.selected + labels.len().max(1) - 1) % labels.len().max(1)
-                    }
-                    KeyCode::Char('+') | KeyCode::Char('=') => {
-                        v.window = (v.window + 1).min(WINDOWS_MIN.len() - 1)
-                    }
-                    KeyCode::Char('-') => v.window = v.window.saturating_sub(1),
-                    _ => {}
-                }
-            }
+        if term
+            .draw(|f| draw(f, &v, shown.0.as_deref(), &shown.1, &labels))
+            .is_err()
+            || !still_a_terminal()
+        {
+            // The terminal is gone (a hangup: the run is stopping).
+            break;
         }
+        match key_rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(Key::Stop) => stop.store(true, Ordering::SeqCst),
+            Ok(Key::Pause) => {
+                v.paused = !v.paused;
+                frozen = v
+                    .paused
+                    .then(|| v.latest.clone().map(|s| (s, v.history.clone())))
+                    .flatten();
+            }
+            Ok(Key::Next) => v.selected = (v.selected + 1) % labels.len().max(1),
+            Ok(Key::Previous) => {
+                v.selected = (v.selected + labels.len().max(1) - 1) % labels.len().max(1)
+            }
+            Ok(Key::Wider) => v.window = (v.window + 1).min(WINDOWS_MIN.len() - 1),
+            Ok(Key::Narrower) => v.window = v.window.saturating_sub(1),
+            // No keyboard (stdin ended): the view goes on, without keys.
+            Ok(Key::Gone) | Err(RecvTimeoutError::Disconnected) => {
+                if !still_a_terminal() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+    // ratatui's drop prints (eprintln!) when it cannot show the cursor, which
+    // panics on a hung-up terminal: show it here, and forget the terminal
+    // when that fails.
+    if term.show_cursor().is_err() {
+        std::mem::forget(term);
     }
     None
 }
@@ -403,4 +494,24 @@ fn draw(
         )),
         rows[3],
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_from_raw_bytes() {
+        assert_eq!(keys(b"q"), [Key::Stop]);
+        assert_eq!(keys(b"\x03"), [Key::Stop]);
+        assert_eq!(keys(b"\x1b"), [Key::Stop]);
+        assert_eq!(
+            keys(b"p\t+-="),
+            [Key::Pause, Key::Next, Key::Wider, Key::Narrower, Key::Wider]
+        );
+        assert_eq!(keys(b"\x1b[Z"), [Key::Previous]);
+        // Arrows and function keys are skipped, whatever follows them counts.
+        assert_eq!(keys(b"\x1b[A\x1b[15~p"), [Key::Pause]);
+        assert_eq!(keys(b"\x1bOPx"), []);
+    }
 }
