@@ -60,6 +60,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare runs side by side (series matched by label), with confidence intervals.
     Compare(CompareArgs),
+    /// Serve the result documents of a directory over HTTP: a list, and each one's HTML report.
+    Serve(ServeArgs),
     /// Pool single runs of one experiment into one document, each kept as a repetition
     /// (what --repeat makes in one go), e.g. runs of two settings made alternately.
     Pool(PoolArgs),
@@ -99,6 +101,21 @@ pub struct ReportArgs {
     /// Write the HTML report to FILE.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: PathBuf,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Directory of result documents (*.json; not searched recursively).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// Address to serve on (HOST:PORT; loopback only unless --listen-any).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+
+    /// Allow a non-loopback address (anyone who can reach it can read every result in DIR).
+    #[arg(long)]
+    pub listen_any: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -552,7 +569,64 @@ pub struct CyclicArgs {
     pub out: OutputArgs,
 
     #[command(flatten)]
+    pub live: LiveArgs,
+
+    #[command(flatten)]
     pub loads: LoadArgs,
+}
+
+/// Watching a run while it goes on (`docs/live.md`): the options of every
+/// experiment whose aggregator publishes snapshots.
+#[derive(Debug, Clone, Args)]
+pub struct LiveArgs {
+    /// Stream snapshots while the run goes on to DEST: - (stdout), a file, a FIFO or a
+    /// terminal device; a slow reader loses lines (counted), never holds the run.
+    #[arg(long, value_name = "DEST", help_heading = "Watching live")]
+    pub stream: Option<PathBuf>,
+
+    /// Time between streamed snapshots; 0 streams every raw sample (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = duration_s,
+          help_heading = "Watching live")]
+    pub stream_every: u64,
+
+    /// Line format of --stream.
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = crate::live::StreamFormat::Jsonl,
+          help_heading = "Watching live")]
+    pub stream_format: crate::live::StreamFormat,
+
+    /// With --stream to a terminal device: raw mode at N baud.
+    #[arg(long, value_name = "N", help_heading = "Watching live")]
+    pub baud: Option<u32>,
+
+    /// Serve /metrics (OpenMetrics), /api/snapshot (JSON) and a live page / on ADDR
+    /// (HOST:PORT, loopback only unless --listen-any).
+    #[arg(long, value_name = "ADDR", help_heading = "Watching live")]
+    pub listen: Option<String>,
+
+    /// Allow --listen on a non-loopback address (anyone who can reach it sees the
+    /// run's figures, host name and kernel).
+    #[arg(long, help_heading = "Watching live")]
+    pub listen_any: bool,
+
+    /// Full-screen terminal view (q or Ctrl-C stops the run, p pauses the display, tab
+    /// cycles series, +/- change the time window); without a terminal, the status lines.
+    #[arg(long, help_heading = "Watching live")]
+    pub live: bool,
+}
+
+impl LiveArgs {
+    /// The live options these arguments ask for.
+    pub fn options(&self) -> crate::live::LiveOptions {
+        crate::live::LiveOptions {
+            stream: self.stream.clone(),
+            stream_every_ns: self.stream_every,
+            stream_format: self.stream_format,
+            baud: self.baud,
+            listen: self.listen.clone(),
+            listen_any: self.listen_any,
+            tui: self.live,
+        }
+    }
 }
 
 /// A time-source name (`rtscope clock --list` shows them).
@@ -1139,6 +1213,7 @@ impl From<&ResultArgs> for Outputs {
             report: a.report.clone(),
             quiet: a.quiet,
             repeat: a.repeat,
+            live: Default::default(),
         }
     }
 }
@@ -1170,6 +1245,7 @@ impl CyclicArgs {
                 report: self.out.report.clone(),
                 quiet: self.out.quiet,
                 repeat: self.repeat,
+                live: self.live.options(),
             },
             loads: self.loads.load.clone(),
             load_cpus: self.loads.load_cpus.clone(),

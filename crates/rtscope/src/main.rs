@@ -16,6 +16,7 @@ mod experiment;
 mod import;
 mod install;
 mod limits;
+mod live;
 mod load;
 mod output;
 mod report;
@@ -35,6 +36,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Noise(a) => experiment::noise::run(&a.options()?),
         Command::Irq(a) => experiment::irq::run(&a.options()?),
         Command::Report(a) => report::run_report(a),
+        Command::Serve(a) => live::serve::run(&a),
         Command::Compare(a) => report::compare::run(a),
         Command::Pool(a) => experiment::repeat::run_pool(&a),
         Command::Import(s) => import::run(s),

@@ -256,6 +256,9 @@ fn shorten(mut args: Vec<String>) -> Vec<String> {
         let v = args.get(i + 1).cloned().unwrap_or_default();
         let new = if is_opt(&args, i, &["-D", "--duration"]) {
             Some("300ms".to_string())
+        } else if is_opt(&args, i, &["--listen"]) {
+            // Any free loopback port: a documented port may be taken here.
+            Some("127.0.0.1:0".to_string())
         } else if is_opt(&args, i, &["--checkpoint"]) {
             Some("100ms".to_string())
         } else if is_opt(&args, i, &["--every"]) {
@@ -572,6 +575,10 @@ fn shortening_keeps_the_shape() {
         "ipc --period 200us,600us,1000us --repetitions 2 -l 20"
     );
     assert_eq!(s("sudo rtscope cyclic"), "cyclic -D 300ms");
+    assert_eq!(
+        s("rtscope cyclic -D 30d --listen 127.0.0.1:9464"),
+        "cyclic -D 300ms --listen 127.0.0.1:0"
+    );
 }
 
 /// Runs one example and checks its exit code and shown output.
@@ -733,6 +740,7 @@ fn every_option_is_on_its_page() {
         ("check", "check.md"),
         ("report", "report.md"),
         ("compare", "report.md"),
+        ("serve", "live.md"),
         ("import", "report.md"),
     ];
     let mut missing = Vec::new();

@@ -19,6 +19,7 @@
 //! - `net`: kernel receive timestamps on sockets (`SO_TIMESTAMPNS`, `recvmsg`)
 //! - `gpio`: GPIO character device uAPI v2 (line requests, edge events, output values)
 //! - `rtc`: `/dev/rtc` periodic interrupts (`RTC_IRQP_SET`, `RTC_PIE_ON`/`OFF`, blocking read)
+//! - `tty`: raw mode and speed of a serial terminal (`--stream DEVICE --baud N`)
 //! - `mem`: memory locking, anonymous mappings, the SIGSEGV fault handler
 //! - `ipc`: shared memory and the IPC primitives of `rtscope ipc`
 //! - `perf` (aarch64 only): perf events and their user page
@@ -37,6 +38,7 @@ mod sched;
 mod signal;
 mod time;
 mod timer;
+mod tty;
 mod wake;
 
 pub use gpio::*;
@@ -53,6 +55,7 @@ pub use sched::*;
 pub use signal::*;
 pub use time::*;
 pub use timer::*;
+pub use tty::*;
 pub use wake::*;
 
 use std::io;

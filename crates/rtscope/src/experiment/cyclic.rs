@@ -376,6 +376,8 @@ struct Aggregate {
     raw: Option<(OutFile, Option<String>)>,
     /// `--trace`: kernel events joined with the samples.
     tracer: Option<super::cyclic_trace::Tracer>,
+    /// `--stream`, `--listen`, `--live`: fed snapshots by the aggregator.
+    live: Option<crate::live::Sinks>,
 }
 
 impl Aggregate {
@@ -395,13 +397,20 @@ impl Aggregate {
     /// Drains every ring; returns the number of samples taken in.
     fn drain(&mut self) -> usize {
         let mut n = 0;
-        for t in &mut self.threads {
+        let nthreads = self.threads.len();
+        let mut hub = self.live.as_mut().map(|l| &mut l.hub);
+        for (ti, t) in self.threads.iter_mut().enumerate() {
             let (rec, all, last, bins) = (&mut t.rec, &mut self.all, &mut t.last, &mut t.us_bins);
             let idx = t.plan.index;
             let raw = &mut self.raw;
             let tracer = &mut self.tracer;
+            let hub = &mut hub;
             n += t.source.drain(|s| {
                 rec.record(s);
+                if let Some(h) = hub.as_deref_mut() {
+                    h.record(ti, s);
+                    h.record(nthreads, s);
+                }
                 if let Some(tr) = tracer.as_mut() {
                     tr.sample(idx, s);
                 }
@@ -423,6 +432,38 @@ impl Aggregate {
             tr.pump();
         }
         n
+    }
+
+    /// The since-start figures of every series, `all` last (live snapshots).
+    fn snapshot_series(&self) -> Vec<crate::live::SeriesSnapshot> {
+        let mut v: Vec<_> = self
+            .threads
+            .iter()
+            .map(|t| {
+                crate::live::SeriesSnapshot::from_recorder(&t.label(), &t.rec, t.source.dropped())
+            })
+            .collect();
+        let dropped = self.threads.iter().map(|t| t.source.dropped()).sum();
+        v.push(crate::live::SeriesSnapshot::from_recorder(
+            "all", &self.all, dropped,
+        ));
+        v
+    }
+
+    /// Publishes a snapshot to the live sinks that are due.
+    fn publish(&mut self) {
+        if let Some(mut l) = self.live.take() {
+            l.hub.tick(|| self.snapshot_series());
+            self.live = Some(l);
+        }
+    }
+
+    /// Sends the last snapshot and ends the live sinks; their warnings.
+    fn end_live(&mut self) -> Vec<String> {
+        match self.live.take() {
+            Some(l) => l.finish(|| self.snapshot_series()),
+            None => vec![],
+        }
     }
 
     fn statuses(&self, priority: i32) -> Vec<ThreadStatus> {
@@ -585,6 +626,9 @@ fn run_repeated(plan: &CyclicPlan, n: usize) -> Result<i32> {
         ("--histogram", plan.histogram.is_some()),
         ("--checkpoint", plan.checkpoint_ns.is_some()),
         ("--break-above", plan.break_above_ns.is_some()),
+        ("--stream", plan.outputs.live.stream.is_some()),
+        ("--listen", plan.outputs.live.listen.is_some()),
+        ("--live", plan.outputs.live.tui),
     ] {
         if set {
             return Err(usage(format!("--repeat cannot be combined with {flag}")));
@@ -639,7 +683,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         }
         None => None,
     };
-    let mut run = run::begin(
+    let mut run = run::begin_live(
         &RunSettings {
             rt: plan.rt,
             loads: &plan.loads,
@@ -647,7 +691,18 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             quiet: plan.outputs.quiet,
         },
         &header(plan),
+        Some(run::LiveSetup {
+            options: &plan.outputs.live,
+            experiment: "cyclic",
+            series: plan
+                .threads
+                .iter()
+                .map(|t| format!("thread {}", t.index))
+                .chain(["all".to_string()])
+                .collect(),
+        }),
     )?;
+    let live_sinks = run.live.take();
 
     // Rings and threads.
     let (ready_tx, ready_rx) = mpsc::channel();
@@ -714,7 +769,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         }
         None => None,
     };
-    let mut live = Live::new(plan.outputs.quiet);
+    let mut live = Live::new(plan.outputs.quiet || live_sinks.as_ref().is_some_and(|l| l.tui));
     // The common start, chosen now that every thread is ready and the run's
     // set-up is done; each thread still arms its first deadline at least
     // START_MARGIN_NS in its own future, on this start's grid.
@@ -761,7 +816,11 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         all: new_recorder(),
         raw,
         tracer,
+        live: live_sinks,
     };
+    if let Some(l) = agg.live.as_mut() {
+        l.measuring();
+    }
 
     let duration = plan.duration_ns.map(Duration::from_nanos);
     let mut duration_hit = false;
@@ -770,6 +829,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     loop {
         let all_done = handles.iter().all(|h| h.is_finished());
         agg.drain();
+        agg.publish();
         live.update(|| agg.statuses(plan.rt.priority), t0.elapsed());
         if run.stopped() || all_done {
             break;
@@ -801,6 +861,15 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     rtscope_core::rt::wake_until_ended(&tids, |i| !handles[i].is_finished());
     let ends = agg.join(handles);
     live.finish();
+    for w in agg.end_live() {
+        // Not eprintln!: after a hangup stderr may be gone, and the results
+        // must still be written.
+        let _ = writeln!(
+            std::io::stderr(),
+            "warning: {}",
+            crate::output::printable(&w)
+        );
+    }
 
     // How it ended.
     let mut break_event = None;
@@ -923,6 +992,7 @@ mod aggregate_tests {
             all: SeriesRecorder::new(0, 4, None),
             raw: None,
             tracer: None,
+            live: None,
         };
         // A thread that pushes its last samples and ends after the loop's last drain.
         let h = std::thread::spawn(move || {

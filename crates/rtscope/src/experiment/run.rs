@@ -238,8 +238,19 @@ pub struct RunSettings<'a> {
     pub quiet: bool,
 }
 
+/// What the live sinks of a run need (see [`begin_live`]).
+pub struct LiveSetup<'a> {
+    pub options: &'a crate::live::LiveOptions,
+    pub experiment: &'a str,
+    /// The series, in the order the aggregator records them.
+    pub series: Vec<String>,
+}
+
 /// A run in progress.
 pub struct Run {
+    /// The live sinks (`--stream`, `--listen`, `--live`), until the
+    /// experiment's aggregator takes them.
+    pub live: Option<crate::live::Sinks>,
     pub system: SystemSnapshot,
     pub env: RunEnv,
     loads: crate::load::supervisor::RunningLoads,
@@ -254,9 +265,34 @@ pub struct Run {
 /// Starts a run: checks the right to real-time scheduling, sets up the
 /// environment and the loads, prints `header` and the warnings.
 pub fn begin(s: &RunSettings, header: &str) -> Result<Run> {
+    begin_live(s, header, None)
+}
+
+/// [`begin`], with the live sinks `live` asks for started after the
+/// environment and before the header and the loads: a used port or a bad
+/// stream destination ends the run (exit 2) before anything is measured or
+/// loaded.
+pub fn begin_live(s: &RunSettings, header: &str, live: Option<LiveSetup>) -> Result<Run> {
     s.rt.check_allowed()?;
     let system = SystemSnapshot::capture();
     let env = RunEnv::setup(s.rt.default_system)?;
+    let live = match live.filter(|l| l.options.any()) {
+        Some(l) => Some(crate::live::Sinks::start(
+            l.options,
+            l.series,
+            crate::live::RunInfo::new(l.experiment, &system, header),
+            s.loads
+                .iter()
+                .map(|x| crate::live::LoadStatus {
+                    load: x.text.clone(),
+                    state: "running".into(),
+                })
+                .collect(),
+            env.stop.clone(),
+            s.quiet,
+        )?),
+        None => None,
+    };
     if !s.quiet {
         eprintln!("{}", crate::output::printable(header));
     }
@@ -275,6 +311,7 @@ pub fn begin(s: &RunSettings, header: &str) -> Result<Run> {
         }
     }
     Ok(Run {
+        live,
         system,
         env,
         loads,
@@ -414,6 +451,9 @@ pub struct Outputs {
     /// `plan.repeat`.
     #[serde(skip)]
     pub repeat: usize,
+    /// `--stream`, `--listen`, `--live` (see [`crate::live`]).
+    #[serde(skip)]
+    pub live: crate::live::LiveOptions,
 }
 
 impl Default for Outputs {
@@ -424,6 +464,7 @@ impl Default for Outputs {
             report: None,
             quiet: false,
             repeat: 1,
+            live: Default::default(),
         }
     }
 }
@@ -436,7 +477,11 @@ impl Outputs {
         for (flag, p) in extra {
             paths.add(flag, *p)?;
         }
-        paths.add("--report", self.report.as_deref())
+        paths.add("--report", self.report.as_deref())?;
+        if let Some(s) = self.live.stream.as_deref().filter(|s| s.as_os_str() != "-") {
+            paths.add("--stream", Some(s))?;
+        }
+        self.live.check()
     }
 }
 

@@ -118,6 +118,11 @@ pub fn run_names(paths: &[PathBuf]) -> Vec<String> {
 /// Writes the HTML report of `docs` to `path` (atomically). Documents are
 /// named by host and start time.
 pub fn write_html(docs: &[ResultDocument], path: &Path) -> std::io::Result<()> {
+    write_atomic(path, render_html(docs).as_bytes())
+}
+
+/// The HTML report of `docs` (what [`write_html`] writes).
+pub fn render_html(docs: &[ResultDocument]) -> String {
     let runs: Vec<Run> = docs
         .iter()
         .map(|d| Run {
@@ -130,7 +135,7 @@ pub fn write_html(docs: &[ResultDocument], path: &Path) -> std::io::Result<()> {
             doc: d.clone(),
         })
         .collect();
-    write_atomic(path, html::report_page(&runs).as_bytes())
+    html::report_page(&runs)
 }
 
 /// `rtscope report RESULT.json... -o report.html`.

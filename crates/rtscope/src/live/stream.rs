@@ -1,0 +1,253 @@
+//! `--stream DEST`: snapshots (or raw samples) as JSON lines or CSV, written
+//! by a thread of its own from the hub's bounded feed, so that a slow reader
+//! only loses lines (counted), never holds the measurement.
+//!
+//! DEST: `-` (stdout), a file (created or truncated), a FIFO (opened by the
+//! writer thread: it waits there for a reader, the run does not), or a
+//! terminal device (`--baud N` sets raw mode and the speed).
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use anyhow::Result;
+use serde_json::json;
+
+use super::{Feed, Snapshot, StreamFormat, Subscription};
+use crate::error::usage;
+
+/// Where the lines go.
+pub enum Dest {
+    Stdout,
+    /// An open file or device.
+    File(std::fs::File),
+    /// A FIFO, opened by the writer (opening blocks until a reader comes).
+    Fifo(PathBuf),
+}
+
+/// Opens `dest` (before the run measures: a bad path or baud rate is exit 2).
+pub fn open(dest: &Path, baud: Option<u32>) -> Result<Dest> {
+    if dest.as_os_str() == "-" {
+        if baud.is_some() {
+            return Err(usage("--baud: --stream - is stdout, not a serial device"));
+        }
+        return Ok(Dest::Stdout);
+    }
+    let shown = dest.display();
+    let meta = std::fs::metadata(dest).ok();
+    if meta.as_ref().is_some_and(|m| m.file_type().is_fifo()) {
+        if baud.is_some() {
+            return Err(usage(format!(
+                "--baud: --stream {shown} is a FIFO, not a terminal"
+            )));
+        }
+        return Ok(Dest::Fifo(dest.to_path_buf()));
+    }
+    let device = meta
+        .as_ref()
+        .is_some_and(|m| m.file_type().is_char_device());
+    let f = if device {
+        OpenOptions::new().write(true).open(dest)
+    } else {
+        if meta.as_ref().is_some_and(|m| m.is_dir()) {
+            return Err(usage(format!("--stream {shown}: is a directory")));
+        }
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(dest)
+    }
+    .map_err(|e| usage(format!("--stream {shown}: {e}")))?;
+    if let Some(b) = baud {
+        let speed = rtscope_core::sys::tty_speed_of(b)
+            .ok_or_else(|| usage(format!("--baud {b}: not a baud rate this system knows")))?;
+        if !rtscope_core::sys::is_tty(f.as_raw_fd()) {
+            return Err(usage(format!(
+                "--baud: --stream {shown} is not a terminal device"
+            )));
+        }
+        rtscope_core::sys::tty_make_raw(f.as_raw_fd(), Some(speed))
+            .map_err(|e| usage(format!("--baud {b}: {shown}: {e}")))?;
+    }
+    Ok(Dest::File(f))
+}
+
+/// Opens a FIFO for writing once a reader has opened it, dropping (and
+/// counting) what the feed brings meanwhile; gives up when the run ends.
+fn open_fifo(p: &Path, sub: &Subscription) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    loop {
+        // Non-blocking: ENXIO while no reader has the FIFO open.
+        match OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(p)
+        {
+            Ok(_probe) => {
+                // A reader is there: open again, blocking, for plain writes.
+                return OpenOptions::new()
+                    .write(true)
+                    .open(p)
+                    .map_err(|e| format!("--stream {}: {e}", p.display()));
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {}
+            Err(e) => return Err(format!("--stream {}: {e}", p.display())),
+        }
+        loop {
+            match sub.rx.try_recv() {
+                Ok(Feed::Snapshot(_)) => {
+                    sub.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(Feed::Samples(b)) => {
+                    sub.dropped.fetch_add(b.len() as u64, Ordering::Relaxed);
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => break,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    return Err(format!(
+                        "--stream {}: no reader opened the FIFO during the run",
+                        p.display()
+                    ))
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// The CSV header of snapshot lines.
+pub const CSV_HEADER: &str = "elapsed_s,series,count,min_ns,mean_ns,p50_ns,p99_ns,p999_ns,max_ns,overruns,dropped,interval_count,interval_min_ns,interval_mean_ns,interval_p99_ns,interval_max_ns";
+/// The CSV header of raw sample lines.
+pub const CSV_RAW_HEADER: &str = "series,cpu,seq,t_ns,latency_ns,overruns";
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or(String::new(), |x| x.to_string())
+}
+
+/// A snapshot's lines.
+pub fn snapshot_lines(s: &Snapshot, fmt: StreamFormat, out: &mut String) {
+    match fmt {
+        StreamFormat::Jsonl => {
+            let v = json!({
+                "type": "snapshot",
+                "seq": s.seq,
+                "state": s.state,
+                "elapsed_s": s.elapsed_s,
+                "interval_s": s.interval_s,
+                "series": s.series,
+                "loads": s.loads,
+                "snapshots_dropped": s.snapshots_dropped,
+            });
+            out.push_str(&v.to_string());
+            out.push('\n');
+        }
+        StreamFormat::Csv => {
+            for x in &s.series {
+                let i = &x.interval;
+                out.push_str(&format!(
+                    "{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                    s.elapsed_s,
+                    x.label,
+                    x.count,
+                    opt(x.min_ns),
+                    opt(x.mean_ns.map(|m| format!("{m:.1}"))),
+                    opt(x.p50_ns),
+                    opt(x.p99_ns),
+                    opt(x.p999_ns),
+                    opt(x.max_ns),
+                    x.overruns,
+                    x.dropped,
+                    i.count,
+                    opt(i.min_ns),
+                    opt(i.mean_ns.map(|m| format!("{m:.1}"))),
+                    opt(i.p99_ns),
+                    opt(i.max_ns),
+                ));
+            }
+        }
+    }
+}
+
+/// Writes the feed to `dest` until the hub closes it; a write error (the
+/// reader went away) ends the writer and is returned as a warning.
+pub fn write_loop(
+    dest: Dest,
+    sub: Subscription,
+    fmt: StreamFormat,
+    labels: Vec<String>,
+    run: std::sync::Arc<super::RunInfo>,
+    raw: bool,
+) -> Option<String> {
+    let mut w: Box<dyn Write> = match dest {
+        Dest::Stdout => Box::new(std::io::stdout()),
+        Dest::File(f) => Box::new(f),
+        Dest::Fifo(p) => match open_fifo(&p, &sub) {
+            Ok(f) => Box::new(f),
+            Err(e) => return Some(e),
+        },
+    };
+    let mut buf = String::new();
+    let mut raw_started = false;
+    match fmt {
+        StreamFormat::Jsonl => {
+            buf.push_str(&json!({"type": "run", "run": &*run}).to_string());
+            buf.push('\n');
+        }
+        StreamFormat::Csv => {}
+    }
+    let mut header = false;
+    let mut result = None;
+    for feed in sub.rx.iter() {
+        match &feed {
+            Feed::Snapshot(s) => {
+                if fmt == StreamFormat::Csv && !header {
+                    buf.push_str(CSV_HEADER);
+                    buf.push('\n');
+                    header = true;
+                }
+                snapshot_lines(s, fmt, &mut buf);
+            }
+            Feed::Samples(batch) => {
+                if fmt == StreamFormat::Csv && !raw_started {
+                    buf.push_str(CSV_RAW_HEADER);
+                    buf.push('\n');
+                    raw_started = true;
+                }
+                for (i, s) in batch {
+                    let label = labels.get(usize::from(*i)).map_or("?", |l| l.as_str());
+                    match fmt {
+                        StreamFormat::Jsonl => buf.push_str(&format!(
+                            "{{\"type\":\"sample\",\"series\":{},\"cpu\":{},\"seq\":{},\"t_ns\":{},\"latency_ns\":{},\"overruns\":{}}}\n",
+                            serde_json::Value::from(label),
+                            s.cpu, s.seq, s.t_ns, s.latency_ns, s.overruns
+                        )),
+                        StreamFormat::Csv => buf.push_str(&format!(
+                            "{label},{},{},{},{},{}\n",
+                            s.cpu, s.seq, s.t_ns, s.latency_ns, s.overruns
+                        )),
+                    }
+                }
+            }
+        }
+        if let Err(e) = w.write_all(buf.as_bytes()).and_then(|()| w.flush()) {
+            result = Some(format!("--stream: stopped writing: {e}"));
+            break;
+        }
+        buf.clear();
+    }
+    let dropped = sub.dropped.load(Ordering::Relaxed);
+    if result.is_none() && fmt == StreamFormat::Jsonl {
+        let end = json!({"type": "end", "dropped": dropped}).to_string() + "\n";
+        let _ = w.write_all(end.as_bytes()).and_then(|()| w.flush());
+    }
+    if result.is_none() && dropped > 0 {
+        result = Some(format!(
+            "--stream: {dropped} {} dropped (the reader was too slow)",
+            if raw { "samples" } else { "snapshots" }
+        ));
+    }
+    result
+}

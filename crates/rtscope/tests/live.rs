@@ -1,0 +1,740 @@
+//! Integration tests of watching a run live: `--stream`, `--listen`. They
+//! check line schemas, HTTP status codes and metric names, never a latency.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{assert_exit, assert_one_line, read_result, rtscope, rtscope_path};
+
+fn lines(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn stream_jsonl_has_a_run_line_snapshots_and_an_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let (stream, json) = (dir.path().join("s.jsonl"), dir.path().join("r.json"));
+    let out = rtscope()
+        .args([
+            "cyclic",
+            "--no-rt",
+            "-t",
+            "2",
+            "-D",
+            "2500ms",
+            "-q",
+            "--stream-every",
+            "500ms",
+        ])
+        .arg("--stream")
+        .arg(&stream)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let l = lines(&stream);
+    let v: Vec<serde_json::Value> = l.iter().map(|x| serde_json::from_str(x).unwrap()).collect();
+    assert_eq!(v[0]["type"], "run");
+    assert_eq!(v[0]["run"]["experiment"], "cyclic");
+    assert!(v[0]["run"]["kernel"].is_string());
+    assert_eq!(v.last().unwrap()["type"], "end");
+    let snaps: Vec<_> = v.iter().filter(|x| x["type"] == "snapshot").collect();
+    assert!(snaps.len() >= 3, "{l:?}");
+    assert_eq!(snaps.last().unwrap()["state"], "finished");
+    for (i, s) in snaps.iter().enumerate() {
+        assert_eq!(s["seq"], i as u64 + 1);
+        let series = s["series"].as_array().unwrap();
+        let labels: Vec<_> = series
+            .iter()
+            .map(|x| x["label"].as_str().unwrap())
+            .collect();
+        assert_eq!(labels, ["thread 0", "thread 1", "all"]);
+        for x in series {
+            for k in ["count", "overruns", "dropped"] {
+                assert!(x[k].is_u64(), "{k} in {x}");
+            }
+            for k in ["min_ns", "mean_ns", "p50_ns", "p99_ns", "p999_ns", "max_ns"] {
+                assert!(x.get(k).is_some(), "{k} in {x}");
+            }
+            for k in ["count", "min_ns", "mean_ns", "p99_ns", "max_ns"] {
+                assert!(x["interval"].get(k).is_some(), "interval {k} in {x}");
+            }
+        }
+        // The interval counts add up to the count.
+        let all = &series[2];
+        assert_eq!(
+            all["count"],
+            series[0]["count"].as_u64().unwrap() + series[1]["count"].as_u64().unwrap()
+        );
+    }
+    let total: u64 = snaps
+        .iter()
+        .map(|s| s["series"][2]["interval"]["count"].as_u64().unwrap())
+        .sum();
+    let last = snaps.last().unwrap();
+    assert_eq!(total, last["series"][2]["count"].as_u64().unwrap());
+    // The stream's final count is the result's.
+    let doc = read_result(&json);
+    let all = doc["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["label"] == "all")
+        .unwrap();
+    assert_eq!(all["stats"]["count"], last["series"][2]["count"]);
+}
+
+#[test]
+fn stream_csv_and_raw_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("s.csv");
+    let out = rtscope()
+        .args([
+            "cyclic",
+            "--no-rt",
+            "-t",
+            "1",
+            "-D",
+            "1500ms",
+            "-q",
+            "--stream-format",
+            "csv",
+        ])
+        .args(["--stream-every", "500ms", "--stream"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let l = lines(&csv);
+    assert!(l[0].starts_with("elapsed_s,series,count,min_ns"), "{l:?}");
+    let cols = l[0].split(',').count();
+    assert!(l.len() >= 5);
+    for row in &l[1..] {
+        assert_eq!(row.split(',').count(), cols, "{row}");
+    }
+
+    // --stream-every 0: every sample, to stdout, before the summary.
+    let out = rtscope()
+        .args([
+            "cyclic", "--no-rt", "-t", "1", "-l", "300", "-q", "--stream", "-",
+        ])
+        .args(["--stream-every", "0"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let samples: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &serde_json::Value| v["type"] == "sample")
+        .collect();
+    // Each sample twice: its thread and `all`.
+    assert_eq!(samples.len(), 600, "{text}");
+    assert!(samples
+        .iter()
+        .all(|s| s["latency_ns"].is_i64() && s["seq"].is_u64()));
+    assert!(text.contains("series"), "the summary follows: {text}");
+}
+
+#[test]
+fn bad_live_options_are_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<Vec<String>> = vec![
+        vec!["--listen".into(), "192.0.2.1:9100".into()],
+        vec!["--listen".into(), "no-port".into()],
+        vec!["--listen-any".into()],
+        vec![
+            "--stream".into(),
+            dir.path().join("x").display().to_string(),
+            "--baud".into(),
+            "9600".into(),
+        ],
+        vec![
+            "--stream".into(),
+            "/dev/null".into(),
+            "--baud".into(),
+            "12345".into(),
+        ],
+        vec!["--stream".into(), dir.path().display().to_string()],
+        vec!["--stream".into(), "/nonexistent-dir/s.jsonl".into()],
+        vec!["--stream".into(), "-".into(), "--live".into()],
+        vec![
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--repeat".into(),
+            "2".into(),
+            "-D".into(),
+            "1s".into(),
+        ],
+    ];
+    for c in cases {
+        let out = rtscope()
+            .args(["cyclic", "--no-rt", "-l", "10"])
+            .args(&c)
+            .output()
+            .unwrap();
+        assert_exit(&out, 2);
+        assert_one_line(&out.stderr);
+        assert!(out.stdout.is_empty(), "{c:?}: nothing measured");
+    }
+    // A used port, before anything is measured.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let out = rtscope()
+        .args(["cyclic", "--no-rt", "-l", "10", "--listen", &addr])
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    let line = assert_one_line(&out.stderr);
+    assert!(line.contains("--listen"), "{line}");
+}
+
+fn get(addr: &str, request: &str) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut buf = String::new();
+    let _ = s.read_to_string(&mut buf);
+    let (head, body) = buf.split_once("\r\n\r\n").unwrap_or((&buf, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_string(), body.to_string())
+}
+
+#[test]
+fn listen_serves_metrics_snapshot_and_page() {
+    let mut child = std::process::Command::new(rtscope_path())
+        .args([
+            "cyclic",
+            "--no-rt",
+            "-t",
+            "1",
+            "-D",
+            "4s",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut addr = String::new();
+    for _ in 0..20 {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if let Some(rest) = line.strip_prefix("listening on http://") {
+            addr = rest.split('/').next().unwrap().to_string();
+            break;
+        }
+    }
+    assert!(!addr.is_empty(), "no 'listening on' line");
+    std::thread::sleep(Duration::from_millis(1500));
+    let (code, head, body) = get(&addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(code, 200, "{head}");
+    assert!(head.contains("application/openmetrics-text; version=1.0.0; charset=utf-8"));
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    for needle in [
+        "# TYPE rtscope_latency_seconds histogram",
+        "rtscope_latency_seconds_bucket{le=\"0.000001\",series=\"thread 0\"}",
+        "rtscope_latency_seconds_bucket{le=\"+Inf\",series=\"all\"}",
+        "rtscope_latency_seconds_count{series=\"all\"}",
+        "rtscope_samples_total{series=\"thread 0\"}",
+        "rtscope_overruns_total{series=\"all\"}",
+        "rtscope_dropped_total{series=\"all\"}",
+        "rtscope_latency_max_seconds{series=\"all\"}",
+        "rtscope_interval_latency_max_seconds{series=\"all\"}",
+        "rtscope_run_info{experiment=\"cyclic\"",
+    ] {
+        assert!(body.contains(needle), "{needle} missing from\n{body}");
+    }
+    let (code, head, body) = get(&addr, "GET /api/snapshot HTTP/1.1\r\n\r\n");
+    assert_eq!(code, 200, "{head}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["series"][1]["label"], "all");
+    assert!(v["series"][1]["count"].as_u64().unwrap() > 0);
+    let (code, head, body) = get(&addr, "GET / HTTP/1.0\r\n\r\n");
+    assert_eq!(code, 200, "{head}");
+    assert!(body.contains("<svg") && body.contains("api/snapshot"));
+    assert!(
+        !body.contains("http://") && !body.contains("https://"),
+        "no external request"
+    );
+    assert_eq!(get(&addr, "GET /nope HTTP/1.1\r\n\r\n").0, 404);
+    assert_eq!(get(&addr, "POST /metrics HTTP/1.1\r\n\r\n").0, 405);
+    assert_eq!(get(&addr, "garbage\r\n\r\n").0, 400);
+    assert_eq!(
+        get(
+            &addr,
+            &format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(20000))
+        )
+        .0,
+        431
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("series"));
+}
+
+/// Whether a tool is on PATH; with CI set, a missing one fails the test
+/// (CI installs it: a skip there would hide a regression).
+fn tool(name: &str) -> bool {
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{name} is not installed, and CI is set (.ci/run installs it)"
+        );
+        eprintln!("skipped: {name} is not installed");
+    }
+    found
+}
+
+#[test]
+fn live_without_a_terminal_falls_back_to_status_lines() {
+    let out = rtscope()
+        .args(["cyclic", "--no-rt", "-t", "1", "-l", "200", "--live"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("note: --live needs a terminal"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("series"));
+}
+
+fn tmux(args: &[&str]) -> String {
+    let o = std::process::Command::new("tmux")
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+#[test]
+fn live_view_in_tmux_shows_the_table_and_q_stops_with_results() {
+    if !tool("tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let done = dir.path().join("done");
+    let session = format!("rtscope-live-{}", std::process::id());
+    let socket = dir.path().join("tmux.sock");
+    let sock = socket.to_str().unwrap();
+    let cmd = format!(
+        "{} cyclic --no-rt -t 2 -D 60s --live --json {}; echo $? > {}; sleep 30",
+        rtscope_path().display(),
+        json.display(),
+        done.display()
+    );
+    tmux(&[
+        "-S",
+        sock,
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "120",
+        "-y",
+        "35",
+        &cmd,
+    ]);
+    let screen = |pattern: &str| {
+        for _ in 0..100 {
+            let s = tmux(&["-S", sock, "capture-pane", "-p", "-t", &session]);
+            if s.contains(pattern) {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!(
+            "{pattern:?} never shown:\n{}",
+            tmux(&["-S", sock, "capture-pane", "-p", "-t", &session])
+        );
+    };
+    let s = screen("thread 1");
+    for needle in [
+        "series",
+        "count",
+        "p99.9",
+        "overruns",
+        "dropped",
+        "all",
+        "max and p99",
+        "[q] stop",
+    ] {
+        assert!(s.contains(needle), "{needle} not on\n{s}");
+    }
+    tmux(&["-S", sock, "send-keys", "-t", &session, "p"]);
+    screen("PAUSED");
+    tmux(&["-S", sock, "send-keys", "-t", &session, "Tab"]);
+    tmux(&["-S", sock, "send-keys", "-t", &session, "q"]);
+    // The normal end: the terminal back, the summary printed, the result written.
+    let s = screen("result: ");
+    assert!(s.contains("(interrupted)"), "{s}");
+    for _ in 0..50 {
+        if done.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(std::fs::read_to_string(&done).unwrap().trim(), "0");
+    let doc = read_result(&json);
+    assert_eq!(doc["end_reason"], "interrupted");
+
+    // The terminal hangs up (the window closes): the run stops as on SIGHUP
+    // and its results are still written.
+    let json2 = dir.path().join("hup.json");
+    let cmd = format!(
+        "{} cyclic --no-rt -t 1 -D 60s --live --json {}",
+        rtscope_path().display(),
+        json2.display()
+    );
+    let s2 = format!("{session}-hup");
+    tmux(&[
+        "-S",
+        sock,
+        "new-session",
+        "-d",
+        "-s",
+        &s2,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &cmd,
+    ]);
+    for _ in 0..100 {
+        if tmux(&["-S", sock, "capture-pane", "-p", "-t", &s2]).contains("[q] stop") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    tmux(&["-S", sock, "kill-session", "-t", &s2]);
+    for _ in 0..100 {
+        if json2.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    tmux(&["-S", sock, "kill-server"]);
+    assert_eq!(read_result(&json2)["end_reason"], "interrupted");
+}
+
+#[test]
+fn serve_lists_results_and_renders_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run one.json");
+    let out = rtscope()
+        .args(["cyclic", "--no-rt", "-t", "1", "-l", "100", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    std::fs::write(dir.path().join("other.json"), "{\"not\": \"a result\"}").unwrap();
+    // A free port (taken, released, given to serve).
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let mut child = std::process::Command::new(rtscope_path())
+        .args(["serve", "--listen", &addr])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("serving the results in"), "{line}");
+    let (code, _, body) = get(&addr, "GET / HTTP/1.1\r\n\r\n");
+    assert_eq!(code, 200);
+    assert!(
+        body.contains("run%20one.json") && body.contains("cyclic"),
+        "{body}"
+    );
+    assert!(
+        !body.contains("other.json"),
+        "only result documents are listed"
+    );
+    let (code, _, body) = get(&addr, "GET /run/run%20one.json HTTP/1.1\r\n\r\n");
+    assert_eq!(code, 200);
+    assert!(body.contains("<svg") || body.contains("<table"), "a report");
+    let (code, _, body) = get(&addr, "GET /raw/run%20one.json HTTP/1.1\r\n\r\n");
+    assert_eq!(code, 200);
+    assert!(serde_json::from_str::<serde_json::Value>(&body).is_ok());
+    for bad in [
+        "/run/..%2F..%2Fetc%2Fpasswd",
+        "/run/../x.json",
+        "/raw/%2e%2e%2f",
+    ] {
+        let (code, _, _) = get(&addr, &format!("GET {bad} HTTP/1.1\r\n\r\n"));
+        assert!((400..500).contains(&code), "{bad}: {code}");
+    }
+    assert_eq!(get(&addr, "GET /run/other.json HTTP/1.1\r\n\r\n").0, 422);
+    assert_eq!(get(&addr, "GET /run/none.json HTTP/1.1\r\n\r\n").0, 404);
+    rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 0);
+    // Not a directory, a used port: exit 2.
+    let out = rtscope()
+        .args(["serve", "/nonexistent-dir"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let used = l.local_addr().unwrap().to_string();
+    let out = rtscope()
+        .args(["serve", "--listen", &used])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    assert_one_line(&out.stderr);
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A real Prometheus scrapes `--listen` (the package's binary, when
+/// installed; CI installs it): samples and histogram buckets arrive.
+#[test]
+fn prometheus_scrapes_listen() {
+    if !tool("prometheus") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (rt_port, prom_port) = (free_port(), free_port());
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: rtscope\n    static_configs:\n      - targets: ['127.0.0.1:{rt_port}']\n"
+        ),
+    )
+    .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _prom = Kill(
+        std::process::Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .arg("--log.level=warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let rt = std::process::Command::new(rtscope_path())
+        .args(["cyclic", "--no-rt", "-t", "1", "-D", "6s", "-q"])
+        .args(["--listen", &format!("127.0.0.1:{rt_port}")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let prom = format!("127.0.0.1:{prom_port}");
+    let query = |q: &str| -> Vec<serde_json::Value> {
+        let Ok(mut s) = TcpStream::connect(&prom) else {
+            return vec![];
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
+        let req = format!("GET /api/v1/query?query={q} HTTP/1.0\r\nHost: {prom}\r\n\r\n");
+        if s.write_all(req.as_bytes()).is_err() {
+            return vec![];
+        }
+        let mut buf = String::new();
+        let _ = s.read_to_string(&mut buf);
+        let body = buf.split_once("\r\n\r\n").map_or("", |x| x.1);
+        serde_json::from_str::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| v["data"]["result"].as_array().cloned())
+            .unwrap_or_default()
+    };
+    let t0 = std::time::Instant::now();
+    let (mut samples, mut buckets) = (vec![], vec![]);
+    while t0.elapsed() < Duration::from_secs(15) {
+        samples = query("rtscope_samples_total");
+        buckets = query("rtscope_latency_seconds_bucket");
+        let counted = samples.iter().any(|r| {
+            r["value"][1]
+                .as_str()
+                .and_then(|v| v.parse::<f64>().ok())
+                .is_some_and(|v| v > 0.0)
+        });
+        if counted && !buckets.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let out = rt.wait_with_output().unwrap();
+    assert_exit(&out, 0);
+    assert!(
+        !samples.is_empty(),
+        "Prometheus has no rtscope_samples_total"
+    );
+    let series: Vec<_> = samples
+        .iter()
+        .map(|r| r["metric"]["series"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(series.contains(&"all".to_string()), "{series:?}");
+    assert!(samples.iter().all(|r| r["metric"]["job"] == "rtscope"));
+    // 16 bounds and +Inf, for each of the two series.
+    assert_eq!(buckets.len(), 2 * 17, "{buckets:?}");
+    assert!(buckets.iter().any(|r| r["metric"]["le"] == "+Inf"));
+    // The 1 µs bound, as exposed (newer Prometheus versions normalise it).
+    assert!(buckets
+        .iter()
+        .any(|r| r["metric"]["le"] == "0.000001" || r["metric"]["le"] == "1e-06"));
+}
+
+fn mkfifo(p: &std::path::Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(p)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mkfifo");
+}
+
+#[test]
+fn stream_to_a_fifo_with_a_reader_without_one_and_with_a_stalled_one() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("f");
+    mkfifo(&fifo);
+    let base = ["cyclic", "--no-rt", "-t", "1", "-D", "1s", "-q", "--stream"];
+
+    // A reader that comes after the run started gets the lines.
+    let f2 = fifo.clone();
+    let reader = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        std::fs::read_to_string(&f2).unwrap()
+    });
+    let out = rtscope().args(base).arg(&fifo).output().unwrap();
+    assert_exit(&out, 0);
+    let text = reader.join().unwrap();
+    assert!(
+        text.lines().any(|l| l.contains("\"type\":\"snapshot\"")),
+        "{text}"
+    );
+
+    // No reader at all: the run ends, says so, and writes its results.
+    let json = dir.path().join("r.json");
+    let out = rtscope()
+        .args(base)
+        .arg(&fifo)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no reader"));
+    read_result(&json);
+
+    // A reader that never reads: the pipe fills, the run still ends.
+    let _stalled = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let out = rtscope()
+        .args(base)
+        .arg(&fifo)
+        .args(["--stream-every", "0", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert!(t0.elapsed() < Duration::from_secs(15));
+    let doc = read_result(&json);
+    assert!(doc["series"][0]["stats"]["count"].as_u64().unwrap() > 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("left behind") || err.contains("dropped"),
+        "{err}"
+    );
+}
+
+/// The live page of a real run, in headless Chromium (CI installs it): the
+/// table fills from /api/snapshot, the chart is drawn, no script error.
+#[test]
+fn browser_shows_the_live_page() {
+    if !tool("chromium") {
+        return;
+    }
+    let port = free_port();
+    let mut child = std::process::Command::new(rtscope_path())
+        .args(["cyclic", "--no-rt", "-t", "1", "-D", "6s", "-q"])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let o = std::process::Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=3000",
+            "--dump-dom",
+            &format!("http://127.0.0.1:{port}/"),
+        ])
+        .output()
+        .unwrap();
+    let _ = child.wait();
+    let dom = String::from_utf8_lossy(&o.stdout);
+    let console: Vec<_> = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect();
+    assert!(console.is_empty(), "console: {console:?}");
+    assert!(
+        dom.contains("<td>thread 0</td>") && dom.contains("<td>all</td>"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("<path class=\"max\" d=\"M"),
+        "the chart is drawn: {dom}"
+    );
+}
