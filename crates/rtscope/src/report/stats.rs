@@ -59,11 +59,17 @@ fn phi(z: f64) -> f64 {
 
 /// `P(K <= k)` for `K ~ Binomial(n, p)` summed exactly from 0 (needs `n p` small).
 fn small_side_cdf(n: u64, p: f64, k: u64) -> f64 {
+    small_side_cdf_terms(n, p, k).0
+}
+
+/// [`small_side_cdf`] and the number of terms it summed: far beyond the mean
+/// the sum stops, so a CDF over a billion samples costs a few dozen terms.
+fn small_side_cdf_terms(n: u64, p: f64, k: u64) -> (f64, u64) {
     if p <= 0.0 {
-        return 1.0;
+        return (1.0, 0);
     }
     if p >= 1.0 {
-        return if k >= n { 1.0 } else { 0.0 };
+        return (if k >= n { 1.0 } else { 0.0 }, 0);
     }
     let ratio = p / (1.0 - p);
     let mut pmf = (n as f64 * (-p).ln_1p()).exp();
@@ -74,12 +80,17 @@ fn small_side_cdf(n: u64, p: f64, k: u64) -> f64 {
         pmf *= (n - i) as f64 / (i + 1) as f64 * ratio;
         sum += pmf;
         i += 1;
-        // Far beyond the mean the remaining mass is negligible.
-        if i as f64 > mean && pmf < 1e-18 * sum {
+        if negligible_beyond(i, mean, pmf, sum) {
             break;
         }
     }
-    sum.min(1.0)
+    (sum.min(1.0), i + 1)
+}
+
+/// Where the exact sum stops: past the mean the terms only shrink, and once
+/// one is below 1e-18 of the sum the rest cannot change an `f64` result.
+fn negligible_beyond(i: u64, mean: f64, pmf: f64, sum: f64) -> bool {
+    i as f64 > mean && pmf < 1e-18 * sum
 }
 
 /// `P(B <= j)` for `B ~ Binomial(n, q)`.
@@ -239,6 +250,10 @@ mod tests {
     fn cdf_matches_reference() {
         for &(n, q) in &[
             (50u64, 0.5),
+            // n q small: summed exactly, where the normal approximation is
+            // far off (P(B = 0) = 0.368 against 0.309).
+            (1000, 0.001),
+            (2000, 0.9995),
             (200, 0.99),
             (555, 0.9),
             (1000, 0.999),
@@ -251,6 +266,27 @@ mod tests {
                 assert!((a - b).abs() < 2e-3, "n={n} q={q} j={j}: {a} vs {b}");
             }
         }
+    }
+
+    #[test]
+    fn the_exact_sum_stops_past_the_mean() {
+        // Mean 10.5: the terms past ~60 are below 1e-18 of the sum.
+        let (c, terms) = small_side_cdf_terms(1_000_000_000, 1.05e-8, 1_000_000_000);
+        assert!((c - 1.0).abs() < 1e-12, "{c}");
+        assert!(terms < 100, "{terms} terms");
+        // Below the mean every term up to k counts.
+        assert_eq!(small_side_cdf_terms(1_000_000_000, 1.05e-8, 5).1, 6);
+    }
+
+    #[test]
+    fn the_stopping_rule_at_its_edges() {
+        // Not before the mean has been passed, however small the term.
+        assert!(!negligible_beyond(10, 10.0, 0.0, 1.0));
+        assert!(negligible_beyond(11, 10.0, 0.0, 1.0));
+        // Strictly below 1e-18 of the sum.
+        assert!(!negligible_beyond(11, 10.0, 1e-18, 1.0));
+        assert!(!negligible_beyond(11, 10.0, 1e-18, 0.5));
+        assert!(negligible_beyond(11, 10.0, 4e-19, 0.5));
     }
 
     #[test]
