@@ -268,9 +268,20 @@ fn listen_serves_metrics_snapshot_and_page() {
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["series"][1]["label"], "all");
     assert!(v["series"][1]["count"].as_u64().unwrap() > 0);
+    // The intervals so far, for a page opened late: one point per snapshot,
+    // each with every series' interval max and p99.
+    let (code, head, body) = get(&addr, "GET /api/history HTTP/1.1\r\n\r\n");
+    assert_eq!(code, 200, "{head}");
+    let h: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let points = h["points"].as_array().unwrap();
+    assert!(!points.is_empty(), "{body}");
+    let last = &points[points.len() - 1];
+    assert!(last["t"].as_f64().unwrap() > 0.0);
+    assert_eq!(last["series"][1][0], "all");
+    assert!(last["series"][1][1].as_i64().unwrap() > 0, "{body}");
     let (code, head, body) = get(&addr, "GET / HTTP/1.0\r\n\r\n");
     assert_eq!(code, 200, "{head}");
-    assert!(body.contains("<svg") && body.contains("api/snapshot"));
+    assert!(body.contains("<svg") && body.contains("api/snapshot") && body.contains("api/history"));
     assert!(
         !body.contains("http://") && !body.contains("https://"),
         "no external request"

@@ -8,8 +8,10 @@
 //!
 //! Pages of a live run: `/metrics` (OpenMetrics text, encoded by the
 //! `prometheus-client` crate), `/api/snapshot` (the latest snapshot as JSON),
-//! `/` (a page that fetches `/api/snapshot` once a second and draws a table
-//! and a chart, with no request to anywhere else).
+//! `/api/history` (the last intervals' max and p99 per series, so a page
+//! opened late still shows the run so far), `/` (a page that reads the
+//! history once, then fetches `/api/snapshot` once a second and draws a
+//! table and a chart, with no request to anywhere else).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -22,6 +24,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
+use serde::Serialize;
 
 use super::{Feed, Snapshot, Subscription, PROM_BUCKETS_NS};
 use crate::error::usage;
@@ -197,14 +200,49 @@ pub fn serve(
     }
 }
 
-/// The live run's server: keeps the latest snapshot of its feed and serves
-/// it until the run ends.
+/// Intervals the server keeps for `/api/history` (10 minutes at the default
+/// one snapshot a second).
+pub const HISTORY_POINTS: usize = 600;
+
+/// The last intervals of a live run, per series: `(label, max, p99)` at each
+/// snapshot's elapsed time. Bounded to [`HISTORY_POINTS`].
+#[derive(Debug, Default, Serialize)]
+pub struct History {
+    points: std::collections::VecDeque<HistoryPoint>,
+}
+
+#[derive(Debug, Serialize)]
+struct HistoryPoint {
+    t: f64,
+    series: Vec<(String, Option<i64>, Option<u64>)>,
+}
+
+impl History {
+    /// Adds a snapshot's last interval, dropping the oldest beyond the bound.
+    pub fn push(&mut self, s: &Snapshot) {
+        if self.points.len() == HISTORY_POINTS {
+            self.points.pop_front();
+        }
+        self.points.push_back(HistoryPoint {
+            t: s.elapsed_s,
+            series: s
+                .series
+                .iter()
+                .map(|x| (x.label.clone(), x.interval.max_ns, x.interval.p99_ns))
+                .collect(),
+        });
+    }
+}
+
+/// The live run's server: keeps the latest snapshot of its feed (and the
+/// history of the last intervals) and serves them until the run ends.
 pub fn serve_live(
     listener: TcpListener,
     sub: Subscription,
     done: Arc<AtomicBool>,
 ) -> Option<String> {
     let latest: std::cell::RefCell<Option<Arc<Snapshot>>> = Default::default();
+    let history: std::cell::RefCell<History> = Default::default();
     let mut closed = false;
     serve(
         listener,
@@ -212,20 +250,23 @@ pub fn serve_live(
         || {
             while !closed {
                 match sub.rx.try_recv() {
-                    Ok(Feed::Snapshot(s)) => *latest.borrow_mut() = Some(s),
+                    Ok(Feed::Snapshot(s)) => {
+                        history.borrow_mut().push(&s);
+                        *latest.borrow_mut() = Some(s);
+                    }
                     Ok(Feed::Samples(_)) => {}
                     Err(std::sync::mpsc::TryRecvError::Empty) => break,
                     Err(std::sync::mpsc::TryRecvError::Disconnected) => closed = true,
                 }
             }
         },
-        |req| live_page(req, latest.borrow().as_deref()),
+        |req| live_page(req, latest.borrow().as_deref(), &history.borrow()),
     );
     None
 }
 
 /// The pages of a live run.
-pub fn live_page(req: &Request, snap: Option<&Snapshot>) -> Response {
+pub fn live_page(req: &Request, snap: Option<&Snapshot>, history: &History) -> Response {
     match req.path.as_str() {
         "/" | "/index.html" => Response::new(200, "text/html; charset=utf-8", LIVE_PAGE),
         "/metrics" => Response::new(200, OPENMETRICS, metrics(snap)),
@@ -237,7 +278,15 @@ pub fn live_page(req: &Request, snap: Option<&Snapshot>) -> Response {
             ),
             None => Response::text(503, "no snapshot yet: the run is starting\n"),
         },
-        _ => Response::text(404, "not found: try /, /metrics or /api/snapshot\n"),
+        "/api/history" => Response::new(
+            200,
+            "application/json",
+            serde_json::to_vec(history).unwrap_or_default(),
+        ),
+        _ => Response::text(
+            404,
+            "not found: try /, /metrics, /api/snapshot or /api/history\n",
+        ),
     }
 }
 
