@@ -43,24 +43,6 @@ pub fn run(a: &ServeArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-/// Decodes `%XX` escapes; `None` for a bad escape or text that is not UTF-8.
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let h = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(h, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
 /// The file `name` names in `dir`, or the error response: 403 for what is
 /// not a plain name in DIR, 404 for what does not exist.
 pub fn resolve(dir: &Path, name: &str) -> Result<PathBuf, Response> {
@@ -70,7 +52,8 @@ pub fn resolve(dir: &Path, name: &str) -> Result<PathBuf, Response> {
             "forbidden: only files directly in the served directory\n",
         )
     };
-    let Some(name) = percent_decode(name) else {
+    // `%2F` decodes to `/` (refused below); an invalid escape stays as it is.
+    let Ok(name) = percent_encoding::percent_decode_str(name).decode_utf8() else {
         return Err(Response::text(400, "bad file name\n"));
     };
     if name.is_empty()
@@ -80,7 +63,7 @@ pub fn resolve(dir: &Path, name: &str) -> Result<PathBuf, Response> {
     {
         return Err(forbidden());
     }
-    let p = dir.join(&name);
+    let p = dir.join(name.as_ref());
     match p.canonicalize() {
         Ok(c) if c.parent() == Some(dir) && c.is_file() => Ok(c),
         Ok(_) => Err(forbidden()),
