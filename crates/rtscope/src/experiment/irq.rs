@@ -29,7 +29,7 @@ use serde_json::json;
 
 use rtscope_core::record::SeriesRecorder;
 use rtscope_core::result::{EndReason, ResultDocument};
-use rtscope_core::sample::{ring, Sample, SampleSink};
+use rtscope_core::sample::{ring, RingSource, Sample, SampleSink};
 use rtscope_core::sys;
 use rtscope_core::units::{format_ns, online_cpus};
 
@@ -380,30 +380,19 @@ fn execute_net(plan: &NetPlan) -> Result<ResultDocument> {
             )
         }
     };
-    let t0 = Instant::now();
-    let mut duration_hit = false;
-    loop {
-        source.drain(|s| rec.record(s));
-        if receiver.is_finished() || stop.load(Ordering::Relaxed) {
-            break;
-        }
-        if let Some(d) = plan.duration_ns {
-            if t0.elapsed() >= Duration::from_nanos(d) {
-                duration_hit = true;
-                break;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    stop.store(true, Ordering::Relaxed);
-    let res = receiver
-        .join()
-        .unwrap_or_else(|_| Err("the receiver thread panicked".into()));
+    let res = drain_reader(
+        receiver,
+        "receiver",
+        &mut source,
+        &mut rec,
+        &stop,
+        None,
+        plan.duration_ns,
+    );
     if let Some(s) = sender {
         let _ = s.join();
     }
-    source.drain(|s| rec.record(s));
-    let (counts, state) = res.map_err(|e| anyhow!(e))?;
+    let ((counts, state), duration_hit) = res?;
     let mut s = rec.to_series("net rx", source.dropped());
     let a = &mut s.attributes;
     a.insert("source".into(), json!("net"));
@@ -428,13 +417,7 @@ fn execute_net(plan: &NetPlan) -> Result<ResultDocument> {
     if counts.received == 0 {
         warnings.push("no packet was received".into());
     }
-    let end = if duration_hit {
-        EndReason::Duration
-    } else if plan.loops.is_some_and(|l| counts.received >= l) {
-        EndReason::Loops
-    } else {
-        EndReason::Interrupted
-    };
+    let end = end_reason(duration_hit, plan.loops, counts.received);
     let _ = tid;
     Ok(run.finish("irq", plan, vec![s], end, warnings).doc)
 }
@@ -620,29 +603,15 @@ fn run_rtc(o: &IrqOptions, cpu: usize) -> Result<i32> {
             },
         )
         .context("cannot start the reader thread")?;
-    let t0 = Instant::now();
-    let mut duration_hit = false;
-    loop {
-        source.drain(|s| rec.record(s));
-        if reader.is_finished() || stop.load(Ordering::Relaxed) {
-            break;
-        }
-        if plan
-            .duration_ns
-            .is_some_and(|d| t0.elapsed() >= Duration::from_nanos(d))
-        {
-            duration_hit = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    stop.store(true, Ordering::Relaxed);
-    rtscope_core::rt::wake_until_ended(&[tid.load(Ordering::Relaxed)], |_| !reader.is_finished());
-    let res = reader
-        .join()
-        .unwrap_or_else(|_| Err("the reader thread panicked".into()));
-    source.drain(|s| rec.record(s));
-    let (total, on_ns, state) = res.map_err(|e| anyhow!(e))?;
+    let ((total, on_ns, state), duration_hit) = drain_reader(
+        reader,
+        "reader",
+        &mut source,
+        &mut rec,
+        &stop,
+        Some(&tid),
+        plan.duration_ns,
+    )?;
     let mut s = rec.to_series("rtc", source.dropped());
     let a = &mut s.attributes;
     a.insert("source".into(), json!("rtc"));
@@ -657,13 +626,7 @@ fn run_rtc(o: &IrqOptions, cpu: usize) -> Result<i32> {
         "the interrupts' due times are counted from before RTC_PIE_ON: latencies may be high by up to that call's {}",
         format_ns(on_ns)
     )];
-    let end = if duration_hit {
-        EndReason::Duration
-    } else if plan.loops.is_some_and(|l| rec.count() >= l) {
-        EndReason::Loops
-    } else {
-        EndReason::Interrupted
-    };
+    let end = end_reason(duration_hit, plan.loops, rec.count());
     let doc = run.finish("irq", &plan, vec![s], end, warnings).doc;
     let mut text = crate::output::summary::cyclic_summary(&doc);
     text.push_str(
@@ -671,6 +634,58 @@ fn run_rtc(o: &IrqOptions, cpu: usize) -> Result<i32> {
     );
     let code = run::deliver(&doc, &plan.outputs, vec![], &text);
     Ok(if code != EXIT_OK { EXIT_RUN } else { EXIT_OK })
+}
+
+/// The aggregator side of a source whose real-time thread blocks in a read:
+/// drains `source` into `rec` every 50 ms until the reader ends, a stop
+/// signal, or `duration_ns` has passed; then sets `stop`, wakes the reader
+/// out of its blocking call (`wake`: its tid, for readers that accept the
+/// wake signal), joins it and drains what is left. Returns the reader's
+/// result and whether the duration ended the run.
+pub(super) fn drain_reader<T>(
+    reader: std::thread::JoinHandle<Result<T, String>>,
+    what: &str,
+    source: &mut RingSource,
+    rec: &mut SeriesRecorder,
+    stop: &AtomicBool,
+    wake: Option<&AtomicI32>,
+    duration_ns: Option<u64>,
+) -> Result<(T, bool)> {
+    let t0 = Instant::now();
+    let mut duration_hit = false;
+    loop {
+        source.drain(|s| rec.record(s));
+        if reader.is_finished() || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if duration_ns.is_some_and(|d| t0.elapsed() >= Duration::from_nanos(d)) {
+            duration_hit = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, Ordering::Relaxed);
+    if let Some(tid) = wake {
+        rtscope_core::rt::wake_until_ended(&[tid.load(Ordering::Relaxed)], |_| {
+            !reader.is_finished()
+        });
+    }
+    let res = reader
+        .join()
+        .unwrap_or_else(|_| Err(format!("the {what} thread panicked")));
+    source.drain(|s| rec.record(s));
+    Ok((res.map_err(|e| anyhow!(e))?, duration_hit))
+}
+
+/// Why a reader's run ended: its duration, its count of `loops`, or a stop.
+pub(super) fn end_reason(duration_hit: bool, loops: Option<u64>, count: u64) -> EndReason {
+    if duration_hit {
+        EndReason::Duration
+    } else if loops.is_some_and(|l| count >= l) {
+        EndReason::Loops
+    } else {
+        EndReason::Interrupted
+    }
 }
 
 #[cfg(test)]

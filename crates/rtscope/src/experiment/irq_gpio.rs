@@ -23,14 +23,12 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 use serde_json::json;
 
 use rtscope_core::record::SeriesRecorder;
-use rtscope_core::result::EndReason;
 use rtscope_core::sample::{ring, Sample, SampleSink};
 use rtscope_core::sys::{self, GpioLineEvent};
 
@@ -450,30 +448,17 @@ pub fn run(o: &IrqOptions, cpu: usize) -> Result<i32> {
         }
         None => None,
     };
-    let t0 = Instant::now();
-    let mut duration_hit = false;
-    loop {
-        source.drain(|s| rec.record(s));
-        if reader.is_finished() || stop.load(Ordering::Relaxed) {
-            break;
-        }
-        if plan
-            .duration_ns
-            .is_some_and(|d| t0.elapsed() >= Duration::from_nanos(d))
-        {
-            duration_hit = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    stop.store(true, Ordering::Relaxed);
-    rtscope_core::rt::wake_until_ended(&[tid.load(Ordering::Relaxed)], |_| !reader.is_finished());
-    let res = reader
-        .join()
-        .unwrap_or_else(|_| Err("the reader thread panicked".into()));
+    let res = super::irq::drain_reader(
+        reader,
+        "reader",
+        &mut source,
+        &mut rec,
+        &stop,
+        Some(&tid),
+        plan.duration_ns,
+    );
     let driven = driver.map(|d| d.join());
-    source.drain(|s| rec.record(s));
-    let (counts, state) = res.map_err(|e| anyhow!(e))?;
+    let ((counts, state), duration_hit) = res?;
     let mut warnings = Vec::new();
     let toggles = match driven {
         Some(Ok(Ok(n))) => Some(n),
@@ -516,13 +501,7 @@ pub fn run(o: &IrqOptions, cpu: usize) -> Result<i32> {
     if counts.events == 0 {
         warnings.push("no edge event was read".into());
     }
-    let end = if duration_hit {
-        EndReason::Duration
-    } else if plan.loops.is_some_and(|l| counts.events >= l) {
-        EndReason::Loops
-    } else {
-        EndReason::Interrupted
-    };
+    let end = super::irq::end_reason(duration_hit, plan.loops, counts.events);
     let doc = run.finish("irq", &plan, vec![s], end, warnings).doc;
     let mut text = crate::output::summary::cyclic_summary(&doc);
     text.push_str(&format!(
