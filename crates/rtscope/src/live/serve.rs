@@ -166,7 +166,11 @@ mod tests {
         std::fs::write(dir.join("a.json"), "{}").unwrap();
         std::fs::create_dir(dir.join("sub")).unwrap();
         std::fs::write(dir.join("sub/b.json"), "{}").unwrap();
+        // Files that exist in DIR but that the name rules refuse.
+        std::fs::write(dir.join(".hidden.json"), "{}").unwrap();
+        std::fs::write(dir.join("a.txt"), "{}").unwrap();
         assert!(resolve(&dir, "a.json").is_ok());
+        assert!(resolve(&dir, "a%2Ejson").is_ok(), "an escaped dot decodes");
         for bad in [
             "../a.json",
             "..%2Fa.json",
