@@ -169,6 +169,7 @@ mod tests {
         // Files that exist in DIR but that the name rules refuse.
         std::fs::write(dir.join(".hidden.json"), "{}").unwrap();
         std::fs::write(dir.join("a.txt"), "{}").unwrap();
+        std::fs::write(dir.join("x\\y.json"), "{}").unwrap();
         assert!(resolve(&dir, "a.json").is_ok());
         assert!(resolve(&dir, "a%2Ejson").is_ok(), "an escaped dot decodes");
         for bad in [
@@ -177,6 +178,7 @@ mod tests {
             "sub/b.json",
             "sub%2fb.json",
             ".hidden.json",
+            "x%5Cy.json",
             "%2e%2e%2fetc%2fpasswd",
             "a.txt",
             "a.json%00",
