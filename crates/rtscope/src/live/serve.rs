@@ -97,17 +97,15 @@ fn page(dir: &Path, req: &Request) -> Response {
     Response::text(404, "not found: try /, /run/NAME.json or /raw/NAME.json\n")
 }
 
-/// Percent-encodes a file name for a link.
+/// Percent-encodes a file name for a link (all but unreserved characters).
 fn href(name: &str) -> String {
-    name.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
+    use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+    const KEEP: &percent_encoding::AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'~');
+    utf8_percent_encode(name, KEEP).to_string()
 }
 
 /// The list of result documents in `dir`, newest first.
@@ -158,6 +156,46 @@ fn list(dir: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pages_list_render_and_return_results() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().canonicalize().unwrap();
+        let doc = ResultDocument::new(
+            "cyclic",
+            serde_json::json!({}),
+            rtscope_core::system::SystemSnapshot::default(),
+            vec![],
+        );
+        doc.write(&dir.join("my run.json")).unwrap();
+        // Results under names the list leaves out: a dotfile, not .json.
+        doc.write(&dir.join(".hidden.json")).unwrap();
+        doc.write(&dir.join("notes.txt")).unwrap();
+        std::fs::write(dir.join("other.json"), "{\"not\": \"a result\"}").unwrap();
+        let get = |path: &str| {
+            page(
+                &dir,
+                &Request {
+                    method: "GET".into(),
+                    path: path.into(),
+                },
+            )
+        };
+        for index in ["/", "/index.html"] {
+            let r = get(index);
+            assert_eq!(r.status, 200, "{index}");
+            let body = String::from_utf8(r.body).unwrap();
+            assert!(body.contains("1 result document in"), "{body}");
+            assert!(body.contains("href=\"run/my%20run.json\""), "{body}");
+        }
+        let r = get("/run/my%20run.json");
+        assert_eq!(r.status, 200);
+        assert!(String::from_utf8(r.body).unwrap().contains("<html"));
+        assert_eq!(get("/raw/my%20run.json").body, doc.to_json());
+        assert_eq!(get("/run/other.json").status, 422);
+        assert_eq!(get("/nope").status, 404);
+        assert_eq!(href("a b/ü-_.~.json"), "a%20b%2F%C3%BC-_.~.json");
+    }
 
     #[test]
     fn traversal_is_refused() {
