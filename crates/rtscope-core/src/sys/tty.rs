@@ -1,7 +1,13 @@
 //! Serial terminals for `--stream DEVICE --baud N`: whether a file is a
-//! terminal (`isatty`), and raw mode at a speed (`tcgetattr`, `cfmakeraw`,
-//! `cfsetspeed`, `tcsetattr`), so that the lines go out unchanged at the rate
-//! the other end expects.
+//! terminal (`isatty`), and raw mode at a speed, so that the lines go out
+//! unchanged at the rate the other end expects.
+//!
+//! Raw mode and the speed are set with the kernel's own `TCGETS`/`TCSETS`
+//! ioctls on the kernel's `struct termios`, not through the C library's
+//! `tcsetattr`/`cfsetspeed`: glibc 2.42 changed what `speed_t` means and the
+//! `libc` crate binds the older versioned symbols (`cfsetspeed@GLIBC_2.4`),
+//! which a static link (the armv7 build) cannot resolve. The kernel ABI is
+//! the same on x86-64, arm and aarch64.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -45,25 +51,83 @@ pub fn is_tty(fd: RawFd) -> bool {
     unsafe { libc::isatty(fd) == 1 }
 }
 
+/// The kernel's `struct termios` (`TCGETS`/`TCSETS`; asm-generic layout,
+/// used by x86-64, arm and aarch64).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct KernelTermios {
+    c_iflag: libc::tcflag_t,
+    c_oflag: libc::tcflag_t,
+    c_cflag: libc::tcflag_t,
+    c_lflag: libc::tcflag_t,
+    c_line: libc::cc_t,
+    c_cc: [libc::cc_t; 19],
+}
+
+/// Raw mode, as `cfmakeraw` sets it, and the speed in the `CBAUD` bits.
+fn make_raw(t: &mut KernelTermios, speed: Option<libc::speed_t>) {
+    t.c_iflag &= !(libc::IGNBRK
+        | libc::BRKINT
+        | libc::PARMRK
+        | libc::ISTRIP
+        | libc::INLCR
+        | libc::IGNCR
+        | libc::ICRNL
+        | libc::IXON);
+    t.c_oflag &= !libc::OPOST;
+    t.c_lflag &= !(libc::ECHO | libc::ECHONL | libc::ICANON | libc::ISIG | libc::IEXTEN);
+    t.c_cflag &= !(libc::CSIZE | libc::PARENB);
+    t.c_cflag |= libc::CS8;
+    t.c_cc[libc::VMIN] = 1;
+    t.c_cc[libc::VTIME] = 0;
+    if let Some(s) = speed {
+        t.c_cflag = (t.c_cflag & !libc::CBAUD) | s;
+    }
+}
+
 /// Puts the terminal `fd` in raw mode, at `speed` (a [`tty_speed_of`] value)
 /// when given.
 pub fn tty_make_raw(fd: RawFd, speed: Option<libc::speed_t>) -> io::Result<()> {
-    // SAFETY: a zeroed termios is a valid value to be filled by tcgetattr;
-    // the pointers are to this local for the calls' duration.
-    unsafe {
-        let mut t: libc::termios = std::mem::zeroed();
-        if libc::tcgetattr(fd, &mut t) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        libc::cfmakeraw(&mut t);
-        if let Some(s) = speed {
-            if libc::cfsetspeed(&mut t, s) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
-        if libc::tcsetattr(fd, libc::TCSANOW, &t) != 0 {
-            return Err(io::Error::last_os_error());
-        }
+    let mut t = KernelTermios::default();
+    // SAFETY: TCGETS fills a kernel termios, which `t` is (size and layout);
+    // the pointer is to this local for the call's duration.
+    if unsafe { libc::ioctl(fd, libc::TCGETS as _, &mut t as *mut KernelTermios) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    make_raw(&mut t, speed);
+    // SAFETY: as above; TCSETS only reads `t`.
+    if unsafe { libc::ioctl(fd, libc::TCSETS as _, &t as *const KernelTermios) } != 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_mode_and_speed_bits() {
+        let mut t = KernelTermios {
+            c_iflag: libc::ICRNL | libc::IXON | libc::IUTF8,
+            c_oflag: libc::OPOST | libc::ONLCR,
+            c_cflag: libc::B38400 | libc::CS7 | libc::PARENB | libc::CREAD,
+            c_lflag: libc::ECHO | libc::ICANON | libc::ISIG,
+            ..Default::default()
+        };
+        make_raw(&mut t, Some(libc::B115200));
+        assert_eq!(t.c_iflag, libc::IUTF8);
+        assert_eq!(t.c_oflag, libc::ONLCR);
+        assert_eq!(t.c_cflag, libc::B115200 | libc::CS8 | libc::CREAD);
+        assert_eq!(t.c_lflag, 0);
+        assert_eq!((t.c_cc[libc::VMIN], t.c_cc[libc::VTIME]), (1, 0));
+        make_raw(&mut t, None);
+        assert_eq!(t.c_cflag & libc::CBAUD, libc::B115200);
+    }
+
+    #[test]
+    fn kernel_termios_has_the_kernel_size() {
+        // 4 flags of 4 bytes, c_line, NCCS = 19.
+        assert_eq!(std::mem::size_of::<KernelTermios>(), 36);
+    }
 }
