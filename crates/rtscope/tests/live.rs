@@ -571,25 +571,39 @@ fn prometheus_scrapes_listen() {
             .spawn()
             .unwrap(),
     );
+    let prom = format!("127.0.0.1:{prom_port}");
+    // Prometheus first, until it answers ready (a cold start takes seconds).
+    let get = |path: &str| -> String {
+        let Ok(mut s) = TcpStream::connect(&prom) else {
+            return String::new();
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
+        let req = format!("GET {path} HTTP/1.0\r\nHost: {prom}\r\n\r\n");
+        if s.write_all(req.as_bytes()).is_err() {
+            return String::new();
+        }
+        let mut buf = String::new();
+        let _ = s.read_to_string(&mut buf);
+        buf
+    };
+    let t0 = std::time::Instant::now();
+    while get("/-/ready").split_whitespace().nth(1) != Some("200") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "Prometheus did not become ready"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    // A run long enough for any scrape timing; stopped with SIGINT once seen.
     let rt = std::process::Command::new(rtscope_path())
-        .args(["cyclic", "--no-rt", "-t", "1", "-D", "6s", "-q"])
+        .args(["cyclic", "--no-rt", "-t", "1", "-D", "60s", "-q"])
         .args(["--listen", &format!("127.0.0.1:{rt_port}")])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let prom = format!("127.0.0.1:{prom_port}");
     let query = |q: &str| -> Vec<serde_json::Value> {
-        let Ok(mut s) = TcpStream::connect(&prom) else {
-            return vec![];
-        };
-        let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
-        let req = format!("GET /api/v1/query?query={q} HTTP/1.0\r\nHost: {prom}\r\n\r\n");
-        if s.write_all(req.as_bytes()).is_err() {
-            return vec![];
-        }
-        let mut buf = String::new();
-        let _ = s.read_to_string(&mut buf);
+        let buf = get(&format!("/api/v1/query?query={q}"));
         let body = buf.split_once("\r\n\r\n").map_or("", |x| x.1);
         serde_json::from_str::<serde_json::Value>(body)
             .ok()
@@ -598,7 +612,7 @@ fn prometheus_scrapes_listen() {
     };
     let t0 = std::time::Instant::now();
     let (mut samples, mut buckets) = (vec![], vec![]);
-    while t0.elapsed() < Duration::from_secs(15) {
+    while t0.elapsed() < Duration::from_secs(40) {
         samples = query("rtscope_samples_total");
         buckets = query("rtscope_latency_seconds_bucket");
         let counted = samples.iter().any(|r| {
@@ -612,6 +626,7 @@ fn prometheus_scrapes_listen() {
         }
         std::thread::sleep(Duration::from_millis(500));
     }
+    rtscope_core::sys::kill(rt.id() as i32, libc::SIGINT).unwrap();
     let out = rt.wait_with_output().unwrap();
     assert_exit(&out, 0);
     assert!(
