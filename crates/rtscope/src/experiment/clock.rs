@@ -408,12 +408,7 @@ pub fn run(a: &ClockOptions) -> Result<i32> {
 pub fn execute(plan: &ClockPlan) -> Result<Finished> {
     let ids = requested_ids(&plan.requested_sources);
     let run = run::begin(
-        &RunSettings {
-            rt: plan.rt,
-            loads: &plan.loads,
-            load_cpus: plan.load_cpus.as_deref(),
-            quiet: plan.outputs.quiet,
-        },
+        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
         &header(plan, ids.len()),
     )?;
     let (ready, infos) = prepare_sources(

@@ -684,12 +684,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         None => None,
     };
     let mut run = run::begin_live(
-        &RunSettings {
-            rt: plan.rt,
-            loads: &plan.loads,
-            load_cpus: plan.load_cpus.as_deref(),
-            quiet: plan.outputs.quiet,
-        },
+        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
         &header(plan),
         Some(run::LiveSetup {
             options: &plan.outputs.live,

@@ -338,12 +338,7 @@ fn execute_net(plan: &NetPlan) -> Result<ResultDocument> {
         }
     );
     let run = run::begin(
-        &RunSettings {
-            rt: plan.rt,
-            loads: &plan.loads,
-            load_cpus: plan.load_cpus.as_deref(),
-            quiet: plan.outputs.quiet,
-        },
+        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
         &header,
     )?;
     let stop: Arc<AtomicBool> = run.stop().clone();
@@ -555,12 +550,7 @@ fn run_rtc(o: &IrqOptions, cpu: usize) -> Result<i32> {
         o.rt.priority
     );
     let run = run::begin(
-        &RunSettings {
-            rt: plan.rt,
-            loads: &plan.loads,
-            load_cpus: plan.load_cpus.as_deref(),
-            quiet: plan.outputs.quiet,
-        },
+        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
         &header,
     )?;
     let stop: Arc<AtomicBool> = run.stop().clone();

@@ -268,12 +268,7 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
         None
     };
     let run = run::begin(
-        &RunSettings {
-            rt: plan.rt,
-            loads: &plan.loads,
-            load_cpus: plan.load_cpus.as_deref(),
-            quiet: plan.outputs.quiet,
-        },
+        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
         &header,
     )?;
     if let Some(i) = &inst {

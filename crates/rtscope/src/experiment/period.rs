@@ -161,12 +161,7 @@ pub fn execute(plan: &PeriodPlan) -> Result<Finished> {
         plan.rt.priority
     );
     let run = run::begin(
-        &RunSettings {
-            rt: plan.rt,
-            loads: &plan.loads,
-            load_cpus: plan.load_cpus.as_deref(),
-            quiet: plan.outputs.quiet,
-        },
+        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
         &header,
     )?;
     let (ready, infos) = prepare_sources(

@@ -238,6 +238,24 @@ pub struct RunSettings<'a> {
     pub quiet: bool,
 }
 
+impl<'a> RunSettings<'a> {
+    /// The settings every plan carries: its RT choice, `--load`,
+    /// `--load-cpus`, and `-q` from its outputs.
+    pub fn of(
+        rt: RtChoice,
+        loads: &'a [LoadSpec],
+        load_cpus: &'a Option<Vec<usize>>,
+        outputs: &Outputs,
+    ) -> Self {
+        RunSettings {
+            rt,
+            loads,
+            load_cpus: load_cpus.as_deref(),
+            quiet: outputs.quiet,
+        }
+    }
+}
+
 /// What the live sinks of a run need (see [`begin_live`]).
 pub struct LiveSetup<'a> {
     pub options: &'a crate::live::LiveOptions,

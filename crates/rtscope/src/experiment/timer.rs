@@ -735,12 +735,7 @@ fn header(plan: &TimerPlan) -> String {
 /// Measures and builds the result document.
 pub fn execute(plan: &TimerPlan) -> Result<Finished> {
     let run = run::begin(
-        &RunSettings {
-            rt: plan.rt,
-            loads: &plan.loads,
-            load_cpus: plan.load_cpus.as_deref(),
-            quiet: plan.outputs.quiet,
-        },
+        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
         &header(plan),
     )?;
     if let Some(b) = &plan.beacon {

@@ -769,12 +769,7 @@ pub fn run(a: &IpcOptions) -> Result<i32> {
 /// sessions that failed (also in the document's warnings).
 fn execute(plan: &IpcPlan) -> Result<(run::Finished, Vec<String>)> {
     let run = run::begin(
-        &RunSettings {
-            rt: plan.rt,
-            loads: &plan.loads,
-            load_cpus: plan.load_cpus.as_deref(),
-            quiet: plan.outputs.quiet,
-        },
+        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
         &header(plan),
     )?;
     let mut series = Vec::new();
