@@ -3,9 +3,10 @@
 //! re-armed relative to the last wake, on an absolute grid, or compensated
 //! (Table 2); and a software timer service's stages (`--service`).
 //!
-//! Sweep: one measurement thread per policy; for each API it calibrates (if
-//! a compensation needs it and no `--calibration` was loaded), then for each
-//! compensation runs `--wakes` rounds over the requested delays, interleaved
+//! Sweep: one measurement thread per policy; for each API and compensation it
+//! runs `--wakes` rounds over the requested delays, interleaved; right before
+//! an API's first compensated cell it calibrates (unless `--calibration` was
+//! loaded; see [`calibrate::measure`]). The rounds are interleaved
 //! (so slow changes of the machine hit every delay alike). A wake is: read
 //! the clock, sleep to now + delay with [`PreciseSleep`], store the [`Wake`]
 //! in a buffer allocated before the loop. Each API × compensation × policy ×
@@ -185,7 +186,9 @@ fn sweep_duration_ns(p: &TimerPlan) -> u64 {
     let cells = (p.apis.len() * p.compensations.len() * p.policies.len()) as u64;
     let cal = if p.wants_calibration() && p.loaded_calibration.is_none() {
         let c: u64 = p.calibration_delays_ns.iter().map(|d| d + 60_000).sum();
-        c * p.calibration_wakes as u64 * (p.apis.len() * p.policies.len()) as u64
+        // Warm-up and two passes (calibrate::measure).
+        let rounds = calibrate::warmup_rounds(p.calibration_wakes) + 2 * p.calibration_wakes;
+        c * rounds as u64 * (p.apis.len() * p.policies.len()) as u64
     } else {
         0
     };
@@ -467,7 +470,7 @@ fn calibrate_one<W: OneShotWait>(
     plan: &TimerPlan,
     stop: &AtomicBool,
 ) -> io::Result<CalibrationEntry> {
-    let (medians, offset) = calibrate::measure(
+    let m = calibrate::measure(
         wait,
         &CLOCK,
         &plan.calibration_delays_ns,
@@ -478,8 +481,9 @@ fn calibrate_one<W: OneShotWait>(
         api,
         policy: policy.name().to_string(),
         delays_ns: plan.calibration_delays_ns.clone(),
-        medians_ns: medians,
-        offset_ns: offset,
+        medians_ns: m.medians_ns,
+        offset_ns: m.offset_ns,
+        residual_ns: m.residual_ns,
         wakes_per_delay: plan.calibration_wakes,
     })
 }
@@ -505,16 +509,19 @@ fn sweep_policy(
             inner: sys_wait,
             stop,
         };
-        if plan.wants_calibration() && cal.offset(api, policy.name()).is_none() {
-            match calibrate_one(&mut wait, api, policy, plan, stop) {
-                Ok(e) => cal.insert(e),
-                Err(e) if is_stop(&e) => break,
-                Err(e) => return Err(format!("{api}: calibration failed: {e}")),
-            }
-        }
         for &comp in &plan.compensations {
             if stop.load(Ordering::Relaxed) {
                 break;
+            }
+            // Calibrated right before the first cell that uses it (the
+            // lateness drifts by µs within seconds here: every second between
+            // calibration and the static cell shows in its median error).
+            if comp != Compensation::None && cal.offset(api, policy.name()).is_none() {
+                match calibrate_one(&mut wait, api, policy, plan, stop) {
+                    Ok(e) => cal.insert(e),
+                    Err(e) if is_stop(&e) => break,
+                    Err(e) => return Err(format!("{api}: calibration failed: {e}")),
+                }
             }
             let tuning = SleepTuning {
                 static_offset_ns: offset_for(cal, api, policy),

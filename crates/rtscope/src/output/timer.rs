@@ -246,8 +246,9 @@ fn verdict(api: &str, pol: &str, mine: &[&TimerCell], comps: &[&str]) -> String 
             let share = c.iter().map(|c| c.spin_share).sum::<f64>() / c.len().max(1) as f64;
             if comp == &"static" {
                 format!(
-                    "; {:.1}% of wakes early",
-                    early as f64 * 100.0 / n.max(1) as f64
+                    "; {:.1}% of wakes early, median error {} µs",
+                    early as f64 * 100.0 / n.max(1) as f64,
+                    us1(static_median(&c))
                 )
             } else {
                 format!("; spin {:.1}% of the time asleep", share * 100.0)
@@ -268,8 +269,25 @@ fn verdict(api: &str, pol: &str, mine: &[&TimerCell], comps: &[&str]) -> String 
                 us1(p99)
             )),
         }
+        // A static offset leaves a median error of 0 while the lateness stays
+        // as calibrated; what is left is how far it moved since.
+        if let (true, Some((bm, ..))) = (*comp == "static", base) {
+            let c: Vec<&&TimerCell> = mine.iter().filter(|c| c.compensation == "static").collect();
+            let med = static_median(&c);
+            if med.abs() * 10.0 > bm {
+                out.push_str(&format!(
+                    "{api} {pol}: the lateness moved by {} µs between the calibration and the static cells, over a tenth of the error itself: a constant offset cannot follow that (adaptive and hybrid do)\n",
+                    us1(med.abs())
+                ));
+            }
+        }
     }
     out
+}
+
+/// The static cells' median error, averaged over the requests, ns.
+fn static_median(cells: &[&&TimerCell]) -> f64 {
+    cells.iter().map(|c| c.error_p50_ns as f64).sum::<f64>() / cells.len().max(1) as f64
 }
 
 fn ratio(before: f64, after: f64) -> String {
@@ -429,6 +447,31 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("40.0/80.0/160.0"), "{t}");
+        // The static cells' median error (15 and 15.5 µs) is over a tenth
+        // of the uncompensated 51 µs: named as drift since the calibration.
+        assert!(t.contains("wakes early, median error 15."), "{t}");
+        assert!(
+            t.contains("fifo: the lateness moved by 15.")
+                && t.contains("a constant offset cannot follow that"),
+            "{t}"
+        );
+        // A static cell centred on its calibration: no such line.
+        let mut centred = cells.clone();
+        for c in centred.iter_mut().filter(|c| c.compensation == "static") {
+            c.error_p50_ns = 4_000;
+        }
+        let t = sweep_table(&centred);
+        assert!(t.contains("median error 4.0 µs"), "{t}");
+        assert!(!t.contains("the lateness moved"), "{t}");
+        // Exactly a tenth (5.1 µs of 51 µs) is not over it.
+        for c in centred.iter_mut().filter(|c| c.compensation == "static") {
+            c.error_p50_ns = -5_100;
+        }
+        assert!(!sweep_table(&centred).contains("the lateness moved"));
+        for c in centred.iter_mut().filter(|c| c.compensation == "static") {
+            c.error_p50_ns = -5_200;
+        }
+        assert!(sweep_table(&centred).contains("the lateness moved by 5.2 µs"));
     }
 
     #[test]
