@@ -210,8 +210,9 @@ pub fn measure<W: OneShotWait, C: Clock>(
     stop: &dyn Fn() -> bool,
 ) -> io::Result<Measured> {
     let zeros = vec![0u64; delays_ns.len()];
-    let mut first: Vec<Vec<i64>> = delays_ns.iter().map(|_| Vec::with_capacity(n)).collect();
-    let mut second = first.clone();
+    // Reserved before measuring (a clone would not keep the capacity).
+    let reserve = || -> Vec<Vec<i64>> { delays_ns.iter().map(|_| Vec::with_capacity(n)).collect() };
+    let (mut first, mut second) = (reserve(), reserve());
     if pass(wait, clock, delays_ns, &zeros, warmup_rounds(n), stop, None)?
         && pass(wait, clock, delays_ns, &zeros, n, stop, Some(&mut first))?
     {
