@@ -23,6 +23,12 @@ const DITHER_NS: u64 = 1_000_000;
 struct Dither(u64);
 
 impl Dither {
+    /// A generator seeded from `t` (a clock reading): xorshift's state must
+    /// never be 0, where it would stay.
+    fn seeded(t: u64) -> Self {
+        Dither(t | 1)
+    }
+
     fn next_slice(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
@@ -75,7 +81,7 @@ pub fn duty_cycle(
     }
     let mut budget = Budget { level, debt: 0 };
     let mut slice_start = sys::clock_ns(CLOCK);
-    let mut dither = Dither(slice_start | 1);
+    let mut dither = Dither::seeded(slice_start);
     while !ctx.stopped() {
         let slice = dither.next_slice();
         let (share, target) = budget.plan(slice);
@@ -86,12 +92,11 @@ pub fn duty_cycle(
         let c0 = sys::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
         let mut now = t0;
         let mut cpu = c0;
-        if target > 0 {
-            while ((cpu - c0) as i64) < target && now - t0 < slice && !ctx.stopped() {
-                step()?;
-                now = sys::clock_ns(CLOCK);
-                cpu = sys::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
-            }
+        // A target of 0 or less (overshoot being paid back) does no step.
+        while ((cpu - c0) as i64) < target && now - t0 < slice && !ctx.stopped() {
+            step()?;
+            now = sys::clock_ns(CLOCK);
+            cpu = sys::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
         }
         let worked = (cpu - c0) as i64;
         budget.settle(worked, share);
@@ -122,6 +127,90 @@ mod tests {
         }
         let mean = sum / n;
         assert!(mean.abs_diff(SLICE_NS) < 50_000, "{mean}");
+    }
+
+    #[test]
+    fn dither_is_xorshift64_and_spreads_evenly() {
+        // Marsaglia's xorshift64 with the triple (13, 7, 17), whose period is
+        // 2^64 − 1: no short cycle that could lock onto the tick.
+        let mut d = Dither(1);
+        assert_eq!(d.next_slice(), 4_269_761);
+        assert_eq!(d.0, 1_082_269_761);
+        assert_eq!(d.next_slice(), 5_853_505);
+        assert_eq!(d.0, 1_152_992_998_833_853_505);
+        assert_eq!(d.next_slice(), 4_764_457);
+        assert_eq!(d.0, 11_177_516_664_432_764_457);
+        // Seeded from any clock reading, 0 and 1 included, the state is not
+        // 0 (where xorshift would stay, every slice 4 ms), and it follows
+        // the reading.
+        for t in [0, 1, 2, 4, u64::MAX] {
+            assert_ne!(Dither::seeded(t).0, 0, "seed {t}");
+        }
+        assert_ne!(Dither::seeded(2).0, Dither::seeded(4).0);
+        // Spread evenly over 4-6 ms: ten bins of 0.2 ms hold 10 % each.
+        let mut bins = [0u32; 10];
+        for _ in 0..20_000 {
+            let s = d.next_slice() - (SLICE_NS - DITHER_NS);
+            bins[(s / 200_000) as usize] += 1;
+        }
+        for b in bins {
+            assert!((1_700..=2_300).contains(&b), "{bins:?}");
+        }
+    }
+
+    /// The work is spread over every slice, not done in bursts: any 6 ms
+    /// touches at most three slices of 4-6 ms, and a 5 % load does at most
+    /// twice its share in a slice (an unfinished slice is made up in the
+    /// next) plus one step: under 2 ms in all. A regulator that worked whole
+    /// slices and then rested to pay the overshoot back would average 5 %
+    /// too, but in bursts of 4-6 ms. Measured in the thread's own CPU time, which a busy machine
+    /// can only lower: the bound holds however loaded the machine is.
+    #[test]
+    fn work_is_spread_over_the_slices_not_bunched() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let stop = Arc::new(AtomicBool::new(false));
+        let ctx = Ctx {
+            spec: crate::load::parse_spec("cpu:5").unwrap(),
+            stop: stop.clone(),
+            counters: Arc::new(crate::load::worker::Counters::new(1)),
+            instance: 0,
+        };
+        let end = sys::clock_ns(CLOCK) + 300_000_000;
+        // (start on CLOCK, CPU time) of every step; a step burns ~20 µs.
+        let mut steps: Vec<(u64, u64)> = Vec::with_capacity(1 << 16);
+        duty_cycle(&ctx, 5, || {
+            let t = sys::clock_ns(CLOCK);
+            let c0 = sys::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+            while sys::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) - c0 < 20_000 {
+                std::hint::spin_loop();
+            }
+            steps.push((t, sys::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) - c0));
+            if t >= end || steps.len() == steps.capacity() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert!(steps.len() > 10, "{} steps", steps.len());
+        let window = 6_000_000;
+        let share = (SLICE_NS + DITHER_NS) * 5 / 100;
+        let bound = 3 * (2 * share + steps.iter().map(|s| s.1).max().unwrap());
+        let mut j = 0;
+        let mut in_window = 0u64;
+        for i in 0..steps.len() {
+            in_window += steps[i].1;
+            while steps[i].0 - steps[j].0 >= window {
+                in_window -= steps[j].1;
+                j += 1;
+            }
+            assert!(
+                in_window <= bound,
+                "{} µs of work in 6 ms at step {i} (bound {} µs)",
+                in_window / 1000,
+                bound / 1000
+            );
+        }
     }
 
     #[test]

@@ -59,3 +59,59 @@ pub fn dgram_channel(_: &ChannelEnv) -> io::Result<Channel> {
         rx: Box::new(DgramRx(b)),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A signal that interrupts a blocked receive (a handler without
+    /// SA_RESTART, as the stop wake-up installs) is not an error: the receive
+    /// goes on and gets the datagram.
+    #[test]
+    fn dgram_recv_goes_on_after_eintr() {
+        let (a, b) = UnixDatagram::pair().unwrap();
+        let (mut tx, mut rx) = (DgramTx(a), DgramRx(b));
+        let (tid_tx, tid_rx) = mpsc::channel();
+        let h = std::thread::spawn(move || {
+            tid_tx
+                .send(rtscope_core::rt::accept_wake().unwrap())
+                .unwrap();
+            rx.recv()
+        });
+        let tid = tid_rx.recv().unwrap();
+        for _ in 0..5 {
+            std::thread::sleep(Duration::from_millis(20));
+            rtscope_core::rt::wake_thread(tid).unwrap();
+        }
+        tx.send(42).unwrap();
+        let r = h.join().unwrap().expect("the receive went on after EINTR");
+        assert_eq!(r.sent_ns, 42);
+    }
+
+    /// Any other error ends the call: a retry of every error would spin for
+    /// ever on a closed peer or a timed-out receive.
+    #[test]
+    fn dgram_errors_other_than_eintr_end_the_call() {
+        let (a, b) = UnixDatagram::pair().unwrap();
+        drop(b);
+        let mut tx = DgramTx(a);
+        let (done_tx, done) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done_tx.send(tx.send(1).is_err());
+        });
+        assert_eq!(done.recv_timeout(Duration::from_secs(10)), Ok(true));
+
+        let (a, b) = UnixDatagram::pair().unwrap();
+        b.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
+        let mut rx = DgramRx(b);
+        let (done_tx, done) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done_tx.send(rx.recv().is_err());
+        });
+        assert_eq!(done.recv_timeout(Duration::from_secs(10)), Ok(true));
+        drop(a);
+    }
+}
