@@ -176,11 +176,20 @@ mod tests {
             counters: Arc::new(crate::load::worker::Counters::new(1)),
             instance: 0,
         };
-        let end = sys::clock_ns(CLOCK) + 300_000_000;
+        let start = sys::clock_ns(CLOCK);
+        let end = start + 300_000_000;
         // (start on CLOCK, CPU time) of every step; a step burns ~20 µs.
         let mut steps: Vec<(u64, u64)> = Vec::with_capacity(1 << 16);
+        let mut stalled = false;
         duty_cycle(&ctx, 5, || {
             let t = sys::clock_ns(CLOCK);
+            // Once, a stall of ten slices (as if the worker were stopped):
+            // the cycle starts afresh after it instead of catching up on the
+            // missed slices in one burst.
+            if !stalled && t > start + 100_000_000 {
+                stalled = true;
+                sys::sleep_until(CLOCK, t + 10 * SLICE_NS).unwrap();
+            }
             let c0 = sys::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
             while sys::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) - c0 < 20_000 {
                 std::hint::spin_loop();
