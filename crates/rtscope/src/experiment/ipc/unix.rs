@@ -91,6 +91,42 @@ mod tests {
         assert_eq!(r.sent_ns, 42);
     }
 
+    /// The same for a send blocked on the receiver's full queue.
+    #[test]
+    fn dgram_send_goes_on_after_eintr() {
+        let (a, b) = UnixDatagram::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        let mut queued = 0;
+        while a.send(&[0u8; 8]).is_ok() {
+            queued += 1;
+        }
+        a.set_nonblocking(false).unwrap();
+        assert!(queued > 0);
+        let mut tx = DgramTx(a);
+        let (tid_tx, tid_rx) = mpsc::channel();
+        let h = std::thread::spawn(move || {
+            tid_tx
+                .send(rtscope_core::rt::accept_wake().unwrap())
+                .unwrap();
+            tx.send(42)
+        });
+        let tid = tid_rx.recv().unwrap();
+        for _ in 0..5 {
+            std::thread::sleep(Duration::from_millis(20));
+            rtscope_core::rt::wake_thread(tid).unwrap();
+        }
+        // Room for one: the blocked send completes.
+        let mut buf = [0u8; 8];
+        b.recv(&mut buf).unwrap();
+        h.join().unwrap().expect("the send went on after EINTR");
+        let mut last = 0;
+        for _ in 0..queued {
+            b.recv(&mut buf).unwrap();
+            last = u64::from_ne_bytes(buf);
+        }
+        assert_eq!(last, 42);
+    }
+
     /// Any other error ends the call: a retry of every error would spin for
     /// ever on a closed peer or a timed-out receive.
     #[test]
