@@ -823,6 +823,58 @@ mod tests {
     use super::*;
     use crate::load::parse_spec;
 
+    /// What a second Ctrl-C relies on: every registered group, stopped by
+    /// its schedule, is sent SIGTERM and continued, so it ends. (The kernel
+    /// also continues a stopped group once it is orphaned, but not under a
+    /// child subreaper in the same session, and rtscope's own exit path never
+    /// gets there first in an end-to-end test: the first Ctrl-C's shutdown
+    /// reaps the loads within milliseconds.)
+    #[test]
+    fn continue_paused_groups_ends_a_stopped_group() {
+        use std::os::unix::process::{CommandExt, ExitStatusExt};
+        use std::time::{Duration, Instant};
+        struct Kill(std::process::Child);
+        impl Drop for Kill {
+            fn drop(&mut self) {
+                let _ = self.0.kill();
+                let _ = self.0.wait();
+            }
+        }
+        let mut child = Kill(
+            std::process::Command::new("sleep")
+                .arg("30")
+                .process_group(0)
+                .spawn()
+                .unwrap(),
+        );
+        let pgid = child.0.id() as i32;
+        sys::killpg(pgid, libc::SIGSTOP).unwrap();
+        let t0 = Instant::now();
+        while !std::fs::read_to_string(format!("/proc/{pgid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|f| f.trim_start().starts_with('T'))
+        }) {
+            assert!(t0.elapsed() < Duration::from_secs(5), "never stopped");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        PAUSABLE.lock().unwrap().push(pgid);
+        continue_paused_groups();
+        PAUSABLE.lock().unwrap().retain(|&g| g != pgid);
+        let t0 = Instant::now();
+        let st = loop {
+            if let Some(st) = child.0.try_wait().unwrap() {
+                break st;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "the stopped group was not ended"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(st.signal(), Some(libc::SIGTERM), "{st}");
+    }
+
     #[test]
     fn worker_line() {
         let (c, e) = parse_worker_line("noise\n{\"counters\":{\"ops\":12},\"error\":null}\n");
