@@ -935,6 +935,20 @@ mod tests {
             (r.closed.clone(), r.count, r.on_ns),
             (vec![(100, 150)], 1, 50)
         );
+        // Closed intervals that began at the end or after it (the scheduler
+        // switched on a moment late): dropped, and not counted.
+        let mut r = OnRecord::default();
+        r.switch_on(100);
+        r.switch_off(200);
+        r.switch_on(300);
+        r.switch_off(400);
+        r.switch_on(500);
+        r.switch_off(600);
+        r.end_at(300);
+        assert_eq!(
+            (r.closed.clone(), r.count, r.on_ns, r.open),
+            (vec![(100, 200)], 1, 100, None)
+        );
         // The list is bounded; the totals are not.
         let mut r = OnRecord::default();
         for k in 0..(MAX_ON_INTERVALS as u64 + 5) {
