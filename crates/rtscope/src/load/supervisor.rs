@@ -875,6 +875,41 @@ mod tests {
         assert_eq!(st.signal(), Some(libc::SIGTERM), "{st}");
     }
 
+    /// The scheduler sleeps until the next switch (on a condition variable)
+    /// instead of polling: over 300 ms of a 20 ms schedule it uses under 2 %
+    /// of its wall time in CPU time (a busy machine can only lower that), and
+    /// it records the switches.
+    #[test]
+    fn schedule_loop_sleeps_between_switches() {
+        use std::time::Duration;
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let st = stop.clone();
+        let sched = Schedule {
+            every_ns: 20_000_000,
+            for_ns: 10_000_000,
+            start_ns: 0,
+        };
+        let t0 = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        let h = std::thread::spawn(move || {
+            let rec = schedule_loop(t0, 1, &[(0, sched, vec![])], &st);
+            (rec, sys::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID))
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        *stop.0.lock().unwrap() = true;
+        stop.1.notify_all();
+        let (rec, cpu) = h.join().unwrap();
+        let wall = sys::clock_ns(libc::CLOCK_MONOTONIC) - t0;
+        // Measured here: 0.5 ms of CPU in 300 ms (0.2 %); a loop that waited
+        // `next / now` ns instead of `next − now` polled, 19 ms (6 %).
+        assert!(
+            cpu * 50 < wall,
+            "the scheduler used {cpu} ns of CPU in {wall} ns"
+        );
+        // On for 10 ms of every 20: about 15 on-intervals in 300 ms.
+        let r = &rec[0];
+        assert!((10..=20).contains(&r.count), "{} switches on", r.count);
+    }
+
     #[test]
     fn worker_line() {
         let (c, e) = parse_worker_line("noise\n{\"counters\":{\"ops\":12},\"error\":null}\n");
