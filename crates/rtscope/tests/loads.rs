@@ -217,6 +217,64 @@ fn list_shows_every_load() {
     }
 }
 
+/// An experiment under load says which loads run where on stderr before it
+/// measures; `-q` leaves that line out.
+#[test]
+fn loaded_run_describes_its_loads_unless_quiet() {
+    let _g = CPUS.read().unwrap();
+    for quiet in [false, true] {
+        let mut cmd = rtscope();
+        cmd.args([
+            "cyclic",
+            "--no-rt",
+            "-D",
+            "1",
+            "--load",
+            "cpu:10,instances=1",
+        ]);
+        if quiet {
+            cmd.arg("-q");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let described = err
+            .lines()
+            .any(|l| l.starts_with("loads: cpu:10,instances=1 x1 on CPU "));
+        assert_eq!(described, !quiet, "quiet {quiet}: {err}");
+    }
+}
+
+/// A load that fails at once fails the run during its ramp-up, before the
+/// measurement: a 30 s run ends at once (well within 15 s), with no result.
+#[test]
+fn load_failing_at_once_ends_the_run_before_measuring() {
+    let _g = CPUS.read().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("c.json");
+    let t0 = Instant::now();
+    let out = rtscope()
+        .args([
+            "cyclic",
+            "--no-rt",
+            "-D",
+            "30",
+            "-q",
+            "--load",
+            "cmd:exit 3",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let took = t0.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("failed at once"), "{err}");
+    assert!(took < Duration::from_secs(15), "took {took:?}: {err}");
+    assert!(!json.exists());
+}
+
 #[test]
 fn failing_command_is_reported() {
     let _g = CPUS.read().unwrap();

@@ -304,16 +304,14 @@ impl LoadSet {
             .iter()
             .map(|s| (s.def().memory)(s).saturating_mul(placement(s, &cpus).len() as u64))
             .fold(0u64, u64::saturating_add);
-        if total > 0 {
-            let avail = mem_available().unwrap_or(0);
-            let cap = avail / 100 * MEMORY_CAP_PERCENT;
-            if total > cap {
-                return Err(usage(format!(
-                    "loads would map {} in total, more than {MEMORY_CAP_PERCENT} % of MemAvailable ({}): lower size= or instances=",
-                    format_size(total),
-                    format_size(avail)
-                )));
-            }
+        let avail = mem_available().unwrap_or(0);
+        let cap = avail / 100 * MEMORY_CAP_PERCENT;
+        if total > cap {
+            return Err(usage(format!(
+                "loads would map {} in total, more than {MEMORY_CAP_PERCENT} % of MemAvailable ({}): lower size= or instances=",
+                format_size(total),
+                format_size(avail)
+            )));
         }
         Ok(())
     }
@@ -938,6 +936,21 @@ mod tests {
         assert!(e.to_string().contains("MemAvailable"), "{e}");
         let s = parse_spec("mem-churn,size=1M").unwrap();
         LoadSet::check(&[s], None).unwrap();
+        // A tenth of MemAvailable is within the cap (half of it); more than
+        // half is not.
+        let avail = mem_available().unwrap();
+        let s = parse_spec(&format!(
+            "mem-churn,size={}M,instances=1",
+            (avail / 10) >> 20
+        ))
+        .unwrap();
+        LoadSet::check(&[s], None).unwrap();
+        let s = parse_spec(&format!(
+            "mem-churn,size={}M,instances=1",
+            (avail / 10 * 6) >> 20
+        ))
+        .unwrap();
+        assert!(LoadSet::check(&[s], None).is_err());
     }
 
     #[test]
