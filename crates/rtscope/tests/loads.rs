@@ -218,7 +218,7 @@ fn list_shows_every_load() {
 }
 
 /// An experiment under load says which loads run where on stderr before it
-/// measures; `-q` leaves that line out.
+/// measures; `-q` leaves that line out, and a run without loads has none.
 #[test]
 fn loaded_run_describes_its_loads_unless_quiet() {
     let _g = CPUS.read().unwrap();
@@ -243,6 +243,14 @@ fn loaded_run_describes_its_loads_unless_quiet() {
             .any(|l| l.starts_with("loads: cpu:10,instances=1 x1 on CPU "));
         assert_eq!(described, !quiet, "quiet {quiet}: {err}");
     }
+    // No load, no line.
+    let out = rtscope()
+        .args(["cyclic", "--no-rt", "-D", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("loads:"), "{err}");
 }
 
 /// A load that fails at once fails the run during its ramp-up, before the
