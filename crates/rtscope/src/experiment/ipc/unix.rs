@@ -91,7 +91,7 @@ mod tests {
         assert_eq!(r.sent_ns, 42);
     }
 
-    /// The same for a send blocked on the receiver's full queue.
+    /// The same for a send blocked on a full socket buffer.
     #[test]
     fn dgram_send_goes_on_after_eintr() {
         let (a, b) = UnixDatagram::pair().unwrap();
@@ -104,26 +104,30 @@ mod tests {
         assert!(queued > 0);
         let mut tx = DgramTx(a);
         let (tid_tx, tid_rx) = mpsc::channel();
-        let h = std::thread::spawn(move || {
+        let (done_tx, done) = mpsc::channel();
+        std::thread::spawn(move || {
             tid_tx
                 .send(rtscope_core::rt::accept_wake().unwrap())
                 .unwrap();
-            tx.send(42)
+            let _ = done_tx.send(tx.send(42).is_ok());
         });
         let tid = tid_rx.recv().unwrap();
         for _ in 0..5 {
             std::thread::sleep(Duration::from_millis(20));
             rtscope_core::rt::wake_thread(tid).unwrap();
         }
-        // Room for one: the blocked send completes.
+        // Drain the queue: the blocked sender is woken once the buffer has
+        // room (the kernel waits for three quarters of it to be free), and
+        // its datagram comes last.
+        b.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut buf = [0u8; 8];
-        b.recv(&mut buf).unwrap();
-        h.join().unwrap().expect("the send went on after EINTR");
         let mut last = 0;
-        for _ in 0..queued {
-            b.recv(&mut buf).unwrap();
+        for i in 0..=queued {
+            b.recv(&mut buf)
+                .unwrap_or_else(|e| panic!("datagram {i} of {}: {e}", queued + 1));
             last = u64::from_ne_bytes(buf);
         }
+        assert_eq!(done.recv_timeout(Duration::from_secs(10)), Ok(true));
         assert_eq!(last, 42);
     }
 
