@@ -305,6 +305,46 @@ mod tests {
         assert_eq!(m.residual_ns, vec![0]);
     }
 
+    #[test]
+    fn warm_up_is_a_tenth_of_the_rounds_and_at_least_three() {
+        assert_eq!(warmup_rounds(0), 3);
+        assert_eq!(warmup_rounds(1), 3);
+        assert_eq!(warmup_rounds(50), 5);
+        assert_eq!(warmup_rounds(101), 11);
+    }
+
+    /// An offset that reaches back to the start of the sleep makes no wait
+    /// call: the error is then how early the offset wakes it.
+    #[test]
+    fn a_pass_does_not_wait_when_the_offset_covers_the_delay() {
+        let now = Cell::new(1_000);
+        let mut w = SimWait {
+            now: &now,
+            lateness: |_| 7,
+            calls: 0,
+        };
+        let c = SimClock {
+            now: &now,
+            read_cost: 0,
+        };
+        let mut out = vec![Vec::new(), Vec::new()];
+        let done = pass(
+            &mut w,
+            &c,
+            &[1_000, 1_000],
+            &[5_000, 400],
+            1,
+            &|| false,
+            Some(&mut out),
+        )
+        .unwrap();
+        assert!(done);
+        // The first sleep waits for nothing; the second waits once, to
+        // 600 ns after its start, and wakes 7 ns late.
+        assert_eq!(w.calls, 1);
+        assert_eq!(out, vec![vec![-1_000], vec![-393]]);
+    }
+
     /// A wait late by 10 µs plus 2 % of the sleep: a sleep shortened by the
     /// offset is less late than the uncompensated one.
     struct LengthLate<'a> {

@@ -475,6 +475,23 @@ mod tests {
     }
 
     #[test]
+    fn verdict_with_one_uncompensated_request_and_the_mean_spin() {
+        let mut a1 = cell("adaptive", 500_000, 1_000.0, 5_000);
+        a1.spin_share = 0.02;
+        let mut a2 = cell("adaptive", 1_000_000, 1_000.0, 5_000);
+        a2.spin_share = 0.04;
+        // `none` at one request only: no "varies by" over one request.
+        let t = sweep_table(&[cell("none", 500_000, 50_000.0, 80_000), a1, a2]);
+        assert!(
+            t.contains("fifo: uncompensated mean |error| 50.0 µs, p99 80.0 µs\n"),
+            "{t}"
+        );
+        assert!(!t.contains("varies by"), "{t}");
+        // The spin share is the mean of the cells'.
+        assert!(t.contains("; spin 3.0% of the time asleep"), "{t}");
+    }
+
+    #[test]
     fn beacon_table_summarises_each_mode() {
         let b = |order, mode: &str, drift| BeaconCell {
             order,
