@@ -185,11 +185,28 @@ mod tests {
 
     #[test]
     fn device_is_written_through_not_replaced() {
+        // A private node of the null device (1, 3) in a temporary directory,
+        // never /dev/null itself: a broken write_atomic (a mutant) would
+        // rename a regular file over the machine's /dev/null.
+        use std::os::unix::ffi::OsStrExt;
         use std::os::unix::fs::FileTypeExt;
-        write_atomic(Path::new("/dev/null"), b"x").unwrap();
-        check_writable(Path::new("/dev/null")).unwrap();
-        let m = std::fs::metadata("/dev/null").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("null");
+        let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid C string; mknod creates a node or fails.
+        let rc = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+        if rc != 0 {
+            let e = io::Error::last_os_error();
+            // Creating a device node needs CAP_MKNOD; CI runs as root.
+            assert!(std::env::var_os("CI").is_none(), "mknod: {e}");
+            eprintln!("skipped: mknod needs root ({e})");
+            return;
+        }
+        write_atomic(&p, b"x").unwrap();
+        check_writable(&p).unwrap();
+        let m = std::fs::metadata(&p).unwrap();
         assert!(m.file_type().is_char_device());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]

@@ -220,17 +220,30 @@ mod tests {
         assert_eq!(format_ns(12_300), "12.3us");
         assert_eq!(format_ns(1_000_000), "1ms");
         assert_eq!(format_ns(2_500_000_000), "2.5s");
+        // Each unit starts at exactly one of itself.
+        assert_eq!(format_ns(999), "999ns");
+        assert_eq!(format_ns(1_000), "1us");
+        assert_eq!(format_ns(999_999_999), "1000ms");
+        assert_eq!(format_ns(1_000_000_000), "1s");
     }
 
     #[test]
     fn cpu_lists() {
         assert_eq!(parse_cpu_list("0-3,6"), Ok(vec![0, 1, 2, 3, 6]));
         assert_eq!(parse_cpu_list("3,1,1"), Ok(vec![1, 3]));
+        assert_eq!(parse_cpu_list("3-3"), Ok(vec![3]));
         for bad in ["", "a", "3-1", "1-", ",", "1,,2", "-1"] {
             assert!(parse_cpu_list(bad).is_err(), "{bad}");
         }
         assert_eq!(format_cpu_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
         assert_eq!(format_cpu_list(&[]), "");
+    }
+
+    #[test]
+    fn online_cpus_are_the_kernels() {
+        let cpus = online_cpus();
+        let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+        assert_eq!(format_cpu_list(&cpus), text.trim());
     }
 
     proptest::proptest! {
