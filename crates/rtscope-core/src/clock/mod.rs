@@ -653,6 +653,205 @@ mod tests {
         assert!((s.to_ns(ticks) as f64 - exact).abs() <= 1.0);
     }
 
+    /// Every source's properties, pinned: (monotonic, counter, width,
+    /// counts in idle, global, POSIX clock).
+    #[test]
+    fn source_properties() {
+        use SourceId::*;
+        type Row = (
+            SourceId,
+            bool,
+            bool,
+            u32,
+            bool,
+            bool,
+            Option<libc::clockid_t>,
+        );
+        let rows: [Row; 15] = [
+            (Tsc, true, true, 64, true, true, None),
+            (Rdtscp, true, true, 64, true, true, None),
+            (LfenceTsc, true, true, 64, true, true, None),
+            (Cntvct, true, true, 56, true, true, None),
+            (PerfCycles, true, true, 64, false, false, None),
+            (Pmccntr, true, true, 32, false, true, None),
+            (
+                Monotonic,
+                true,
+                false,
+                64,
+                true,
+                true,
+                Some(libc::CLOCK_MONOTONIC),
+            ),
+            (
+                MonotonicRaw,
+                true,
+                false,
+                64,
+                true,
+                true,
+                Some(libc::CLOCK_MONOTONIC_RAW),
+            ),
+            (
+                Realtime,
+                false,
+                false,
+                64,
+                true,
+                true,
+                Some(libc::CLOCK_REALTIME),
+            ),
+            (
+                Boottime,
+                true,
+                false,
+                64,
+                true,
+                true,
+                Some(libc::CLOCK_BOOTTIME),
+            ),
+            (Tai, false, false, 64, true, true, Some(libc::CLOCK_TAI)),
+            (
+                MonotonicCoarse,
+                true,
+                false,
+                64,
+                true,
+                true,
+                Some(libc::CLOCK_MONOTONIC_COARSE),
+            ),
+            (
+                RealtimeCoarse,
+                false,
+                false,
+                64,
+                true,
+                true,
+                Some(libc::CLOCK_REALTIME_COARSE),
+            ),
+            (
+                Gettimeofday,
+                false,
+                false,
+                64,
+                true,
+                true,
+                Some(libc::CLOCK_REALTIME),
+            ),
+            (
+                MonotonicSyscall,
+                true,
+                false,
+                64,
+                true,
+                true,
+                Some(libc::CLOCK_MONOTONIC),
+            ),
+        ];
+        assert_eq!(rows.len(), SourceId::ALL.len());
+        let mut descriptions = std::collections::HashSet::new();
+        for (id, mono, counter, width, idle, global, clock) in rows {
+            assert_eq!(id.monotonic(), mono, "{id}");
+            assert_eq!(id.is_counter(), counter, "{id}");
+            let unit = if counter {
+                CountUnit::Ticks
+            } else {
+                CountUnit::Ns
+            };
+            assert_eq!(id.unit(), unit, "{id}");
+            assert_eq!(id.width_bits(), width, "{id}");
+            assert_eq!(id.counts_in_idle(), idle, "{id}");
+            assert_eq!(id.is_global(), global, "{id}");
+            assert_eq!(id.clock_id(), clock, "{id}");
+            assert_eq!(id.to_string(), id.name());
+            // One line of its own, naming what is read.
+            let d = id.description();
+            assert!(d.len() > 10 && !d.contains('\n'), "{id}: {d}");
+            assert!(descriptions.insert(d), "{id}: {d}");
+        }
+        assert!(Monotonic.description().contains("CLOCK_MONOTONIC"));
+        assert!(Tsc.description().contains("rdtsc"));
+    }
+
+    #[test]
+    fn kernel_clocks_open_as_their_kind() {
+        let tod = Source::open(SourceId::Gettimeofday).unwrap();
+        assert!(matches!(tod, Source::Gettimeofday(_)));
+        // gettimeofday counts whole microseconds.
+        assert_eq!(tod.read() % 1000, 0);
+        assert_eq!(tod.kernel_resolution_ns(), Some(1000));
+        let sys = Source::open(SourceId::MonotonicSyscall).unwrap();
+        assert!(matches!(sys, Source::Syscall(_)));
+        for id in [
+            SourceId::Boottime,
+            SourceId::MonotonicCoarse,
+            SourceId::Monotonic,
+        ] {
+            let s = Source::open(id).unwrap();
+            assert!(matches!(s, Source::Posix(_)), "{id}");
+            let want = crate::sys::clock_res_ns(id.clock_id().unwrap()).unwrap();
+            assert_eq!(s.kernel_resolution_ns(), Some(want), "{id}");
+            assert!(s.declared_frequencies().is_empty());
+        }
+        // The coarse clock moves by ticks (a jiffy), not by ns.
+        let coarse = Source::open(SourceId::MonotonicCoarse).unwrap();
+        assert!(coarse.kernel_resolution_ns().unwrap() > 1000);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn tsc_declares_what_cpuid_says_and_has_no_kernel_resolution() {
+        let Ok(tsc) = Source::open(SourceId::Tsc) else {
+            return;
+        };
+        assert_eq!(tsc.kernel_resolution_ns(), None);
+        let want: Vec<_> = x86::declared_frequencies()
+            .into_iter()
+            .map(|d| d.hz)
+            .collect();
+        let got: Vec<_> = tsc
+            .declared_frequencies()
+            .into_iter()
+            .map(|d| d.hz)
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn only_counters_are_calibrated() {
+        let (src, scale, cal) = open_calibrated(SourceId::Monotonic, 1_000_000).unwrap();
+        assert_eq!(src.id(), SourceId::Monotonic);
+        assert_eq!(scale, Scale::ns());
+        assert!(cal.is_none());
+        #[cfg(target_arch = "x86_64")]
+        if let Ok((_, _, cal)) = open_calibrated(SourceId::Tsc, 5_000_000) {
+            assert!(cal.is_some());
+        }
+    }
+
+    #[test]
+    fn unavailable_names_the_architecture() {
+        let arch = |id| not_here(id).split(' ').next().unwrap().to_string();
+        for id in [SourceId::Tsc, SourceId::Rdtscp, SourceId::LfenceTsc] {
+            assert_eq!(arch(id), "x86-64");
+        }
+        assert_eq!(arch(SourceId::Cntvct), "ARM");
+        assert_eq!(arch(SourceId::PerfCycles), "aarch64");
+        assert_eq!(arch(SourceId::Pmccntr), "armv7");
+        assert!(not_here(SourceId::Tsc).ends_with(&format!("is {})", std::env::consts::ARCH)));
+    }
+
+    #[test]
+    fn ns_per_tick_and_saturation() {
+        assert_eq!(Scale::from_hz(2.5e9).ns_per_tick(), 0.4);
+        assert_eq!(Scale::ns().ns_per_tick(), 1.0);
+        // 1 kHz: one tick is a millisecond, so u64::MAX ticks overflow the ns.
+        let slow = Scale::from_hz(1e3);
+        assert_eq!(slow.to_ns(u64::MAX), u64::MAX);
+        assert_eq!(slow.signed_to_ns(i64::MIN + 1), -i64::MAX);
+        assert_eq!(slow.to_ns(3), 3_000_000);
+    }
+
     #[test]
     fn scale_rejects_nonsense() {
         assert_eq!(Scale::from_hz(0.0).hz, 1e9);
