@@ -163,9 +163,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("r.json");
         std::fs::write(&p, b"old").unwrap();
+        use std::os::unix::fs::MetadataExt;
+        let before = std::fs::metadata(&p).unwrap().ino();
+        // Kept open: the old inode stays alive, so the new one cannot reuse its number.
+        let _old = File::open(&p).unwrap();
         write_atomic(&p, b"new").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"new");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        // Renamed over, not written in place: a new inode.
+        assert_ne!(std::fs::metadata(&p).unwrap().ino(), before);
+        assert!(!is_special(&p));
+        assert!(!is_special(dir.path()));
+        assert!(!is_special(&dir.path().join("absent")));
     }
 
     #[test]
