@@ -238,6 +238,35 @@ mod tests {
     }
 
     #[test]
+    fn flush_reaches_a_fifo_before_commit() {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("fifo");
+        let st = std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        // The reader is open first (non-blocking), so opening for writing does not wait.
+        let mut reader = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&p)
+            .unwrap();
+        let mut out = OutFile::create(&p).unwrap();
+        out.write_all(b"abc").unwrap();
+        let mut buf = [0u8; 8];
+        // Still in the buffer: nothing to read yet.
+        let e = reader.read(&mut buf).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+        out.flush().unwrap();
+        assert_eq!(reader.read(&mut buf).unwrap(), 3);
+        assert_eq!(&buf[..3], b"abc");
+        out.commit().unwrap();
+    }
+
+    #[test]
     fn errors_name_no_temporary_file() {
         let e = check_writable(Path::new("/proc/rtscope-no/x.json")).unwrap_err();
         assert!(!e.to_string().contains(".rtscope-"), "{e}");

@@ -98,6 +98,12 @@ mod tests {
     use crate::rt::Policy;
 
     #[test]
+    fn clock_ids() {
+        assert_eq!(MeasureClock::Monotonic.id(), libc::CLOCK_MONOTONIC);
+        assert_eq!(MeasureClock::Realtime.id(), libc::CLOCK_REALTIME);
+    }
+
+    #[test]
     fn names_round_trip_and_match_serde() {
         for p in Policy::ALL {
             assert_eq!(p.name().parse::<Policy>().unwrap(), *p);
