@@ -817,6 +817,21 @@ mod tests {
         assert_eq!(got, want);
     }
 
+    #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+    #[test]
+    fn cntvct_declares_what_cntfrq_says() {
+        let Ok(c) = Source::open(SourceId::Cntvct) else {
+            return;
+        };
+        assert_eq!(c.kernel_resolution_ns(), None);
+        let want: Vec<_> = arm::declared_frequencies()
+            .into_iter()
+            .map(|d| d.hz)
+            .collect();
+        let got: Vec<_> = c.declared_frequencies().into_iter().map(|d| d.hz).collect();
+        assert_eq!(got, want);
+    }
+
     #[test]
     fn only_counters_are_calibrated() {
         let (src, scale, cal) = open_calibrated(SourceId::Monotonic, 1_000_000).unwrap();
