@@ -270,6 +270,65 @@ mod tests {
     }
 
     #[test]
+    fn interpolation_uses_the_segment_around_the_delay() {
+        let e = CalibrationEntry {
+            api: WaitApi::ClockNanosleep,
+            policy: "fifo".into(),
+            delays_ns: vec![1_000, 2_000, 4_000],
+            medians_ns: vec![100, 200, 600],
+            offset_ns: 200,
+            wakes_per_delay: 1,
+            residual_ns: vec![],
+        };
+        assert_eq!(e.offset_at(1_500), 150);
+        assert_eq!(e.offset_at(2_000), 200);
+        assert_eq!(e.offset_at(3_000), 400);
+        assert_eq!(e.offset_at(3_500), 500);
+    }
+
+    #[test]
+    fn lookup_by_api_and_policy() {
+        let entry = |api, policy: &str, m: u64| CalibrationEntry {
+            api,
+            policy: policy.into(),
+            delays_ns: vec![1_000, 3_000],
+            medians_ns: vec![m, 3 * m],
+            offset_ns: 2 * m,
+            wakes_per_delay: 1,
+            residual_ns: vec![],
+        };
+        let mut cal = Calibration::default();
+        cal.insert(entry(WaitApi::Timerfd, "fifo", 10));
+        cal.insert(entry(WaitApi::Timerfd, "other", 20));
+        cal.insert(entry(WaitApi::ClockNanosleep, "fifo", 30));
+        // Same API, other policy (and the reverse) are entries of their own.
+        assert_eq!(cal.entries.len(), 3);
+        assert_eq!(cal.offset_at(WaitApi::Timerfd, "fifo", 2_000), Some(20));
+        assert_eq!(cal.offset_at(WaitApi::Timerfd, "other", 2_000), Some(40));
+        assert_eq!(
+            cal.offset_at(WaitApi::ClockNanosleep, "fifo", 3_000),
+            Some(90)
+        );
+        assert_eq!(cal.offset_at(WaitApi::ClockNanosleep, "other", 2_000), None);
+        assert_eq!(cal.offset_at(WaitApi::Nanosleep, "fifo", 2_000), None);
+        assert_eq!(cal.offset(WaitApi::Timerfd, "other"), Some(40));
+        // Replacing one leaves the others.
+        cal.insert(entry(WaitApi::Timerfd, "other", 50));
+        assert_eq!(cal.entries.len(), 3);
+        assert_eq!(cal.offset(WaitApi::Timerfd, "other"), Some(100));
+        assert_eq!(cal.offset(WaitApi::Timerfd, "fifo"), Some(20));
+    }
+
+    #[test]
+    fn median_is_the_middle_element() {
+        assert_eq!(median(&mut []), 0);
+        assert_eq!(median(&mut [7]), 7);
+        assert_eq!(median(&mut [9, 1, 5]), 5);
+        // Even count: the upper of the two middle values.
+        assert_eq!(median(&mut [40, 10, 30, 20]), 30);
+    }
+
+    #[test]
     fn calibration_takes_the_median_per_delay_and_overall() {
         let now = Cell::new(0);
         let mut w = SimWait {
