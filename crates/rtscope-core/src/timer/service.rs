@@ -425,6 +425,69 @@ mod tests {
     }
 
     #[test]
+    fn capacity_empty_and_stamps() {
+        let mut q = TimerQueue::with_capacity(8);
+        assert!(q.heap.capacity() >= 17 && q.slots.capacity() >= 8 && q.free.capacity() >= 8);
+        assert!(q.is_empty());
+        let a = q.insert(100, 0, 7);
+        assert!(!q.is_empty());
+        q.stamp(a, 11, 22);
+        let b = q.insert(200, 0, 8);
+        q.stamp(b, 33, 44);
+        // A stale id stamps nothing: b's slot reused after its cancel.
+        assert!(q.cancel(b));
+        q.stamp(b, 99, 99);
+        let c = q.insert(300, 0, 9);
+        assert_eq!(c.slot, b.slot);
+        q.stamp(b, 55, 66);
+        let e = q.pop_due(100).unwrap();
+        assert_eq!((e.token, e.requested, e.armed), (7, 11, 22));
+        // A fired one-shot's id stamps nothing either.
+        q.stamp(a, 1, 2);
+        let e = q.pop_due(300).unwrap();
+        assert_eq!((e.token, e.requested, e.armed), (9, 0, 0));
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn cancelled_entries_are_compacted_past_twice_the_live_plus_16() {
+        let mut q = TimerQueue::with_capacity(64);
+        let ids: Vec<_> = (0..30).map(|i| q.insert(1_000 + i, 0, i)).collect();
+        // Cancelled entries stay in the heap while it holds at most
+        // 2 × live + 16 of them.
+        for (k, id) in ids.iter().take(23).enumerate() {
+            assert!(q.cancel(*id));
+            assert_eq!(q.len(), 29 - k);
+            assert_eq!(q.heap.len(), 30, "live {}", q.len());
+        }
+        // live 6: 30 > 28, compacted to the live ones.
+        assert!(q.cancel(ids[23]));
+        assert_eq!((q.len(), q.heap.len()), (6, 6));
+        // A slot reused by a live timer: its old entry (older generation) is
+        // dropped too.
+        assert!(q.cancel(ids[24]));
+        let reused = q.insert(4_000, 0, 200);
+        assert_eq!(reused.slot, ids[24].slot);
+        let mut compacted = false;
+        for i in 0..40 {
+            let before = q.heap.len();
+            let id = q.insert(5_000 + i, 0, 100 + i);
+            assert!(q.cancel(id));
+            if q.heap.len() < before {
+                assert_eq!((q.len(), q.heap.len()), (6, 6));
+                compacted = true;
+                break;
+            }
+        }
+        assert!(compacted);
+        let mut due = Vec::new();
+        while let Some(e) = q.pop_due(u64::MAX) {
+            due.push(e.token);
+        }
+        assert_eq!(due, vec![25, 26, 27, 28, 29, 200]);
+    }
+
+    #[test]
     fn a_stale_id_never_names_a_reused_slot() {
         let mut q = TimerQueue::with_capacity(1);
         let a = q.insert(100, 0, 1);
