@@ -288,6 +288,11 @@ impl TimerService {
                 let mut next_tick = now() + tick;
                 if tick > 0 {
                     sh.timer.arm(next_tick)?;
+                    // A shutdown before this arm was overwritten by it: without
+                    // this check it would wait for the first tick.
+                    if sh.stop.load(Ordering::Acquire) {
+                        return Ok(0);
+                    }
                 }
                 let mut due: Vec<Fired> = Vec::with_capacity(capacity.max(1));
                 loop {
@@ -485,6 +490,37 @@ mod tests {
             due.push(e.token);
         }
         assert_eq!(due, vec![25, 26, 27, 28, 29, 200]);
+    }
+
+    #[test]
+    fn polling_first_tick_is_one_tick_ahead() {
+        // A 10 s tick: stopped after 20 ms, the service has not ticked yet
+        // (a first tick armed in the past would have fired at once).
+        let svc = TimerService::spawn(
+            Design::Polling {
+                tick_ns: 10_000_000_000,
+            },
+            0,
+            4,
+            || {},
+            |_: &Fired| {},
+        )
+        .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(svc.shutdown().unwrap(), 0);
+        // Shut down at once (maybe before the thread armed its first tick):
+        // it still ends without waiting for the tick.
+        let svc = TimerService::spawn(
+            Design::Polling {
+                tick_ns: 3_600_000_000_000,
+            },
+            0,
+            4,
+            || {},
+            |_: &Fired| {},
+        )
+        .unwrap();
+        assert_eq!(svc.shutdown().unwrap(), 0);
     }
 
     #[test]
