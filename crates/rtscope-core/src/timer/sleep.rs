@@ -313,7 +313,94 @@ mod tests {
             assert_eq!(x.target_ns, x.requested_ns);
             // The lateness plus one clock read.
             assert_eq!(x.error_ns(), 60_020);
+            assert_eq!(x.lateness_ns(), 60_020);
             assert_eq!(x.spin_ns, 0);
+        }
+    }
+
+    #[test]
+    fn lateness_is_woke_minus_target() {
+        let w = Wake {
+            requested_ns: 1_000,
+            target_ns: 900,
+            woke_ns: 950,
+            actual_ns: 1_010,
+            spin_ns: 60,
+        };
+        assert_eq!(w.lateness_ns(), 50);
+        assert_eq!(w.error_ns(), 10);
+        let early = Wake { woke_ns: 880, ..w };
+        assert_eq!(early.lateness_ns(), -20);
+    }
+
+    #[test]
+    fn static_offset_can_be_changed() {
+        let now = Cell::new(0);
+        let w = SimWait {
+            now: &now,
+            lateness: |_| 60_000,
+            calls: 0,
+        };
+        let c = SimClock {
+            now: &now,
+            read_cost: 20,
+        };
+        let mut s = PreciseSleep::new(w, c, Compensation::Static, SleepTuning::default());
+        s.set_static_offset(60_000);
+        assert_eq!(s.margin_ns(), 60_000);
+        let d = now.get() + 500_000;
+        let x = s.sleep_until(d).unwrap();
+        assert_eq!(x.target_ns, d - 60_000);
+        assert_eq!(x.error_ns(), 20);
+    }
+
+    /// A deadline that the first clock read meets exactly: no wait, no spin,
+    /// and nothing learnt from a wait that did not happen.
+    #[test]
+    fn a_deadline_met_exactly_is_neither_waited_for_nor_spun_to() {
+        for comp in [
+            Compensation::None,
+            Compensation::Adaptive,
+            Compensation::Hybrid,
+        ] {
+            let now = Cell::new(0);
+            let w = SimWait {
+                now: &now,
+                lateness: |_| 50_000,
+                calls: 0,
+            };
+            let c = SimClock {
+                now: &now,
+                read_cost: 100,
+            };
+            let mut s = PreciseSleep::new(w, c, comp, SleepTuning::default());
+            assert_eq!(s.margin_ns(), 0, "{comp:?}");
+            // The clock reads 100 next.
+            let x = s.sleep_until(100).unwrap();
+            assert_eq!(
+                (x.woke_ns, x.actual_ns, x.spin_ns),
+                (100, 100, 0),
+                "{comp:?}"
+            );
+            assert_eq!(s.wait.calls, 0, "{comp:?}");
+            // The learner saw nothing: its margin after one real wait is that
+            // of a sleeper whose first wait it is.
+            s.sleep_until(1_000_000).unwrap();
+            let mut fresh = PreciseSleep::new(
+                SimWait {
+                    now: &now,
+                    lateness: |_| 50_000,
+                    calls: 0,
+                },
+                SimClock {
+                    now: &now,
+                    read_cost: 100,
+                },
+                comp,
+                SleepTuning::default(),
+            );
+            fresh.sleep_until(now.get() + 1_000_000).unwrap();
+            assert_eq!(s.margin_ns(), fresh.margin_ns(), "{comp:?}");
         }
     }
 
