@@ -524,6 +524,84 @@ mod tests {
     }
 
     #[test]
+    fn hopping_is_idle_without_timers() {
+        let svc = TimerService::spawn(Design::Hopping, 0, 4, || {}, |_: &Fired| {}).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(svc.shutdown().unwrap(), 0);
+    }
+
+    #[test]
+    fn polling_wakes_at_most_once_per_tick() {
+        // Skipped ticks are not run, so a delayed thread can only wake less.
+        let tick = 10_000_000;
+        let t0 = now();
+        let svc = TimerService::spawn(
+            Design::Polling { tick_ns: tick },
+            0,
+            4,
+            || {},
+            |_: &Fired| {},
+        )
+        .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let hw = svc.shutdown().unwrap();
+        let most = (now() - t0) / tick + 1;
+        assert!(hw <= most, "{hw} kernel-timer expiries in {most} ticks");
+    }
+
+    #[test]
+    fn hopping_with_an_offset_fires_each_timer_on_its_first_wake() {
+        // The kernel timer is armed `offset` before the deadline, and the
+        // wake pops what is due by then: one expiry per timer, each early.
+        use std::sync::mpsc;
+        let offset = 20_000_000;
+        let (tx, rx) = mpsc::channel();
+        let svc = TimerService::spawn(
+            Design::Hopping,
+            offset,
+            8,
+            || {},
+            move |f: &Fired| {
+                let _ = tx.send(*f);
+            },
+        )
+        .unwrap();
+        let t0 = now();
+        for i in 0..3u64 {
+            svc.add(t0 + 50_000_000 + i * 30_000_000, 0, i).unwrap();
+        }
+        for i in 0..3u64 {
+            let f = rx.recv_timeout(std::time::Duration::from_secs(5)).unwrap();
+            assert_eq!(f.token, i);
+            assert_eq!(f.hw_target, f.deadline - offset);
+            assert!(f.woke >= f.hw_target);
+        }
+        let hw = svc.shutdown().unwrap();
+        assert!((1..=3).contains(&hw), "{hw}");
+    }
+
+    #[test]
+    fn dropping_the_service_stops_it() {
+        use std::sync::atomic::AtomicUsize;
+        let fired = Arc::new(AtomicUsize::new(0));
+        let f2 = fired.clone();
+        let svc = TimerService::spawn(
+            Design::Hopping,
+            0,
+            4,
+            || {},
+            move |_: &Fired| {
+                f2.fetch_add(1, Ordering::SeqCst);
+            },
+        )
+        .unwrap();
+        svc.add(now() + 200_000_000, 0, 1).unwrap();
+        drop(svc);
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        assert_eq!(fired.load(Ordering::SeqCst), 0, "a dropped service fired");
+    }
+
+    #[test]
     fn a_stale_id_never_names_a_reused_slot() {
         let mut q = TimerQueue::with_capacity(1);
         let a = q.insert(100, 0, 1);
