@@ -202,6 +202,45 @@ mod tests {
     }
 
     #[test]
+    fn ewma_starts_from_its_initial_value_and_its_margin_is_mean_plus_k_sigma() {
+        // A non-zero initial value is the first mean: the first push moves it
+        // by alpha, like every later one.
+        let mut t = EwmaTracker::new(0.5, 1_000);
+        t.push(3_000);
+        assert_eq!(t.mean(), 2_000.0);
+        // Started at 0, the first push is taken as the mean; later pushes
+        // average in, also when the mean is back at 0.
+        let mut t = EwmaTracker::new(0.5, 0);
+        t.push(0);
+        assert_eq!(t.mean(), 0.0);
+        t.push(100);
+        assert_eq!(t.mean(), 50.0);
+        // var = (1 − α)(0 + α·100²) = 2500, σ = 50.
+        assert_eq!(t.stddev(), 50.0);
+        assert_eq!(t.margin(0.0), 50);
+        assert_eq!(t.margin(2.0), 150);
+        assert_eq!(t.margin(-5.0), 0, "never negative");
+    }
+
+    #[test]
+    fn window_quantile_forgets_old_small_values_too() {
+        let mut w = WindowQuantile::new(100);
+        assert!(w.is_empty());
+        for _ in 0..100 {
+            w.push(10_000);
+        }
+        assert!(!w.is_empty());
+        for _ in 0..100 {
+            w.push(1_000_000);
+        }
+        assert!(w.quantile(0.01).unwrap() >= 1_000_000);
+        // Values in the first bucket: its upper edge is one unit.
+        let mut w = WindowQuantile::new(4);
+        w.push(50);
+        assert_eq!(w.quantile(0.5), Some(128));
+    }
+
+    #[test]
     fn ewma_follows_a_step() {
         let mut t = EwmaTracker::new(0.1, 0);
         for _ in 0..200 {
