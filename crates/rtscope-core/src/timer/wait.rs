@@ -143,3 +143,49 @@ impl OneShotWait for SystemWait {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absolute_apis() {
+        for api in WaitApi::ALL {
+            let abs = matches!(
+                api,
+                WaitApi::ClockNanosleep | WaitApi::Timerfd | WaitApi::PosixTimer | WaitApi::Futex
+            );
+            assert_eq!(api.absolute(), abs, "{api:?}");
+        }
+    }
+
+    #[test]
+    fn posix_timer_signal_is_cyclics_real_time_signal() {
+        let s = posix_timer_signal();
+        assert_eq!(s, crate::cyclic::timer_signal());
+        assert!(s > libc::SIGRTMIN() && s <= libc::SIGRTMAX(), "{s}");
+    }
+
+    /// Every real wait blocks until its deadline: a waiter that returned at
+    /// once would need thousands of calls to reach it. Early returns (a
+    /// condvar may wake spuriously) are allowed, as PreciseSleep loops.
+    #[test]
+    fn every_api_waits_until_the_deadline() {
+        for api in WaitApi::ALL {
+            // Through `&mut W` as well: the blanket impl forwards.
+            let mut w = SystemWait::open(*api).unwrap();
+            let mut by_ref: &mut SystemWait = &mut w;
+            let target = sys::clock_ns(libc::CLOCK_MONOTONIC) + 2_000_000;
+            let mut calls = 0;
+            loop {
+                let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+                if now >= target {
+                    break;
+                }
+                OneShotWait::wait_until(&mut by_ref, target, now).unwrap();
+                calls += 1;
+            }
+            assert!((1..=20).contains(&calls), "{api:?}: {calls} waits");
+        }
+    }
+}
