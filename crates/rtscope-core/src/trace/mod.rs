@@ -99,12 +99,19 @@ static NEXT: AtomicU32 = AtomicU32::new(0);
 
 /// A tracefs this process mounted (unmounted on drop).
 struct OwnMount {
-    dir: tempfile::TempDir,
+    dir: Option<tempfile::TempDir>,
 }
 
 impl Drop for OwnMount {
     fn drop(&mut self) {
-        let _ = crate::sys::unmount(self.dir.path());
+        let Some(dir) = self.dir.take() else {
+            return;
+        };
+        if crate::sys::unmount(dir.path()).is_err() {
+            // Still mounted: removing the directory would recurse into
+            // tracefs and remove its instances (other runs' too). Leave it.
+            let _ = dir.keep();
+        }
     }
 }
 
@@ -232,7 +239,7 @@ impl Instance {
                         "not mounted, and mounting it failed ({e}; root or CAP_SYS_ADMIN needed)"
                     ))
                 })?;
-                (dir.path().to_path_buf(), Some(OwnMount { dir }))
+                (dir.path().to_path_buf(), Some(OwnMount { dir: Some(dir) }))
             }
         };
         remove_stale(&root);
@@ -485,6 +492,83 @@ mod tests {
         let usable = found.as_ref().is_some_and(|p| p.join("instances").is_dir());
         crate::sys::unmount(dir.path()).unwrap();
         assert!(usable, "found {found:?}");
+    }
+
+    #[test]
+    fn noise_events_are_the_documented_set() {
+        assert_eq!(
+            TraceConfig::noise_events(),
+            [
+                "irq/irq_handler_entry",
+                "irq/irq_handler_exit",
+                "irq/softirq_entry",
+                "irq/softirq_exit",
+                "irq_vectors/*",
+                "sched/sched_switch",
+                "nmi/nmi_handler",
+                "timer/hrtimer_expire_entry",
+                "timer/hrtimer_expire_exit",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_system_wildcard_expands_to_its_entry_and_exit_events() {
+        let root = tempfile::tempdir().unwrap();
+        let sys = root.path().join("events/irq_vectors");
+        for n in [
+            "local_timer_exit",
+            "local_timer_entry",
+            "call_function_entry",
+            "enable",
+            "filter",
+            "vector_config",
+        ] {
+            std::fs::create_dir_all(sys.join(n)).unwrap();
+        }
+        assert_eq!(
+            expand(root.path(), "irq_vectors/*"),
+            [
+                "irq_vectors/call_function_entry",
+                "irq_vectors/local_timer_entry",
+                "irq_vectors/local_timer_exit",
+            ]
+        );
+        assert_eq!(
+            expand(root.path(), "irq/irq_handler_entry"),
+            ["irq/irq_handler_entry"]
+        );
+        assert!(expand(root.path(), "nosuch/*").is_empty());
+    }
+
+    /// A tracefs this process mounted is unmounted when dropped.
+    #[test]
+    fn own_mount_is_unmounted_on_drop() {
+        let dir = tempfile::Builder::new()
+            .prefix("tracefs-test-")
+            .tempdir()
+            .unwrap();
+        if let Err(e) = crate::sys::mount_tracefs(dir.path()) {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "mounting tracefs failed in CI: {e}"
+            );
+            eprintln!("skipped: cannot mount tracefs ({e})");
+            return;
+        }
+        let path = dir.path().to_path_buf();
+        let mounted = |p: &Path| {
+            let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+            info.lines()
+                .any(|l| l.split(' ').nth(4) == Some(p.to_str().unwrap()))
+        };
+        assert!(mounted(&path));
+        drop(OwnMount { dir: Some(dir) });
+        let still = mounted(&path);
+        if still {
+            let _ = crate::sys::unmount(&path);
+        }
+        assert!(!still, "still mounted after drop");
     }
 
     #[test]
