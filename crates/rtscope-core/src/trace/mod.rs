@@ -571,6 +571,108 @@ mod tests {
         assert!(!still, "still mounted after drop");
     }
 
+    /// A tracefs root to test with (the machine's, or one mounted here for
+    /// the test); `None` without the right to trace, which fails in CI.
+    fn tracefs_for_test() -> Option<(PathBuf, Option<OwnMount>)> {
+        if let Some(r) = find_tracefs() {
+            return Some((r, None));
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("tracefs-test-")
+            .tempdir()
+            .unwrap();
+        match crate::sys::mount_tracefs(dir.path()) {
+            Ok(()) => Some((dir.path().to_path_buf(), Some(OwnMount { dir: Some(dir) }))),
+            Err(e) => {
+                assert!(std::env::var_os("CI").is_none(), "tracefs in CI: {e}");
+                eprintln!("skipped: cannot mount tracefs ({e})");
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn stale_instances_of_gone_runs_are_removed() {
+        let Some((root, _m)) = tracefs_for_test() else {
+            return;
+        };
+        let inst = root.join("instances");
+        // A pid above pid_max is never alive.
+        let dead = "rtscope-2147483646-0";
+        let alive = format!("rtscope-{}-990", std::process::id());
+        for n in [dead, alive.as_str(), "rtscope-x-1"] {
+            std::fs::create_dir(inst.join(n)).unwrap();
+        }
+        let removed = remove_stale(&root);
+        let left: Vec<bool> = [dead, alive.as_str(), "rtscope-x-1"]
+            .iter()
+            .map(|n| inst.join(n).exists())
+            .collect();
+        for n in [alive.as_str(), "rtscope-x-1"] {
+            let _ = std::fs::remove_dir(inst.join(n));
+        }
+        assert!(removed.contains(&dead.to_string()), "{removed:?}");
+        assert!(!removed.contains(&alive), "{removed:?}");
+        assert_eq!(left, [false, true, true]);
+    }
+
+    /// A private instance: set up as asked, records this thread's context
+    /// switches, filters, stops, and is removed on drop.
+    #[test]
+    fn a_private_instance_traces_and_is_removed() {
+        let Some((_root, _m)) = tracefs_for_test() else {
+            return;
+        };
+        let cfg = TraceConfig {
+            cpus: vec![],
+            events: vec!["sched/sched_switch".into(), "nosuch/event".into()],
+            buffer_kb: 256,
+        };
+        let mut inst = Instance::open(&cfg).unwrap();
+        let dir = inst.dir().to_path_buf();
+        let setting = |n: &str| std::fs::read_to_string(dir.join(n)).unwrap();
+        assert_eq!(inst.enabled, ["sched/sched_switch"]);
+        assert_eq!(inst.missing, ["nosuch/event"]);
+        assert_eq!(setting("tracing_on").trim(), "1");
+        assert!(
+            setting("trace_clock").contains("[mono]"),
+            "{}",
+            setting("trace_clock")
+        );
+        // Rounded up to whole pages by the kernel.
+        let kb: u32 = setting("buffer_size_kb").trim().parse().unwrap();
+        assert!((256..300).contains(&kb), "{kb}");
+        assert_eq!(setting("events/sched/sched_switch/enable").trim(), "1");
+        let tid = crate::sys::gettid();
+        inst.set_filter("sched/sched_switch", &format!("prev_pid == {tid}"))
+            .unwrap();
+        assert!(inst.set_filter("nonsense", "x").is_err());
+        inst.read(|_| {});
+        for _ in 0..20 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let (mut own, mut other) = (0, 0);
+        let n = inst.read(|e| {
+            if let Kind::Switch { prev_pid, .. } = e.kind {
+                if prev_pid == tid {
+                    own += 1;
+                } else {
+                    other += 1;
+                }
+            }
+        });
+        assert!(own >= 5, "{own} of this thread's switches in {n} events");
+        // A record or two may have been in flight when the filter was set.
+        assert!(
+            other <= 2,
+            "{other} switches of other tasks passed the filter"
+        );
+        inst.stop();
+        assert_eq!(setting("tracing_on").trim(), "0");
+        drop(inst);
+        assert!(!dir.exists(), "the instance is left behind");
+    }
+
     #[test]
     fn masks() {
         assert_eq!(cpumask(&[0]), "1");
