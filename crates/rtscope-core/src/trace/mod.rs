@@ -662,6 +662,8 @@ mod tests {
             }
         });
         assert!(own >= 5, "{own} of this thread's switches in {n} events");
+        assert!(n >= own + other, "read says {n} events");
+        assert_eq!(inst.events, n as u64);
         // A record or two may have been in flight when the filter was set.
         assert!(
             other <= 2,
@@ -671,6 +673,58 @@ mod tests {
         assert_eq!(setting("tracing_on").trim(), "0");
         drop(inst);
         assert!(!dir.exists(), "the instance is left behind");
+    }
+
+    /// A flood of context switches into the smallest buffer, read after:
+    /// the kernel's overrun count and the lost pages are reported.
+    #[test]
+    fn overruns_and_lost_events_are_counted() {
+        let Some((_root, _m)) = tracefs_for_test() else {
+            return;
+        };
+        let cfg = TraceConfig {
+            cpus: vec![],
+            events: vec!["sched/sched_switch".into()],
+            buffer_kb: 64,
+        };
+        let mut inst = Instance::open(&cfg).unwrap();
+        assert_eq!(inst.overruns(), 0);
+        // Two threads hand a token back and forth: two switches a hand-off.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<u32>(0);
+        let (tx2, rx2) = std::sync::mpsc::sync_channel::<u32>(0);
+        let t = std::thread::spawn(move || {
+            while let Ok(v) = rx.recv() {
+                if tx2.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        for i in 0..20_000 {
+            tx.send(i).unwrap();
+            rx2.recv().unwrap();
+        }
+        drop(tx);
+        t.join().unwrap();
+        inst.stop();
+        let over = inst.overruns();
+        assert!(over > 0, "no overrun after 40,000 switches into 64 KiB");
+        let mut lost = 0;
+        inst.read(|e| {
+            if e.kind == Kind::Lost {
+                // Said by no task.
+                assert_eq!(e.pid, -1);
+                lost += 1;
+            }
+        });
+        assert!(
+            inst.lost_pages > 0 && lost == inst.lost_pages,
+            "{} {lost}",
+            inst.lost_pages
+        );
+        eprintln!(
+            "overruns {over}, lost pages {}, lost events {}",
+            inst.lost_pages, inst.lost_events
+        );
     }
 
     #[test]
