@@ -340,6 +340,43 @@ mod tests {
     }
 
     #[test]
+    fn owner_kinds_and_names() {
+        let mut d = Decoder::default();
+        d.irq_names.insert(11, "virtio0".into());
+        d.comms.insert(88, "kworker/1:2".into());
+        let sym = |f: u64| (f == 0xabc).then(|| "tick_nohz_handler".to_string());
+        let cases: [(Owner, &str, &str); 11] = [
+            (
+                Owner::Own,
+                "kernel",
+                "untraced (kernel entry/exit, or the host)",
+            ),
+            (Owner::Task(88), "thread", "thread kworker/1:2[88]"),
+            (Owner::Task(5), "thread", "thread pid 5"),
+            (Owner::Irq(11), "irq", "irq 11 virtio0"),
+            (Owner::Irq(12), "irq", "irq 12"),
+            (Owner::Softirq(1), "softirq", "softirq TIMER"),
+            (Owner::Vector(999), "irq", "irq vector"),
+            (
+                Owner::Hrtimer(0xabc),
+                "hrtimer",
+                "hrtimer tick_nohz_handler",
+            ),
+            (Owner::Hrtimer(0xdef), "hrtimer", "hrtimer 0xdef"),
+            (Owner::Nmi, "nmi", "nmi"),
+            (
+                Owner::Hardware,
+                "hardware",
+                "hardware/hypervisor (no kernel event)",
+            ),
+        ];
+        for (o, kind, name) in cases {
+            assert_eq!(o.kind(), kind, "{o:?}");
+            assert_eq!(o.name(&d, &sym), name, "{o:?}");
+        }
+    }
+
+    #[test]
     fn irq_softirq_and_thread_time_is_split() {
         let mut a = Attributor::new(OWN, 0, 4);
         // Gap 1: [1000, 6000): entry overhead 200, irq 11 for 1800, TIMER softirq 2000, exit 1000.
