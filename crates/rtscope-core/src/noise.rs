@@ -169,11 +169,20 @@ impl TickMap {
     /// Reads `src` and CLOCK_MONOTONIC back to back (the tighter of three
     /// tries, counter read on both sides) and adds the pair.
     pub fn sample(&mut self, src: &Source) {
+        self.sample_with(
+            || src.read(),
+            || crate::sys::clock_ns(libc::CLOCK_MONOTONIC),
+        );
+    }
+
+    /// [`sample`](Self::sample) with the counter read by `read` and
+    /// CLOCK_MONOTONIC by `mono` (simulated clocks in the tests).
+    fn sample_with(&mut self, mut read: impl FnMut() -> u64, mut mono: impl FnMut() -> u64) {
         let mut best: Option<(u64, u64, u64)> = None;
         for _ in 0..3 {
-            let a = src.read();
-            let m = crate::sys::clock_ns(libc::CLOCK_MONOTONIC);
-            let b = src.read();
+            let a = read();
+            let m = mono();
+            let b = read();
             let w = crate::clock::delta(a, b, self.width_bits).max(0) as u64;
             if best.is_none_or(|(bw, _, _)| w < bw) {
                 best = Some((w, a.wrapping_add(w / 2), m));
@@ -371,5 +380,213 @@ mod tests {
         assert_eq!(b[2], 1);
         assert_eq!(b[31], 1);
         assert_eq!(b.iter().sum::<u64>(), 100);
+    }
+
+    /// A counter whose readings are `vals[0]`, `vals[1]`, ...; reading past
+    /// the end fails the test (a loop that does not end when it should).
+    struct Readings {
+        vals: Vec<u64>,
+        i: Cell<usize>,
+    }
+    impl Counter for Readings {
+        fn read(&self) -> u64 {
+            let i = self.i.get();
+            self.i.set(i + 1);
+            assert!(i < self.vals.len(), "the loop read past its script");
+            self.vals[i]
+        }
+    }
+
+    /// Readings from `first` on, reading `k` `step(k)` ticks after reading
+    /// `k - 1`, cut to `width_bits` as a counter of that width does.
+    fn readings(first: u64, width_bits: u32, n: usize, step: impl Fn(usize) -> u64) -> Readings {
+        let mask = if width_bits >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << width_bits) - 1
+        };
+        let mut vals = vec![first];
+        let mut t = first;
+        for k in 1..n {
+            t = t.wrapping_add(step(k)) & mask;
+            vals.push(t);
+        }
+        Readings {
+            vals,
+            i: Cell::new(0),
+        }
+    }
+
+    #[test]
+    fn totals_of_a_scripted_run() {
+        // Steps of 10 ticks; gaps (threshold 100) of 150, 500 and exactly 100
+        // at iterations 100, 300 and 700; a 37-tick step at 900.
+        let c = readings(1000, 64, 4096, |k| match k {
+            100 => 150,
+            300 => 500,
+            700 => 100,
+            900 => 37,
+            _ => 10,
+        });
+        let (mut p, mut cons) = gap_ring(64);
+        let prog = AtomicU64::new(0);
+        // After 1024 iterations 10 987 ticks have passed: the 10 000-tick run ends.
+        let t = busy_loop(&c, 64, 100, 10_000, &AtomicBool::new(false), &prog, &mut p);
+        assert_eq!(
+            t,
+            LoopTotals {
+                first: 1000,
+                last: 1000 + 1020 * 10 + 150 + 500 + 100 + 37,
+                iterations: 1024,
+                min_ticks: 10,
+                gaps: 3,
+                gap_ticks: 150 + 500 + 100,
+                max_ticks: 500,
+                dropped: 0,
+            }
+        );
+        assert_eq!(prog.load(Ordering::Relaxed), t.last);
+        let gaps: Vec<Gap> = std::iter::from_fn(|| cons.pop().ok()).collect();
+        assert_eq!(
+            gaps,
+            [
+                Gap {
+                    start: 1000 + 99 * 10,
+                    ticks: 150
+                },
+                Gap {
+                    start: 1000 + 298 * 10 + 150,
+                    ticks: 500
+                },
+                Gap {
+                    start: 1000 + 697 * 10 + 150 + 500,
+                    ticks: 100
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_narrow_counter_wraps_without_a_gap() {
+        // A 32-bit counter 5000 ticks below its wrap, steps of 10 (one of 37):
+        // the wrap is an ordinary step, and the 20 000-tick run ends after
+        // 2048 iterations (20 507 ticks), on the far side of the wrap.
+        let c = readings((1u64 << 32) - 5000, 32, 8192, |k| {
+            if k == 1500 {
+                37
+            } else {
+                10
+            }
+        });
+        let (mut p, mut cons) = gap_ring(64);
+        let prog = AtomicU64::new(0);
+        let t = busy_loop(&c, 32, 100, 20_000, &AtomicBool::new(false), &prog, &mut p);
+        assert_eq!(
+            t,
+            LoopTotals {
+                first: (1u64 << 32) - 5000,
+                last: 2047 * 10 + 37 - 5000,
+                iterations: 2048,
+                min_ticks: 10,
+                gaps: 0,
+                gap_ticks: 0,
+                max_ticks: 37,
+                dropped: 0,
+            }
+        );
+        assert_eq!(prog.load(Ordering::Relaxed), t.last);
+        assert!(cons.pop().is_err());
+    }
+
+    #[test]
+    fn tick_map_len_and_is_empty() {
+        let mut m = TickMap::new(Scale::ns(), 64);
+        assert!(m.is_empty());
+        assert_eq!(m.len(), 0);
+        m.push(10, 100);
+        assert!(!m.is_empty());
+        assert_eq!(m.len(), 1);
+        m.push(20, 110);
+        assert_eq!(m.len(), 2);
+    }
+
+    /// Pairs 0.5 ns a tick from 1000 to 3000, 3 ns a tick from 3000 to 4000
+    /// (4/3 ns a tick end to end); the scale says 1 ns a tick.
+    fn bent_map() -> TickMap {
+        let mut m = TickMap::new(Scale::from_hz(1e9), 64);
+        m.push(1000, 50_000);
+        m.push(3000, 51_000);
+        m.push(4000, 54_000);
+        m
+    }
+
+    #[test]
+    fn len_ns_uses_the_end_to_end_rate_of_the_pairs() {
+        let m = bent_map();
+        assert_eq!(m.len_ns(3000), 4000);
+        assert_eq!(m.len_ns(300), 400);
+        // One pair has no rate: the scale.
+        let mut one = TickMap::new(Scale::from_hz(1e9), 64);
+        one.push(1000, 50_000);
+        assert_eq!(one.len_ns(3000), 3000);
+    }
+
+    #[test]
+    fn len_ns_falls_back_to_the_scale_without_a_rate() {
+        // The counter did not advance between the pairs.
+        let mut m = TickMap::new(Scale::from_hz(1e9), 64);
+        m.push(1000, 50_000);
+        m.push(1000, 50_010);
+        assert_eq!(m.len_ns(3000), 3000);
+        // CLOCK_MONOTONIC did not advance.
+        let mut m = TickMap::new(Scale::from_hz(1e9), 64);
+        m.push(1000, 50_000);
+        m.push(2000, 50_000);
+        assert_eq!(m.len_ns(3000), 3000);
+    }
+
+    #[test]
+    fn to_mono_is_piecewise_between_pairs() {
+        let m = bent_map();
+        // On each pair.
+        assert_eq!(m.to_mono(1000), 50_000);
+        assert_eq!(m.to_mono(3000), 51_000);
+        assert_eq!(m.to_mono(4000), 54_000);
+        // Between pairs: each segment's own rate.
+        assert_eq!(m.to_mono(2000), 50_500);
+        assert_eq!(m.to_mono(3500), 52_500);
+        // Outside the pairs: the end-to-end rate (4/3 ns a tick).
+        assert_eq!(m.to_mono(400), 50_000 - 800);
+        assert_eq!(m.to_mono(4300), 54_000 + 400);
+        // Without pairs: the scale.
+        assert_eq!(TickMap::new(Scale::from_hz(1e9), 64).to_mono(4300), 4300);
+    }
+
+    #[test]
+    fn sample_keeps_the_tightest_of_three_tries() {
+        // Tries of 20, 10 and 30 ticks around the CLOCK_MONOTONIC reading:
+        // the second is kept, stamped at its middle.
+        let reads = [100u64, 120, 200, 210, 300, 330];
+        let monos = [1000u64, 2000, 3000];
+        let (mut r, mut n) = (reads.iter().copied(), monos.iter().copied());
+        let mut m = TickMap::new(Scale::ns(), 64);
+        m.sample_with(|| r.next().unwrap(), || n.next().unwrap());
+        assert_eq!(m.pairs, [(205, 2000)]);
+        assert!(r.next().is_none() && n.next().is_none());
+    }
+
+    #[test]
+    fn sample_adds_a_pair_from_the_source() {
+        // The monotonic source reads CLOCK_MONOTONIC itself, so both halves
+        // of the pair lie between readings taken before and after.
+        let src = crate::clock::Source::open(crate::clock::SourceId::Monotonic).unwrap();
+        let mut m = TickMap::new(Scale::ns(), 64);
+        let before = crate::sys::clock_ns(libc::CLOCK_MONOTONIC);
+        m.sample(&src);
+        let after = crate::sys::clock_ns(libc::CLOCK_MONOTONIC);
+        assert_eq!(m.len(), 1);
+        let (t, mono) = m.pairs[0];
+        assert!((before..=after).contains(&t), "{before} {t} {after}");
+        assert!((before..=after).contains(&mono), "{before} {mono} {after}");
     }
 }
