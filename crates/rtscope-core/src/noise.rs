@@ -221,7 +221,9 @@ impl TickMap {
         if p.is_empty() {
             return self.scale.to_ns(ticks);
         }
-        let d = |a: u64, b: u64| crate::clock::delta(a, b, self.width_bits);
+        // Signed, so that on a counter narrower than 64 bits a reading before
+        // a pair is behind it (not nearly 2^width ticks ahead).
+        let d = |a: u64, b: u64| crate::clock::warp::signed_delta(a, b, self.width_bits);
         // The last pair at or before `ticks` (pairs are in time order).
         let i = p.partition_point(|&(t, _)| d(t, ticks) >= 0);
         let (lo, hi) = match i {
@@ -560,6 +562,25 @@ mod tests {
         assert_eq!(m.to_mono(4300), 54_000 + 400);
         // Without pairs: the scale.
         assert_eq!(TickMap::new(Scale::from_hz(1e9), 64).to_mono(4300), 4300);
+    }
+
+    #[test]
+    fn to_mono_on_a_narrow_counter_across_its_wrap() {
+        // A 32-bit counter that wraps between the first two pairs: 0.5 ns a
+        // tick, then 3 ns a tick, as in `bent_map`, shifted 2000 ticks below
+        // the wrap.
+        let base = (1u64 << 32) - 2000;
+        let at = |t: u64| (base + t) & 0xFFFF_FFFF;
+        let mut m = TickMap::new(Scale::from_hz(1e9), 32);
+        m.push(at(1000), 50_000);
+        m.push(at(3000), 51_000);
+        m.push(at(4000), 54_000);
+        assert_eq!(m.len_ns(3000), 4000);
+        assert_eq!(m.to_mono(at(1000)), 50_000);
+        assert_eq!(m.to_mono(at(2000)), 50_500);
+        assert_eq!(m.to_mono(at(3500)), 52_500);
+        assert_eq!(m.to_mono(at(400)), 50_000 - 800);
+        assert_eq!(m.to_mono(at(4300)), 54_000 + 400);
     }
 
     #[test]
