@@ -326,3 +326,219 @@ pub const SOFTIRQ_NAMES: [&str; 10] = [
 pub fn softirq_name(vec: u32) -> &'static str {
     SOFTIRQ_NAMES.get(vec as usize).copied().unwrap_or("?")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::format::parse_format;
+
+    /// The formats of the events rtscope decodes (and one it does not,
+    /// `timer/timer_start`), as a 6.18 x86-64 kernel's tracefs gives them.
+    const FORMATS: &str = include_str!("testdata/formats-6.18-x86_64.txt");
+
+    fn formats() -> Vec<(String, EventFormat)> {
+        FORMATS
+            .split("== ")
+            .filter(|b| !b.trim().is_empty())
+            .map(|b| {
+                let (name, text) = b.split_once('\n').unwrap();
+                let sys = name.split('/').next().unwrap().to_string();
+                (sys, parse_format(text).unwrap())
+            })
+            .collect()
+    }
+
+    fn format(name: &str) -> EventFormat {
+        formats()
+            .into_iter()
+            .map(|(_, f)| f)
+            .find(|f| f.name == name)
+            .unwrap()
+    }
+
+    /// A record of `f` from `pid` with the given integer and string fields.
+    fn record(f: &EventFormat, pid: i32, ints: &[(&str, i64)], strs: &[(&str, &str)]) -> Vec<u8> {
+        let fixed = f.fields.iter().map(|x| x.offset + x.size).max().unwrap();
+        let mut r = vec![0u8; fixed];
+        r[0..2].copy_from_slice(&f.id.to_le_bytes());
+        r[4..8].copy_from_slice(&pid.to_le_bytes());
+        for (n, v) in ints {
+            let x = f.field(n).unwrap();
+            r[x.offset..x.offset + x.size].copy_from_slice(&v.to_le_bytes()[..x.size]);
+        }
+        for (n, s) in strs {
+            let x = f.field(n).unwrap();
+            if x.data_loc {
+                let off = r.len() as u32;
+                r.extend_from_slice(s.as_bytes());
+                r.push(0);
+                let loc = ((s.len() as u32 + 1) << 16) | off;
+                r[x.offset..x.offset + 4].copy_from_slice(&loc.to_le_bytes());
+            } else {
+                r[x.offset..x.offset + s.len()].copy_from_slice(s.as_bytes());
+            }
+        }
+        r
+    }
+
+    #[test]
+    fn the_known_events_are_registered_and_others_not() {
+        let mut d = Decoder::default();
+        for (sys, f) in formats() {
+            let known = f.name != "timer_start";
+            assert_eq!(d.add(&sys, &f), known, "{sys}/{}", f.name);
+        }
+        // A name of a known system that rtscope does not decode.
+        let mut other = format("softirq_entry");
+        other.name = "softirq_raise".into();
+        assert!(!d.add("irq", &other));
+        // A sched_switch without the fields it needs.
+        let mut bare = format("sched_switch");
+        bare.fields.retain(|x| x.name != "prev_comm");
+        assert!(!Decoder::default().add("sched", &bare));
+        // The system vectors are numbered by name, entry and exit alike.
+        assert_eq!(d.vector_name(0), "local_timer");
+        assert_eq!(d.vector_name(1), "reschedule");
+        assert_eq!(d.vector_name(2), "vector");
+    }
+
+    #[test]
+    fn every_event_decodes_to_its_kind() {
+        let mut d = Decoder::default();
+        for (sys, f) in formats() {
+            d.add(&sys, &f);
+        }
+        let mut dec = |name: &str, ints: &[(&str, i64)], strs: &[(&str, &str)]| {
+            let f = format(name);
+            let e = d.decode(1, 777, &record(&f, 42, ints, strs)).unwrap();
+            assert_eq!((e.ts, e.cpu, e.pid), (777, 1, 42), "{name}");
+            e.kind
+        };
+        assert_eq!(
+            dec("irq_handler_entry", &[("irq", 11)], &[("name", "virtio0")]),
+            Kind::IrqEntry { irq: 11 }
+        );
+        assert_eq!(
+            dec("irq_handler_exit", &[("irq", 11), ("ret", 1)], &[]),
+            Kind::IrqExit { irq: 11 }
+        );
+        assert_eq!(
+            dec("softirq_entry", &[("vec", 7)], &[]),
+            Kind::SoftirqEntry { vec: 7 }
+        );
+        assert_eq!(
+            dec("softirq_exit", &[("vec", 9)], &[]),
+            Kind::SoftirqExit { vec: 9 }
+        );
+        assert_eq!(
+            dec("local_timer_entry", &[], &[]),
+            Kind::VectorEntry { vector: 0 }
+        );
+        assert_eq!(
+            dec("local_timer_exit", &[], &[]),
+            Kind::VectorExit { vector: 0 }
+        );
+        assert_eq!(
+            dec("reschedule_exit", &[], &[]),
+            Kind::VectorExit { vector: 1 }
+        );
+        assert_eq!(
+            dec(
+                "sched_switch",
+                &[("prev_pid", 0), ("next_pid", 88)],
+                &[("prev_comm", "swapper/1"), ("next_comm", "kworker/1:2")]
+            ),
+            Kind::Switch {
+                prev_pid: 0,
+                next_pid: 88
+            }
+        );
+        assert_eq!(
+            dec(
+                "sched_waking",
+                &[("pid", 99), ("target_cpu", 3)],
+                &[("comm", "rtscope")]
+            ),
+            Kind::Waking {
+                pid: 99,
+                target_cpu: 3
+            }
+        );
+        assert_eq!(
+            dec("nmi_handler", &[("delta_ns", 1500)], &[]),
+            Kind::Nmi { delta_ns: 1500 }
+        );
+        assert_eq!(
+            dec("nmi_handler", &[("delta_ns", -5)], &[]),
+            Kind::Nmi { delta_ns: 0 }
+        );
+        assert_eq!(
+            dec(
+                "hrtimer_expire_entry",
+                &[("hrtimer", 0x1000), ("function", 0xabc), ("now", 5_000)],
+                &[]
+            ),
+            Kind::HrtimerEntry {
+                hrtimer: 0x1000,
+                function: 0xabc,
+                now: 5_000
+            }
+        );
+        assert_eq!(
+            dec("hrtimer_expire_exit", &[("hrtimer", 0x1000)], &[]),
+            Kind::HrtimerExit
+        );
+        assert_eq!(
+            dec(
+                "hrtimer_start",
+                &[
+                    ("hrtimer", 0x1000),
+                    ("function", 0xabc),
+                    ("expires", 9_000),
+                    ("softexpires", 8_000)
+                ],
+                &[]
+            ),
+            Kind::HrtimerStart {
+                hrtimer: 0x1000,
+                function: 0xabc,
+                expires: 9_000,
+                softexpires: 8_000
+            }
+        );
+        assert_eq!(
+            dec("sys_enter", &[("id", 230)], &[]),
+            Kind::SysEnter { nr: 230 }
+        );
+        assert_eq!(
+            dec("sys_exit", &[("id", 230), ("ret", 0)], &[]),
+            Kind::SysExit { nr: 230 }
+        );
+        // Names learnt on the way.
+        assert_eq!(d.irq_names.get(&11).map(String::as_str), Some("virtio0"));
+        assert_eq!(d.task_name(88), "kworker/1:2[88]");
+        assert_eq!(d.task_name(0), "swapper/1 (idle)");
+        assert_eq!(d.task_name(99), "rtscope[99]");
+        assert_eq!(d.task_name(5), "pid 5");
+        // An event that was not registered.
+        let f = format("timer_start");
+        assert!(d.decode(0, 0, &record(&f, 1, &[], &[])).is_none());
+    }
+
+    #[test]
+    fn hrtimer_start_without_softexpires_uses_expires() {
+        let mut f = format("hrtimer_start");
+        f.fields.retain(|x| x.name != "softexpires");
+        let mut d = Decoder::default();
+        assert!(d.add("timer", &f));
+        let r = record(&f, 1, &[("expires", 9_000)], &[]);
+        match d.decode(0, 0, &r).unwrap().kind {
+            Kind::HrtimerStart {
+                expires,
+                softexpires,
+                ..
+            } => assert_eq!((expires, softexpires), (9_000, 9_000)),
+            k => panic!("{k:?}"),
+        }
+    }
+}
