@@ -181,4 +181,43 @@ mod tests {
         assert_eq!(read_str(&rec, f.field("name").unwrap()), "eth0");
         assert_eq!(read_uint(&rec, 100, 4), 0);
     }
+
+    #[test]
+    fn integers_are_sign_extended_only_when_signed() {
+        let field = |size, signed| Field {
+            name: "x".into(),
+            offset: 0,
+            size,
+            signed,
+            data_loc: false,
+        };
+        let rec = |v: i64| v.to_le_bytes().to_vec();
+        assert_eq!(read_int(&rec(-300), &field(4, true)), -300);
+        assert_eq!(read_int(&rec(-300), &field(2, true)), -300);
+        assert_eq!(read_int(&rec(-3), &field(1, true)), -3);
+        assert_eq!(read_int(&rec(-3), &field(8, true)), -3);
+        // Unsigned: the high bit is a value bit.
+        assert_eq!(read_int(&rec(-1), &field(4, false)), 0xFFFF_FFFF);
+        assert_eq!(read_int(&rec(-1), &field(2, false)), 0xFFFF);
+        // A field of no size reads 0.
+        assert_eq!(read_int(&rec(-1), &field(0, true)), 0);
+    }
+
+    #[test]
+    fn header_page_of_a_32_bit_kernel() {
+        // armv7: a 4-byte commit word, data at 12.
+        let h = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:4;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:12;\tsize:4084;\tsigned:0;\n";
+        assert_eq!(
+            parse_header_page(h),
+            Some(PageLayout {
+                commit_offset: 8,
+                commit_size: 4,
+                data_offset: 12
+            })
+        );
+        assert_eq!(
+            parse_header_page("\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"),
+            None
+        );
+    }
 }
