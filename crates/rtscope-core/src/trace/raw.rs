@@ -181,4 +181,36 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn lost_events_flags_and_stored_count() {
+        let l = PageLayout::default();
+        // Nothing lost.
+        let mut p = Page::new(5_000);
+        p.record(1, &[1, 0, 0, 0]);
+        let page = p.finish(false);
+        assert_eq!(page_timestamp(&page), 5_000);
+        let info = parse_page(&page, &l, |_| {});
+        assert_eq!(
+            info,
+            PageInfo {
+                missed: false,
+                missed_count: None,
+                size: 8
+            }
+        );
+        // Lost, with the count stored after the data.
+        let mut p = Page::new(7_000);
+        p.record(1, &[1, 0, 0, 0]);
+        let mut page = p.finish(true);
+        let commit = 8u64 | RB_MISSED_EVENTS | RB_MISSED_STORED;
+        page[8..16].copy_from_slice(&commit.to_le_bytes());
+        page[24..32].copy_from_slice(&1234u64.to_le_bytes());
+        let mut n = 0;
+        let info = parse_page(&page, &l, |_| n += 1);
+        assert_eq!(
+            (n, info.missed, info.missed_count, info.size),
+            (1, true, Some(1234), 8)
+        );
+    }
 }
