@@ -498,6 +498,141 @@ mod tests {
     }
 
     #[test]
+    fn a_second_expiry_gives_up_the_open_wake_and_a_loss_counts_both_kinds() {
+        // Thread 42 arms two timers; the second fires while the first's
+        // wake-up is still open (its sys_exit not seen).
+        let mut t = WakeTracker::new(&[42, 43]);
+        let start = |ts, hrtimer, e| {
+            ev(
+                ts,
+                1,
+                42,
+                Kind::HrtimerStart {
+                    hrtimer,
+                    function: 0xf,
+                    expires: e,
+                    softexpires: e,
+                },
+            )
+        };
+        let entry = |ts, hrtimer, now| {
+            ev(
+                ts,
+                1,
+                0,
+                Kind::HrtimerEntry {
+                    hrtimer,
+                    function: 0xf,
+                    now,
+                },
+            )
+        };
+        t.event(&start(100, 0xa, 1_000));
+        t.event(&start(200, 0xb, 2_000));
+        t.event(&entry(1_100, 0xa, 1_050));
+        t.event(&entry(2_100, 0xb, 2_050));
+        assert_eq!(t.incomplete, 1);
+        let w = t.take();
+        assert_eq!((w.len(), w[0].expires_ns, w[0].exit_ns), (1, 1_000, None));
+        // Open: 42's second wake-up; armed: a timer of 43. A loss drops both.
+        let mut s43 = start(3_000, 0xc, 9_000);
+        s43.pid = 43;
+        t.event(&s43);
+        t.event(&ev(4_000, 1, -1, Kind::Lost));
+        assert_eq!(t.lost, 2);
+        // The id 0 (the idle task) is never one of ours.
+        let mut t = WakeTracker::new(&[0]);
+        let mut idle = start(100, 0xa, 1_000);
+        idle.pid = 0;
+        t.event(&idle);
+        t.event(&entry(1_100, 0xa, 1_050));
+        t.event(&ev(1_200, 1, 0, Kind::SysExit { nr: 230 }));
+        assert!(t.take().is_empty());
+    }
+
+    #[test]
+    fn the_recorder_keeps_each_stage_the_check_and_the_worst() {
+        let mut t = WakeTracker::new(&[42]);
+        let expiries = [1_000_000u64, 2_000_000, 3_000_000];
+        for (k, e) in expiries.iter().enumerate() {
+            // The second without its switch.
+            for ev in wake_events(42, *e, k != 1) {
+                t.event(&ev);
+            }
+        }
+        let wakes = t.take();
+        assert_eq!(wakes.len(), 3);
+        let mut r = StageRecorder::new(0, 2);
+        // Latencies 12.5, 20 and 9 µs after the expiry; the last one reads
+        // below the kernel's bound (sys_exit is 10 µs after the expiry).
+        let lat = [12_500i64, 20_000, 9_000];
+        let mut got = Vec::new();
+        for (i, w) in wakes.iter().enumerate() {
+            let s = Sample {
+                seq: i as u64,
+                t_ns: w.expires_ns + lat[i] as u64,
+                latency_ns: lat[i],
+                overruns: 3,
+                cpu: 1,
+            };
+            got.push(r.record("cpu1", &s, w).unwrap());
+        }
+        assert_eq!(got[0].rtscope_kernel_ns, 2_500);
+        assert_eq!(got[2].rtscope_kernel_ns, -1_000);
+        assert_eq!((r.joined, r.below_kernel), (3, 1));
+        let observed = r.observed();
+        assert_eq!(observed["timer"], 3);
+        assert_eq!(observed["sched"], 2);
+        assert_eq!(observed["return"], 2);
+        assert_eq!(observed["switch+return"], 3);
+        assert_eq!(observed["rtscope-kernel"], 3);
+        let series = r.series();
+        let labels: Vec<&str> = series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels[0], "stage timer");
+        assert_eq!(labels[5], "stage rtscope-kernel");
+        // Each stage's series holds its values, without the sample's overruns.
+        let kernel = &series[5];
+        assert_eq!(kernel.stats.count, 3);
+        assert_eq!((kernel.stats.min_ns, kernel.stats.max_ns), (-1_000, 10_000));
+        assert_eq!(series[2].stats.count, 2);
+        assert_eq!(series[2].stats.max_ns, 5_000);
+        assert!(series.iter().all(|s| s.counters.overruns == 0));
+        let acc = r.accuracy();
+        assert_eq!((acc.checked, acc.below_kernel, acc.passed), (3, 1, false));
+        assert_eq!((acc.min_ns, acc.max_ns), (-1_000, 10_000));
+        // The two worst, worst first.
+        let worst = r.worst(|p| format!("task {p}"));
+        let w: Vec<(i64, u64)> = worst.iter().map(|x| (x.latency_ns, x.seq)).collect();
+        assert_eq!(w, [(20_000, 1), (12_500, 0)]);
+        assert_eq!(worst[1].switched_from.as_deref(), Some("task 0"));
+        assert_eq!(worst[0].switched_from, None);
+        assert_eq!(r.worst_wakes().count(), 2);
+        // An equal latency does not push out an earlier one.
+        let w0 = wakes[0];
+        let again = Sample {
+            seq: 9,
+            t_ns: w0.expires_ns + 12_500,
+            latency_ns: 12_500,
+            overruns: 0,
+            cpu: 1,
+        };
+        r.record("cpu1", &again, &w0).unwrap();
+        let seqs: Vec<u64> = r.worst(|p| p.to_string()).iter().map(|x| x.seq).collect();
+        assert_eq!(seqs, [1, 0]);
+        // A sample exactly at the kernel's bound is not below it.
+        let mut r = StageRecorder::new(0, 0);
+        let at = Sample {
+            t_ns: w0.expires_ns + 10_000,
+            latency_ns: 10_000,
+            ..again
+        };
+        assert_eq!(r.record("cpu1", &at, &w0).unwrap().rtscope_kernel_ns, 0);
+        assert_eq!((r.joined, r.below_kernel), (1, 0));
+        assert!(r.accuracy().passed);
+        assert!(r.worst(|p| p.to_string()).is_empty());
+    }
+
+    #[test]
     fn a_loss_never_joins_events_of_different_waits() {
         // Wait 1 is armed, then events are lost (its expiry, the next arming):
         // the next expiry of the same timer must not be taken for wait 1's.
