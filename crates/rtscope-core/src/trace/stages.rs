@@ -619,6 +619,13 @@ mod tests {
         r.record("cpu1", &again, &w0).unwrap();
         let seqs: Vec<u64> = r.worst(|p| p.to_string()).iter().map(|x| x.seq).collect();
         assert_eq!(seqs, [1, 0]);
+        // Nothing joined: nothing checked, and no pass.
+        let r = StageRecorder::new(0, 0);
+        let acc = r.accuracy();
+        assert_eq!(
+            (acc.checked, acc.min_ns, acc.max_ns, acc.passed),
+            (0, 0, 0, false)
+        );
         // A sample exactly at the kernel's bound is not below it.
         let mut r = StageRecorder::new(0, 0);
         let at = Sample {
