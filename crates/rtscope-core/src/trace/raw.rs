@@ -182,6 +182,55 @@ mod tests {
         );
     }
 
+    /// Padding, a discarded record, a time extend and an absolute timestamp,
+    /// written word by word as the kernel lays them out.
+    #[test]
+    fn padding_extends_and_absolute_timestamps() {
+        let ts0 = (1u64 << 60) + 1_000;
+        let mut b: Vec<u8> = Vec::new();
+        b.extend_from_slice(&ts0.to_le_bytes());
+        b.extend_from_slice(&[0; 8]); // commit, filled in below
+        let w = |b: &mut Vec<u8>, x: u32| b.extend_from_slice(&x.to_le_bytes());
+        // A discarded record: type 29 with a delta, then its length (which
+        // counts itself) and its bytes.
+        w(&mut b, 29 | (5 << 5));
+        w(&mut b, 12);
+        w(&mut b, 0xdead);
+        w(&mut b, 0xbeef);
+        // A 4-byte record 10 ns after the page start.
+        w(&mut b, 1 | (10 << 5));
+        w(&mut b, 1);
+        // A time extend: 3 + (2 << 27) ns.
+        w(&mut b, 30 | (3 << 5));
+        w(&mut b, 2);
+        w(&mut b, 1);
+        w(&mut b, 2);
+        // An absolute timestamp of 59 bits: 7 + (5 << 27); the bits above
+        // 59 stay the page's.
+        w(&mut b, 31 | (7 << 5));
+        w(&mut b, 5);
+        w(&mut b, 1 | (1 << 5));
+        w(&mut b, 3);
+        // Padding to the end of the page: nothing after it is read.
+        w(&mut b, 29);
+        w(&mut b, 1 | (1 << 5));
+        w(&mut b, 4);
+        let size = (b.len() - 16) as u64;
+        b[8..16].copy_from_slice(&size.to_le_bytes());
+        b.resize(4096, 0);
+        let mut got = Vec::new();
+        parse_page(&b, &PageLayout::default(), |r| got.push((r.ts, r.data[0])));
+        let high = 1u64 << 60;
+        assert_eq!(
+            got,
+            [
+                (ts0 + 10, 1),
+                (ts0 + 10 + 3 + (2 << 27), 2),
+                (high + 7 + (5 << 27) + 1, 3),
+            ]
+        );
+    }
+
     #[test]
     fn lost_events_flags_and_stored_count() {
         let l = PageLayout::default();
