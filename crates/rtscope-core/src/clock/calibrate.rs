@@ -286,6 +286,34 @@ mod tests {
     }
 
     #[test]
+    fn invariance_needs_both_kernel_flags_or_cpuid() {
+        let t = |constant_tsc, nonstop_tsc, cpuid_invariant| TscInvariance {
+            constant_tsc,
+            nonstop_tsc,
+            tsc_known_freq: false,
+            cpuid_invariant,
+        };
+        assert!(t(true, true, None).invariant());
+        assert!(!t(true, false, None).invariant());
+        assert!(!t(false, true, None).invariant());
+        assert!(t(false, false, Some(true)).invariant());
+        assert!(!t(false, false, Some(false)).invariant());
+        assert!(!t(true, false, Some(false)).invariant());
+    }
+
+    #[test]
+    fn monotonic_raw_waits_the_time_asked() {
+        // Sleeping or spinning, `ns` of reference time passes (the sleep is on
+        // CLOCK_MONOTONIC, which NTP may run up to 500 ppm fast: 0.1 % slack).
+        for busy in [false, true] {
+            let a = MonotonicRaw.ref_ns();
+            MonotonicRaw.wait_ns(3_000_000, busy);
+            let b = MonotonicRaw.ref_ns();
+            assert!(b - a >= 2_997_000, "busy {busy}: {} ns", b - a);
+        }
+    }
+
+    #[test]
     fn starts_near_the_wrap_point() {
         let mut m = SimMachine::new(1e9, 32);
         m.offset_ticks = (1u64 << 32) - 500_000;
