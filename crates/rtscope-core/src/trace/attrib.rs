@@ -493,4 +493,217 @@ mod tests {
             vec![(Owner::Own, 900), (Owner::Softirq(9), 100)]
         );
     }
+
+    /// Feeds `events` in order, then ends the stream at `end`.
+    fn run(a: &mut Attributor, events: &[Event], end: u64) {
+        for e in events {
+            a.event(e);
+        }
+        a.finish(end);
+    }
+
+    fn tally(gaps_main: u64, gaps: u64, total_ns: u64, max_ns: u64) -> Tally {
+        Tally {
+            gaps_main,
+            gaps,
+            total_ns,
+            max_ns,
+        }
+    }
+
+    #[test]
+    fn gap_fully_inside_an_irq_has_no_untraced_part() {
+        // [1100, 1600) lies inside irq 4's [1000, 2000): all of it is the IRQ's,
+        // with no (zero) share for the thread's own entry/exit work.
+        let mut a = Attributor::new(OWN, 0, 4);
+        a.event(&ev(1000, Kind::IrqEntry { irq: 4 }));
+        a.gap(1100, 500);
+        a.event(&ev(
+            1300,
+            Kind::Waking {
+                pid: 8,
+                target_cpu: 2,
+            },
+        ));
+        a.event(&ev(2000, Kind::IrqExit { irq: 4 }));
+        a.finish(3000);
+        let w = a.worst();
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].parts, vec![(Owner::Irq(4), 500)]);
+        assert_eq!(w[0].events, 1);
+        assert_eq!(w[0].main(), Owner::Irq(4));
+        assert!(!a.tally.contains_key(&Owner::Own));
+    }
+
+    #[test]
+    fn an_event_at_the_gap_start_counts() {
+        // The entry at the gap's first ns belongs to the gap [1000, 2000); the
+        // exit at its end does not (the gap is finished by then).
+        let mut a = Attributor::new(OWN, 0, 4);
+        a.gap(1000, 1000);
+        run(
+            &mut a,
+            &[
+                ev(1000, Kind::IrqEntry { irq: 3 }),
+                ev(2000, Kind::IrqExit { irq: 3 }),
+            ],
+            5000,
+        );
+        let w = a.worst();
+        assert_eq!(w[0].events, 1);
+        assert_eq!(w[0].parts, vec![(Owner::Irq(3), 1000)]);
+    }
+
+    #[test]
+    fn time_before_the_first_credit_goes_to_the_own_part() {
+        // The gap [700, 2500) is pushed after the event at 1000 (it came late):
+        // [700, 1000) was credited to no one and is the thread's own
+        // (untraced) time, added to the own part it already has.
+        let mut a = Attributor::new(OWN, 0, 4);
+        a.event(&ev(1000, Kind::IrqEntry { irq: 5 }));
+        a.gap(700, 1800);
+        run(&mut a, &[ev(2000, Kind::IrqExit { irq: 5 })], 3000);
+        let w = a.worst();
+        // irq [1000, 2000), own [2000, 2500) + the uncredited 300.
+        assert_eq!(w[0].parts, vec![(Owner::Irq(5), 1000), (Owner::Own, 800)]);
+        assert_eq!(a.tally[&Owner::Own].total_ns, 800);
+        assert_eq!(a.tally[&Owner::Irq(5)].total_ns, 1000);
+
+        // The same with no own part yet: one is made for the uncredited 300.
+        let mut a = Attributor::new(OWN, 0, 4);
+        a.event(&ev(
+            1000,
+            Kind::Switch {
+                prev_pid: OWN,
+                next_pid: 7,
+            },
+        ));
+        a.gap(700, 1800);
+        run(
+            &mut a,
+            &[ev(
+                2000,
+                Kind::Waking {
+                    pid: 8,
+                    target_cpu: 1,
+                },
+            )],
+            2500,
+        );
+        let w = a.worst();
+        assert_eq!(w[0].parts, vec![(Owner::Task(7), 1500), (Owner::Own, 300)]);
+        assert_eq!(w[0].events, 1);
+    }
+
+    #[test]
+    fn tallies_and_top() {
+        // Gap 1 [0, 1000): irq 2 for 600, own 400.
+        // Gap 2 [2000, 2500): irq 2 for 100, own 400.
+        // Gap 3 [3000, 3300): no event.
+        let mut a = Attributor::new(OWN, 0, 4);
+        a.gap(0, 1000);
+        a.gap(2000, 500);
+        a.gap(3000, 300);
+        run(
+            &mut a,
+            &[
+                ev(100, Kind::IrqEntry { irq: 2 }),
+                ev(700, Kind::IrqExit { irq: 2 }),
+                ev(2200, Kind::IrqEntry { irq: 2 }),
+                ev(2300, Kind::IrqExit { irq: 2 }),
+            ],
+            4000,
+        );
+        assert_eq!(a.gaps, 3);
+        assert_eq!(a.tally.len(), 3);
+        assert_eq!(a.tally[&Owner::Irq(2)], tally(1, 2, 700, 600));
+        assert_eq!(a.tally[&Owner::Own], tally(1, 2, 800, 400));
+        assert_eq!(a.tally[&Owner::Hardware], tally(1, 1, 300, 300));
+        assert_eq!(
+            a.top(),
+            vec![
+                (Owner::Own, tally(1, 2, 800, 400)),
+                (Owner::Irq(2), tally(1, 2, 700, 600)),
+                (Owner::Hardware, tally(1, 1, 300, 300)),
+            ]
+        );
+    }
+
+    #[test]
+    fn keeps_the_longest_gaps_first_come_on_ties() {
+        let mut a = Attributor::new(OWN, 0, 2);
+        // Lengths 300, 100, 200, 200 (a tie, later), 50: the two kept are
+        // 300 and the first 200.
+        for (start, len) in [(0, 300), (1000, 100), (2000, 200), (3000, 200), (4000, 50)] {
+            a.gap(start, len);
+        }
+        a.finish(5000);
+        assert_eq!(a.gaps, 5);
+        let kept: Vec<(u64, u64)> = a.worst().iter().map(|g| (g.start_ns, g.len_ns)).collect();
+        assert_eq!(kept, vec![(0, 300), (2000, 200)]);
+
+        // keep 0: none kept, all counted.
+        let mut a = Attributor::new(OWN, 0, 0);
+        a.gap(0, 300);
+        a.gap(1000, 100);
+        a.finish(5000);
+        assert_eq!(a.gaps, 2);
+        assert!(a.worst().is_empty());
+    }
+
+    #[test]
+    fn lost_events_close_the_open_contexts() {
+        let mut a = Attributor::new(OWN, 0, 1);
+        a.gap(0, 1000);
+        a.event(&ev(100, Kind::IrqEntry { irq: 3 }));
+        a.event(&ev(
+            400,
+            Kind::Waking {
+                pid: 8,
+                target_cpu: 1,
+            },
+        ));
+        // Events lost after 400: irq 3 is no longer taken as open.
+        a.lost();
+        run(
+            &mut a,
+            &[ev(
+                600,
+                Kind::Waking {
+                    pid: 8,
+                    target_cpu: 1,
+                },
+            )],
+            2000,
+        );
+        assert_eq!(
+            a.worst()[0].parts,
+            vec![(Owner::Own, 700), (Owner::Irq(3), 300)]
+        );
+    }
+
+    #[test]
+    fn last_ns_follows_the_events() {
+        let mut a = Attributor::new(OWN, 500, 1);
+        assert_eq!(a.last_ns(), 500);
+        a.event(&ev(
+            1200,
+            Kind::Waking {
+                pid: 8,
+                target_cpu: 1,
+            },
+        ));
+        assert_eq!(a.last_ns(), 1200);
+        // An event stamped earlier does not move it back.
+        a.event(&ev(
+            1100,
+            Kind::Waking {
+                pid: 8,
+                target_cpu: 1,
+            },
+        ));
+        assert_eq!(a.last_ns(), 1200);
+        a.finish(3000);
+        assert_eq!(a.last_ns(), 3000);
+    }
 }
