@@ -285,6 +285,27 @@ mod tests {
         }
     }
 
+    /// On the simulated machine every bracket is 30 ns wide (a 20 ns
+    /// reference read, then a 10 ns counter read), its middle 15 ns after
+    /// its start; the first of 16 tries (50 ns each) is kept. The window is
+    /// waited in steps of at most 100 ms with a counter read between steps.
+    #[test]
+    fn window_brackets_and_steps_exactly() {
+        let m = SimMachine::new(1e9, 64);
+        let cal = calibrate(&m, &m, 64, 250_000_000, false);
+        assert_eq!(cal.bracket_ns, [30, 30]);
+        // 16 tries of the first bracket, 250 ms, two reads between the steps.
+        assert_eq!(cal.window_ns, 250_000_000.0 + 16.0 * 50.0 + 2.0 * 10.0);
+        assert_eq!(
+            (cal.requested_window_ns, cal.busy_wait),
+            (250_000_000, false)
+        );
+        // Less than 1 ms is raised to 1 ms.
+        let cal = calibrate(&m, &m, 64, 10, true);
+        assert_eq!(cal.window_ns, 1_000_000.0 + 800.0);
+        assert!(cal.busy_wait);
+    }
+
     #[test]
     fn invariance_needs_both_kernel_flags_or_cpuid() {
         let t = |constant_tsc, nonstop_tsc, cpuid_invariant| TscInvariance {
