@@ -306,6 +306,23 @@ mod tests {
         assert!(cal.busy_wait);
     }
 
+    /// A real TSC: calibrated without busy-waiting (it counts in idle), the
+    /// declared frequencies compared in ppm, the invariance recorded.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_tsc_calibrates_against_what_it_declares() {
+        let Ok(src) = Source::open(SourceId::Tsc) else {
+            return;
+        };
+        let cal = calibrate_source(&src, 5_000_000);
+        assert!(!cal.busy_wait);
+        assert!(cal.invariant.is_some());
+        assert_eq!(cal.declared.len(), cal.declared_diff_ppm.len());
+        for (d, ppm) in cal.declared.iter().zip(&cal.declared_diff_ppm) {
+            assert_eq!(*ppm, (cal.hz - d.hz) / d.hz * 1e6, "{}", d.origin);
+        }
+    }
+
     #[test]
     fn invariance_needs_both_kernel_flags_or_cpuid() {
         let t = |constant_tsc, nonstop_tsc, cpuid_invariant| TscInvariance {

@@ -373,6 +373,25 @@ mod tests {
     }
 
     #[test]
+    fn pairs_and_source_reads() {
+        // Two reads of the simulated counter, 10 ns apart.
+        let m = SimMachine::new(1e9, 64);
+        let (a, b) = read_pair(&m);
+        assert_eq!(b - a, 10);
+        assert!(a > 0);
+        // An opened kernel clock: readings in order, none left untouched.
+        let src = Source::open(crate::clock::SourceId::Monotonic).unwrap();
+        let before = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        let (a, b) = source_pair(&src);
+        assert!(before <= a && a <= b, "{before} {a} {b}");
+        let mut ts = touched_buffer(64);
+        source_consecutive(&src, &mut ts);
+        let after = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        assert!(ts.windows(2).all(|w| w[0] <= w[1]));
+        assert!(ts[0] >= b && ts[63] <= after, "{ts:?}");
+    }
+
+    #[test]
     fn summary_in_ticks_and_ns() {
         // A 2.5 GHz counter: 25 ticks = 10 ns.
         let scale = Scale::from_hz(2.5e9);
