@@ -413,6 +413,46 @@ mod tests {
     }
 
     #[test]
+    fn summary_and_series_of_signed_deltas() {
+        let scale = Scale::ns();
+        let mut d = vec![20i64, -5, 10, 0, 15];
+        let s = summarize(&mut d, &scale);
+        assert_eq!(d, [-5, 0, 10, 15, 20], "sorted in place");
+        assert_eq!(
+            (s.count, s.min_ticks, s.p50_ticks, s.p99_ticks, s.max_ticks),
+            (5, -5, 10, 20, 20)
+        );
+        assert_eq!((s.zero_deltas, s.negative_deltas), (1, 1));
+        assert_eq!(s.mean_ticks, 8.0);
+        // Population variance: (169 + 64 + 4 + 49 + 144) / 5 = 86.
+        assert!((s.stddev_ns - 86f64.sqrt()).abs() < 1e-9, "{}", s.stddev_ns);
+        assert_eq!(s.smallest_step_ns, Some(10.0));
+        assert_eq!(quantile_sorted(&[1, 2, 3, 4], 0.25), 1);
+        assert_eq!(quantile_sorted(&[], 0.5), 0);
+        // The series: negatives counted (and recorded as 0 in the histogram),
+        // mean and deviation exact from the summary, spikes in ns.
+        let ser = series_from_deltas("monotonic warm", &d, &scale, &s, &[(3, 20, 777)]);
+        assert_eq!(ser.label, "monotonic warm");
+        assert_eq!(ser.counters.negative, 1);
+        assert_eq!(
+            (ser.stats.count, ser.stats.min_ns, ser.stats.max_ns),
+            (5, -5, 20)
+        );
+        assert_eq!(ser.stats.mean_ns, 8.0);
+        assert_eq!(ser.stats.stddev_ns, s.stddev_ns);
+        let in_hist: u64 = ser.histogram.buckets.iter().map(|b| b[1]).sum();
+        assert_eq!(in_hist, 5);
+        assert_eq!(ser.histogram.buckets[0], [0, 2], "-5 and 0 in the 0 bucket");
+        assert_eq!(ser.attributes["summary"]["negative_deltas"], 1);
+        assert_eq!(ser.spikes.len(), 1);
+        let sp = &ser.spikes[0];
+        assert_eq!((sp.latency_ns, sp.t_ns, sp.seq), (20, 777, 3));
+        // No deltas: nothing taken from the summary.
+        let empty = series_from_deltas("e", &[], &scale, &s, &[]);
+        assert_eq!((empty.stats.count, empty.stats.mean_ns), (0, 0.0));
+    }
+
+    #[test]
     fn wrapped_narrow_counter_deltas() {
         let ts = [0xFFFF_FFF0u64, 0xFFFF_FFFA, 0x0000_0004, 0x0000_000E];
         let mut d = Vec::new();
