@@ -321,6 +321,11 @@ mod tests {
         assert!(!o.interrupted);
         assert_eq!(s.wakes, vec![S, 2 * S, 3 * S, 4 * S]);
         assert_eq!(seen, vec![(0, S), (1, 2 * S), (2, 3 * S), (3, 4 * S)]);
+        // No gaps, or no pairs: nothing to do.
+        let o = run_sparse(&mut sim(), &[], 3, &stop, |_, _| {});
+        assert_eq!(o, SparseOutcome::default());
+        let o = run_sparse(&mut sim(), &[S], 0, &stop, |_, _| {});
+        assert_eq!(o, SparseOutcome::default());
     }
 
     #[test]
@@ -450,6 +455,39 @@ mod tests {
         // No deltas: nothing taken from the summary.
         let empty = series_from_deltas("e", &[], &scale, &s, &[]);
         assert_eq!((empty.stats.count, empty.stats.mean_ns), (0, 0.0));
+    }
+
+    #[test]
+    fn the_system_sleeper_goes_on_after_a_signal_and_ends_on_stop() {
+        use std::time::Duration;
+        let mono = || sys::clock_ns(libc::CLOCK_MONOTONIC);
+        let stop = AtomicBool::new(false);
+        let mut s = SystemSleeper { stop: &stop };
+        let a = mono();
+        let n = s.now_ns();
+        assert!(a <= n && n <= mono());
+        let tid = crate::rt::accept_wake().unwrap();
+        // A signal without a stop: the sleep goes on to its deadline.
+        let deadline = mono() + 60_000_000;
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                std::thread::sleep(Duration::from_millis(15));
+                crate::rt::wake_thread(tid).unwrap();
+            });
+            assert!(s.sleep_until(deadline));
+        });
+        assert!(mono() >= deadline);
+        // A stop, then the signal: the sleep ends, and says so.
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                std::thread::sleep(Duration::from_millis(15));
+                stop.store(true, Ordering::Relaxed);
+                crate::rt::wake_thread(tid).unwrap();
+            });
+            assert!(!s.sleep_until(mono() + 2_000_000_000));
+        });
+        // Stopped before: a sleep that ran its course says stop too.
+        assert!(!s.sleep_until(mono() + 1_000_000));
     }
 
     #[test]
