@@ -335,6 +335,35 @@ mod tests {
         assert_eq!(ser.stats.count, 10);
         assert_eq!(ser.stats.min_ns, 98_000);
         assert_eq!(ser.stats.max_ns, 102_000);
+        // Each period has its own sequence number.
+        let seqs: Vec<u64> = ser.spikes.iter().map(|s| s.seq).collect();
+        assert!(seqs.iter().any(|&q| q > 0), "{seqs:?}");
+    }
+
+    #[test]
+    fn summary_of_uneven_periods_and_of_none() {
+        // 2.5 GHz: 250_001 ticks are 100_000.4 ns.
+        let scale = Scale::from_hz(2.5e9);
+        let mut p = PeriodStats::new(100_000, scale, 4);
+        let none = p.summary();
+        assert_eq!((none.periods, none.requested_ns), (0, 100_000));
+        let empty = p.to_series("e");
+        assert_eq!((empty.stats.count, empty.stats.mean_ns), (0, 0.0));
+        for (i, t) in [242_500i64, 252_500, 255_000, 250_001].iter().enumerate() {
+            p.push(i as u64, 100 * (i as u64 + 1), *t);
+        }
+        let s = p.summary();
+        // Periods 97, 101, 102 and 100.0004 µs.
+        assert_eq!(s.requested_ns, 100_000);
+        assert!((s.jitter_min_ns + 3_000.0).abs() < 1e-6, "{s:?}");
+        assert!((s.jitter_max_ns - 2_000.0).abs() < 1e-6, "{s:?}");
+        assert!((s.abs_jitter_max_ns - 3_000.0).abs() < 1e-6, "{s:?}");
+        let mean = (97_000.0 + 101_000.0 + 102_000.0 + 100_000.4) / 4.0;
+        assert!((s.mean_period_ns - mean).abs() < 1e-6, "{s:?}");
+        // The series carries the exact mean and deviation, not the rounded ones.
+        let ser = p.to_series("x");
+        assert_eq!(ser.stats.mean_ns, s.mean_period_ns);
+        assert_eq!(ser.stats.stddev_ns, s.jitter_stddev_ns);
     }
 
     #[test]

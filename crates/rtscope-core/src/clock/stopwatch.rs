@@ -161,6 +161,8 @@ mod tests {
         // 2 GHz simulated counter, 10 ns per read = 20 ticks.
         let m = SimMachine::new(2e9, 64);
         let sw = Stopwatch::from_counter(&m, Scale::from_hz(2e9), 64, "sim");
+        assert_eq!(sw.source_name(), "sim");
+        assert!(sw.calibration().is_none());
         assert_eq!(sw.read_cost_ticks(), 20);
         assert!((sw.read_cost_ns() - 10.0).abs() < 1e-9);
         let t = sw.start();
@@ -175,6 +177,20 @@ mod tests {
         // Nothing in between: 0, not a negative wrap.
         let t = sw.start();
         assert_eq!(sw.elapsed_ticks(t), 0);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_counter_stopwatch_keeps_its_calibration() {
+        let Ok(sw) = Stopwatch::with_source(SourceId::Tsc, 2_000_000) else {
+            return;
+        };
+        assert_eq!(sw.source_name(), "tsc");
+        let cal = sw.calibration().unwrap();
+        assert_eq!(cal.hz, sw.scale().hz);
+        let sw = Stopwatch::with_source(SourceId::Monotonic, 2_000_000).unwrap();
+        assert_eq!(sw.source_name(), "monotonic");
+        assert!(sw.calibration().is_none());
     }
 
     #[test]
