@@ -218,8 +218,8 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
-    #[test]
-    fn fifo_is_written_through() {
+    /// A FIFO in a new temporary directory.
+    fn fifo() -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("fifo");
         let st = std::process::Command::new("mkfifo")
@@ -227,6 +227,12 @@ mod tests {
             .status()
             .unwrap();
         assert!(st.success());
+        (dir, p)
+    }
+
+    #[test]
+    fn fifo_is_written_through() {
+        let (_dir, p) = fifo();
         let reader = {
             let p = p.clone();
             std::thread::spawn(move || std::fs::read(p).unwrap())
@@ -241,13 +247,7 @@ mod tests {
     fn flush_reaches_a_fifo_before_commit() {
         use std::io::Read;
         use std::os::unix::fs::OpenOptionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("fifo");
-        let st = std::process::Command::new("mkfifo")
-            .arg(&p)
-            .status()
-            .unwrap();
-        assert!(st.success());
+        let (_dir, p) = fifo();
         // The reader is open first (non-blocking), so opening for writing does not wait.
         let mut reader = OpenOptions::new()
             .read(true)

@@ -476,18 +476,9 @@ mod tests {
     /// (root); without it the test says so and passes, except in CI.
     #[test]
     fn a_mounted_tracefs_is_found() {
-        let dir = tempfile::Builder::new()
-            .prefix("tracefs-test-")
-            .tempdir()
-            .unwrap();
-        if let Err(e) = crate::sys::mount_tracefs(dir.path()) {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "mounting tracefs failed in CI: {e}"
-            );
-            eprintln!("skipped: cannot mount tracefs ({e})");
+        let Some(dir) = mount_for_test() else {
             return;
-        }
+        };
         let found = find_tracefs();
         let usable = found.as_ref().is_some_and(|p| p.join("instances").is_dir());
         crate::sys::unmount(dir.path()).unwrap();
@@ -544,18 +535,9 @@ mod tests {
     /// A tracefs this process mounted is unmounted when dropped.
     #[test]
     fn own_mount_is_unmounted_on_drop() {
-        let dir = tempfile::Builder::new()
-            .prefix("tracefs-test-")
-            .tempdir()
-            .unwrap();
-        if let Err(e) = crate::sys::mount_tracefs(dir.path()) {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "mounting tracefs failed in CI: {e}"
-            );
-            eprintln!("skipped: cannot mount tracefs ({e})");
+        let Some(dir) = mount_for_test() else {
             return;
-        }
+        };
         let path = dir.path().to_path_buf();
         let mounted = |p: &Path| {
             let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
@@ -577,14 +559,24 @@ mod tests {
         if let Some(r) = find_tracefs() {
             return Some((r, None));
         }
+        let dir = mount_for_test()?;
+        Some((dir.path().to_path_buf(), Some(OwnMount { dir: Some(dir) })))
+    }
+
+    /// tracefs mounted on a new temporary directory; `None` without the
+    /// right to mount (root), which fails in CI.
+    fn mount_for_test() -> Option<tempfile::TempDir> {
         let dir = tempfile::Builder::new()
             .prefix("tracefs-test-")
             .tempdir()
             .unwrap();
         match crate::sys::mount_tracefs(dir.path()) {
-            Ok(()) => Some((dir.path().to_path_buf(), Some(OwnMount { dir: Some(dir) }))),
+            Ok(()) => Some(dir),
             Err(e) => {
-                assert!(std::env::var_os("CI").is_none(), "tracefs in CI: {e}");
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "mounting tracefs failed in CI: {e}"
+                );
                 eprintln!("skipped: cannot mount tracefs ({e})");
                 None
             }
