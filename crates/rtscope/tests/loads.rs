@@ -521,18 +521,28 @@ fn cmd_load_that_ignores_sigterm_is_killed_and_reaped() {
     assert!(sleeps.is_empty(), "processes left: {sleeps:?}");
 }
 
-/// utime + stime of a process, in clock ticks, from /proc/PID/stat.
-fn own_cpu_ticks(pid: i32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let f: Vec<&str> = s[s.rfind(')')? + 1..].split_whitespace().collect();
-    Some(f[11].parse::<u64>().ok()? + f[12].parse::<u64>().ok()?)
+/// A process's time on a CPU and its time runnable but waiting for one (ns),
+/// summed over its threads (`/proc/PID/task/*/schedstat`).
+fn sched_ns(pid: i32) -> Option<(u64, u64)> {
+    let mut sum = (0, 0);
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let s = std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok()?;
+        let f: Vec<u64> = s
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        sum.0 += *f.first()?;
+        sum.1 += *f.get(1)?;
+    }
+    Some(sum)
 }
 
-/// The level is honoured, measured in each worker's own CPU time (so the test
-/// holds on a busy machine, where a worker may get less than it asks for but
-/// never more): two loads share one CPU, `cpu:5` and `cpu:60`; the first uses
-/// at most a sixth of the CPU time the second does. A regulator that ignored
-/// the level would give both the same share.
+/// The level is honoured, measured in each worker's own CPU time over the
+/// time it was not kept waiting for the CPU (so the test holds on a busy
+/// machine, where a worker gets less than it asks for while others run): two
+/// loads share one CPU, `cpu:5` and `cpu:60`; the first uses at most a sixth
+/// of the share the second does. A regulator that ignored the level would
+/// give both the same share.
 #[test]
 fn cpu_level_is_honoured_in_the_workers_own_cpu_time() {
     let _g = CPUS.read().unwrap();
@@ -568,19 +578,19 @@ fn cpu_level_is_honoured_in_the_workers_own_cpu_time() {
         w[0]
     };
     let (low, high) = (workers("cpu:5"), workers("cpu:60"));
-    let (l0, h0) = (own_cpu_ticks(low).unwrap(), own_cpu_ticks(high).unwrap());
+    let (l0, h0) = (sched_ns(low).unwrap(), sched_ns(high).unwrap());
     let t0 = Instant::now();
     std::thread::sleep(Duration::from_millis(2500));
-    let (l1, h1) = (own_cpu_ticks(low).unwrap(), own_cpu_ticks(high).unwrap());
-    let wall = t0.elapsed().as_secs_f64();
+    let (l1, h1) = (sched_ns(low).unwrap(), sched_ns(high).unwrap());
+    let wall = t0.elapsed().as_nanos() as f64;
     assert!(child.wait().unwrap().success());
-    // USER_HZ is 100 on every Linux ABI.
-    let hz = 100.0;
-    let (low_pct, high_pct) = (
-        100.0 * (l1 - l0) as f64 / hz / wall,
-        100.0 * (h1 - h0) as f64 / hz / wall,
-    );
-    eprintln!("cpu:5 {low_pct:.1} %, cpu:60 {high_pct:.1} % of one CPU");
+    // CPU time over the time the worker could run (not waiting for the CPU).
+    let share = |a: (u64, u64), b: (u64, u64)| {
+        let (run, wait) = ((b.0 - a.0) as f64, (b.1 - a.1) as f64);
+        100.0 * run / (wall - wait).max(1.0)
+    };
+    let (low_pct, high_pct) = (share(l0, l1), share(h0, h1));
+    eprintln!("cpu:5 {low_pct:.1} %, cpu:60 {high_pct:.1} % of the CPU time they could have had");
     assert!(high_pct > 0.0, "cpu:60 did no work");
     assert!(
         low_pct * 6.0 <= high_pct,
