@@ -300,6 +300,14 @@ mod tests {
             (cal.requested_window_ns, cal.busy_wait),
             (250_000_000, false)
         );
+        // Both counter reads sit 20 ns into their brackets: the ticks are the
+        // window, the frequency exact, and the uncertainty the half-widths of
+        // the brackets (plus 2 ns) over the window, plus one tick.
+        assert_eq!(cal.ticks, 250_000_820);
+        assert_eq!(cal.hz, 1e9);
+        let rel = (15.0 + 15.0 + 2.0) / cal.window_ns + 1.0 / 250_000_820.0;
+        assert!((cal.uncertainty_ppm - rel * 1e6).abs() < 1e-9, "{cal:?}");
+        assert!((cal.uncertainty_hz - 1e9 * rel).abs() < 1e-6, "{cal:?}");
         // Less than 1 ms is raised to 1 ms.
         let cal = calibrate(&m, &m, 64, 10, true);
         assert_eq!(cal.window_ns, 1_000_000.0 + 800.0);
