@@ -420,17 +420,19 @@ mod tests {
     #[test]
     fn summary_and_series_of_signed_deltas() {
         let scale = Scale::ns();
-        let mut d = vec![20i64, -5, 10, 0, 15];
+        let mut d = vec![20i64, -5, 10, 0, 15, 0];
         let s = summarize(&mut d, &scale);
-        assert_eq!(d, [-5, 0, 10, 15, 20], "sorted in place");
+        assert_eq!(d, [-5, 0, 0, 10, 15, 20], "sorted in place");
         assert_eq!(
             (s.count, s.min_ticks, s.p50_ticks, s.p99_ticks, s.max_ticks),
-            (5, -5, 10, 20, 20)
+            (6, -5, 0, 20, 20)
         );
-        assert_eq!((s.zero_deltas, s.negative_deltas), (1, 1));
-        assert_eq!(s.mean_ticks, 8.0);
-        // Population variance: (169 + 64 + 4 + 49 + 144) / 5 = 86.
-        assert!((s.stddev_ns - 86f64.sqrt()).abs() < 1e-9, "{}", s.stddev_ns);
+        assert_eq!((s.zero_deltas, s.negative_deltas), (2, 1));
+        let mean = 40.0 / 6.0;
+        assert_eq!(s.mean_ticks, mean);
+        // Population variance.
+        let var = d.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / 6.0;
+        assert!((s.stddev_ns - var.sqrt()).abs() < 1e-9, "{}", s.stddev_ns);
         assert_eq!(s.smallest_step_ns, Some(10.0));
         assert_eq!(quantile_sorted(&[1, 2, 3, 4], 0.25), 1);
         assert_eq!(quantile_sorted(&[], 0.5), 0);
@@ -441,13 +443,25 @@ mod tests {
         assert_eq!(ser.counters.negative, 1);
         assert_eq!(
             (ser.stats.count, ser.stats.min_ns, ser.stats.max_ns),
-            (5, -5, 20)
+            (6, -5, 20)
         );
-        assert_eq!(ser.stats.mean_ns, 8.0);
-        assert_eq!(ser.stats.stddev_ns, s.stddev_ns);
+        assert_eq!(
+            (ser.stats.mean_ns, ser.stats.stddev_ns),
+            (s.mean_ns, s.stddev_ns)
+        );
+        // Mean and deviation are the summary's (exact), not the histogram's.
+        let mut exact = s.clone();
+        exact.mean_ns = 6.75;
+        exact.stddev_ns = 1.5;
+        let ser2 = series_from_deltas("x", &d, &scale, &exact, &[]);
+        assert_eq!((ser2.stats.mean_ns, ser2.stats.stddev_ns), (6.75, 1.5));
         let in_hist: u64 = ser.histogram.buckets.iter().map(|b| b[1]).sum();
-        assert_eq!(in_hist, 5);
-        assert_eq!(ser.histogram.buckets[0], [0, 2], "-5 and 0 in the 0 bucket");
+        assert_eq!(in_hist, 6);
+        assert_eq!(
+            ser.histogram.buckets[0],
+            [0, 3],
+            "-5 and the zeros in the 0 bucket"
+        );
         assert_eq!(ser.attributes["summary"]["negative_deltas"], 1);
         assert_eq!(ser.spikes.len(), 1);
         let sp = &ser.spikes[0];

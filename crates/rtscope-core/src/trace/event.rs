@@ -392,6 +392,10 @@ mod tests {
         let mut other = format("softirq_entry");
         other.name = "softirq_raise".into();
         assert!(!d.add("irq", &other));
+        // A system vector event that is neither an entry nor an exit.
+        let mut config = format("local_timer_entry");
+        config.name = "vector_config".into();
+        assert!(!d.add("irq_vectors", &config));
         // A sched_switch without the fields it needs.
         let mut bare = format("sched_switch");
         bare.fields.retain(|x| x.name != "prev_comm");
