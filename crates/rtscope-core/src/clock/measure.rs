@@ -491,15 +491,23 @@ mod tests {
             assert!(s.sleep_until(deadline));
         });
         assert!(mono() >= deadline);
-        // A stop, then the signal: the sleep ends, and says so.
+        // A stop, then the signal (repeated, in case one comes before the
+        // sleep): the sleep ends before its deadline, and says so.
+        let done = AtomicBool::new(false);
+        let deadline = mono() + 5_000_000_000;
         std::thread::scope(|sc| {
             sc.spawn(|| {
                 std::thread::sleep(Duration::from_millis(15));
                 stop.store(true, Ordering::Relaxed);
-                crate::rt::wake_thread(tid).unwrap();
+                while !done.load(Ordering::Relaxed) {
+                    crate::rt::wake_thread(tid).unwrap();
+                    std::thread::sleep(Duration::from_millis(10));
+                }
             });
-            assert!(!s.sleep_until(mono() + 2_000_000_000));
+            assert!(!s.sleep_until(deadline));
+            done.store(true, Ordering::Relaxed);
         });
+        assert!(mono() < deadline, "slept to the deadline despite the stop");
         // Stopped before: a sleep that ran its course says stop too.
         assert!(!s.sleep_until(mono() + 1_000_000));
     }

@@ -360,6 +360,11 @@ mod tests {
         assert!((s.abs_jitter_max_ns - 3_000.0).abs() < 1e-6, "{s:?}");
         let mean = (97_000.0 + 101_000.0 + 102_000.0 + 100_000.4) / 4.0;
         assert!((s.mean_period_ns - mean).abs() < 1e-6, "{s:?}");
+        // The longest period the farthest off: 99 and 104 µs.
+        let mut q = PeriodStats::new(100_000, Scale::ns(), 0);
+        q.push(0, 1, 99_000);
+        q.push(1, 2, 104_000);
+        assert_eq!(q.summary().abs_jitter_max_ns, 4_000.0);
         // The series carries the exact mean and deviation, not the rounded ones.
         let ser = p.to_series("x");
         assert_eq!(ser.stats.mean_ns, s.mean_period_ns);
