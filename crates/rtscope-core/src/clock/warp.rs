@@ -165,11 +165,24 @@ where
 /// CPU of `cpus`, `window_ns` per pair.
 pub fn warp_source(src: &Source, scale: Scale, cpus: &[usize], window_ns: u64) -> WarpResult {
     let id = src.id();
+    warp_counter(src, id.is_global(), id.width_bits(), scale, cpus, window_ns)
+}
+
+/// [`warp_source`] for any counter shared by the two threads of each pair:
+/// `global` says whether its readings on different CPUs are comparable.
+pub fn warp_counter<C: Counter + Sync>(
+    counter: &C,
+    global: bool,
+    width_bits: u32,
+    scale: Scale,
+    cpus: &[usize],
+    window_ns: u64,
+) -> WarpResult {
     let mut r = WarpResult {
         window_ns,
         ..Default::default()
     };
-    if !id.is_global() {
+    if !global {
         r.skipped =
             Some("a per-thread counter: readings on different CPUs are not comparable".into());
         return r;
@@ -180,7 +193,7 @@ pub fn warp_source(src: &Source, scale: Scale, cpus: &[usize], window_ns: u64) -
     }
     for &other in &cpus[1..] {
         let pair = [cpus[0], other];
-        match warp_pair(|_| src, id.width_bits(), Some(pair), window_ns) {
+        match warp_pair(|_| counter, width_bits, Some(pair), window_ns) {
             Ok(o) => {
                 r.pairs.push(pair);
                 r.iterations += o.iterations;
@@ -268,6 +281,79 @@ mod tests {
     fn one_cpu_is_skipped() {
         let src = Source::open(SourceId::Monotonic).unwrap();
         let r = warp_source(&src, Scale::ns(), &[0], 1_000_000);
-        assert!(r.skipped.is_some());
+        assert_eq!(r.skipped.as_deref(), Some("needs at least two CPUs"));
+        assert_eq!(r.window_ns, 1_000_000);
+        assert!(r.pairs.is_empty());
+    }
+
+    #[test]
+    fn a_per_thread_counter_is_skipped() {
+        let g = AtomicU64::new(0);
+        let r = warp_counter(&Falling(&g), false, 64, Scale::ns(), &[0, 0], 1_000_000);
+        assert!(
+            r.skipped.as_deref().unwrap().contains("per-thread"),
+            "{r:?}"
+        );
+        assert_eq!(r.window_ns, 1_000_000);
+        assert_eq!(g.load(Ordering::SeqCst), 0, "the counter was read");
+    }
+
+    /// A counter that falls by one on every read: every reading after the
+    /// first is a step back of one count, whichever thread takes it.
+    struct Falling<'a>(&'a AtomicU64);
+
+    impl Counter for Falling<'_> {
+        fn read(&self) -> u64 {
+            u64::MAX / 2 - self.0.fetch_add(1, Ordering::SeqCst)
+        }
+    }
+
+    /// A counter that never moves.
+    struct Frozen;
+
+    impl Counter for Frozen {
+        fn read(&self) -> u64 {
+            42
+        }
+    }
+
+    #[test]
+    fn every_step_back_is_counted_and_equal_readings_are_not() {
+        let g = AtomicU64::new(0);
+        let o = warp_pair(|_| Falling(&g), 64, None, 2_000_000).unwrap();
+        assert_eq!(o.iterations, g.load(Ordering::SeqCst));
+        assert_eq!(o.backwards_steps, o.iterations - 1, "{o:?}");
+        assert_eq!(o.max_backwards_ticks, 1);
+        let o = warp_pair(|_| Frozen, 64, None, 2_000_000).unwrap();
+        assert!(o.iterations >= 2, "{o:?}");
+        assert_eq!(o.backwards_steps, 0, "{o:?}");
+        assert_eq!(o.max_backwards_ticks, 0);
+    }
+
+    #[test]
+    fn a_pair_runs_for_its_whole_window() {
+        let window = 30_000_000;
+        let t0 = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        let o = warp_pair(|_| Frozen, 64, None, window).unwrap();
+        let took = sys::clock_ns(libc::CLOCK_MONOTONIC) - t0;
+        assert!(took >= window, "{took} ns < {window} ns");
+        assert!(o.iterations >= 512, "{o:?}");
+    }
+
+    #[test]
+    fn the_first_cpu_is_paired_with_each_other_one_and_the_pairs_add_up() {
+        // Both threads of each pair pinned to CPU 0, which every machine has.
+        let g = AtomicU64::new(0);
+        let scale = Scale::from_hz(2e9);
+        let r = warp_counter(&Falling(&g), true, 64, scale, &[0, 0, 0], 1_000_000);
+        assert_eq!(r.skipped, None);
+        assert!(r.errors.is_empty(), "{r:?}");
+        assert_eq!(r.pairs, vec![[0, 0], [0, 0]]);
+        assert_eq!(r.window_ns, 1_000_000);
+        // One reading of each pair (its first) has no reading before it.
+        assert_eq!(r.iterations, g.load(Ordering::SeqCst));
+        assert_eq!(r.backwards_steps, r.iterations - 2, "{r:?}");
+        assert_eq!(r.max_backwards_ticks, 1);
+        assert_eq!(r.max_backwards_ns, 0.5);
     }
 }

@@ -476,6 +476,7 @@ mod tests {
     /// (root); without it the test says so and passes, except in CI.
     #[test]
     fn a_mounted_tracefs_is_found() {
+        let _one_at_a_time = tracefs_tests();
         let Some(dir) = mount_for_test() else {
             return;
         };
@@ -535,6 +536,7 @@ mod tests {
     /// A tracefs this process mounted is unmounted when dropped.
     #[test]
     fn own_mount_is_unmounted_on_drop() {
+        let _one_at_a_time = tracefs_tests();
         let Some(dir) = mount_for_test() else {
             return;
         };
@@ -551,6 +553,15 @@ mod tests {
             let _ = crate::sys::unmount(&path);
         }
         assert!(!still, "still mounted after drop");
+    }
+
+    /// Taken by every test that mounts tracefs or traces in it. A test's own
+    /// mount is found by the others' `find_tracefs` and unmounted when that
+    /// test ends, which would pull the tracefs from under an instance
+    /// another test is setting up (an instance's `tracing_on` was gone once).
+    fn tracefs_tests() -> std::sync::MutexGuard<'static, ()> {
+        static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        LOCK.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A tracefs root to test with (the machine's, or one mounted here for
@@ -614,6 +625,7 @@ mod tests {
     /// switches, filters, stops, and is removed on drop.
     #[test]
     fn a_private_instance_traces_and_is_removed() {
+        let _one_at_a_time = tracefs_tests();
         let Some((_root, _m)) = tracefs_for_test() else {
             return;
         };
@@ -674,6 +686,7 @@ mod tests {
     /// the kernel's overrun count and the lost pages are reported.
     #[test]
     fn overruns_and_lost_events_are_counted() {
+        let _one_at_a_time = tracefs_tests();
         let Some((_root, _m)) = tracefs_for_test() else {
             return;
         };
