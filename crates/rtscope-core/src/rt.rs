@@ -350,4 +350,224 @@ mod tests {
         assert_eq!(st.policy, "other");
         assert_eq!(st.timer_slack_ns, 1);
     }
+
+    /// Runs `f` on a new thread whose user ids are `nobody`'s, by the raw
+    /// system call, which changes only the calling thread's credentials
+    /// (libc's setresuid would change every thread's) and clears its
+    /// effective capabilities. `None` where this process is not root.
+    fn as_nobody<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        if sys::geteuid() != 0 {
+            return None;
+        }
+        std::thread::spawn(move || {
+            // SAFETY: integer arguments; the credentials die with this thread.
+            let rc = unsafe { libc::syscall(libc::SYS_setresuid, 65534, 65534, 65534) };
+            assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+            assert_eq!(sys::geteuid(), 65534);
+            f()
+        })
+        .join()
+        .ok()
+    }
+
+    fn setup(policy: Policy, priority: i32) -> ThreadSetup {
+        ThreadSetup {
+            policy,
+            priority,
+            cpus: vec![],
+            timer_slack_ns: None,
+            prefault_stack: 0,
+            block_signals: vec![],
+        }
+    }
+
+    /// Applies `s` on a new thread: its state, and the thread's signal mask
+    /// and affinity afterwards.
+    fn apply_on_thread(
+        s: ThreadSetup,
+    ) -> (Result<ThreadState, RtError>, libc::sigset_t, Vec<usize>) {
+        std::thread::spawn(move || {
+            sys::set_timer_slack(12_345).unwrap();
+            let r = s.apply();
+            // SAFETY: sigset_t is POD; pthread_sigmask only writes the old set.
+            let mut mask: libc::sigset_t = unsafe { std::mem::zeroed() };
+            unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask) };
+            (r, mask, affinity())
+        })
+        .join()
+        .unwrap()
+    }
+
+    /// The calling thread's CPUs.
+    fn affinity() -> Vec<usize> {
+        // SAFETY: cpu_set_t is POD; sched_getaffinity fills it.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
+        assert_eq!(rc, 0);
+        (0..libc::CPU_SETSIZE as usize)
+            // SAFETY: c is below CPU_SETSIZE.
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .collect()
+    }
+
+    fn is_blocked(mask: &libc::sigset_t, sig: i32) -> bool {
+        // SAFETY: `mask` is an initialised set.
+        unsafe { libc::sigismember(mask, sig) == 1 }
+    }
+
+    #[test]
+    fn apply_puts_the_setup_in_force_and_reads_it_back() {
+        let mut s = setup(Policy::Other, 7);
+        s.cpus = vec![0];
+        s.timer_slack_ns = Some(0);
+        s.block_signals = vec![libc::SIGUSR2];
+        let (st, mask, cpus) = apply_on_thread(s);
+        let st = st.unwrap();
+        // A priority is only for the real-time policies.
+        assert_eq!((st.policy.as_str(), st.priority), ("other", 0));
+        assert_eq!(st.cpus, [0]);
+        assert_eq!(cpus, [0]);
+        // A slack of 0 would restore the thread's default: 1 ns is the least.
+        assert_eq!(st.timer_slack_ns, 1);
+        assert!(is_blocked(&mask, libc::SIGUSR2));
+        // The id is the applying thread's, not this one's.
+        assert_ne!(st.tid, sys::gettid());
+
+        // Nothing asked, nothing changed: slack and mask as they were.
+        let (st, mask, cpus) = apply_on_thread(setup(Policy::Batch, 0));
+        let st = st.unwrap();
+        assert_eq!(st.policy, "batch");
+        assert_eq!(st.timer_slack_ns, 12_345);
+        assert!(!is_blocked(&mask, libc::SIGUSR2));
+        assert!(st.cpus.is_empty());
+        assert_eq!(cpus, affinity());
+    }
+
+    #[test]
+    fn a_real_time_policy_is_read_back_with_its_priority() {
+        let (st, _, _) = apply_on_thread(setup(Policy::Fifo, 3));
+        match st {
+            Ok(st) => assert_eq!((st.policy.as_str(), st.priority), ("fifo", 3)),
+            // A container without a real-time budget (root, but EPERM).
+            Err(RtError::Permission(m)) => {
+                assert!(std::env::var_os("CI").is_none(), "{m}");
+                eprintln!("skipped: {m}");
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn refusals_say_what_was_asked() {
+        let mut s = setup(Policy::Other, 0);
+        s.cpus = vec![100_000];
+        let e = apply_on_thread(s).0.unwrap_err();
+        assert!(matches!(e, RtError::Affinity { .. }), "{e:?}");
+        assert!(
+            e.to_string()
+                .starts_with("cannot pin thread to CPUs 100000: "),
+            "{e}"
+        );
+        // 100 is no real-time priority: invalid, not forbidden.
+        let e = apply_on_thread(setup(Policy::Rr, 100)).0.unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("cannot set scheduling policy rr priority 100: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn permission_advice_fits_who_asks() {
+        let root = permission_advice(Policy::Fifo, 80);
+        assert!(
+            root.starts_with("not allowed to use SCHED_FIFO priority 80"),
+            "{root}"
+        );
+        if sys::geteuid() == 0 {
+            assert!(root.contains("although running as root"), "{root}");
+        }
+        let Some((advice, refused)) = as_nobody(|| {
+            (
+                permission_advice(Policy::Rr, 5),
+                ThreadSetup::apply(&setup(Policy::Fifo, 5)).err(),
+            )
+        }) else {
+            return;
+        };
+        let (soft, _) = sys::rlimit_rtprio();
+        assert!(
+            advice.starts_with(&format!(
+                "not allowed to use SCHED_RR priority 5 (RLIMIT_RTPRIO is {soft}): run as root"
+            )),
+            "{advice}"
+        );
+        if soft < 5 {
+            match refused {
+                Some(RtError::Permission(m)) => {
+                    assert!(m.contains("SCHED_FIFO priority 5 (RLIMIT"), "{m}")
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn memory_is_locked_only_where_that_is_safe() {
+        let (soft, _) = sys::rlimit_memlock();
+        if soft != u64::MAX {
+            let r = as_nobody(lock_memory);
+            if let Some(r) = r {
+                assert_eq!(
+                    r.unwrap_err(),
+                    format!(
+                        "memory not locked: RLIMIT_MEMLOCK is {} KiB (raise it with 'ulimit -l \
+                         unlimited' or run as root)",
+                        soft / 1024
+                    )
+                );
+            }
+        }
+        if sys::geteuid() == 0 {
+            let _one_at_a_time = sys::MLOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+            let r = lock_memory();
+            sys::munlockall();
+            assert_eq!(r, Ok(()));
+        }
+    }
+
+    #[test]
+    fn the_wake_signal_is_a_real_time_signal_of_its_own() {
+        let w = wake_signal();
+        assert!((libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&w), "{w}");
+        assert_ne!(w, crate::cyclic::timer_signal());
+        assert_eq!(w, libc::SIGRTMIN() + 2);
+    }
+
+    #[test]
+    fn waking_a_thread_that_has_ended_is_no_error() {
+        let tid = std::thread::spawn(sys::gettid).join().unwrap();
+        assert!(wake_thread(tid).is_ok());
+        assert_eq!(
+            wake_thread(-5).unwrap_err().raw_os_error(),
+            Some(libc::EINVAL)
+        );
+    }
+
+    /// The guard holds the target while it lives (the device reads back the
+    /// lowest target any holder asks for).
+    #[test]
+    fn the_dma_latency_target_is_held() {
+        let read = || -> Option<i32> {
+            let b = std::fs::read("/dev/cpu_dma_latency").ok()?;
+            Some(i32::from_ne_bytes(b.get(..4)?.try_into().ok()?))
+        };
+        let Some(before) = read() else {
+            return;
+        };
+        let g = DmaLatencyGuard::acquire(7).unwrap();
+        let held = read().unwrap();
+        drop(g);
+        assert_eq!(held, before.min(7));
+    }
 }

@@ -308,6 +308,47 @@ mod tests {
     }
 
     #[test]
+    fn flags_and_edges_are_the_uapis() {
+        // <linux/gpio.h>: enum gpio_v2_line_flag, enum gpio_v2_line_event_id.
+        assert_eq!(
+            [
+                GPIO_FLAG_INPUT,
+                GPIO_FLAG_OUTPUT,
+                GPIO_FLAG_EDGE_RISING,
+                GPIO_FLAG_EDGE_FALLING,
+                GPIO_FLAG_EVENT_CLOCK_REALTIME,
+                GPIO_FLAG_EVENT_CLOCK_HTE,
+            ],
+            [0x4, 0x8, 0x10, 0x20, 0x800, 0x1000]
+        );
+        assert_eq!((GPIO_EVENT_RISING_EDGE, GPIO_EVENT_FALLING_EDGE), (1, 2));
+    }
+
+    #[test]
+    fn every_byte_of_a_record_lands_in_its_field() {
+        let bytes: Vec<u8> = (1..=48).collect();
+        let e = GpioLineEvent::from_bytes(&bytes).unwrap();
+        let word = |i: u8| u32::from_ne_bytes([i, i + 1, i + 2, i + 3]);
+        assert_eq!(e.timestamp_ns, u64::from_ne_bytes([1, 2, 3, 4, 5, 6, 7, 8]));
+        assert_eq!(
+            [e.id, e.offset, e.seqno, e.line_seqno],
+            [word(9), word(13), word(17), word(21)]
+        );
+        assert_eq!(
+            e.padding,
+            [word(25), word(29), word(33), word(37), word(41), word(45)]
+        );
+        assert_eq!(e.to_bytes().to_vec(), bytes);
+    }
+
+    #[test]
+    fn names_end_at_their_first_nul() {
+        assert_eq!(c_text(b"gpiochip0\0\0stale"), "gpiochip0");
+        assert_eq!(c_text(b"no-nul"), "no-nul");
+        assert_eq!(c_text(b"\0x"), "");
+    }
+
+    #[test]
     fn records_round_trip() {
         let e = GpioLineEvent {
             timestamp_ns: 123_456_789_012,

@@ -21,13 +21,8 @@ pub fn munlockall() {
 
 /// The page size in bytes from `sysconf`.
 pub fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if n > 0 {
-        n as usize
-    } else {
-        4096
-    }
+    // SAFETY: sysconf has no preconditions; on Linux _SC_PAGESIZE cannot fail.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
 }
 
 /// Touches `bytes` of stack so that the pages are faulted in (and locked, after
@@ -217,5 +212,167 @@ pub fn mprotect_raw_rw(page_addr: usize, len: usize) -> bool {
             len,
             libc::PROT_READ | libc::PROT_WRITE,
         ) == 0
+    }
+}
+
+/// Taken by the tests that lock the process's memory: one test's
+/// munlockall must not undo another's mlockall while it looks.
+#[cfg(test)]
+pub(crate) static MLOCK_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::{probe_in_child, ChildExit};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn a_mapping_reads_writes_and_refuses_what_is_outside_it() {
+        assert_eq!(
+            AnonMap::new(0, Prot::ReadWrite).unwrap_err().raw_os_error(),
+            Some(libc::EINVAL)
+        );
+        let ps = page_size();
+        // SAFETY: sysconf has no preconditions.
+        assert_eq!(ps as libc::c_long, unsafe {
+            libc::sysconf(libc::_SC_PAGESIZE)
+        });
+        let m = AnonMap::new(3 * ps, Prot::ReadWrite).unwrap();
+        assert_eq!(m.len(), 3 * ps);
+        assert!(!m.is_empty());
+        assert_eq!(m.addr() % ps, 0);
+        assert_ne!(m.addr(), 0);
+        m.write_byte(5, 42);
+        m.write_byte(3 * ps - 1, 7);
+        assert_eq!((m.read_byte(5), m.read_byte(3 * ps - 1)), (42, 7));
+        // Out of range: ignored, and read as 0.
+        m.write_byte(3 * ps, 9);
+        assert_eq!(m.read_byte(3 * ps), 0);
+        // The protection of a range inside the mapping, up to its very end.
+        m.protect(ps, 2 * ps, Prot::None).unwrap();
+        m.protect(ps, 2 * ps, Prot::ReadWrite).unwrap();
+        assert_eq!(m.read_byte(3 * ps - 1), 7);
+        for (off, len) in [(ps, 2 * ps + 1), (usize::MAX, 2)] {
+            assert_eq!(
+                m.protect(off, len, Prot::None).unwrap_err().raw_os_error(),
+                Some(libc::EINVAL)
+            );
+        }
+        // Not page aligned: the kernel's own refusal.
+        assert!(m.protect(1, ps, Prot::None).is_err());
+    }
+
+    /// In a child, where no other thread can map the address again: after
+    /// the drop, the kernel knows no mapping there (msync: ENOMEM).
+    #[test]
+    fn the_mapping_is_gone_after_drop() {
+        fn probe() -> i32 {
+            let Ok(m) = AnonMap::new(page_size(), Prot::ReadWrite) else {
+                return 10;
+            };
+            let addr = m.addr() as *mut libc::c_void;
+            // SAFETY: msync only looks the range up.
+            if unsafe { libc::msync(addr, page_size(), libc::MS_ASYNC) } != 0 {
+                return 11;
+            }
+            drop(m);
+            // SAFETY: as above; the range is no longer mapped.
+            let rc = unsafe { libc::msync(addr, page_size(), libc::MS_ASYNC) };
+            if rc == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOMEM) {
+                0
+            } else {
+                12
+            }
+        }
+        assert_eq!(probe_in_child(probe).unwrap(), ChildExit::Code(0));
+    }
+
+    static REGION: AtomicUsize = AtomicUsize::new(0);
+    static REPAIRED: AtomicUsize = AtomicUsize::new(0);
+
+    fn repair(addr: usize) -> bool {
+        let start = REGION.load(Ordering::Acquire);
+        let ps = page_size();
+        if addr < start || addr >= start + ps {
+            return false;
+        }
+        REPAIRED.fetch_add(1, Ordering::Relaxed);
+        mprotect_raw_rw(addr & !(ps - 1), ps)
+    }
+
+    /// In a child (the handler is the whole process's): a write to a
+    /// PROT_NONE page faults, the handler makes the page writable, and the
+    /// write completes; a fault outside the region kills the child with
+    /// SIGSEGV, as if no handler were there.
+    #[test]
+    fn the_fault_handler_repairs_its_own_faults_only() {
+        fn probe() -> i32 {
+            let Ok(m) = AnonMap::new(2 * page_size(), Prot::None) else {
+                return 10;
+            };
+            REGION.store(m.addr(), Ordering::Release);
+            if install_fault_handler(repair).is_err() {
+                return 11;
+            }
+            m.write_byte(3, 99);
+            if m.read_byte(3) != 99 || REPAIRED.load(Ordering::Relaxed) != 1 {
+                return 12;
+            }
+            // The second page is not the handler's: the child dies here.
+            m.write_byte(page_size() + 1, 1);
+            13
+        }
+        assert_eq!(
+            probe_in_child(probe).unwrap(),
+            ChildExit::Signal(libc::SIGSEGV)
+        );
+        assert!(!mprotect_raw_rw(1, page_size()));
+    }
+
+    #[test]
+    fn memory_can_be_locked_and_unlocked() {
+        if crate::sys::geteuid() != 0 {
+            return;
+        }
+        let _one_at_a_time = MLOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+        let locked = || {
+            let s = std::fs::read_to_string("/proc/self/status").unwrap();
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmLck:"))
+                .map(|v| v.split_whitespace().next().unwrap().parse::<u64>().unwrap())
+                .unwrap()
+        };
+        mlockall().unwrap();
+        let during = locked();
+        munlockall();
+        let after = locked();
+        assert!(during > 0, "VmLck {during} kB");
+        assert_eq!(after, 0);
+    }
+
+    /// A fresh thread's stack is faulted in as far as asked.
+    #[test]
+    fn prefaulting_touches_the_stack() {
+        let minflt = || {
+            // SAFETY: rusage is POD; getrusage fills it.
+            let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+            unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+            ru.ru_minflt
+        };
+        let faults = std::thread::Builder::new()
+            .stack_size(4 << 20)
+            .spawn(move || {
+                let before = minflt();
+                prefault_stack(1 << 20);
+                minflt() - before
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        // 1 MiB is 256 pages of 4 KiB (fewer, larger pages elsewhere).
+        assert!(
+            faults as usize >= (1 << 20) / page_size() / 2,
+            "{faults} faults"
+        );
     }
 }

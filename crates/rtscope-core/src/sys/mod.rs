@@ -176,5 +176,10 @@ mod tests {
         assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::EBADF));
         assert_eq!(calls, 1);
         assert_eq!(retry_eintr(|| 5isize).unwrap(), 5);
+        // The raw system call returns a c_long.
+        // SAFETY: as above.
+        let r = retry_eintr(|| unsafe { libc::syscall(libc::SYS_close, -1) });
+        assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::EBADF));
+        assert_eq!(retry_eintr(|| 7 as libc::c_long).unwrap(), 7);
     }
 }
