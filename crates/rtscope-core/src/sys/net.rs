@@ -104,6 +104,17 @@ mod tests {
         q[4..8].copy_from_slice(&9i32.to_ne_bytes());
         assert_eq!(stamp_from_payload(&q), Some(3_000_000_009));
         assert_eq!(stamp_from_payload(&[0; 4]), None);
+        // Out of range: a negative second, a nanosecond field of a whole second or less than 0.
+        let stamp = |s: i64, ns: i64| {
+            let mut p = [0u8; 16];
+            p[0..8].copy_from_slice(&s.to_ne_bytes());
+            p[8..16].copy_from_slice(&ns.to_ne_bytes());
+            stamp_from_payload(&p)
+        };
+        assert_eq!(stamp(-1, 5), None);
+        assert_eq!(stamp(2, 1_000_000_000), None);
+        assert_eq!(stamp(2, -1), None);
+        assert_eq!(stamp(0, 999_999_999), Some(999_999_999));
     }
 
     #[test]
@@ -120,6 +131,20 @@ mod tests {
             }
             r => r.unwrap(),
         }
+        // A second control message on SOL_SOCKET (the drop count, after the
+        // stamp): it is not taken for a stamp.
+        let one: libc::c_int = 1;
+        // SAFETY: as in enable_rx_timestamps.
+        let rc = unsafe {
+            libc::setsockopt(
+                rx.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RXQ_OVFL,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0);
         let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let before = crate::sys::clock_ns(libc::CLOCK_REALTIME);
         tx.send_to(b"12345678", rx.local_addr().unwrap()).unwrap();
@@ -129,5 +154,18 @@ mod tests {
         assert_eq!(n, 8);
         let s = stamp.expect("a receive stamp");
         assert!(s >= before && s <= after, "{before} {s} {after}");
+        // An empty datagram is a datagram.
+        tx.send_to(b"", rx.local_addr().unwrap()).unwrap();
+        let (n, stamp) = recv_stamped(rx.as_raw_fd(), &mut buf).unwrap();
+        assert_eq!(n, 0);
+        assert!(stamp.is_some_and(|s| s >= before));
+        // Without the option, no stamp.
+        let plain = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.send_to(b"x", plain.local_addr().unwrap()).unwrap();
+        assert_eq!(
+            recv_stamped(plain.as_raw_fd(), &mut buf).unwrap(),
+            (1, None)
+        );
+        assert!(recv_stamped(-1, &mut buf).is_err());
     }
 }

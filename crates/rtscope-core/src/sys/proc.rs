@@ -186,4 +186,92 @@ mod tests {
             ChildExit::Signal(libc::SIGILL)
         );
     }
+
+    #[test]
+    fn ids_are_the_kernels() {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+        // pid (comm) state ppid ...: comm may hold spaces, not ')'.
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let ppid: i32 = after.split(' ').nth(1).unwrap().parse().unwrap();
+        assert_eq!(getppid(), ppid);
+        assert_eq!(getpid(), std::process::id() as i32);
+        let tid = std::thread::spawn(gettid).join().unwrap();
+        assert_ne!(tid, getpid());
+        assert!(std::path::Path::new(&format!("/proc/self/task/{}", gettid())).exists());
+    }
+
+    /// In a child (both settings are the whole process's): each setting is
+    /// read back from the kernel; a signal number that is none is refused.
+    #[test]
+    fn parent_death_signal_and_subreaper_are_set() {
+        fn probe() -> i32 {
+            let get = |opt: libc::c_int| {
+                let mut v: libc::c_int = -1;
+                // SAFETY: the PR_GET_* options write one int through the pointer.
+                unsafe { libc::prctl(opt, &mut v as *mut libc::c_int, 0, 0, 0) };
+                v
+            };
+            if set_parent_death_signal(libc::SIGUSR1).is_err()
+                || get(libc::PR_GET_PDEATHSIG) != libc::SIGUSR1
+            {
+                return 10;
+            }
+            if set_parent_death_signal(1000).is_ok() {
+                return 11;
+            }
+            if get(libc::PR_GET_CHILD_SUBREAPER) != 0 {
+                return 12;
+            }
+            if set_child_subreaper().is_err() || get(libc::PR_GET_CHILD_SUBREAPER) != 1 {
+                return 13;
+            }
+            0
+        }
+        assert_eq!(probe_in_child(probe).unwrap(), ChildExit::Code(0));
+    }
+
+    /// Two children in a process group of their own: nothing to reap while
+    /// they run; then each one's pid once it has died (the member's first,
+    /// whose pid is not the group's), then no child in the group.
+    #[test]
+    fn a_process_group_is_reaped_one_member_at_a_time() {
+        let spawn = |group: i32| {
+            let pid = fork().unwrap();
+            if pid == 0 {
+                // SAFETY: in the forked child: setpgid and pause are system calls.
+                unsafe {
+                    libc::setpgid(0, group);
+                    libc::pause();
+                }
+                exit_now(0);
+            }
+            // SAFETY: setpgid on our own child; it may have done it already.
+            unsafe { libc::setpgid(pid, if group == 0 { pid } else { group }) };
+            pid
+        };
+        let leader = spawn(0);
+        let member = spawn(leader);
+        assert_eq!(reap_group_nohang(leader).unwrap(), None);
+        let reap = |pid: i32| {
+            crate::sys::kill(pid, libc::SIGKILL).unwrap();
+            loop {
+                if let Some(r) = reap_group_nohang(leader).unwrap() {
+                    return r;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        };
+        assert_eq!(reap(member), member);
+        assert_eq!(reap(leader), leader);
+        assert_eq!(
+            reap_group_nohang(leader).unwrap_err().raw_os_error(),
+            Some(libc::ECHILD)
+        );
+        for bad in [0, 1, -4] {
+            assert_eq!(
+                reap_group_nohang(bad).unwrap_err().raw_os_error(),
+                Some(libc::EINVAL)
+            );
+        }
+    }
 }

@@ -547,6 +547,20 @@ mod tests {
                 .any(|l| l.split(' ').nth(4) == Some(p.to_str().unwrap()))
         };
         assert!(mounted(&path));
+        // Mounted as `mount -t tracefs -o nosuid,nodev,noexec nodev DIR`.
+        let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let line = info
+            .lines()
+            .find(|l| l.split(' ').nth(4) == Some(path.to_str().unwrap()))
+            .unwrap();
+        let opts: Vec<&str> = line.split(' ').nth(5).unwrap().split(',').collect();
+        for o in ["nosuid", "nodev", "noexec"] {
+            assert!(opts.contains(&o), "{line}");
+        }
+        assert!(
+            line.ends_with(" - tracefs nodev rw") || line.contains(" - tracefs nodev "),
+            "{line}"
+        );
         drop(OwnMount { dir: Some(dir) });
         let still = mounted(&path);
         if still {
