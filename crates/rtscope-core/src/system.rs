@@ -58,11 +58,21 @@ pub struct SystemSnapshot {
     pub clock_flags: Vec<String>,
 }
 
-fn read_trim(path: &str) -> Option<String> {
-    fs::read_to_string(path)
-        .ok()
+/// A file's text, trimmed; `None` when it cannot be read or is blank.
+fn read_trim(read: &dyn Fn(&str) -> Option<String>, path: &str) -> Option<String> {
+    read(path)
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
+}
+
+/// What [`SystemSnapshot::capture`] asks of the machine besides its files.
+struct Machine {
+    /// `uname(2)`: (sysname, release, version, machine).
+    uname: (String, String, String, String),
+    online_cpus: Vec<usize>,
+    rlimit_rtprio: (u64, u64),
+    timer_slack_ns: u64,
+    euid: u32,
 }
 
 fn cmdline_param(cmdline: &str, key: &str) -> Option<String> {
@@ -99,7 +109,21 @@ pub fn bracketed_choice(s: &str) -> Option<String> {
 impl SystemSnapshot {
     /// Reads the snapshot of the running machine.
     pub fn capture() -> Self {
-        let (_, release, version, machine) = sys::uname();
+        let machine = Machine {
+            uname: sys::uname(),
+            online_cpus: online_cpus(),
+            rlimit_rtprio: sys::rlimit_rtprio(),
+            timer_slack_ns: sys::timer_slack(),
+            euid: sys::geteuid(),
+        };
+        Self::capture_with(&|p: &str| fs::read_to_string(p).ok(), machine)
+    }
+
+    /// The snapshot from the files `read` gives (by absolute path) and the
+    /// facts of `m`.
+    fn capture_with(read: &dyn Fn(&str) -> Option<String>, m: Machine) -> Self {
+        let read_trim = |p: &str| read_trim(read, p);
+        let (_, release, version, machine) = m.uname;
         let realtime_flag = read_trim("/sys/kernel/realtime").as_deref() == Some("1");
         let preempt_rt = realtime_flag || version.contains("PREEMPT_RT");
         let preempt_dynamic_mode = read_trim("/sys/kernel/debug/sched/preempt")
@@ -109,7 +133,7 @@ impl SystemSnapshot {
         let param = |k: &str| cmdline.as_deref().and_then(|c| cmdline_param(c, k));
         let isolated_sys = read_trim("/sys/devices/system/cpu/isolated");
         let nohz_sys = read_trim("/sys/devices/system/cpu/nohz_full").filter(|s| s != "(null)");
-        let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
         let field = |name: &str| {
             cpuinfo.lines().find_map(|l| {
                 let (k, v) = l.split_once(':')?;
@@ -144,7 +168,7 @@ impl SystemSnapshot {
             .or_else(|| field("Hardware"))
             .or_else(|| field("Model"))
             .or_else(|| field("CPU part").map(|p| format!("CPU part {p}")));
-        let cpus = online_cpus();
+        let cpus = m.online_cpus;
         let mut governors = BTreeMap::new();
         for c in &cpus {
             if let Some(g) = read_trim(&format!(
@@ -165,7 +189,7 @@ impl SystemSnapshot {
             (!parts.is_empty()).then(|| parts.join(" / "))
         };
         let num = |p: &str| read_trim(p).and_then(|s| s.parse::<i64>().ok());
-        let (rt_soft, rt_hard) = sys::rlimit_rtprio();
+        let (rt_soft, rt_hard) = m.rlimit_rtprio;
         let lim = |v: u64| (v != u64::MAX).then_some(v);
         SystemSnapshot {
             hostname: read_trim("/proc/sys/kernel/hostname"),
@@ -202,9 +226,9 @@ impl SystemSnapshot {
             virtualization,
             sched_rt_runtime_us: num("/proc/sys/kernel/sched_rt_runtime_us"),
             sched_rt_period_us: num("/proc/sys/kernel/sched_rt_period_us"),
-            timer_slack_ns: sys::timer_slack(),
+            timer_slack_ns: m.timer_slack_ns,
             rlimit_rtprio: [lim(rt_soft), lim(rt_hard)],
-            euid: sys::geteuid(),
+            euid: m.euid,
             clock_flags,
         }
     }
@@ -301,10 +325,212 @@ mod tests {
         assert_eq!(isolated_cpu_set("managed_irq,domain,2-3,5"), vec![2, 3, 5]);
     }
 
+    /// A machine made of the given files (path, text); every other file is missing.
+    fn snapshot_of(files: &[(&str, &str)], m: Machine) -> SystemSnapshot {
+        let files: BTreeMap<String, String> = files
+            .iter()
+            .map(|(p, t)| (p.to_string(), t.to_string()))
+            .collect();
+        SystemSnapshot::capture_with(&|p: &str| files.get(p).cloned(), m)
+    }
+
+    fn machine(version: &str, arch: &str) -> Machine {
+        Machine {
+            uname: (
+                "Linux".into(),
+                "6.18.0-test".into(),
+                version.into(),
+                arch.into(),
+            ),
+            online_cpus: vec![0, 1, 2, 3],
+            rlimit_rtprio: (0, u64::MAX),
+            timer_slack_ns: 50_000,
+            euid: 1000,
+        }
+    }
+
     #[test]
-    fn capture_does_not_fail() {
+    fn a_virtual_x86_machine_is_read_field_by_field() {
+        let s = snapshot_of(
+            &[
+                ("/proc/sys/kernel/hostname", "lab-7\n"),
+                ("/sys/kernel/realtime", "0\n"),
+                (
+                    "/sys/kernel/debug/sched/preempt",
+                    "none voluntary (full) lazy\n",
+                ),
+                (
+                    "/proc/cmdline",
+                    "BOOT_IMAGE=/vmlinuz isolcpus=managed_irq,2-3 rcu_nocbs=2-3\n",
+                ),
+                ("/sys/devices/system/cpu/isolated", "1\n"),
+                ("/sys/devices/system/cpu/nohz_full", "(null)\n"),
+                (
+                    "/proc/cpuinfo",
+                    "processor\t: 0\nmodel name\t: Test CPU @ 2.0GHz\n\
+                     flags\t\t: fpu tsc hypervisor constant_tsc nonstop_tsc rdtscp sse\n\n\
+                     processor\t: 1\nflags\t\t: fpu\n",
+                ),
+                (
+                    "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+                    "performance\n",
+                ),
+                (
+                    "/sys/devices/system/cpu/cpu2/cpufreq/scaling_governor",
+                    "powersave\n",
+                ),
+                ("/sys/class/dmi/id/sys_vendor", "QEMU\n"),
+                ("/sys/class/dmi/id/product_name", "Standard PC\n"),
+                ("/sys/hypervisor/type", "  \n"),
+                ("/proc/sys/kernel/sched_rt_runtime_us", "950000\n"),
+                ("/proc/sys/kernel/sched_rt_period_us", "1000000\n"),
+                (
+                    "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                    "kvm-clock\n",
+                ),
+                (
+                    "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+                    "kvm-clock tsc acpi_pm \n",
+                ),
+                ("/sys/devices/system/cpu/smt/control", "notsupported\n"),
+            ],
+            machine("#1 SMP PREEMPT_DYNAMIC Tue Nov 24", "x86_64"),
+        );
+        let expected = SystemSnapshot {
+            hostname: Some("lab-7".into()),
+            arch: "x86_64".into(),
+            kernel_release: "6.18.0-test".into(),
+            kernel_version: "#1 SMP PREEMPT_DYNAMIC Tue Nov 24".into(),
+            preemption_model: "PREEMPT_DYNAMIC".into(),
+            preempt_rt: false,
+            preempt_dynamic_mode: Some("full".into()),
+            cmdline: Some("BOOT_IMAGE=/vmlinuz isolcpus=managed_irq,2-3 rcu_nocbs=2-3".into()),
+            // The boot parameter, before sysfs' list.
+            isolcpus: Some("managed_irq,2-3".into()),
+            // "(null)": none.
+            nohz_full: None,
+            rcu_nocbs: Some("2-3".into()),
+            clocksource: Some("kvm-clock".into()),
+            clocksources_available: vec!["kvm-clock".into(), "tsc".into(), "acpi_pm".into()],
+            cpu_model: Some("Test CPU @ 2.0GHz".into()),
+            online_cpus: "0-3".into(),
+            cpu_count: 4,
+            smt: Some("notsupported".into()),
+            governors: [("cpu0", "performance"), ("cpu2", "powersave")]
+                .iter()
+                .map(|(c, g)| (c.to_string(), g.to_string()))
+                .collect(),
+            hypervisor: true,
+            // A blank file is no part.
+            virtualization: Some("QEMU / Standard PC".into()),
+            sched_rt_runtime_us: Some(950_000),
+            sched_rt_period_us: Some(1_000_000),
+            timer_slack_ns: 50_000,
+            rlimit_rtprio: [Some(0), None],
+            euid: 1000,
+            clock_flags: vec![
+                "tsc".into(),
+                "constant_tsc".into(),
+                "nonstop_tsc".into(),
+                "rdtscp".into(),
+            ],
+        };
+        assert_eq!(s, expected);
+        assert_eq!(
+            s.warnings(),
+            [
+                "kernel is not PREEMPT_RT (PREEMPT_DYNAMIC, mode full): expect long tails",
+                "running in a virtual machine (QEMU / Standard PC): host scheduling adds latency",
+                "RT throttling is on (sched_rt_runtime_us=950000): RT tasks can be stalled",
+                "cpufreq governor is not 'performance' on cpu2",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_real_time_arm_board_is_read_field_by_field() {
+        let s = snapshot_of(
+            &[
+                ("/sys/kernel/realtime", "1\n"),
+                ("/sys/devices/system/cpu/nohz_full", "1-3\n"),
+                ("/sys/devices/system/cpu/isolated", "1-3\n"),
+                (
+                    "/proc/cpuinfo",
+                    "processor\t: 0\nFeatures\t: fp asimd evtstrm crc32\nCPU part\t: 0xd08\n",
+                ),
+                ("/proc/sys/kernel/sched_rt_runtime_us", "-1\n"),
+                ("/proc/sys/kernel/sched_rt_period_us", "soon\n"),
+                (
+                    "/sys/devices/system/cpu/cpu1/cpufreq/scaling_governor",
+                    "performance\n",
+                ),
+            ],
+            Machine {
+                online_cpus: vec![0, 1],
+                rlimit_rtprio: (u64::MAX, 99),
+                euid: 0,
+                ..machine("#1 SMP Mon", "")
+            },
+        );
+        // Neither PREEMPT_RT in the version nor a mode: the flag alone says RT.
+        assert!(s.preempt_rt);
+        assert_eq!(s.preemption_model, "PREEMPT_RT");
+        assert_eq!(s.preempt_dynamic_mode, None);
+        assert_eq!(s.arch, std::env::consts::ARCH);
+        assert_eq!(
+            (s.isolcpus.as_deref(), s.nohz_full.as_deref()),
+            (Some("1-3"), Some("1-3"))
+        );
+        assert_eq!((s.cmdline.as_deref(), s.rcu_nocbs.as_deref()), (None, None));
+        assert_eq!(s.clock_flags, ["evtstrm"]);
+        assert_eq!(s.cpu_model.as_deref(), Some("CPU part 0xd08"));
+        assert!(!s.hypervisor);
+        assert_eq!(s.virtualization, None);
+        assert_eq!(
+            (s.sched_rt_runtime_us, s.sched_rt_period_us),
+            (Some(-1), None)
+        );
+        assert_eq!(s.rlimit_rtprio, [None, Some(99)]);
+        assert_eq!((s.hostname, s.clocksource, s.smt), (None, None, None));
+        assert!(s.clocksources_available.is_empty());
+        assert_eq!((s.online_cpus.as_str(), s.cpu_count, s.euid), ("0-1", 2, 0));
+        // RT kernel, bare metal, no throttling, performance governor: nothing to warn of.
+        let mut quiet = SystemSnapshot::capture_with(&|_| None, machine("PREEMPT_RT", "aarch64"));
+        assert_eq!(quiet.warnings(), Vec::<String>::new());
+        // The hypervisor flag alone is a virtual machine; throttling at 0 µs is on.
+        quiet.hypervisor = true;
+        quiet.sched_rt_runtime_us = Some(0);
+        assert_eq!(
+            quiet.warnings(),
+            [
+                "running in a virtual machine (the CPU reports a hypervisor): host scheduling adds latency",
+                "RT throttling is on (sched_rt_runtime_us=0): RT tasks can be stalled",
+            ]
+        );
+    }
+
+    #[test]
+    fn models_and_choices_from_their_text() {
+        assert_eq!(
+            preemption_model("#1 SMP PREEMPT_LAZY", false),
+            "PREEMPT_LAZY"
+        );
+        assert_eq!(preemption_model("#1 SMP PREEMPT Tue", false), "PREEMPT");
+        // A word that only opens (or only closes) a bracket is no choice.
+        assert_eq!(bracketed_choice("none (voluntary full) lazy"), None);
+        assert_eq!(bracketed_choice("(none) full"), Some("none".into()));
+    }
+
+    /// The real machine's snapshot agrees with what the kernel says directly.
+    #[test]
+    fn the_running_machine() {
         let s = SystemSnapshot::capture();
-        assert!(!s.kernel_release.is_empty());
-        assert!(s.cpu_count >= 1);
+        let (_, release, _, _) = sys::uname();
+        assert_eq!(s.kernel_release, release);
+        assert_eq!(s.cpu_count, online_cpus().len());
+        assert_eq!(s.euid, sys::geteuid());
+        assert_eq!(s.timer_slack_ns, sys::timer_slack());
+        let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap();
+        assert_eq!(s.cmdline.as_deref(), Some(cmdline.trim()));
     }
 }

@@ -187,6 +187,16 @@ mod tests {
         );
     }
 
+    /// A probe that takes its time is waited for, not killed.
+    #[test]
+    fn a_slow_probe_is_waited_for() {
+        fn slow() -> i32 {
+            let _ = crate::sys::nanosleep(30_000_000);
+            5
+        }
+        assert_eq!(probe_in_child(slow).unwrap(), ChildExit::Code(5));
+    }
+
     #[test]
     fn ids_are_the_kernels() {
         let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
