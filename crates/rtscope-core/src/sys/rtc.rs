@@ -109,9 +109,18 @@ mod tests {
         assert_eq!((rtc_count(a), a & RTC_PF), (1, RTC_PF));
         assert_eq!(rtc_count(b), 3);
         // The writer is gone: end of file is an error, not a zero word.
-        assert!(rtc_read(f.as_raw_fd()).is_err());
+        // End of file is a short read; a bad descriptor the kernel's error.
+        assert_eq!(
+            rtc_read(f.as_raw_fd()).unwrap_err().kind(),
+            io::ErrorKind::UnexpectedEof
+        );
+        assert_eq!(rtc_read(-1).unwrap_err().raw_os_error(), Some(libc::EBADF));
         // A FIFO is no RTC: the ioctls say so.
         let e = rtc_set_rate(f.as_raw_fd(), 64).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::ENOTTY));
+        for on in [true, false] {
+            let e = rtc_periodic(f.as_raw_fd(), on).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::ENOTTY));
+        }
     }
 }

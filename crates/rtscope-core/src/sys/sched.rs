@@ -77,3 +77,61 @@ pub fn set_affinity(cpus: &[usize]) -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A thread pinned to each CPU in turn runs there; a CPU beyond the
+    /// set's size is refused before the kernel is asked.
+    #[test]
+    fn pinning_and_the_current_cpu() {
+        let cpus = crate::units::online_cpus();
+        for &c in cpus.iter().take(2) {
+            let now = std::thread::spawn(move || {
+                set_affinity(&[c]).unwrap();
+                current_cpu()
+            })
+            .join()
+            .unwrap();
+            assert_eq!(now, c as i32);
+        }
+        assert_eq!(
+            set_affinity(&[libc::CPU_SETSIZE as usize])
+                .unwrap_err()
+                .raw_os_error(),
+            Some(libc::EINVAL)
+        );
+        // No CPU at all: the kernel's refusal.
+        assert!(std::thread::spawn(|| set_affinity(&[]))
+            .join()
+            .unwrap()
+            .is_err());
+    }
+
+    /// The policy read back without the reset-on-fork flag set with it, and
+    /// with its priority.
+    #[test]
+    fn policies_are_read_back() {
+        let got = std::thread::spawn(|| {
+            set_scheduler(libc::SCHED_BATCH | libc::SCHED_RESET_ON_FORK, 0).unwrap();
+            let batch = get_scheduler().unwrap();
+            let bad = set_scheduler(libc::SCHED_OTHER, 5)
+                .unwrap_err()
+                .raw_os_error();
+            let fifo = set_scheduler(libc::SCHED_FIFO, 2).map(|()| get_scheduler().unwrap());
+            (batch, bad, fifo)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(got.0, (libc::SCHED_BATCH, 0));
+        assert_eq!(got.1, Some(libc::EINVAL));
+        match got.2 {
+            Ok(f) => assert_eq!(f, (libc::SCHED_FIFO, 2)),
+            Err(e) => assert!(
+                e.raw_os_error() == Some(libc::EPERM) && std::env::var_os("CI").is_none(),
+                "{e}"
+            ),
+        }
+    }
+}

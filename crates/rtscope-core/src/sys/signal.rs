@@ -90,3 +90,94 @@ pub fn tgkill(pid: i32, tid: i32, sig: i32) -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The calling thread's blocked signals, of `signals`.
+    fn blocked(signals: &[i32]) -> Vec<i32> {
+        // SAFETY: sigset_t is POD; pthread_sigmask only writes the old set.
+        let mut mask: libc::sigset_t = unsafe { std::mem::zeroed() };
+        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask) };
+        signals
+            .iter()
+            .copied()
+            // SAFETY: `mask` is an initialised set.
+            .filter(|&s| unsafe { libc::sigismember(&mask, s) } == 1)
+            .collect()
+    }
+
+    #[test]
+    fn sets_and_masks_per_thread() {
+        let set = sigset_of(&[libc::SIGUSR1, libc::SIGTERM]);
+        for (s, inside) in [(libc::SIGUSR1, 1), (libc::SIGTERM, 1), (libc::SIGUSR2, 0)] {
+            // SAFETY: `set` is an initialised set.
+            assert_eq!(unsafe { libc::sigismember(&set, s) }, inside);
+        }
+        let (during, after) = std::thread::spawn(|| {
+            let both = [libc::SIGUSR1, libc::SIGUSR2];
+            block_signals(&both).unwrap();
+            let during = blocked(&both);
+            unblock_signals(&[libc::SIGUSR1]).unwrap();
+            (during, blocked(&both))
+        })
+        .join()
+        .unwrap();
+        assert_eq!(during, [libc::SIGUSR1, libc::SIGUSR2]);
+        assert_eq!(after, [libc::SIGUSR2]);
+        // This thread's mask is its own.
+        assert!(blocked(&[libc::SIGUSR2]).is_empty());
+    }
+
+    /// A POSIX timer's signal, waited for after 20 periods, reports the
+    /// expirations it stands for beyond the first; a signal sent by a
+    /// thread reports none.
+    #[test]
+    fn a_timers_signal_brings_its_overruns_and_another_none() {
+        let (over, sent) = std::thread::spawn(|| {
+            let (sig, sig2) = (libc::SIGRTMIN() + 5, libc::SIGRTMIN() + 6);
+            // Both stay blocked until the thread ends, which discards what is
+            // still pending for it.
+            block_signals(&[sig, sig2]).unwrap();
+            let tid = crate::sys::gettid();
+            let now = crate::sys::clock_ns(libc::CLOCK_MONOTONIC);
+            let timer = crate::sys::ThreadTimer::periodic(
+                libc::CLOCK_MONOTONIC,
+                sig,
+                tid,
+                now + 1_000_000,
+                1_000_000,
+            )
+            .unwrap();
+            crate::sys::nanosleep(20_000_000).unwrap();
+            let over = sigwait_one(&sigset_of(&[sig])).unwrap();
+            drop(timer);
+            tgkill(crate::sys::getpid(), tid, sig2).unwrap();
+            (over, sigwait_one(&sigset_of(&[sig2])).unwrap())
+        })
+        .join()
+        .unwrap();
+        // 20 ms of 1 ms periods: at least 19 expirations after the first.
+        assert!(over >= 2, "{over} overruns");
+        assert_eq!(sent, 0);
+    }
+
+    #[test]
+    fn refusals() {
+        for bad in [0, 1, -1] {
+            assert_eq!(
+                killpg(bad, 0).unwrap_err().raw_os_error(),
+                Some(libc::EINVAL)
+            );
+        }
+        // Signal 0 checks a target without sending anything.
+        kill(crate::sys::getpid(), 0).unwrap();
+        assert_eq!(
+            kill(i32::MAX, 0).unwrap_err().raw_os_error(),
+            Some(libc::ESRCH)
+        );
+        tgkill(crate::sys::getpid(), crate::sys::gettid(), 0).unwrap();
+        assert!(tgkill(crate::sys::getpid(), i32::MAX, 0).is_err());
+    }
+}
