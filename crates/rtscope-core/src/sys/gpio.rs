@@ -413,5 +413,6 @@ mod tests {
         assert!(refused(
             gpio_request_line(f.as_raw_fd(), 0, GPIO_FLAG_INPUT, "t", 0).unwrap_err()
         ));
+        assert!(refused(gpio_set_value(f.as_raw_fd(), true).unwrap_err()));
     }
 }

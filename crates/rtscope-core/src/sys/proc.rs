@@ -263,7 +263,12 @@ mod tests {
         let member = spawn(leader);
         assert_eq!(reap_group_nohang(leader).unwrap(), None);
         let reap = |pid: i32| {
-            crate::sys::kill(pid, libc::SIGKILL).unwrap();
+            // The last one through its group.
+            if pid == leader {
+                crate::sys::killpg(leader, libc::SIGKILL).unwrap();
+            } else {
+                crate::sys::kill(pid, libc::SIGKILL).unwrap();
+            }
             loop {
                 if let Some(r) = reap_group_nohang(leader).unwrap() {
                     return r;

@@ -290,3 +290,196 @@ pub fn tsc_allowed() -> bool {
     let rc = unsafe { libc::prctl(libc::PR_GET_TSC, &mut state as *mut libc::c_int, 0, 0, 0) };
     rc != 0 || state == libc::PR_TSC_ENABLE
 }
+
+/// The number of POSIX timers of this process (`/proc/self/timers`), by
+/// system calls alone (for a test's forked child); -1 if unreadable.
+#[cfg(test)]
+pub(crate) fn posix_timer_count() -> i32 {
+    let mut buf = [0u8; 8192];
+    // SAFETY: a constant path; the descriptor is closed below.
+    let fd = unsafe { libc::open(c"/proc/self/timers".as_ptr(), libc::O_RDONLY) };
+    if fd < 0 {
+        return -1;
+    }
+    let mut len = 0;
+    loop {
+        // SAFETY: reads into the unused rest of `buf`.
+        let n = unsafe { libc::read(fd, buf[len..].as_mut_ptr().cast(), buf.len() - len) };
+        if n <= 0 {
+            break;
+        }
+        len += n as usize;
+    }
+    // SAFETY: `fd` is open and ours.
+    unsafe { libc::close(fd) };
+    // One "notify:" line per timer ("ID:" is also the end of "ClockID:").
+    buf[..len].windows(7).filter(|w| w == b"notify:").count() as i32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::{probe_in_child, ChildExit};
+
+    fn now() -> u64 {
+        clock_ns(libc::CLOCK_MONOTONIC)
+    }
+
+    #[test]
+    fn timespecs_and_ns() {
+        let ts = ns_to_ts(3_000_000_007);
+        assert_eq!((ts.tv_sec as u64, ts.tv_nsec as u64), (3, 7));
+        assert_eq!(ts_to_ns(&ts), 3_000_000_007);
+        assert_eq!(ts_to_ns(&ns_to_ts(999_999_999)), 999_999_999);
+    }
+
+    #[test]
+    fn clocks_read_and_resolve() {
+        let (a, b) = (
+            clock_ns(libc::CLOCK_MONOTONIC),
+            clock_ns_syscall(libc::CLOCK_MONOTONIC),
+        );
+        assert!(a > 1_000 && b >= a, "{a} {b}");
+        // The wall clock, three ways, in the same second or so.
+        let (r, g) = (clock_ns(libc::CLOCK_REALTIME), gettimeofday_ns());
+        assert!(
+            r > 1_600_000_000_000_000_000 && g.abs_diff(r) < 60_000_000_000,
+            "{r} {g}"
+        );
+        assert_eq!(clock_res_ns(libc::CLOCK_MONOTONIC).unwrap(), 1);
+        // The coarse clock ticks with the scheduler tick (1/HZ).
+        let mut ts: libc::timespec = ns_to_ts(0);
+        // SAFETY: `ts` is valid and writable.
+        assert_eq!(
+            unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut ts) },
+            0
+        );
+        let coarse = clock_res_ns(libc::CLOCK_MONOTONIC_COARSE).unwrap();
+        assert_eq!(coarse, ts_to_ns(&ts));
+        assert!(coarse >= 1_000_000, "{coarse}");
+        assert!(clock_res_ns(12_345).is_err());
+        assert!(clock_works(libc::CLOCK_MONOTONIC));
+        assert!(!clock_works(12_345));
+        // The process's CPU time holds this thread's.
+        let t0 = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+        while clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) < t0 + 1_000_000 {}
+        assert!(process_cpu_ns() >= clock_ns(libc::CLOCK_THREAD_CPUTIME_ID));
+    }
+
+    /// Sleeps end at or after their deadline (never early; lateness is not
+    /// asserted).
+    #[test]
+    fn sleeps_do_not_end_early() {
+        let d = now() + 2_000_000;
+        sleep_until(libc::CLOCK_MONOTONIC, d).unwrap();
+        assert!(now() >= d);
+        let t0 = now();
+        nanosleep(2_000_000).unwrap();
+        assert!(now() >= t0 + 2_000_000);
+        let t0 = now();
+        sleep_for(libc::CLOCK_MONOTONIC, 2_000_000).unwrap();
+        assert!(now() >= t0 + 2_000_000);
+        let d = now() + 2_000_000;
+        assert!(sleep_until_interruptible(libc::CLOCK_MONOTONIC, d).unwrap());
+        assert!(now() >= d);
+        assert!(sleep_until(12_345, d).is_err());
+        assert!(sleep_for(12_345, 1).is_err());
+        assert!(sleep_until_interruptible(12_345, d).is_err());
+    }
+
+    /// A signal ends nanosleep and the interruptible sleep early, without
+    /// an error; the interruptible one says it was interrupted.
+    #[test]
+    fn a_signal_ends_the_interruptible_sleeps() {
+        use std::sync::atomic::{AtomicI32, Ordering};
+        for interruptible in [false, true] {
+            let tid = AtomicI32::new(0);
+            let r = std::thread::scope(|s| {
+                let h = s.spawn(|| {
+                    tid.store(crate::rt::accept_wake().unwrap(), Ordering::SeqCst);
+                    if interruptible {
+                        let d = now() + 60_000_000_000;
+                        sleep_until_interruptible(libc::CLOCK_MONOTONIC, d).map(|done| !done)
+                    } else {
+                        nanosleep(60_000_000_000).map(|()| true)
+                    }
+                });
+                while tid.load(Ordering::SeqCst) == 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                crate::rt::wake_until_ended(&[tid.load(Ordering::SeqCst)], |_| !h.is_finished());
+                h.join().unwrap()
+            });
+            assert!(r.unwrap(), "interruptible {interruptible}");
+        }
+    }
+
+    #[test]
+    fn a_periodic_timerfd_counts_its_expirations() {
+        let fd = timerfd_periodic(libc::CLOCK_MONOTONIC, now() + 1_000_000, 1_000_000).unwrap();
+        nanosleep(10_000_000).unwrap();
+        // At least the expirations of 9 ms are waiting.
+        let n = timerfd_wait(&fd).unwrap();
+        assert!(n >= 2, "{n}");
+        assert_eq!(
+            timerfd_periodic(12_345, 1, 1).unwrap_err().raw_os_error(),
+            Some(libc::EINVAL)
+        );
+    }
+
+    /// In a child (counting the process's timers): a POSIX timer exists
+    /// while its value lives and is deleted on drop; an unknown clock is refused.
+    #[test]
+    fn a_thread_timer_is_deleted_on_drop() {
+        fn probe() -> i32 {
+            let before = posix_timer_count();
+            let sig = libc::SIGRTMIN() + 7;
+            if crate::sys::block_signals(&[sig]).is_err() {
+                return 10;
+            }
+            let far = clock_ns(libc::CLOCK_MONOTONIC) + 3_600_000_000_000;
+            let tid = crate::sys::gettid();
+            let Ok(t) = ThreadTimer::periodic(libc::CLOCK_MONOTONIC, sig, tid, far, 1_000_000)
+            else {
+                return 11;
+            };
+            let during = posix_timer_count();
+            drop(t);
+            let after = posix_timer_count();
+            if ThreadTimer::periodic(12_345, sig, tid, far, 1).is_ok() {
+                return 12;
+            }
+            if before < 0 || during != before + 1 || after != before {
+                return 13;
+            }
+            0
+        }
+        assert_eq!(probe_in_child(probe).unwrap(), ChildExit::Code(0));
+    }
+
+    #[test]
+    fn timer_slack_is_set_per_thread() {
+        let got = std::thread::spawn(|| {
+            set_timer_slack(4_321).unwrap();
+            timer_slack()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(got, 4_321);
+    }
+
+    /// PR_GET_TSC per thread: a thread that forbade itself the TSC is told so.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn tsc_permission_per_thread() {
+        assert!(tsc_allowed());
+        let allowed = std::thread::spawn(|| {
+            // SAFETY: PR_SET_TSC takes an int; it affects this thread only.
+            unsafe { libc::prctl(libc::PR_SET_TSC, libc::PR_TSC_SIGSEGV, 0, 0, 0) };
+            tsc_allowed()
+        })
+        .join()
+        .unwrap();
+        assert!(!allowed);
+    }
+}

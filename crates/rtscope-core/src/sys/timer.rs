@@ -286,6 +286,46 @@ mod tests {
     }
 
     #[test]
+    fn only_an_interruption_is_an_early_return() {
+        assert!(eintr_ok(io::Error::from_raw_os_error(libc::EINTR)).is_ok());
+        let e = eintr_ok(io::Error::from_raw_os_error(libc::EBADF)).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EBADF));
+    }
+
+    #[test]
+    fn the_timerfd_is_a_timerfd_and_refuses_a_bad_clock() {
+        let t = OneShotTimerfd::new(libc::CLOCK_MONOTONIC).unwrap();
+        let link = std::fs::read_link(format!("/proc/self/fd/{}", t.raw_fd())).unwrap();
+        assert_eq!(link.to_str(), Some("anon_inode:[timerfd]"));
+        assert!(OneShotTimerfd::new(12_345).is_err());
+    }
+
+    /// In a child (counting the process's timers): the timer exists while
+    /// its value lives and is deleted on drop.
+    #[test]
+    fn the_posix_timer_is_deleted_on_drop() {
+        fn probe() -> i32 {
+            let count = crate::sys::time::posix_timer_count;
+            let before = count();
+            let sig = libc::SIGRTMIN() + 7;
+            let Ok(t) = OneShotPosixTimer::new(libc::CLOCK_MONOTONIC, sig, crate::sys::gettid())
+            else {
+                return 10;
+            };
+            let during = count();
+            drop(t);
+            if before < 0 || during != before + 1 || count() != before {
+                return 11;
+            }
+            0
+        }
+        assert_eq!(
+            crate::sys::probe_in_child(probe).unwrap(),
+            crate::sys::ChildExit::Code(0)
+        );
+    }
+
+    #[test]
     fn futex_returns_at_once_when_the_word_differs() {
         let w = AtomicU32::new(1);
         let t0 = now();
