@@ -130,4 +130,36 @@ mod tests {
         assert_eq!(rx.drain(|_| {}), 1);
         assert_eq!(rx.drain(|_| {}), 0);
     }
+
+    #[test]
+    fn a_vec_is_a_sink_and_the_ring_wraps() {
+        let mut v: Vec<Sample> = Vec::new();
+        SampleSink::push(
+            &mut v,
+            Sample {
+                seq: 7,
+                ..Default::default()
+            },
+        );
+        assert_eq!(v.iter().map(|s| s.seq).collect::<Vec<_>>(), [7]);
+        // Drained in two pieces across the ring's end, in order.
+        let (mut tx, mut rx) = ring(16);
+        for i in 0..10 {
+            tx.push(Sample {
+                seq: i,
+                ..Default::default()
+            });
+        }
+        assert_eq!(rx.drain(|_| {}), 10);
+        for i in 10..26 {
+            tx.push(Sample {
+                seq: i,
+                ..Default::default()
+            });
+        }
+        let mut seen = Vec::new();
+        assert_eq!(rx.drain(|s| seen.push(s.seq)), 16);
+        assert_eq!(seen, (10..26).collect::<Vec<_>>());
+        assert_eq!(rx.dropped(), 0);
+    }
 }
