@@ -684,8 +684,12 @@ impl ResultDocument {
     /// so that a device (`/dev/zero`) or a huge file ends in an error rather
     /// than in memory exhaustion. A UTF-8 byte-order mark is skipped.
     pub fn read(path: &Path) -> Result<Self, DocError> {
+        Self::read_at_most(path, 256 << 20)
+    }
+
+    /// [`read`](Self::read) with the size limit in bytes.
+    fn read_at_most(path: &Path, limit: u64) -> Result<Self, DocError> {
         use std::io::{BufRead, Read};
-        const LIMIT: u64 = 256 << 20;
         let p = path.display().to_string();
         let io = |source| DocError::Io {
             path: p.clone(),
@@ -693,7 +697,7 @@ impl ResultDocument {
         };
         let too_large = || DocError::TooLarge {
             path: p.clone(),
-            limit_mib: LIMIT >> 20,
+            limit_mib: limit >> 20,
         };
         let file = std::fs::File::open(path).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
@@ -703,11 +707,11 @@ impl ResultDocument {
                 "is a directory",
             )));
         }
-        if meta.is_file() && meta.len() > LIMIT {
+        if meta.is_file() && meta.len() > limit {
             return Err(too_large());
         }
         const BOM: &[u8] = b"\xEF\xBB\xBF";
-        let mut input = std::io::BufReader::with_capacity(64 << 10, file.take(LIMIT + 1));
+        let mut input = std::io::BufReader::with_capacity(64 << 10, file.take(limit + 1));
         // A document is a JSON object: anything else (`/dev/zero`, a binary
         // file) is refused at its first byte, before it is read on.
         let head = input.fill_buf().map_err(io)?;
@@ -725,7 +729,7 @@ impl ResultDocument {
             0
         });
         input.read_to_end(&mut bytes).map_err(io)?;
-        if bytes.len() as u64 > LIMIT {
+        if bytes.len() as u64 > limit {
             return Err(too_large());
         }
         let json = bytes.strip_prefix(BOM).unwrap_or(&bytes);
@@ -971,5 +975,109 @@ mod tests {
             ResultDocument::read(&dir.path().join("missing.json")),
             Err(DocError::Io { .. })
         ));
+    }
+
+    #[test]
+    fn which_statistics_a_series_has() {
+        let mut s = Stats {
+            count: 3,
+            ..Default::default()
+        };
+        assert!(s.has_samples() && s.has_percentiles() && s.has_mean() && s.has_stddev());
+        s.unknown.percentiles = true;
+        assert!(s.has_samples() && !s.has_percentiles() && s.has_mean());
+        assert!(!Stats::default().has_samples());
+    }
+
+    /// Version 2 zeros stay numbers where they may be measured: an imported
+    /// series with real percentiles, or whose maximum is 0 too; a measured
+    /// series whose percentiles are all 0.
+    #[test]
+    fn version_2_zeros_that_may_be_measured_are_kept() {
+        let series = |source: Option<&str>, max: i64, p50: u64| {
+            let mut attributes = serde_json::json!({});
+            if let Some(s) = source {
+                attributes["source"] = s.into();
+            }
+            serde_json::json!({
+                "attributes": attributes,
+                "stats": {"count": 5, "max_ns": max, "stddev_ns": 0.0, "p50_ns": p50,
+                          "p90_ns": 0, "p99_ns": 0, "p99_9_ns": 0, "p99_99_ns": 0, "p99_999_ns": 0},
+            })
+        };
+        for (s, kept) in [
+            (series(Some("cyclictest"), 900, 7), true),
+            (series(Some("cyclictest"), 0, 0), true),
+            (series(None, 900, 0), true),
+            (series(Some("cyclictest"), 900, 0), false),
+        ] {
+            let mut v = serde_json::json!({"schema_version": 2, "series": [s]});
+            upgrade_v2(&mut v);
+            let st = &v["series"][0]["stats"];
+            assert_eq!(st["p90_ns"].is_null(), !kept, "{st}");
+            assert_eq!(st["stddev_ns"].is_null(), !kept, "{st}");
+            assert_eq!(v["schema_version"], SCHEMA_VERSION);
+        }
+    }
+
+    /// The size limit: a file above it is refused unread, one at it is read;
+    /// a stream (a FIFO) is cut off one byte past it.
+    #[test]
+    fn documents_larger_than_the_limit_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big.json");
+        let f = std::fs::File::create(&p).unwrap();
+        // Sparse: nothing is written. A zero byte is no document's start.
+        f.set_len((256 << 20) + 1).unwrap();
+        match ResultDocument::read(&p) {
+            Err(DocError::TooLarge { limit_mib, .. }) => assert_eq!(limit_mib, 256),
+            other => panic!("{other:?}"),
+        }
+        f.set_len(256 << 20).unwrap();
+        assert!(matches!(
+            ResultDocument::read(&p),
+            Err(DocError::NotADocument { .. })
+        ));
+        let d = doc();
+        let text = String::from_utf8(d.to_json()).unwrap();
+        let n = text.len() as u64;
+        std::fs::write(&p, &text).unwrap();
+        assert_eq!(ResultDocument::read_at_most(&p, n).unwrap(), d);
+        assert!(matches!(
+            ResultDocument::read_at_most(&p, n - 1),
+            Err(DocError::TooLarge { .. })
+        ));
+        let fifo = dir.path().join("doc.fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        for (limit, whole) in [(n, true), (n - 1, false)] {
+            // SAFETY: a valid C string; mkfifo only creates the node.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            let (f2, t2) = (fifo.clone(), text.clone());
+            let w = std::thread::spawn(move || {
+                use std::io::Write;
+                let mut f = std::fs::OpenOptions::new().write(true).open(f2).unwrap();
+                let _ = f.write_all(t2.as_bytes());
+            });
+            let r = ResultDocument::read_at_most(&fifo, limit);
+            w.join().unwrap();
+            std::fs::remove_file(&fifo).unwrap();
+            match r {
+                Ok(back) => assert!(whole && back == d),
+                Err(DocError::TooLarge { .. }) => assert!(!whole),
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_stamp_is_rfc_3339_utc_now() {
+        let t = now_rfc3339();
+        let at = humantime::parse_rfc3339(&t).unwrap();
+        let off = std::time::SystemTime::now().duration_since(at).unwrap();
+        assert!(off.as_secs() < 3600, "{t}");
+        assert!(
+            t.ends_with('Z') && t.len() == "2026-11-24T16:55:19.123456Z".len(),
+            "{t}"
+        );
     }
 }

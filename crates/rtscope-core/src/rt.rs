@@ -443,6 +443,34 @@ mod tests {
         assert_eq!(cpus, affinity());
     }
 
+    /// The stack is faulted in as far as asked (on a fresh thread's stack,
+    /// which nothing has touched).
+    #[test]
+    fn apply_prefaults_the_stack() {
+        let faults = std::thread::Builder::new()
+            .stack_size(4 << 20)
+            .spawn(|| {
+                let minflt = || {
+                    // SAFETY: rusage is POD; getrusage fills it.
+                    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+                    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+                    ru.ru_minflt
+                };
+                let mut s = setup(Policy::Other, 0);
+                s.prefault_stack = 1 << 20;
+                let before = minflt();
+                s.apply().unwrap();
+                minflt() - before
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(
+            faults as usize >= (1 << 20) / sys::page_size() / 2,
+            "{faults} faults"
+        );
+    }
+
     #[test]
     fn a_real_time_policy_is_read_back_with_its_priority() {
         let (st, _, _) = apply_on_thread(setup(Policy::Fifo, 3));
