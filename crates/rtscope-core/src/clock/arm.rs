@@ -492,3 +492,83 @@ mod armv7 {
         }
     }
 }
+
+/// The probing the ARM counters share, on any architecture.
+#[cfg(test)]
+mod probe_tests {
+    use super::*;
+    use std::cell::Cell;
+
+    fn reason(r: Result<(), Unavailable>) -> String {
+        r.unwrap_err().reason
+    }
+
+    #[test]
+    fn a_probe_is_run_once_and_its_end_explained() {
+        static OK: OnceLock<Result<(), String>> = OnceLock::new();
+        assert!(probe_once(&OK, SourceId::Cntvct, "cntvct", || 0, &[]).is_ok());
+        // Cached: a second probe is not run.
+        assert!(probe_once(&OK, SourceId::Cntvct, "cntvct", || 3, &[]).is_ok());
+
+        static STUCK: OnceLock<Result<(), String>> = OnceLock::new();
+        let r = probe_once(&STUCK, SourceId::Cntvct, "cntvct", || PROBE_STUCK, &[]);
+        assert_eq!(reason(r), "cntvct does not advance");
+
+        static NAMED: OnceLock<Result<(), String>> = OnceLock::new();
+        let codes = [(7, "the PMU is off"), (8, "other")];
+        let r = probe_once(&NAMED, SourceId::Pmccntr, "pmccntr", || 7, &codes);
+        assert_eq!(reason(r), "the PMU is off");
+
+        static OTHER: OnceLock<Result<(), String>> = OnceLock::new();
+        let r = probe_once(&OTHER, SourceId::Pmccntr, "pmccntr", || 9, &codes);
+        assert_eq!(reason(r), "the probe of pmccntr exited with code 9");
+    }
+
+    #[test]
+    fn a_trap_is_told_from_another_death() {
+        fn ill() -> i32 {
+            // SAFETY: raise() is async-signal-safe; the child dies of it.
+            unsafe { libc::raise(libc::SIGILL) };
+            0
+        }
+        fn abort() -> i32 {
+            // SAFETY: as above.
+            unsafe { libc::raise(libc::SIGABRT) };
+            0
+        }
+        static PMU: OnceLock<Result<(), String>> = OnceLock::new();
+        let r = probe_once(&PMU, SourceId::Pmccntr, "pmccntr", ill, &[]);
+        assert_eq!(
+            reason(r),
+            format!(
+                "reading pmccntr traps (SIGILL): {}",
+                trap_hint(SourceId::Pmccntr)
+            )
+        );
+        assert!(trap_hint(SourceId::Pmccntr).contains("PMUSERENR.EN"));
+        static TIMER: OnceLock<Result<(), String>> = OnceLock::new();
+        let r = probe_once(&TIMER, SourceId::Cntvct, "cntvct", ill, &[]);
+        assert!(reason(r).ends_with(
+            "this core has no generic timer, or the kernel does not let user space read it"
+        ));
+        static ABORT: OnceLock<Result<(), String>> = OnceLock::new();
+        let r = probe_once(&ABORT, SourceId::Cntvct, "cntvct", abort, &[]);
+        assert_eq!(
+            reason(r),
+            format!("the probe of cntvct died of signal {}", libc::SIGABRT)
+        );
+    }
+
+    #[test]
+    fn a_counter_advances_or_is_stuck() {
+        assert_eq!(advances(|| 5), PROBE_STUCK);
+        let n = Cell::new(0u64);
+        // Moves on its 1000th read only.
+        let slow = || {
+            n.set(n.get() + 1);
+            n.get() / 1000
+        };
+        assert_eq!(advances(slow), 0);
+        assert_eq!(n.get(), 1000);
+    }
+}
