@@ -572,6 +572,20 @@ mod tests {
         assert_eq!(w, libc::SIGRTMIN() + 2);
     }
 
+    /// The wake-ups go on, round after round, until no thread runs; a tid of
+    /// 0 is only waited for.
+    #[test]
+    fn wakes_repeat_until_every_thread_has_ended() {
+        let mut calls = [0; 2];
+        wake_until_ended(&[0, 0], |i| {
+            calls[i] += 1;
+            calls[i] <= 3 - i
+        });
+        // Thread 0 runs for 3 rounds, thread 1 for 2: every thread is asked
+        // in each round, and the 4th finds none running.
+        assert_eq!(calls, [4, 4]);
+    }
+
     #[test]
     fn waking_a_thread_that_has_ended_is_no_error() {
         let tid = std::thread::spawn(sys::gettid).join().unwrap();
