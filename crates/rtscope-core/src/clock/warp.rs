@@ -355,5 +355,8 @@ mod tests {
         assert_eq!(r.backwards_steps, r.iterations - 2, "{r:?}");
         assert_eq!(r.max_backwards_ticks, 1);
         assert_eq!(r.max_backwards_ns, 0.5);
+        // Two CPUs are one pair.
+        let r = warp_counter(&Frozen, true, 64, scale, &[0, 0], 1_000_000);
+        assert_eq!((r.skipped, r.pairs), (None, vec![[0, 0]]));
     }
 }
