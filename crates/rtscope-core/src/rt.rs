@@ -447,6 +447,7 @@ mod tests {
     /// which nothing has touched).
     #[test]
     fn apply_prefaults_the_stack() {
+        let _one_at_a_time = sys::MLOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
         let faults = std::thread::Builder::new()
             .stack_size(4 << 20)
             .spawn(|| {
@@ -458,6 +459,7 @@ mod tests {
                 };
                 let mut s = setup(Policy::Other, 0);
                 s.prefault_stack = 1 << 20;
+                sys::forget_stack_below(2 << 20);
                 let before = minflt();
                 s.apply().unwrap();
                 minflt() - before

@@ -215,10 +215,27 @@ pub fn mprotect_raw_rw(page_addr: usize, len: usize) -> bool {
     }
 }
 
-/// Taken by the tests that lock the process's memory: one test's
-/// munlockall must not undo another's mlockall while it looks.
+/// Taken by the tests that lock the process's memory (one test's munlockall
+/// must not undo another's mlockall while it looks) and by those that count
+/// page faults (locked memory takes none).
 #[cfg(test)]
 pub(crate) static MLOCK_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Gives back the pages of the calling thread's stack from 64 KiB below
+/// the caller's frame down `bytes` further, so that touching them faults
+/// again: a test's thread may run on a stack the C library cached from an
+/// earlier thread, already faulted in. The thread's stack must reach that far.
+#[cfg(test)]
+pub(crate) fn forget_stack_below(bytes: usize) {
+    let here = 0u8;
+    let ps = page_size();
+    let top = (std::hint::black_box(&here) as *const u8 as usize - (64 << 10)) & !(ps - 1);
+    let bottom = top - bytes;
+    // SAFETY: the range lies in this thread's own stack, below every live
+    // frame; MADV_DONTNEED only drops its pages (they read as zero again).
+    let rc = unsafe { libc::madvise(bottom as *mut libc::c_void, bytes, libc::MADV_DONTNEED) };
+    assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+}
 
 #[cfg(test)]
 mod tests {
@@ -353,6 +370,9 @@ mod tests {
     /// A fresh thread's stack is faulted in as far as asked.
     #[test]
     fn prefaulting_touches_the_stack() {
+        // Not while another test has memory locked: under MCL_FUTURE a new
+        // thread's stack is faulted in whole when it is mapped.
+        let _one_at_a_time = MLOCK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
         let minflt = || {
             // SAFETY: rusage is POD; getrusage fills it.
             let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -362,6 +382,7 @@ mod tests {
         let faults = std::thread::Builder::new()
             .stack_size(4 << 20)
             .spawn(move || {
+                forget_stack_below(2 << 20);
                 let before = minflt();
                 prefault_stack(1 << 20);
                 minflt() - before
