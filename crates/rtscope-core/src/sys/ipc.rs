@@ -390,10 +390,14 @@ impl Drop for SysvSem {
     }
 }
 
+/// One message as msgsnd/msgrcv see it: a long type, then the payload right
+/// after it. The payload is bytes, not a u64: on 32-bit ARM a u64 is 8-aligned,
+/// so it would sit 4 bytes of padding after the 4-byte type, and the kernel
+/// would carry the padding and only the low half of the value.
 #[repr(C)]
 struct SysvMsg {
     mtype: libc::c_long,
-    data: u64,
+    data: [u8; 8],
 }
 
 /// A private System V message queue carrying one u64 per message; removed
@@ -426,7 +430,10 @@ impl SysvMsgQueue {
     /// `msgsnd` of one message of type 1, restarted after a signal.
     #[inline]
     pub fn send(&self, data: u64) -> io::Result<()> {
-        let m = SysvMsg { mtype: 1, data };
+        let m = SysvMsg {
+            mtype: 1,
+            data: data.to_ne_bytes(),
+        };
         // SAFETY: `m` starts with a c_long type followed by 8 bytes of payload.
         retry_eintr(|| unsafe { libc::msgsnd(self.id, (&m as *const SysvMsg).cast(), 8, 0) })?;
         Ok(())
@@ -435,10 +442,13 @@ impl SysvMsgQueue {
     /// `msgrcv` of the next message, restarted after a signal.
     #[inline]
     pub fn recv(&self) -> io::Result<u64> {
-        let mut m = SysvMsg { mtype: 0, data: 0 };
+        let mut m = SysvMsg {
+            mtype: 0,
+            data: [0; 8],
+        };
         // SAFETY: `m` has room for a c_long type and 8 bytes of payload.
         retry_eintr(|| unsafe { libc::msgrcv(self.id, (&mut m as *mut SysvMsg).cast(), 8, 0, 0) })?;
-        Ok(m.data)
+        Ok(u64::from_ne_bytes(m.data))
     }
 }
 
@@ -601,16 +611,15 @@ struct SemidDs {
 }
 
 /// The key of an `ipc_perm` (glibc names the field `__key`; the libc crate's
-/// musl binding still calls it `__ipc_perm_key`).
-#[cfg(not(target_env = "musl"))]
+/// musl binding still calls it `__ipc_perm_key`). One function with the field
+/// chosen inside, so that the x86-64 tests check the one body every target runs.
 fn perm_key(p: &libc::ipc_perm) -> i32 {
-    p.__key
-}
-
-#[cfg(target_env = "musl")]
-#[allow(deprecated)]
-fn perm_key(p: &libc::ipc_perm) -> i32 {
-    p.__ipc_perm_key
+    #[cfg(not(target_env = "musl"))]
+    let key = p.__key;
+    #[cfg(target_env = "musl")]
+    #[allow(deprecated)]
+    let key = p.__ipc_perm_key;
+    key
 }
 
 fn sysv_gone(e: &io::Error) -> bool {
@@ -681,4 +690,657 @@ pub fn posix_mq_exists(name: &std::ffi::CStr) -> io::Result<bool> {
     // SAFETY: `mqd` was just opened and is closed once.
     unsafe { libc::mq_close(mqd) };
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::{geteuid, gettid, probe_in_child, ChildExit};
+    use std::ffi::{CStr, CString};
+    use std::os::fd::RawFd;
+    use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::SeqCst};
+
+    /// Waits until thread `tid` sleeps in the kernel (state `S` in its
+    /// `/proc/self/task/<tid>/stat`), or until `done` is set (it has returned).
+    /// Only order, no time limit: a blocked waiter is found asleep sooner or later.
+    fn until_asleep_or_done(tid: &AtomicI32, done: &AtomicBool) {
+        loop {
+            if done.load(SeqCst) {
+                return;
+            }
+            let t = tid.load(SeqCst);
+            if t != 0 {
+                let stat = std::fs::read_to_string(format!("/proc/self/task/{t}/stat"));
+                if let Some((_, rest)) = stat.as_deref().unwrap_or("").rsplit_once(')') {
+                    if rest.trim_start().starts_with('S') {
+                        return;
+                    }
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// A POSIX message queue name of this process, unique per `tag`.
+    fn mq_name(tag: &str) -> CString {
+        CString::new(format!("/rtscope-ipc-test-{}-{tag}", getpid())).unwrap()
+    }
+
+    /// `/rtscope-ipc-child-<pid>` written into `buf` without allocating, for a
+    /// forked child of a multi-threaded process.
+    fn child_mq_name(buf: &mut [u8; 48]) -> &CStr {
+        let prefix = b"/rtscope-ipc-child-";
+        buf[..prefix.len()].copy_from_slice(prefix);
+        let mut n = getpid() as u32;
+        let mut digits = [0u8; 10];
+        let mut k = 0;
+        loop {
+            digits[k] = b'0' + (n % 10) as u8;
+            k += 1;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let mut i = prefix.len();
+        while k > 0 {
+            k -= 1;
+            buf[i] = digits[k];
+            i += 1;
+        }
+        buf[i] = 0;
+        CStr::from_bytes_with_nul(&buf[..=i]).unwrap()
+    }
+
+    fn fd_flags(fd: RawFd) -> i32 {
+        // SAFETY: fcntl with integer arguments.
+        unsafe { libc::fcntl(fd, libc::F_GETFL) }
+    }
+
+    fn cloexec(fd: RawFd) -> bool {
+        // SAFETY: fcntl with integer arguments.
+        let f = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+        assert!(f >= 0, "{}", io::Error::last_os_error());
+        f & libc::FD_CLOEXEC != 0
+    }
+
+    /// The array has `n` zeroed elements in one mapping that threads share.
+    #[test]
+    fn shared_array_has_n_zeroed_shared_elements() {
+        let a = SharedArray::<AtomicU64>::new(3).unwrap();
+        assert_eq!(a.as_slice().len(), 3);
+        assert!(a.as_slice().iter().all(|x| x.load(SeqCst) == 0));
+        std::thread::scope(|s| {
+            s.spawn(|| a.as_slice()[2].store(0xDEAD_BEEF_1234, SeqCst));
+        });
+        assert_eq!(a.as_slice()[2].load(SeqCst), 0xDEAD_BEEF_1234);
+        assert_eq!(a.as_slice()[0].load(SeqCst), 0);
+    }
+
+    /// Dropping a SharedMem unmaps it: `msync` on its address then fails with
+    /// ENOMEM. Checked in a forked child, where no other thread can map the
+    /// address again in between. Not on 32-bit targets: qemu-user keeps a
+    /// 32-bit guest's whole address space reserved, so `msync` on an unmapped
+    /// guest page succeeds there (seen with qemu-arm; qemu-aarch64 reports ENOMEM).
+    #[test]
+    fn shared_mem_is_unmapped_on_drop() {
+        if cfg!(target_pointer_width = "32") {
+            return;
+        }
+        fn probe() -> i32 {
+            let Ok(m) = SharedMem::new(1) else { return 2 };
+            let p = m.as_ptr();
+            // SAFETY: msync with the mapping's own address and length.
+            if p.is_null() || unsafe { libc::msync(p.cast(), 1, libc::MS_ASYNC) } != 0 {
+                return 3;
+            }
+            drop(m);
+            // SAFETY: msync only checks the range; it touches no memory.
+            let rc = unsafe { libc::msync(p.cast(), 1, libc::MS_ASYNC) };
+            if rc == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOMEM) {
+                0
+            } else {
+                1
+            }
+        }
+        assert_eq!(probe_in_child(probe).unwrap(), ChildExit::Code(0));
+    }
+
+    /// futex_wait returns Ok at once when the word no longer holds the expected
+    /// value (EAGAIN), and futex_wake with no waiter succeeds.
+    #[test]
+    fn futex_wait_returns_when_the_word_differs_and_wake_without_waiters_is_ok() {
+        let w = AtomicU32::new(1);
+        futex_wait(&w, 0).unwrap();
+        futex_wake(&w, 1).unwrap();
+        futex_wake(&w, i32::MAX).unwrap();
+    }
+
+    /// futex_wait sleeps while the word holds the expected value: the waiter
+    /// returns only after the other thread changed the word and woke it, and
+    /// futex_wake of a sleeping waiter succeeds and takes it off the futex (a
+    /// raw FUTEX_WAKE afterwards finds nobody; one that does find the waiter
+    /// also frees it, so a wake that did nothing fails the test, not hangs it).
+    #[test]
+    fn futex_wait_sleeps_until_woken() {
+        let w = AtomicU32::new(0);
+        let tid = AtomicI32::new(0);
+        let done = AtomicBool::new(false);
+        let (seen, woken, still_asleep) = std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                tid.store(gettid(), SeqCst);
+                let r = futex_wait(&w, 0);
+                let seen = w.load(SeqCst);
+                done.store(true, SeqCst);
+                r.map(|()| seen)
+            });
+            until_asleep_or_done(&tid, &done);
+            w.store(1, SeqCst);
+            let woken = futex_wake(&w, 1);
+            // SAFETY: FUTEX_WAKE of one waiter on a valid, aligned u32.
+            let still_asleep =
+                unsafe { libc::syscall(libc::SYS_futex, w.as_ptr(), libc::FUTEX_WAKE, 1) };
+            (waiter.join().unwrap(), woken, still_asleep)
+        });
+        assert_eq!(seen.unwrap(), 1, "futex_wait returned before the wake");
+        woken.unwrap();
+        assert_eq!(still_asleep, 0, "futex_wake left the waiter asleep");
+    }
+
+    fn sem_value(s: &SharedSem) -> i32 {
+        let mut v = -1;
+        // SAFETY: the semaphore is initialised and alive; `v` is writable.
+        assert_eq!(unsafe { libc::sem_getvalue(s.sem(), &mut v) }, 0);
+        v
+    }
+
+    /// A SharedSem starts at 0; each post adds one and each wait takes one.
+    #[test]
+    fn shared_sem_counts_posts_and_waits() {
+        let s = SharedSem::new().unwrap();
+        assert_eq!(sem_value(&s), 0);
+        s.post().unwrap();
+        s.post().unwrap();
+        assert_eq!(sem_value(&s), 2);
+        s.wait().unwrap();
+        assert_eq!(sem_value(&s), 1);
+        s.wait().unwrap();
+        assert_eq!(sem_value(&s), 0);
+    }
+
+    /// raise sets the flag and the stamp in the shared box.
+    #[test]
+    fn shared_cond_flag_raise_sets_flag_and_stamp() {
+        let c = SharedCondFlag::new().unwrap();
+        c.raise(0xDEAD_BEEF_1234).unwrap();
+        // SAFETY: no other thread uses the box; the fields are plain integers.
+        let (flag, stamp) = unsafe { ((*c.b()).flag, (*c.b()).stamp) };
+        assert_eq!((flag, stamp), (1, 0xDEAD_BEEF_1234));
+    }
+
+    /// wait sleeps until the flag is raised, returns the stamp raised and a wake
+    /// time not before the raise on that clock, and lowers the flag again. The
+    /// waiter is a detached thread: if raise fails or sets nothing, the test
+    /// fails at once and leaves it asleep rather than hang on a join.
+    #[test]
+    fn shared_cond_flag_wait_sleeps_until_raised() {
+        use std::sync::Arc;
+        const STAMP: u64 = 0xDEAD_BEEF_1234;
+        let c = Arc::new(SharedCondFlag::new().unwrap());
+        let tid = Arc::new(AtomicI32::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let waiter = std::thread::spawn({
+            let (c, tid, done) = (c.clone(), tid.clone(), done.clone());
+            move || {
+                tid.store(gettid(), SeqCst);
+                let r = c.wait(libc::CLOCK_MONOTONIC);
+                done.store(true, SeqCst);
+                r
+            }
+        });
+        until_asleep_or_done(&tid, &done);
+        // A waiter that already returned was never asleep: nothing to raise.
+        let t_raise = (!done.load(SeqCst)).then(|| {
+            let t = clock_ns(libc::CLOCK_MONOTONIC);
+            c.raise(STAMP).unwrap();
+            let b = c.b();
+            // SAFETY: the initialised mutex guards the stamp.
+            let stamp = unsafe {
+                assert_eq!(libc::pthread_mutex_lock(&mut (*b).mutex), 0);
+                let stamp = (*b).stamp;
+                libc::pthread_mutex_unlock(&mut (*b).mutex);
+                stamp
+            };
+            assert_eq!(stamp, STAMP, "raise did not set the stamp");
+            t
+        });
+        let (stamp, woke) = waiter.join().unwrap().unwrap();
+        assert_eq!(stamp, STAMP);
+        let t_raise = t_raise.expect("wait returned before the flag was raised");
+        assert!(woke >= t_raise, "woke at {woke}, raised at {t_raise}");
+        // SAFETY: the waiter has ended; the field is a plain integer.
+        assert_eq!(unsafe { (*c.b()).flag }, 0);
+    }
+
+    /// Dropping a SharedCondFlag destroys its mutex and condition variable: a
+    /// second mapping of the same shared page (`mremap` with old size 0) sees
+    /// the box rewritten (glibc marks a destroyed mutex invalid, kind -1, and
+    /// flags the condition variable). glibc on x86-64 only: musl's destroy
+    /// writes nothing for an unused process-shared pair, and qemu-arm refuses
+    /// `mremap` with old size 0 (ENOMEM).
+    #[test]
+    fn shared_cond_flag_drop_destroys_mutex_and_cond() {
+        if !cfg!(all(target_arch = "x86_64", target_env = "gnu")) {
+            return;
+        }
+        let c = SharedCondFlag::new().unwrap();
+        let n = std::mem::size_of::<CondBox>();
+        // SAFETY: old size 0 on a shared mapping makes a new mapping of the same pages.
+        let alias = unsafe { libc::mremap(c.b().cast(), 0, n, libc::MREMAP_MAYMOVE) };
+        assert_ne!(alias, libc::MAP_FAILED, "{}", io::Error::last_os_error());
+        // SAFETY: `alias` maps `n` readable bytes until the munmap below.
+        let bytes = || unsafe { std::slice::from_raw_parts(alias.cast::<u8>(), n).to_vec() };
+        let before = bytes();
+        drop(c);
+        let after = bytes();
+        // SAFETY: unmaps the alias made above, once.
+        unsafe { libc::munmap(alias, n) };
+        assert_ne!(before, after, "drop left the mutex and condition untouched");
+    }
+
+    /// lock takes the mutex (a trylock then finds it busy) and unlock releases it.
+    #[test]
+    fn shared_mutex_lock_and_unlock() {
+        let m = SharedMutex::new().unwrap();
+        let raw: *mut libc::pthread_mutex_t = m.mem.as_ptr().cast();
+        m.lock().unwrap();
+        // SAFETY: `raw` is the initialised mutex; trylock of a taken normal mutex is EBUSY.
+        assert_eq!(unsafe { libc::pthread_mutex_trylock(raw) }, libc::EBUSY);
+        m.unlock().unwrap();
+        // SAFETY: as above; it is free now, so trylock takes it, and it is released.
+        assert_eq!(unsafe { libc::pthread_mutex_trylock(raw) }, 0);
+        // SAFETY: this thread holds it.
+        assert_eq!(unsafe { libc::pthread_mutex_unlock(raw) }, 0);
+    }
+
+    /// SysvSem::id names the kernel's set (two sets, two ids; IPC_STAT of the
+    /// id shows a private 0600 set of ours) and op changes that set's value.
+    #[test]
+    fn sysv_sem_id_and_op() {
+        let a = SysvSem::new(1).unwrap();
+        let b = SysvSem::new(2).unwrap();
+        assert_ne!(a.id(), b.id());
+        for s in [&a, &b] {
+            let st = sysv_stat(SysvKind::Sem, s.id()).unwrap().unwrap();
+            assert_eq!((st.key, st.cuid, st.mode), (0, geteuid(), 0o600));
+        }
+        a.op(0, 3).unwrap();
+        a.op(0, -1).unwrap();
+        // SAFETY: plain syscall with integer arguments.
+        assert_eq!(unsafe { libc::semctl(a.id(), 0, libc::GETVAL) }, 2);
+        b.op(1, 5).unwrap();
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::semctl(b.id(), 1, libc::GETVAL) }, 5);
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::semctl(b.id(), 0, libc::GETVAL) }, 0);
+    }
+
+    /// A SysvSem is removed on drop by the process that created it, and not by
+    /// a copy that another process (a forked child) drops.
+    #[test]
+    fn sysv_sem_is_removed_on_drop_by_its_creator_only() {
+        let s = SysvSem::new(1).unwrap();
+        let id = s.id();
+        drop(SysvSem { id, owner: 0 });
+        assert!(sysv_stat(SysvKind::Sem, id).unwrap().is_some());
+        drop(s);
+        assert_eq!(sysv_stat(SysvKind::Sem, id).unwrap(), None);
+    }
+
+    fn msg_count(id: i32) -> u64 {
+        // SAFETY: msqid_ds is POD; IPC_STAT writes it.
+        let mut ds: libc::msqid_ds = unsafe { std::mem::zeroed() };
+        // SAFETY: `ds` is a valid, writable msqid_ds.
+        assert_eq!(unsafe { libc::msgctl(id, libc::IPC_STAT, &mut ds) }, 0);
+        #[allow(clippy::unnecessary_cast)]
+        let n = ds.msg_qnum as u64;
+        n
+    }
+
+    /// SysvMsgQueue::id names the kernel's queue, send queues one message on
+    /// it and recv returns the messages sent, whole (all 64 bits, also on 32-bit
+    /// ARM) and in order.
+    #[test]
+    fn sysv_msg_queue_id_send_and_recv() {
+        // The payload follows the type without padding, as msgsnd expects.
+        assert_eq!(
+            std::mem::offset_of!(SysvMsg, data),
+            std::mem::size_of::<libc::c_long>()
+        );
+        let q = SysvMsgQueue::new().unwrap();
+        let other = SysvMsgQueue::new().unwrap();
+        assert_ne!(q.id(), other.id());
+        let st = sysv_stat(SysvKind::Msg, q.id()).unwrap().unwrap();
+        assert_eq!((st.key, st.cuid, st.mode), (0, geteuid(), 0o600));
+        q.send(0xDEAD_BEEF_1234_5678).unwrap();
+        q.send(7).unwrap();
+        assert_eq!(msg_count(q.id()), 2);
+        assert_eq!(msg_count(other.id()), 0);
+        assert_eq!(q.recv().unwrap(), 0xDEAD_BEEF_1234_5678);
+        assert_eq!(q.recv().unwrap(), 7);
+        assert_eq!(msg_count(q.id()), 0);
+    }
+
+    /// A SysvMsgQueue is removed on drop by the process that created it only.
+    #[test]
+    fn sysv_msg_queue_is_removed_on_drop_by_its_creator_only() {
+        let q = SysvMsgQueue::new().unwrap();
+        let id = q.id();
+        drop(SysvMsgQueue { id, owner: 0 });
+        assert!(sysv_stat(SysvKind::Msg, id).unwrap().is_some());
+        drop(q);
+        assert_eq!(sysv_stat(SysvKind::Msg, id).unwrap(), None);
+    }
+
+    /// open_unlinked creates a close-on-exec queue of `max_msgs` 8-byte
+    /// messages that is already unlinked; send and recv carry u64s in order.
+    #[test]
+    fn posix_mq_open_unlinked_send_recv() {
+        let name = mq_name("open");
+        let q = PosixMq::open_unlinked(&name, 4).unwrap();
+        assert!(!posix_mq_exists(&name).unwrap());
+        assert!(cloexec(q.mqd as RawFd));
+        // SAFETY: mq_attr is POD.
+        let mut attr: libc::mq_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: `q.mqd` is open, `attr` writable.
+        assert_eq!(unsafe { libc::mq_getattr(q.mqd, &mut attr) }, 0);
+        assert_eq!(
+            (attr.mq_maxmsg, attr.mq_msgsize, attr.mq_curmsgs),
+            (4, 8, 0)
+        );
+        q.send(0xDEAD_BEEF_1234_5678).unwrap();
+        q.send(1).unwrap();
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::mq_getattr(q.mqd, &mut attr) }, 0);
+        assert_eq!(attr.mq_curmsgs, 2);
+        assert_eq!(q.recv().unwrap(), 0xDEAD_BEEF_1234_5678);
+        assert_eq!(q.recv().unwrap(), 1);
+    }
+
+    /// open_unlinked refuses a name that exists (O_EXCL) and a name too long;
+    /// posix_mq_exists tells an existing queue from a missing one and reports
+    /// other errors.
+    #[test]
+    fn posix_mq_open_refusals_and_exists() {
+        let name = mq_name("exists");
+        assert!(!posix_mq_exists(&name).unwrap());
+        // SAFETY: `name` is NUL-terminated; a default-attribute queue.
+        let mqd = unsafe {
+            libc::mq_open(
+                name.as_ptr(),
+                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+                0o600 as libc::mode_t,
+                std::ptr::null_mut::<libc::mq_attr>(),
+            )
+        };
+        assert!(mqd >= 0, "{}", io::Error::last_os_error());
+        let exists = posix_mq_exists(&name);
+        let refused = PosixMq::open_unlinked(&name, 4).map(|_| ());
+        // SAFETY: opened above, closed and unlinked once.
+        unsafe {
+            libc::mq_close(mqd);
+            libc::mq_unlink(name.as_ptr());
+        }
+        assert!(exists.unwrap());
+        assert_eq!(refused.unwrap_err().raw_os_error(), Some(libc::EEXIST));
+        assert!(!posix_mq_exists(&name).unwrap());
+
+        let long = CString::new(format!("/{}", "x".repeat(300))).unwrap();
+        let e = PosixMq::open_unlinked(&long, 4).map(|_| ()).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENAMETOOLONG));
+        let e = posix_mq_exists(&long).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENAMETOOLONG));
+    }
+
+    /// Dropping a PosixMq closes its descriptor (checked in a forked child,
+    /// where no other thread can reuse the number in between).
+    #[test]
+    fn posix_mq_is_closed_on_drop() {
+        fn probe() -> i32 {
+            let mut buf = [0u8; 48];
+            let Ok(q) = PosixMq::open_unlinked(child_mq_name(&mut buf), 2) else {
+                return 2;
+            };
+            let fd = q.mqd;
+            drop(q);
+            // SAFETY: fcntl with integer arguments.
+            let rc = unsafe { libc::fcntl(fd as RawFd, libc::F_GETFD) };
+            if rc == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::EBADF) {
+                0
+            } else {
+                1
+            }
+        }
+        assert_eq!(probe_in_child(probe).unwrap(), ChildExit::Code(0));
+    }
+
+    /// Descriptor 0 is a valid result: with stdin closed, eventfd and
+    /// PosixMq::open_unlinked get descriptor 0 and succeed (in a forked child).
+    #[test]
+    fn descriptor_zero_is_a_success() {
+        fn probe() -> i32 {
+            // SAFETY: closes the child's own stdin.
+            unsafe { libc::close(0) };
+            match eventfd() {
+                Ok(fd) if fd.as_raw_fd() == 0 => {}
+                _ => return 1,
+            }
+            let mut buf = [0u8; 48];
+            match PosixMq::open_unlinked(child_mq_name(&mut buf), 2) {
+                Ok(q) if q.mqd == 0 => 0,
+                _ => 2,
+            }
+        }
+        assert_eq!(probe_in_child(probe).unwrap(), ChildExit::Code(0));
+    }
+
+    /// eventfd gives a close-on-exec counter: writes add up, a read takes the sum.
+    #[test]
+    fn eventfd_adds_up_writes() {
+        let fd = eventfd().unwrap();
+        assert!(cloexec(fd.as_raw_fd()));
+        assert_eq!(fd_flags(fd.as_raw_fd()) & libc::O_NONBLOCK, 0);
+        for v in [3u64, 4] {
+            // SAFETY: writes 8 bytes from `v`.
+            let n = unsafe { libc::write(fd.as_raw_fd(), (&v as *const u64).cast(), 8) };
+            assert_eq!(n, 8);
+        }
+        let mut v = 0u64;
+        // SAFETY: reads 8 bytes into `v`.
+        let n = unsafe { libc::read(fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+        assert_eq!((n, v), (8, 7));
+    }
+
+    /// pipe gives a close-on-exec (read end, write end) pair that carries bytes.
+    #[test]
+    fn pipe_carries_bytes_from_write_end_to_read_end() {
+        let (r, w) = pipe().unwrap();
+        assert!(cloexec(r.as_raw_fd()) && cloexec(w.as_raw_fd()));
+        assert_eq!(fd_flags(r.as_raw_fd()) & libc::O_ACCMODE, libc::O_RDONLY);
+        assert_eq!(fd_flags(w.as_raw_fd()) & libc::O_ACCMODE, libc::O_WRONLY);
+        // SAFETY: writes 3 bytes from a static string.
+        assert_eq!(
+            unsafe { libc::write(w.as_raw_fd(), b"abc".as_ptr().cast(), 3) },
+            3
+        );
+        let mut b = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into `b`.
+        let n = unsafe { libc::read(r.as_raw_fd(), b.as_mut_ptr().cast(), 8) };
+        assert_eq!(&b[..n as usize], b"abc");
+    }
+
+    /// set_blocking clears O_NONBLOCK and keeps the other status flags; on a
+    /// descriptor that already blocks it changes nothing and succeeds (a pipe's
+    /// read end has status flags 0 on Linux); a bad descriptor is an error.
+    #[test]
+    fn set_blocking_clears_only_o_nonblock() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.path().join("f"))
+            .unwrap();
+        let fl = fd_flags(f.as_raw_fd());
+        // SAFETY: fcntl on an open descriptor with integer arguments.
+        assert_eq!(
+            unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK) },
+            0
+        );
+        assert_ne!(fd_flags(f.as_raw_fd()) & libc::O_NONBLOCK, 0);
+        set_blocking(&f).unwrap();
+        let fl = fd_flags(f.as_raw_fd());
+        assert_eq!(fl & (libc::O_NONBLOCK | libc::O_APPEND), libc::O_APPEND);
+
+        let (r, _w) = pipe().unwrap();
+        set_blocking(&r).unwrap();
+        assert_eq!(fd_flags(r.as_raw_fd()) & libc::O_NONBLOCK, 0);
+
+        struct Closed;
+        impl AsRawFd for Closed {
+            fn as_raw_fd(&self) -> RawFd {
+                -1
+            }
+        }
+        assert_eq!(
+            set_blocking(&Closed).unwrap_err().raw_os_error(),
+            Some(libc::EBADF)
+        );
+    }
+
+    /// mkfifo makes a FIFO with no group or other permissions, and refuses a
+    /// path that exists or that holds a NUL byte.
+    #[test]
+    fn mkfifo_makes_a_fifo() {
+        use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("fifo");
+        mkfifo(&p).unwrap();
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        assert!(m.file_type().is_fifo());
+        assert_eq!(m.permissions().mode() & 0o077, 0);
+        assert_eq!(mkfifo(&p).unwrap_err().raw_os_error(), Some(libc::EEXIST));
+        let bad = std::path::Path::new("a\0b");
+        assert_eq!(mkfifo(bad).unwrap_err().raw_os_error(), Some(libc::EINVAL));
+    }
+
+    /// A System V object made by a test, removed with a raw IPC_RMID when the
+    /// test ends, whatever happened (a failed assertion leaks nothing).
+    struct Made {
+        kind: SysvKind,
+        key: i32,
+        id: i32,
+    }
+
+    impl Drop for Made {
+        fn drop(&mut self) {
+            // SAFETY: plain syscalls; removing an id that is gone only fails.
+            unsafe {
+                match self.kind {
+                    SysvKind::Sem => libc::semctl(self.id, 0, libc::IPC_RMID),
+                    SysvKind::Msg => libc::msgctl(self.id, libc::IPC_RMID, std::ptr::null_mut()),
+                }
+            };
+        }
+    }
+
+    /// Creates a System V object of `kind` with a key of its own (IPC_EXCL,
+    /// trying further keys while one is taken).
+    fn sysv_with_key(kind: SysvKind, mode: i32) -> Made {
+        let base = 0x5254_0000 | ((getpid() & 0x3fff) << 2) | (kind as i32) << 1;
+        for k in 0..64 {
+            let key = base.wrapping_add(k << 16);
+            let flags = libc::IPC_CREAT | libc::IPC_EXCL | mode;
+            // SAFETY: plain syscalls with integer arguments.
+            let id = unsafe {
+                match kind {
+                    SysvKind::Sem => libc::semget(key, 1, flags),
+                    SysvKind::Msg => libc::msgget(key, flags),
+                }
+            };
+            if id >= 0 {
+                return Made { kind, key, id };
+            }
+            let e = io::Error::last_os_error();
+            assert_eq!(e.raw_os_error(), Some(libc::EEXIST), "{e}");
+        }
+        panic!("no free System V key");
+    }
+
+    /// sysv_stat reports an object's key, creator and mode, and None once it is
+    /// gone; sysv_remove removes it (true) and then finds nothing (false).
+    #[test]
+    fn sysv_stat_and_remove_by_id() {
+        for kind in [SysvKind::Sem, SysvKind::Msg] {
+            let made = sysv_with_key(kind, 0o640);
+            let (key, id) = (made.key, made.id);
+            let st = sysv_stat(kind, id).unwrap().unwrap();
+            assert_eq!(
+                (st.key, st.cuid, st.mode),
+                (key, geteuid(), 0o640),
+                "{kind:?}"
+            );
+            assert!(st.ctime > 0);
+            assert!(sysv_remove(kind, id).unwrap(), "{kind:?}");
+            assert!(!sysv_remove(kind, id).unwrap(), "{kind:?}");
+            assert_eq!(sysv_stat(kind, id).unwrap(), None, "{kind:?}");
+        }
+    }
+
+    /// Errors other than "no such object" are reported, not taken for a gone
+    /// object: IPC_STAT without read permission is EACCES (and, for root that
+    /// gave up its effective uid, IPC_RMID of another user's object EPERM). The
+    /// effective uid is changed for one thread only (the raw syscall, not
+    /// libc's process-wide setresuid) and given back before it ends.
+    #[test]
+    fn sysv_errors_other_than_gone_are_reported() {
+        #[cfg(target_arch = "arm")]
+        const SETRESUID: libc::c_long = libc::SYS_setresuid32;
+        #[cfg(not(target_arch = "arm"))]
+        const SETRESUID: libc::c_long = libc::SYS_setresuid;
+        for kind in [SysvKind::Sem, SysvKind::Msg] {
+            // Mode 0: even its owner may not read it, unless privileged.
+            let made = sysv_with_key(kind, 0);
+            let id = made.id;
+            let root = geteuid() == 0;
+            let (stat, remove) = std::thread::scope(|s| {
+                s.spawn(|| {
+                    let keep = libc::uid_t::MAX as libc::c_long; // -1: unchanged
+                    if root {
+                        // SAFETY: changes this thread's effective uid only.
+                        let rc = unsafe { libc::syscall(SETRESUID, keep, 65534, keep) };
+                        assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+                    }
+                    let stat = sysv_stat(kind, id);
+                    let remove = root.then(|| sysv_remove(kind, id));
+                    if root {
+                        // SAFETY: gives this thread its effective uid 0 back (saved uid 0).
+                        let rc = unsafe { libc::syscall(SETRESUID, keep, 0, keep) };
+                        assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+                    }
+                    (stat, remove)
+                })
+                .join()
+                .unwrap()
+            });
+            assert!(sysv_remove(kind, id).unwrap());
+            assert_eq!(
+                stat.unwrap_err().raw_os_error(),
+                Some(libc::EACCES),
+                "{kind:?}"
+            );
+            if let Some(r) = remove {
+                assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::EPERM), "{kind:?}");
+            }
+        }
+    }
 }
