@@ -319,28 +319,37 @@ mod tests {
 
     /// In a child (the handler is the whole process's): a write to a
     /// PROT_NONE page faults, the handler makes the page writable, and the
-    /// write completes; a fault outside the region kills the child with
-    /// SIGSEGV, as if no handler were there.
+    /// write completes; in another child, a fault outside the region kills
+    /// the child with SIGSEGV, as if no handler were there.
     #[test]
     fn the_fault_handler_repairs_its_own_faults_only() {
-        fn probe() -> i32 {
-            let Ok(m) = AnonMap::new(2 * page_size(), Prot::None) else {
+        fn setup() -> Option<AnonMap> {
+            let m = AnonMap::new(2 * page_size(), Prot::None).ok()?;
+            REGION.store(m.addr(), Ordering::Release);
+            install_fault_handler(repair).ok()?;
+            Some(m)
+        }
+        fn repaired() -> i32 {
+            let Some(m) = setup() else {
                 return 10;
             };
-            REGION.store(m.addr(), Ordering::Release);
-            if install_fault_handler(repair).is_err() {
-                return 11;
-            }
             m.write_byte(3, 99);
             if m.read_byte(3) != 99 || REPAIRED.load(Ordering::Relaxed) != 1 {
                 return 12;
             }
+            0
+        }
+        fn not_ours() -> i32 {
+            let Some(m) = setup() else {
+                return 10;
+            };
             // The second page is not the handler's: the child dies here.
             m.write_byte(page_size() + 1, 1);
             13
         }
+        assert_eq!(probe_in_child(repaired).unwrap(), ChildExit::Code(0));
         assert_eq!(
-            probe_in_child(probe).unwrap(),
+            probe_in_child(not_ours).unwrap(),
             ChildExit::Signal(libc::SIGSEGV)
         );
         assert!(!mprotect_raw_rw(1, page_size()));

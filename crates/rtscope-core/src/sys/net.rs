@@ -168,4 +168,41 @@ mod tests {
         );
         assert!(recv_stamped(-1, &mut buf).is_err());
     }
+
+    /// A UNIX datagram socket with credentials passed as well: the
+    /// credentials' control message (SOL_SOCKET, after the stamp) is not
+    /// taken for a stamp.
+    #[test]
+    fn only_the_stamp_message_is_read_as_a_stamp() {
+        let (tx, rx) = std::os::unix::net::UnixDatagram::pair().unwrap();
+        match enable_rx_timestamps(rx.as_raw_fd()) {
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOPROTOOPT) && !cfg!(target_arch = "x86_64") =>
+            {
+                eprintln!("skipped: SO_TIMESTAMPNS not available here ({e})");
+                return;
+            }
+            r => r.unwrap(),
+        }
+        let one: libc::c_int = 1;
+        // SAFETY: as in enable_rx_timestamps.
+        let rc = unsafe {
+            libc::setsockopt(
+                rx.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_PASSCRED,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0);
+        let before = crate::sys::clock_ns(libc::CLOCK_REALTIME);
+        tx.send(b"abc").unwrap();
+        let mut buf = [0u8; 16];
+        let (n, stamp) = recv_stamped(rx.as_raw_fd(), &mut buf).unwrap();
+        let after = crate::sys::clock_ns(libc::CLOCK_REALTIME);
+        assert_eq!(n, 3);
+        let s = stamp.expect("a receive stamp");
+        assert!(s >= before && s <= after, "{before} {s} {after}");
+    }
 }

@@ -144,6 +144,28 @@ mod tests {
         assert!(perf_event_open_self(&[0u8; 64]).is_err());
     }
 
+    /// In a child with its standard input closed: the event may get
+    /// descriptor 0.
+    #[test]
+    fn descriptor_zero_is_an_event_too() {
+        fn probe() -> i32 {
+            // SAFETY: closing this child's standard input.
+            unsafe { libc::close(0) };
+            match perf_event_open_self(&task_clock_attr()) {
+                Ok(fd) if fd.as_raw_fd() == 0 => 0,
+                Ok(_) => 10,
+                // As in the test above: qemu may not pass the call on.
+                Err(e)
+                    if !cfg!(target_arch = "x86_64") && e.raw_os_error() == Some(libc::ENOSYS) =>
+                {
+                    0
+                }
+                Err(_) => 11,
+            }
+        }
+        assert_eq!(probe_in_child(probe).unwrap(), ChildExit::Code(0));
+    }
+
     /// In a child, where no other thread maps anything: the page is gone
     /// after the drop (msync: ENOMEM).
     #[test]

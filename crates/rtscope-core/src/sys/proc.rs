@@ -187,6 +187,25 @@ mod tests {
         );
     }
 
+    /// The probe's stderr is the null device (an emulator's trap message
+    /// goes nowhere).
+    #[test]
+    fn the_probe_writes_to_nowhere() {
+        fn probe() -> i32 {
+            let mut buf = [0u8; 64];
+            // SAFETY: readlink writes at most buf.len() bytes into `buf`.
+            let n = unsafe {
+                libc::readlink(
+                    c"/proc/self/fd/2".as_ptr(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                )
+            };
+            i32::from(n < 0 || &buf[..n as usize] != b"/dev/null")
+        }
+        assert_eq!(probe_in_child(probe).unwrap(), ChildExit::Code(0));
+    }
+
     /// A probe that takes its time is waited for, not killed.
     #[test]
     fn a_slow_probe_is_waited_for() {

@@ -114,6 +114,8 @@ mod tests {
     #[test]
     fn policies_are_read_back() {
         let got = std::thread::spawn(|| {
+            // SCHED_OTHER is policy 0: a policy, not an error.
+            assert_eq!(get_scheduler().unwrap(), (libc::SCHED_OTHER, 0));
             set_scheduler(libc::SCHED_BATCH | libc::SCHED_RESET_ON_FORK, 0).unwrap();
             let batch = get_scheduler().unwrap();
             let bad = set_scheduler(libc::SCHED_OTHER, 5)

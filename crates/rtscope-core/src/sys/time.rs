@@ -457,6 +457,22 @@ mod tests {
         assert_eq!(probe_in_child(probe).unwrap(), ChildExit::Code(0));
     }
 
+    /// In a child with its standard input closed: descriptor 0 is a
+    /// descriptor like any other.
+    #[test]
+    fn descriptor_zero_is_a_timerfd_too() {
+        fn probe() -> i32 {
+            // SAFETY: closing this child's standard input.
+            unsafe { libc::close(0) };
+            match timerfd_periodic(libc::CLOCK_MONOTONIC, 1, 1_000_000) {
+                Ok(fd) if fd.as_raw_fd() == 0 => 0,
+                Ok(_) => 10,
+                Err(_) => 11,
+            }
+        }
+        assert_eq!(probe_in_child(probe).unwrap(), ChildExit::Code(0));
+    }
+
     #[test]
     fn timer_slack_is_set_per_thread() {
         let got = std::thread::spawn(|| {
