@@ -1069,6 +1069,19 @@ mod tests {
         }
     }
 
+    /// An object that is JSON but cannot be a document's head (its version
+    /// given twice) is no document, rather than a syntax error.
+    #[test]
+    fn a_version_given_twice_is_no_document() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("twice.json");
+        std::fs::write(&p, br#"{"schema_version": 3, "schema_version": 3}"#).unwrap();
+        assert!(matches!(
+            ResultDocument::read(&p),
+            Err(DocError::NotADocument { .. })
+        ));
+    }
+
     #[test]
     fn the_stamp_is_rfc_3339_utc_now() {
         let t = now_rfc3339();
