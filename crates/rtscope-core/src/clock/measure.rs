@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{delta, with_counter, Counter, Scale, Source};
 use crate::record::{LatencyHistogram, RunningStats};
-use crate::result::{Series, SeriesCounters, Spike, Timeline};
+use crate::result::{Series, SeriesCounters, Spike};
 use crate::sys;
 
 /// Fills `ts` with back-to-back readings of `c`.
@@ -181,7 +181,6 @@ pub fn series_from_deltas(
             ..Default::default()
         },
         histogram: hist.export(),
-        timeline: Timeline::default(),
         spikes: spikes
             .iter()
             .map(|&(i, d, t)| Spike {
