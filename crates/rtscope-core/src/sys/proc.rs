@@ -115,7 +115,8 @@ pub fn waitpid(pid: i32, block: bool) -> io::Result<Option<ChildExit>> {
 /// risking its own process.
 ///
 /// The child resets `SIGILL`/`SIGSEGV`/`SIGBUS` to their default action (a
-/// handler inherited from the parent must not swallow the trap), makes itself
+/// handler inherited from the parent must not swallow the trap), dies with
+/// the calling thread (`PR_SET_PDEATHSIG`), makes itself
 /// non-dumpable with a zero core limit (an expected trap leaves no core file),
 /// points its stderr at `/dev/null` (qemu would announce the trap there) and
 /// leaves with `_exit`.
@@ -131,6 +132,14 @@ pub fn probe_in_child(probe: fn() -> i32) -> io::Result<ChildExit> {
                 libc::signal(sig, libc::SIG_DFL);
             }
             libc::prctl(libc::PR_SET_DUMPABLE, 0 as libc::c_ulong, 0, 0, 0);
+            // A probe never outlives the thread that waits for it.
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
             // No core file either where a user-mode emulator (qemu) dumps one itself.
             let no_core = libc::rlimit {
                 rlim_cur: 0,
@@ -188,7 +197,7 @@ mod tests {
     }
 
     /// The probe's stderr is the null device (an emulator's trap message
-    /// goes nowhere).
+    /// goes nowhere), and it dies with the thread that waits for it.
     #[test]
     fn the_probe_writes_to_nowhere() {
         fn probe() -> i32 {
@@ -201,7 +210,21 @@ mod tests {
                     buf.len(),
                 )
             };
-            i32::from(n < 0 || &buf[..n as usize] != b"/dev/null")
+            if n < 0 || &buf[..n as usize] != b"/dev/null" {
+                return 1;
+            }
+            let mut sig: libc::c_int = 0;
+            // SAFETY: PR_GET_PDEATHSIG writes one int through the pointer.
+            unsafe {
+                libc::prctl(
+                    libc::PR_GET_PDEATHSIG,
+                    &mut sig as *mut libc::c_int,
+                    0,
+                    0,
+                    0,
+                )
+            };
+            i32::from(sig != libc::SIGKILL) * 2
         }
         assert_eq!(probe_in_child(probe).unwrap(), ChildExit::Code(0));
     }
@@ -272,8 +295,17 @@ mod tests {
         let spawn = |group: i32| {
             let pid = fork().unwrap();
             if pid == 0 {
-                // SAFETY: in the forked child: setpgid and pause are system calls.
+                // SAFETY: in the forked child: prctl, setpgid and pause are
+                // system calls. The child dies with the test's thread, should
+                // the test fail before it kills it.
                 unsafe {
+                    libc::prctl(
+                        libc::PR_SET_PDEATHSIG,
+                        libc::SIGKILL as libc::c_ulong,
+                        0,
+                        0,
+                        0,
+                    );
                     libc::setpgid(0, group);
                     libc::pause();
                 }
