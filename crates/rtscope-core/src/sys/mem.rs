@@ -237,6 +237,16 @@ pub(crate) fn forget_stack_below(bytes: usize) {
     assert_eq!(rc, 0, "{}", io::Error::last_os_error());
 }
 
+/// Whether the kernel has a mapping at `addr` (`msync` succeeds; ENOMEM:
+/// none), for a test's forked child, where no other thread can map the
+/// address again. By system calls alone.
+#[cfg(test)]
+pub(crate) fn is_mapped(addr: usize) -> bool {
+    // SAFETY: msync only looks the page up; it touches no memory.
+    let rc = unsafe { libc::msync(addr as *mut libc::c_void, 1, libc::MS_ASYNC) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ENOMEM)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,20 +300,14 @@ mod tests {
             let Ok(m) = AnonMap::new(page_size(), Prot::ReadWrite) else {
                 return 10;
             };
-            let addr = m.addr() as *mut libc::c_void;
-            // SAFETY: msync only looks the range up.
-            if unsafe { libc::msync(addr, page_size(), libc::MS_ASYNC) } != 0 {
+            let addr = m.addr();
+            if !is_mapped(addr) {
                 return 11;
             }
             drop(m);
             // qemu-arm (the 32-bit ARM tests in CI) keeps the guest's address
             // space reserved: msync finds a mapping there after the unmap.
-            if cfg!(target_pointer_width = "32") {
-                return 0;
-            }
-            // SAFETY: as above; the range is no longer mapped.
-            let rc = unsafe { libc::msync(addr, page_size(), libc::MS_ASYNC) };
-            if rc == -1 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOMEM) {
+            if cfg!(target_pointer_width = "32") || !is_mapped(addr) {
                 0
             } else {
                 12
