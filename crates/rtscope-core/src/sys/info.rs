@@ -126,6 +126,7 @@ mod tests {
         assert_eq!(rlimit_rtprio(), listed("Max realtime priority"));
         assert_eq!(rlimit_memlock(), listed("Max locked memory"));
         assert_eq!(rlimit(libc::RLIMIT_NOFILE), listed("Max open files"));
+        assert_eq!(crate::sys::rlimit_nproc(), listed("Max processes"));
         // Unlimited on every Linux unless an administrator set it.
         assert_eq!(rlimit(libc::RLIMIT_FSIZE), listed("Max file size"));
     }

@@ -132,35 +132,59 @@ mod tests {
 
     /// A POSIX timer's signal, waited for after 20 periods, reports the
     /// expirations it stands for beyond the first; a signal sent by a
-    /// thread reports none.
+    /// thread reports none. Both ways of waiting: `sigwait_one` and the
+    /// interruptible `sigwait_one_interruptible`.
     #[test]
     fn a_timers_signal_brings_its_overruns_and_another_none() {
-        let (over, sent) = std::thread::spawn(|| {
+        let got = std::thread::spawn(|| {
             let (sig, sig2) = (libc::SIGRTMIN() + 5, libc::SIGRTMIN() + 6);
             // Both stay blocked until the thread ends, which discards what is
             // still pending for it.
             block_signals(&[sig, sig2]).unwrap();
             let tid = crate::sys::gettid();
-            let now = crate::sys::clock_ns(libc::CLOCK_MONOTONIC);
-            let timer = crate::sys::ThreadTimer::periodic(
-                libc::CLOCK_MONOTONIC,
-                sig,
-                tid,
-                now + 1_000_000,
-                1_000_000,
-            )
-            .unwrap();
-            crate::sys::nanosleep(20_000_000).unwrap();
+            let timer_overruns = || {
+                let now = crate::sys::clock_ns(libc::CLOCK_MONOTONIC);
+                let timer = crate::sys::ThreadTimer::periodic(
+                    libc::CLOCK_MONOTONIC,
+                    sig,
+                    tid,
+                    now + 1_000_000,
+                    1_000_000,
+                )
+                .unwrap();
+                crate::sys::nanosleep(20_000_000).unwrap();
+                timer
+            };
+            let t = timer_overruns();
             let over = sigwait_one(&sigset_of(&[sig])).unwrap();
-            drop(timer);
+            drop(t);
+            // A signal of the first timer may still be pending: drained here.
+            let _ = sigwait_pending(sig);
+            let t = timer_overruns();
+            let over2 = crate::sys::sigwait_one_interruptible(&sigset_of(&[sig])).unwrap();
+            drop(t);
             tgkill(crate::sys::getpid(), tid, sig2).unwrap();
-            (over, sigwait_one(&sigset_of(&[sig2])).unwrap())
+            let sent = sigwait_one(&sigset_of(&[sig2])).unwrap();
+            tgkill(crate::sys::getpid(), tid, sig2).unwrap();
+            let sent2 = crate::sys::sigwait_one_interruptible(&sigset_of(&[sig2])).unwrap();
+            (over, over2, sent, sent2)
         })
         .join()
         .unwrap();
         // 20 ms of 1 ms periods: at least 19 expirations after the first.
-        assert!(over >= 2, "{over} overruns");
-        assert_eq!(sent, 0);
+        assert!(got.0 >= 2 && got.1.is_some_and(|o| o >= 2), "{got:?}");
+        assert_eq!((got.2, got.3), (0, Some(0)));
+    }
+
+    /// Takes `sig` if it is pending for this thread, without waiting.
+    fn sigwait_pending(sig: i32) -> bool {
+        let set = sigset_of(&[sig]);
+        let zero = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: valid set and timeout; the info pointer may be null.
+        unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &zero) == sig }
     }
 
     #[test]
