@@ -247,8 +247,7 @@ mod aarch64 {
             let p = PerfCycles { page, _fd: fd };
             // Let the event be scheduled in, then look at the capabilities.
             let _ = p.read_raw();
-            let caps = p.field_u64(PC_CAPABILITIES);
-            if caps & CAP_USER_RDPMC == 0 || p.field_u32(PC_INDEX) == 0 {
+            if !user_readable(p.field_u64(PC_CAPABILITIES), p.field_u32(PC_INDEX)) {
                 return Err(Unavailable::new(
                     id,
                     "the kernel does not allow user-space PMU reads (sysctl kernel.perf_user_access=1)",
@@ -273,22 +272,42 @@ mod aarch64 {
         /// The seqlock read of tools/lib/perf/mmap.c (`perf_mmap__read_self`).
         #[inline(always)]
         fn read_raw(&self) -> u64 {
-            loop {
-                let seq = self.field_u32(PC_LOCK);
-                compiler_fence(Ordering::SeqCst);
-                let mut count = self.field_u64(PC_OFFSET);
-                let idx = self.field_u32(PC_INDEX);
-                if idx != 0 && self.field_u64(PC_CAPABILITIES) & CAP_USER_RDPMC != 0 {
-                    let width = u32::from(self.field_u32(PC_PMC_WIDTH) as u16).clamp(1, 64);
-                    let pmc = read_pmc(idx - 1);
-                    let shift = 64 - width;
-                    let pmc = ((pmc << shift) as i64 >> shift) as u64;
-                    count = count.wrapping_add(pmc);
-                }
-                compiler_fence(Ordering::SeqCst);
-                if self.field_u32(PC_LOCK) == seq {
-                    return count;
-                }
+            seqlock_read(|o| self.field_u32(o), |o| self.field_u64(o), read_pmc)
+        }
+    }
+
+    /// Whether the perf page lets user space read the counter: the
+    /// capability bit, and a counter index (0: not scheduled on a counter).
+    #[inline(always)]
+    fn user_readable(caps: u64, index: u32) -> bool {
+        caps & CAP_USER_RDPMC != 0 && index != 0
+    }
+
+    /// One count from the perf page whose fields `u32_at`/`u64_at` read (by
+    /// byte offset), with PMU counter `pmc(index - 1)` added while the page
+    /// says it may be read, sign-extended from the page's counter width;
+    /// taken again while the page's lock word changed under the read.
+    #[inline(always)]
+    fn seqlock_read(
+        u32_at: impl Fn(usize) -> u32,
+        u64_at: impl Fn(usize) -> u64,
+        pmc: impl Fn(u32) -> u64,
+    ) -> u64 {
+        loop {
+            let seq = u32_at(PC_LOCK);
+            compiler_fence(Ordering::SeqCst);
+            let mut count = u64_at(PC_OFFSET);
+            let idx = u32_at(PC_INDEX);
+            if user_readable(u64_at(PC_CAPABILITIES), idx) {
+                let width = u32::from(u32_at(PC_PMC_WIDTH) as u16).clamp(1, 64);
+                let v = pmc(idx - 1);
+                let shift = 64 - width;
+                let v = ((v << shift) as i64 >> shift) as u64;
+                count = count.wrapping_add(v);
+            }
+            compiler_fence(Ordering::SeqCst);
+            if u32_at(PC_LOCK) == seq {
+                return count;
             }
         }
     }
@@ -312,6 +331,78 @@ mod aarch64 {
             assert!(b.is_some_and(|b| b > a));
             assert!(cntfrq_hz() > 0);
             assert_eq!(declared_frequencies()[0].origin, "cntfrq_el0");
+        }
+
+        #[test]
+        fn the_frequency_is_declared_in_hz() {
+            // Architecturally 1 GHz from ARMv8.6; never below 1 MHz in practice.
+            assert!(cntfrq_hz() >= 1_000_000, "{}", cntfrq_hz());
+        }
+
+        /// The perf_event_attr bytes, field by field (include/uapi/linux/perf_event.h).
+        #[test]
+        fn the_cycle_counter_event() {
+            let a = attr_bytes();
+            let u32_at = |o: usize| u32::from_ne_bytes(a[o..o + 4].try_into().unwrap());
+            let u64_at = |o: usize| u64::from_ne_bytes(a[o..o + 8].try_into().unwrap());
+            // type PERF_TYPE_HARDWARE, size, config PERF_COUNT_HW_CPU_CYCLES.
+            assert_eq!((u32_at(0), u32_at(4), u64_at(8)), (0, 136, 0));
+            // exclude_kernel (bit 5) and exclude_hv (bit 6), nothing else.
+            assert_eq!(u64_at(40), 0x60);
+            // config1: a 64-bit counter, readable from user space.
+            assert_eq!(u64_at(56), 3);
+            let rest: u64 = a.iter().map(|&b| u64::from(b)).sum();
+            assert_eq!(rest, 136 + 0x60 + 3);
+        }
+
+        #[test]
+        fn user_reads_need_the_capability_and_an_index() {
+            assert!(user_readable(CAP_USER_RDPMC, 1));
+            assert!(user_readable(!0, 32));
+            assert!(!user_readable(CAP_USER_RDPMC, 0));
+            assert!(!user_readable(!CAP_USER_RDPMC, 5));
+        }
+
+        /// A scripted perf page: the seqlock read adds the counter (index
+        /// minus one), sign-extended from its width, only when it may, and
+        /// reads again while the lock word moves.
+        #[test]
+        fn the_seqlock_read_of_a_scripted_page() {
+            use std::cell::Cell;
+            let read = |index: u32, caps: u64, width: u32, pmc: u64, locks: &[u32]| {
+                let n = Cell::new(0);
+                let u32_at = |o: usize| match o {
+                    PC_LOCK => {
+                        let i = n.get();
+                        n.set(i + 1);
+                        locks[i.min(locks.len() - 1)]
+                    }
+                    PC_INDEX => index,
+                    PC_PMC_WIDTH => width,
+                    _ => panic!("u32 at {o}"),
+                };
+                let u64_at = |o: usize| match o {
+                    PC_OFFSET => 1_000_000,
+                    PC_CAPABILITIES => caps,
+                    _ => panic!("u64 at {o}"),
+                };
+                // The counter number is part of the value: a wrong one shows.
+                let count = seqlock_read(u32_at, u64_at, |i| pmc + u64::from(i) * 1000);
+                (count, n.get())
+            };
+            // Counter 31 (index 32), 64 bits wide: 1,000,000 + 5 + 31,000.
+            assert_eq!(read(32, CAP_USER_RDPMC, 64, 5, &[4]), (1_031_005, 2));
+            // Not readable: the offset alone.
+            assert_eq!(read(0, CAP_USER_RDPMC, 64, 5, &[4]).0, 1_000_000);
+            assert_eq!(read(32, 0, 64, 5, &[4]).0, 1_000_000);
+            // A 32-bit counter reading all ones (the scripted value plus the
+            // counter term) is -1.
+            let minus_one = 0xffff_ffff - 31_000;
+            assert_eq!(read(32, CAP_USER_RDPMC, 32, minus_one, &[4]).0, 999_999);
+            // Width 0 is taken as 1 bit: 1 is then -1.
+            assert_eq!(read(1, CAP_USER_RDPMC, 0, 1, &[4]).0, 999_999);
+            // The lock word moved once during the read: read twice.
+            assert_eq!(read(32, CAP_USER_RDPMC, 64, 5, &[4, 6, 6]), (1_031_005, 4));
         }
 
         #[test]
