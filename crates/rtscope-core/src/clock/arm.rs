@@ -415,6 +415,17 @@ mod aarch64 {
                 Err(e) => {
                     assert_eq!(e.source_name, "perf-cycles");
                     assert!(!e.reason.is_empty() && !e.reason.contains('\n'), "{e}");
+                    // The reason fits the kernel's answer: ENOSYS is "not implemented".
+                    let errno = sys::perf_event_open_self(&attr_bytes())
+                        .err()
+                        .and_then(|e| e.raw_os_error());
+                    if errno.is_some() {
+                        assert_eq!(
+                            e.reason.starts_with("perf_event_open is not implemented"),
+                            errno == Some(libc::ENOSYS),
+                            "{e} ({errno:?})"
+                        );
+                    }
                 }
             }
         }
