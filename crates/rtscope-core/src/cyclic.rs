@@ -15,6 +15,15 @@
 //! Every wait can be interrupted by [`crate::rt::wake_thread`]: the wait then
 //! returns without an activation, the loop looks at its stop flag and ends
 //! without recording anything.
+//!
+//! A run with a duration also ends by itself: the loop is given its end time
+//! ([`LoopConfig::end_ns`], absolute on its own clock, [`end_time`]) and stops
+//! before a wait whose deadline is at or after it. The deadline comes from the
+//! clock reading the loop takes anyway (it is always past that reading), so
+//! the check costs no system call, and no wait reaches past the end. The stop
+//! flag alone is not enough: it is raised by a thread of normal priority,
+//! which never runs while real-time threads that cannot keep up with their
+//! period take every CPU (cyclictest's threads check their own end time too).
 
 use std::io;
 use std::os::fd::OwnedFd;
@@ -313,6 +322,21 @@ pub fn first_deadline(start: u64, period: u64, now: u64, margin: u64) -> u64 {
     start.saturating_add(k.saturating_mul(period.max(1)))
 }
 
+/// The end time of a loop started at `start_ns` that runs for `duration_ns`
+/// (absolute, on the loop's clock; `None`: no duration, the loop ends on its
+/// count or its stop flag).
+pub fn end_time(start_ns: u64, duration_ns: Option<u64>) -> Option<u64> {
+    duration_ns.map(|d| start_ns.saturating_add(d))
+}
+
+/// Whether a loop that ends at `end_ns` ([`end_time`]) is over at `t` (a
+/// reading of its clock, or a deadline taken from one): `t` is at or after
+/// the end. A loop without an end (`None`) is never over.
+#[inline]
+pub fn reached(end_ns: Option<u64>, t: u64) -> bool {
+    end_ns.is_some_and(|end| t >= end)
+}
+
 /// What one measurement loop does.
 #[derive(Debug, Clone)]
 pub struct LoopConfig {
@@ -328,6 +352,9 @@ pub struct LoopConfig {
     pub warmup: u64,
     /// Stop after this many wake-ups (warm-up included).
     pub loops: Option<u64>,
+    /// Stop at this time (absolute, on the loop's clock; [`end_time`]): the
+    /// loop ends instead of waiting for a deadline at or after it.
+    pub end_ns: Option<u64>,
     /// Stop everything at the first sample above this latency.
     pub break_above_ns: Option<u64>,
     /// The CPU to record in samples when the thread is pinned to one CPU;
@@ -340,6 +367,8 @@ pub struct LoopConfig {
 pub enum LoopEnd {
     /// It took its `loops` samples.
     Loops,
+    /// Its end time came: the next deadline was at or after `end_ns`.
+    Duration,
     /// The shared stop flag was raised (seen before a wait, or after a wait
     /// that [`crate::rt::wake_thread`] interrupted).
     Stopped,
@@ -353,9 +382,11 @@ pub enum LoopEnd {
     Error(io::Error),
 }
 
-/// Runs the measurement loop until `loops` samples, the stop flag, a break, or
-/// an error. The hot path does: wait, read the clock, subtract, push — no
-/// allocation, no lock, no syscall besides the wait and the clock read.
+/// Runs the measurement loop until `loops` samples, its end time, the stop
+/// flag, a break, or an error. The hot path does: wait, read the clock,
+/// subtract, push — no allocation, no lock, no syscall besides the wait and
+/// the clock read. The end needs nobody else: it is seen before the wait for
+/// a deadline at or after it, even when the stop flag is never raised.
 pub fn run_loop<W: Waiter, C: Clock, S: SampleSink>(
     waiter: &mut W,
     clock: &C,
@@ -374,6 +405,11 @@ pub fn run_loop<W: Waiter, C: Clock, S: SampleSink>(
     while seq < loops {
         if stop.load(Ordering::Relaxed) {
             return LoopEnd::Stopped;
+        }
+        // The deadline is past the last clock reading: a wake-up that came
+        // after the end stops the loop here too.
+        if reached(cfg.end_ns, deadline) {
+            return LoopEnd::Duration;
         }
         let intended = match waiter.wait(deadline) {
             Ok(Some(t)) => t,
@@ -485,6 +521,7 @@ mod tests {
             start_margin_ns: 0,
             warmup: 0,
             loops: Some(loops),
+            end_ns: None,
             break_above_ns: None,
             fixed_cpu: Some(0),
         }
@@ -581,6 +618,89 @@ mod tests {
         );
         assert!(matches!(end, LoopEnd::Stopped));
         assert!(out.is_empty());
+    }
+
+    /// A run whose real-time threads take every CPU: the thread of normal
+    /// priority that raises the stop flag never runs, so the loop must end
+    /// by itself at its end time, from its own clock readings.
+    #[test]
+    fn loop_ends_at_its_own_end_time_without_the_stop_flag() {
+        // Deadlines 10_000, 11_000, ...; the end at 15_000 is a deadline
+        // itself: the wake-up due then is after the run, not waited for.
+        let now = Cell::new(0);
+        let mut w = sim(&now, vec![10]);
+        let mut c = cfg(u64::MAX);
+        c.loops = None;
+        c.end_ns = end_time(10_000, Some(5_000));
+        let stop = AtomicBool::new(false);
+        let mut out = Vec::new();
+        let end = run_loop(&mut w, &SimClock(&now), &mut out, &c, &stop);
+        assert!(matches!(end, LoopEnd::Duration), "{end:?}");
+        assert!(!stop.load(Ordering::Relaxed));
+        assert_eq!(w.waits, vec![10_000, 11_000, 12_000, 13_000, 14_000]);
+        assert_eq!(out.len(), 5);
+        // One deadline before the end is still waited for.
+        let now = Cell::new(0);
+        let mut w = sim(&now, vec![10]);
+        c.end_ns = Some(15_001);
+        let mut out = Vec::new();
+        let end = run_loop(&mut w, &SimClock(&now), &mut out, &c, &stop);
+        assert!(matches!(end, LoopEnd::Duration), "{end:?}");
+        assert_eq!(w.waits.last(), Some(&15_000));
+        assert_eq!(out.len(), 6);
+    }
+
+    /// Overloaded: every wake-up comes several periods late, the deadlines
+    /// skip ahead; the wake-up that comes after the end is the last one.
+    #[test]
+    fn late_wakeups_past_the_end_end_the_loop() {
+        let now = Cell::new(0);
+        let mut w = sim(&now, vec![3_500]);
+        let mut c = cfg(1_000);
+        c.end_ns = Some(20_000);
+        let mut out = Vec::new();
+        let end = run_loop(
+            &mut w,
+            &SimClock(&now),
+            &mut out,
+            &c,
+            &AtomicBool::new(false),
+        );
+        assert!(matches!(end, LoopEnd::Duration), "{end:?}");
+        // Woken at 13_500, 17_500, 21_500: the last one after the end is
+        // recorded (it was due before it), then no deadline is waited for.
+        assert_eq!(w.waits, vec![10_000, 14_000, 18_000]);
+        assert_eq!(
+            out.iter().map(|s| s.t_ns).collect::<Vec<_>>(),
+            vec![13_500, 17_500, 21_500]
+        );
+        assert!(out.iter().all(|s| s.overruns == 3));
+        // The loop count still ends a loop before its end time.
+        let now = Cell::new(0);
+        let mut w = sim(&now, vec![10]);
+        c.loops = Some(2);
+        let mut out = Vec::new();
+        let end = run_loop(
+            &mut w,
+            &SimClock(&now),
+            &mut out,
+            &c,
+            &AtomicBool::new(false),
+        );
+        assert!(matches!(end, LoopEnd::Loops), "{end:?}");
+        assert_eq!(out.len(), 2);
+    }
+
+    #[test]
+    fn end_time_and_reached() {
+        assert_eq!(end_time(1_000, Some(250)), Some(1_250));
+        assert_eq!(end_time(1_000, None), None);
+        assert_eq!(end_time(u64::MAX - 1, Some(5)), Some(u64::MAX));
+        assert!(!reached(Some(100), 99));
+        assert!(reached(Some(100), 100));
+        assert!(reached(Some(100), 101));
+        assert!(!reached(None, u64::MAX));
+        assert!(!reached(None, 0));
     }
 
     /// The common start was chosen before the thread's set-up, which took
@@ -769,6 +889,71 @@ mod tests {
                 WakeMethod::Relative | WakeMethod::Nanosleep
             ));
             assert_eq!(n, expect, "{method:?}");
+            assert!(
+                t0.elapsed().as_secs() < 10,
+                "{method:?}: {:?}",
+                t0.elapsed()
+            );
+        }
+    }
+
+    /// Every real wait method ends by itself at a real end time, with no
+    /// loop count and a stop flag nobody raises.
+    #[test]
+    fn every_wait_method_ends_at_its_end_time() {
+        for method in [
+            WakeMethod::Absolute,
+            WakeMethod::Relative,
+            WakeMethod::Nanosleep,
+            WakeMethod::Timerfd,
+            WakeMethod::PosixTimer,
+        ] {
+            let t0 = std::time::Instant::now();
+            let (end, n, last) = std::thread::spawn(move || {
+                sys::block_signals(&[timer_signal()]).unwrap();
+                let id = libc::CLOCK_MONOTONIC;
+                let clock = PosixClock(id);
+                let mut c = cfg(0);
+                c.loops = None;
+                c.period_ns = 1_000_000;
+                c.start_ns = clock.now() + 1_000_000;
+                c.start_margin_ns = START_MARGIN_NS;
+                c.end_ns = end_time(c.start_ns, Some(30_000_000));
+                let stop = AtomicBool::new(false);
+                let mut out = Vec::new();
+                let p = c.period_ns;
+                let end = match method {
+                    WakeMethod::Absolute => run_loop(
+                        &mut AbsoluteSleep { clock: id },
+                        &clock,
+                        &mut out,
+                        &c,
+                        &stop,
+                    ),
+                    WakeMethod::Relative | WakeMethod::Nanosleep => run_loop(
+                        &mut RelativeSleep::new(id, p, method == WakeMethod::Nanosleep),
+                        &clock,
+                        &mut out,
+                        &c,
+                        &stop,
+                    ),
+                    WakeMethod::Timerfd => {
+                        run_loop(&mut TimerfdWait::new(id, p), &clock, &mut out, &c, &stop)
+                    }
+                    WakeMethod::PosixTimer => {
+                        run_loop(&mut PosixTimerWait::new(id, p), &clock, &mut out, &c, &stop)
+                    }
+                };
+                let ended = clock.now();
+                (end, out.len(), ended >= c.end_ns.unwrap() - p)
+            })
+            .join()
+            .unwrap();
+            assert!(matches!(end, LoopEnd::Duration), "{method:?}: {end:?}");
+            // About 30 wake-ups (fewer on a slow machine; never a bound on latency).
+            assert!((1..=31).contains(&n), "{method:?}: {n}");
+            // It ran to (within a period of) its end, and no longer than a hang.
+            assert!(last, "{method:?}");
             assert!(
                 t0.elapsed().as_secs() < 10,
                 "{method:?}: {:?}",

@@ -282,6 +282,25 @@ pub fn wake_until_ended(tids: &[i32], mut running: impl FnMut(usize) -> bool) {
     }
 }
 
+/// Bounds the calling thread's blocking waits by an end time: arms a timer
+/// that sends [`wake_signal`] to this thread at `end_ns` (absolute, on
+/// `clock`) and again every [`WAKE_RETRY`] after it, until the returned timer
+/// is dropped. A `read` of a device that may never deliver (an RTC, a GPIO
+/// line) then returns EINTR at the end, and the thread sees from its clock
+/// that its time is up: it needs no other thread to wake it (a thread of
+/// normal priority may never run while real-time threads take every CPU).
+/// The repeats close the window where the signal comes between the thread's
+/// look at its clock and its next wait. Call [`accept_wake`] first.
+pub fn end_alarm(clock: sys::ClockId, end_ns: u64) -> io::Result<sys::ThreadTimer> {
+    sys::ThreadTimer::periodic(
+        clock,
+        wake_signal(),
+        sys::gettid(),
+        end_ns,
+        WAKE_RETRY.as_nanos() as u64,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,6 +348,38 @@ mod tests {
         assert!(!slept_in_full);
         assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
         assert!(wake_thread(0).is_err());
+    }
+
+    /// A thread blocked in a wait that would last 30 s, with nobody to wake
+    /// it: its end alarm interrupts the wait at the end, and again every
+    /// WAKE_RETRY (a wait entered after the first signal is not left hanging).
+    #[test]
+    fn end_alarm_interrupts_blocking_waits_from_the_end_on() {
+        let clock = libc::CLOCK_MONOTONIC;
+        let t0 = std::time::Instant::now();
+        let (woke, before_end, again, after) = std::thread::spawn(move || {
+            accept_wake().unwrap();
+            let end = sys::clock_ns(clock) + 50_000_000;
+            let alarm = end_alarm(clock, end).unwrap();
+            let far = sys::clock_ns(clock) + 30_000_000_000;
+            let first = sys::sleep_until_interruptible(clock, far).unwrap();
+            let woke = sys::clock_ns(clock);
+            let second = sys::sleep_until_interruptible(clock, far).unwrap();
+            let again = sys::clock_ns(clock);
+            drop(alarm);
+            // Without the alarm, a short sleep is not interrupted any more.
+            let after = sys::sleep_for_interruptible(clock, 30_000_000).unwrap();
+            assert!(!first && !second);
+            (woke, end, again, after)
+        })
+        .join()
+        .unwrap();
+        assert!(woke >= before_end, "woken {} ns early", before_end - woke);
+        // The repeat: within WAKE_RETRY of the first, never a latency bound
+        // (a hang would be 30 s).
+        assert!(again > woke);
+        assert!(after, "a wake signal came after the alarm was dropped");
+        assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
     }
 
     #[test]

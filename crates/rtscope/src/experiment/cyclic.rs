@@ -9,10 +9,17 @@
 //!
 //! The common start is chosen once the threads are ready and the run's
 //! set-up is done; each thread arms its first deadline in its own future
-//! (on the start's grid, [`rtscope_core::cyclic::first_deadline`]). At the
-//! end, the aggregator raises the stop flag and interrupts every thread's wait
+//! (on the start's grid, [`rtscope_core::cyclic::first_deadline`]). With a
+//! duration, each thread ends by itself at the common start + the duration
+//! ([`rtscope_core::cyclic::end_time`], on the measurement clock): when the
+//! threads take every CPU and cannot keep up with their period, the
+//! aggregator (normal priority) may not run until they end. At the end of a
+//! run the aggregator raises the stop flag and interrupts every thread's wait
 //! ([`rtscope_core::rt::wake_until_ended`]), so that a long period or start
-//! delay does not hold the stop back.
+//! delay does not hold a stop back.
+//!
+//! A run that dropped more than 1 % of its samples or missed more than 1 %
+//! of its periods says so on stderr even with `-q` ([`run::Overload`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -26,8 +33,8 @@ use serde::Serialize;
 use serde_json::json;
 
 use rtscope_core::cyclic::{
-    run_loop, timer_signal, AbsoluteSleep, LoopConfig, LoopEnd, PosixClock, PosixTimerWait,
-    RelativeSleep, TimerfdWait, WakeMethod, START_MARGIN_NS,
+    end_time, run_loop, timer_signal, AbsoluteSleep, LoopConfig, LoopEnd, PosixClock,
+    PosixTimerWait, RelativeSleep, TimerfdWait, WakeMethod, START_MARGIN_NS,
 };
 use rtscope_core::file::OutFile;
 use rtscope_core::named::MeasureClock;
@@ -262,6 +269,8 @@ struct ThreadJob {
     wake: WakeMethod,
     clock: ClockId,
     loops: Option<u64>,
+    /// The run's duration: the thread ends by itself this long after the start.
+    duration_ns: Option<u64>,
     warmup: u64,
     break_above_ns: Option<u64>,
     sink: RingSink,
@@ -289,6 +298,7 @@ fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
         start_margin_ns: START_MARGIN_NS,
         warmup: job.warmup,
         loops: job.loops,
+        end_ns: end_time(start, job.duration_ns),
         break_above_ns: job.break_above_ns,
         fixed_cpu: match job.setup.cpus.as_slice() {
             [c] => Some(*c as u32),
@@ -470,8 +480,8 @@ impl Aggregate {
         self.threads.iter().map(|t| t.status(priority)).collect()
     }
 
-    /// The series: one per thread, then `all`; with the drop and negative
-    /// warnings.
+    /// The series: one per thread, then `all`; with the drop, overload and
+    /// negative warnings.
     fn series(&self) -> (Vec<Series>, Vec<String>) {
         let mut series: Vec<Series> = Vec::new();
         let mut total_dropped = 0;
@@ -496,11 +506,16 @@ impl Aggregate {
             .insert("threads".into(), json!(self.threads.len()));
         series.push(all);
         let mut warnings = Vec::new();
-        if total_dropped > 0 {
-            warnings.push(format!(
+        // More than 1 % dropped or missed: the loud warnings (see `execute`).
+        let overload = run::Overload::of(&series[series.len() - 1]);
+        match overload.dropped {
+            Some(w) => warnings.push(w),
+            None if total_dropped > 0 => warnings.push(format!(
                 "{total_dropped} samples dropped: the aggregator could not keep up"
-            ));
+            )),
+            None => {}
         }
+        warnings.extend(overload.missed);
         if self.all.negative > 0 {
             warnings.push(format!(
                 "{} samples had negative latency (the clock was stepped)",
@@ -715,6 +730,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             wake: plan.wake,
             clock: plan.clock_id(),
             loops: plan.loops,
+            duration_ns: plan.duration_ns,
             warmup: plan.warmup,
             break_above_ns: plan.break_above_ns,
             sink,
@@ -892,7 +908,11 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         EndReason::Break
     } else if !errors.is_empty() {
         EndReason::Error
-    } else if duration_hit {
+    } else if duration_hit
+        || ends
+            .iter()
+            .any(|(_, e)| matches!(e, Some(LoopEnd::Duration)))
+    {
         EndReason::Duration
     } else if ends.iter().all(|(_, e)| matches!(e, Some(LoopEnd::Loops))) {
         EndReason::Loops
@@ -900,6 +920,12 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         EndReason::Interrupted
     };
     let (mut series, mut warnings) = agg.series();
+    // An overloaded run is said so whatever -q asks: its statistics look
+    // normal, but describe a few samples of a machine that did not keep up.
+    if let Some(all) = series.last() {
+        let loud = run::Overload::of(all).warnings();
+        let _ = std::io::stderr().write_all(run::warning_lines(&loud).as_bytes());
+    }
     let mut trace_report = None;
     if let Some(tr) = agg.tracer.take() {
         let (stage_series, report, w) = tr.finish();
@@ -967,6 +993,86 @@ fn header(plan: &CyclicPlan) -> String {
 mod aggregate_tests {
     use super::*;
     use rtscope_core::sample::SampleSink;
+
+    fn one_thread(source: RingSource) -> Aggregate {
+        Aggregate {
+            threads: vec![ThreadView {
+                plan: ThreadPlan {
+                    index: 0,
+                    cpus: vec![],
+                    period_ns: 1000,
+                },
+                state: None,
+                rec: SeriesRecorder::new(0, 4, None),
+                last: None,
+                us_bins: None,
+                source,
+            }],
+            all: SeriesRecorder::new(0, 4, None),
+            raw: None,
+            tracer: None,
+            live: None,
+        }
+    }
+
+    fn push(sink: &mut RingSink, n: u64, overruns: u32) {
+        for seq in 0..n {
+            sink.push(Sample {
+                seq,
+                t_ns: 1000 * seq,
+                latency_ns: 7,
+                overruns,
+                cpu: 0,
+            });
+        }
+    }
+
+    /// No drop: no warning; a few (at most 1 %): the quiet count; more: the
+    /// overload warning instead; more than 1 % of the periods missed: that
+    /// warning too.
+    #[test]
+    fn dropped_and_missed_samples_are_warned_of_by_their_share() {
+        let warned = |agg: &Aggregate| {
+            let (series, w) = agg.series();
+            assert_eq!(series.len(), 2);
+            w
+        };
+        let (mut sink, source) = ring(64);
+        let mut agg = one_thread(source);
+        push(&mut sink, 64, 0);
+        agg.drain();
+        assert!(warned(&agg).is_empty());
+        push(&mut sink, 64, 0);
+        agg.drain();
+        // 128 kept, then one dropped of 193.
+        push(&mut sink, 65, 0);
+        agg.drain();
+        assert_eq!(agg.threads[0].source.dropped(), 1);
+        assert_eq!(
+            warned(&agg),
+            ["1 samples dropped: the aggregator could not keep up"]
+        );
+        // 500 more pushed at once: 64 kept, 436 dropped.
+        push(&mut sink, 500, 0);
+        agg.drain();
+        let w = warned(&agg);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("63.1% of the samples were dropped (437 of 693"),
+            "{w:?}"
+        );
+        // Every kept wake-up missed a period: the missed periods too.
+        let (mut sink, source) = ring(64);
+        let mut agg = one_thread(source);
+        push(&mut sink, 10, 1);
+        agg.drain();
+        let w = warned(&agg);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("50.0% of the periods were missed"),
+            "{w:?}"
+        );
+    }
 
     #[test]
     fn samples_pushed_before_the_threads_end_are_all_recorded() {

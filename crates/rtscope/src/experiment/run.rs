@@ -436,6 +436,74 @@ impl Run {
     }
 }
 
+/// The share of a run's samples dropped, or of its periods missed, above
+/// which the run says so whatever `-q` asks: one in this many (1 %).
+pub const OVERLOAD_ONE_IN: u64 = 100;
+
+/// What a series' counters say of a machine that could not keep up with the
+/// measurement: more than one in [`OVERLOAD_ONE_IN`] of the samples dropped (the
+/// rings to the aggregator were full), or of the periods missed (wake-ups
+/// after the following deadline). Such a run's statistics describe a few
+/// samples of an overloaded machine, so these warnings are printed even with
+/// `-q` ([`warning_lines`]) besides going into the document.
+#[derive(Debug, Default, PartialEq)]
+pub struct Overload {
+    pub dropped: Option<String>,
+    pub missed: Option<String>,
+}
+
+impl Overload {
+    /// Reads the counters of `s` (a run's total: `all` when there are
+    /// several threads).
+    pub fn of(s: &Series) -> Overload {
+        let (count, dropped, missed) = (s.stats.count, s.counters.dropped, s.counters.overruns);
+        let taken = count + dropped;
+        let due = taken + missed;
+        let advice = "the period is below what this machine can serve \
+             (a longer period, or a CPU left free of real-time threads, fixes it)";
+        Overload {
+            dropped: above_share(dropped, taken).then(|| {
+                format!(
+                    "{} of the samples were dropped ({dropped} of {taken}: the rings to the \
+                     aggregator were full), the statistics describe only those kept: {advice}",
+                    percent(dropped, taken)
+                )
+            }),
+            missed: above_share(missed, due).then(|| {
+                format!(
+                    "{} of the periods were missed ({missed} of {due}: wake-ups after the \
+                     following deadline): {advice}",
+                    percent(missed, due)
+                )
+            }),
+        }
+    }
+
+    /// The warnings, dropped first.
+    pub fn warnings(&self) -> Vec<String> {
+        self.dropped.iter().chain(&self.missed).cloned().collect()
+    }
+}
+
+/// Whether `part` is more than one in [`OVERLOAD_ONE_IN`] of `whole`.
+fn above_share(part: u64, whole: u64) -> bool {
+    u128::from(part) * u128::from(OVERLOAD_ONE_IN) > u128::from(whole)
+}
+
+/// `part` of `whole` in per cent, one decimal (`99.4%`).
+fn percent(part: u64, whole: u64) -> String {
+    format!("{:.1}%", part as f64 * 100.0 / whole.max(1) as f64)
+}
+
+/// `warning: ...` lines for stderr, one per warning (for the warnings a run
+/// prints whatever `-q` asks).
+pub fn warning_lines(warnings: &[String]) -> String {
+    warnings
+        .iter()
+        .map(|w| format!("warning: {}\n", crate::output::printable(w)))
+        .collect()
+}
+
 /// A finished run's document.
 pub struct Finished {
     pub doc: ResultDocument,
@@ -548,5 +616,68 @@ pub fn deliver(
         EXIT_OK
     } else {
         EXIT_RUN
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(count: u64, dropped: u64, overruns: u64) -> Series {
+        let mut s = Series::default();
+        s.stats.count = count;
+        s.counters.dropped = dropped;
+        s.counters.overruns = overruns;
+        s
+    }
+
+    #[test]
+    fn overload_warns_above_one_percent_dropped_or_missed() {
+        // Nothing dropped or missed; exactly 1 %: no warning.
+        assert_eq!(Overload::of(&series(1000, 0, 0)), Overload::default());
+        assert_eq!(Overload::of(&series(99, 1, 0)), Overload::default());
+        assert_eq!(Overload::of(&series(99, 0, 1)), Overload::default());
+        assert!(Overload::of(&series(0, 0, 0)).warnings().is_empty());
+        // Just above 1 %.
+        assert!(Overload::of(&series(98, 1, 0)).dropped.is_some());
+        assert!(Overload::of(&series(98, 0, 1)).missed.is_some());
+        let o = Overload::of(&series(98, 2, 0));
+        let d = o.dropped.as_deref().unwrap();
+        assert!(
+            d.starts_with("2.0% of the samples were dropped (2 of 100"),
+            "{d}"
+        );
+        assert!(o.missed.is_none());
+        let o = Overload::of(&series(98, 0, 2));
+        let m = o.missed.as_deref().unwrap();
+        assert!(
+            m.starts_with("2.0% of the periods were missed (2 of 100"),
+            "{m}"
+        );
+        assert!(o.dropped.is_none());
+        // The run of issue 26: 99.4 % dropped, and most kept wake-ups late.
+        let o = Overload::of(&series(1_200, 198_800, 600_000));
+        assert_eq!(o.warnings().len(), 2);
+        assert!(o.warnings()[0].starts_with("99.4% of the samples were dropped (198800 of 200000"));
+        assert!(o.warnings()[1].starts_with("75.0% of the periods were missed (600000 of 800000"));
+        assert!(o.warnings()[1].contains("below what this machine can serve"));
+        // No overflow on huge counters.
+        let o = Overload::of(&series(u64::MAX / 4, u64::MAX / 4, 0));
+        assert!(o.dropped.unwrap().starts_with("50.0%"));
+    }
+
+    #[test]
+    fn percent_and_warning_lines() {
+        assert_eq!(percent(1, 3), "33.3%");
+        assert_eq!(percent(0, 0), "0.0%");
+        assert_eq!(percent(5, 0), "500.0%");
+        assert_eq!(warning_lines(&[]), "");
+        assert_eq!(
+            warning_lines(&["a".into(), "b\x1b[2J".into()]),
+            format!(
+                "warning: a\nwarning: {}\n",
+                crate::output::printable("b\x1b[2J")
+            )
+        );
     }
 }
