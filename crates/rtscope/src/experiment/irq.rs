@@ -16,17 +16,26 @@
 //!   are lost packets, counted as the series' `overruns`.
 //! - `gpio:CHIP:LINE`: GPIO edge events of the character device (uAPI v2),
 //!   stamped by the kernel in the interrupt handler; see `irq_gpio`.
+//!
+//! With a duration, every reader ends by itself at its end time (start + the
+//! duration on CLOCK_MONOTONIC, [`Until`]), whatever the thread of normal
+//! priority that drains its ring gets to run: the net receiver's reads time
+//! out every 100 ms, and the rtc and gpio readers, whose reads block until the
+//! device delivers, arm an end alarm that interrupts them from the end on
+//! ([`rtscope_core::rt::end_alarm`]).
 
+use std::io::Write;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 use serde_json::json;
 
+use rtscope_core::cyclic::{end_time, reached};
 use rtscope_core::record::SeriesRecorder;
 use rtscope_core::result::{EndReason, ResultDocument};
 use rtscope_core::sample::{ring, RingSource, Sample, SampleSink};
@@ -244,20 +253,42 @@ struct RxCounts {
     lost: u64,
 }
 
+/// When a reader's loop ends (besides an error): its stop flag, its count,
+/// or its end time (CLOCK_MONOTONIC, [`end_time`]), which it checks on the
+/// clock reading it takes after each read (and after a read that timed out
+/// or was interrupted), so that it needs no other thread to end on time.
+#[derive(Debug, Clone, Copy)]
+pub struct Until<'a> {
+    pub stop: &'a AtomicBool,
+    pub loops: Option<u64>,
+    pub end_ns: Option<u64>,
+}
+
+impl Until<'_> {
+    /// Whether the loop goes on after `taken` samples, its clock reading `now`.
+    pub fn more(&self, taken: u64, now: u64) -> bool {
+        !self.stop.load(Ordering::Relaxed)
+            && self.loops.is_none_or(|l| taken < l)
+            && !reached(self.end_ns, now)
+    }
+}
+
 fn receive_loop(
     sock: &UdpSocket,
     sink: &mut impl SampleSink,
-    stop: &AtomicBool,
-    loops: Option<u64>,
+    until: Until,
     cpu: u32,
 ) -> std::io::Result<RxCounts> {
     let mut c = RxCounts::default();
     let mut buf = [0u8; 2048];
     let mut expected: Option<u64> = None;
     let fd = sock.as_raw_fd();
-    while !stop.load(Ordering::Relaxed) && loops.is_none_or(|l| c.received < l) {
+    let mut now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    while until.more(c.received, now) {
         let (n, stamp) = match sys::recv_stamped(fd, &mut buf) {
             Ok(x) => x,
+            // The read timed out (every 100 ms) or was interrupted: the
+            // loop's ends are looked at again.
             Err(e)
                 if matches!(
                     e.kind(),
@@ -266,12 +297,13 @@ fn receive_loop(
                         | std::io::ErrorKind::Interrupted
                 ) =>
             {
-                continue
+                now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+                continue;
             }
             Err(e) => return Err(e),
         };
         let now_rt = sys::clock_ns(libc::CLOCK_REALTIME);
-        let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        now = sys::clock_ns(libc::CLOCK_MONOTONIC);
         c.received += 1;
         let seq = if n >= 8 {
             u64::from_le_bytes(buf[..8].try_into().unwrap_or([0; 8]))
@@ -347,6 +379,7 @@ fn execute_net(plan: &NetPlan) -> Result<ResultDocument> {
         .thread_setup(vec![plan.cpu], run::STOP_SIGNALS.to_vec());
     let (mut sink, mut source) = ring(1 << 16);
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let end_ns = end_time(start, plan.duration_ns);
     let mut rec = SeriesRecorder::new(start, plan.spikes, None);
     let tid = Arc::new(AtomicI32::new(0));
     let (rx_stop, rx_tid, loops, cpu) = (stop.clone(), tid.clone(), plan.loops, plan.cpu as u32);
@@ -356,7 +389,12 @@ fn execute_net(plan: &NetPlan) -> Result<ResultDocument> {
             move || -> Result<(RxCounts, rtscope_core::rt::ThreadState), String> {
                 let st = setup.apply().map_err(|e| e.to_string())?;
                 rx_tid.store(st.tid, Ordering::Relaxed);
-                let c = receive_loop(&rx, &mut sink, &rx_stop, loops, cpu)
+                let until = Until {
+                    stop: &rx_stop,
+                    loops,
+                    end_ns,
+                };
+                let c = receive_loop(&rx, &mut sink, until, cpu)
                     .map_err(|e| format!("receive: {e}"))?;
                 Ok((c, st))
             },
@@ -382,7 +420,7 @@ fn execute_net(plan: &NetPlan) -> Result<ResultDocument> {
         &mut rec,
         &stop,
         None,
-        plan.duration_ns,
+        end_ns,
     );
     if let Some(s) = sender {
         let _ = s.join();
@@ -412,6 +450,10 @@ fn execute_net(plan: &NetPlan) -> Result<ResultDocument> {
     if counts.received == 0 {
         warnings.push("no packet was received".into());
     }
+    // (Its overruns are lost packets, warned of above.)
+    let loud: Vec<String> = run::Overload::of(&s).dropped.into_iter().collect();
+    let _ = std::io::stderr().write_all(run::warning_lines(&loud).as_bytes());
+    warnings.extend(loud);
     let end = end_reason(duration_hit, plan.loops, counts.received);
     let _ = tid;
     Ok(run.finish("irq", plan, vec![s], end, warnings).doc)
@@ -443,25 +485,29 @@ pub struct RtcPlan {
 /// interrupts happened since the last read (more than one: the reader missed
 /// some, counted as overruns). Interrupt `k` (0-based, counted from the
 /// start) was due at `t_on + (k + 1) * period`; latency = the clock after
-/// `read` − that.
+/// `read` − that. A read interrupted (by a stop, or by the end alarm) reads
+/// the clock, so that the loop sees its end time.
 fn rtc_loop(
     mut read: impl FnMut() -> std::io::Result<u64>,
     t_on: u64,
     period_ns: u64,
     sink: &mut impl SampleSink,
-    stop: &AtomicBool,
-    loops: Option<u64>,
+    until: Until,
     cpu: u32,
 ) -> std::io::Result<u64> {
     let mut total = 0u64;
     let mut taken = 0u64;
-    while !stop.load(Ordering::Relaxed) && loops.is_none_or(|l| taken < l) {
+    let mut now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    while until.more(taken, now) {
         let w = match read() {
             Ok(w) => w,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+                continue;
+            }
             Err(e) => return Err(e),
         };
-        let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        now = sys::clock_ns(libc::CLOCK_MONOTONIC);
         let n = sys::rtc_count(w).max(1);
         total += n;
         let due = t_on + total * period_ns;
@@ -557,6 +603,7 @@ fn run_rtc(o: &IrqOptions, cpu: usize) -> Result<i32> {
     let setup = plan.rt.thread_setup(vec![cpu], run::STOP_SIGNALS.to_vec());
     let (mut sink, mut source) = ring(1 << 16);
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let end_ns = end_time(start, plan.duration_ns);
     let mut rec = SeriesRecorder::new(start, plan.spikes, None);
     let tid = Arc::new(AtomicI32::new(0));
     let (r_stop, r_tid, loops, period) = (
@@ -573,21 +620,33 @@ fn run_rtc(o: &IrqOptions, cpu: usize) -> Result<i32> {
                 rtscope_core::rt::accept_wake()
                     .map_err(|e| format!("cannot make the wait interruptible: {e}"))?;
                 r_tid.store(st.tid, Ordering::Relaxed);
+                // The read blocks until an interrupt comes (maybe never):
+                // the alarm interrupts it at the end.
+                let alarm = end_ns
+                    .map(|e| rtscope_core::rt::end_alarm(libc::CLOCK_MONOTONIC, e))
+                    .transpose()
+                    .map_err(|e| format!("cannot arm the end alarm: {e}"))?;
                 let fd = f.as_raw_fd();
                 let guard = PieOff(f);
                 let t_on = sys::clock_ns(libc::CLOCK_MONOTONIC);
                 sys::rtc_periodic(fd, true).map_err(|e| format!("RTC_PIE_ON: {e}"))?;
                 let on_ns = sys::clock_ns(libc::CLOCK_MONOTONIC) - t_on;
+                let until = Until {
+                    stop: &r_stop,
+                    loops,
+                    end_ns,
+                };
                 let total = rtc_loop(
                     || sys::rtc_read(fd),
                     t_on,
                     period,
                     &mut sink,
-                    &r_stop,
-                    loops,
+                    until,
                     cpu as u32,
                 )
                 .map_err(|e| format!("read: {e}"))?;
+                // No alarm signal may cut RTC_PIE_OFF short.
+                drop(alarm);
                 drop(guard);
                 Ok((total, on_ns, st))
             },
@@ -600,7 +659,7 @@ fn run_rtc(o: &IrqOptions, cpu: usize) -> Result<i32> {
         &mut rec,
         &stop,
         Some(&tid),
-        plan.duration_ns,
+        end_ns,
     )?;
     let mut s = rec.to_series("rtc", source.dropped());
     let a = &mut s.attributes;
@@ -612,10 +671,13 @@ fn run_rtc(o: &IrqOptions, cpu: usize) -> Result<i32> {
     a.insert("policy".into(), json!(state.policy));
     a.insert("priority".into(), json!(state.priority));
     a.insert("cpus".into(), json!([cpu]));
-    let warnings = vec![format!(
+    let mut warnings = vec![format!(
         "the interrupts' due times are counted from before RTC_PIE_ON: latencies may be high by up to that call's {}",
         format_ns(on_ns)
     )];
+    let loud = run::Overload::of(&s).warnings();
+    let _ = std::io::stderr().write_all(run::warning_lines(&loud).as_bytes());
+    warnings.extend(loud);
     let end = end_reason(duration_hit, plan.loops, rec.count());
     let doc = run.finish("irq", &plan, vec![s], end, warnings).doc;
     let mut text = crate::output::summary::cyclic_summary(&doc);
@@ -627,11 +689,12 @@ fn run_rtc(o: &IrqOptions, cpu: usize) -> Result<i32> {
 }
 
 /// The aggregator side of a source whose real-time thread blocks in a read:
-/// drains `source` into `rec` every 50 ms until the reader ends, a stop
-/// signal, or `duration_ns` has passed; then sets `stop`, wakes the reader
-/// out of its blocking call (`wake`: its tid, for readers that accept the
-/// wake signal), joins it and drains what is left. Returns the reader's
-/// result and whether the duration ended the run.
+/// drains `source` into `rec` every 50 ms until the reader ends (by itself at
+/// `end_ns`, CLOCK_MONOTONIC, when the run has a duration), a stop signal, or
+/// `end_ns` has passed (a backstop); then sets `stop`, wakes the reader out
+/// of its blocking call (`wake`: its tid, for readers that accept the wake
+/// signal), joins it and drains what is left. Returns the reader's result and
+/// whether the end time ended the run (not a stop signal).
 pub(super) fn drain_reader<T>(
     reader: std::thread::JoinHandle<Result<T, String>>,
     what: &str,
@@ -639,21 +702,17 @@ pub(super) fn drain_reader<T>(
     rec: &mut SeriesRecorder,
     stop: &AtomicBool,
     wake: Option<&AtomicI32>,
-    duration_ns: Option<u64>,
+    end_ns: Option<u64>,
 ) -> Result<(T, bool)> {
-    let t0 = Instant::now();
-    let mut duration_hit = false;
+    let mono = || sys::clock_ns(libc::CLOCK_MONOTONIC);
     loop {
         source.drain(|s| rec.record(s));
-        if reader.is_finished() || stop.load(Ordering::Relaxed) {
-            break;
-        }
-        if duration_ns.is_some_and(|d| t0.elapsed() >= Duration::from_nanos(d)) {
-            duration_hit = true;
+        if reader.is_finished() || stop.load(Ordering::Relaxed) || reached(end_ns, mono()) {
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    let duration_hit = !stop.load(Ordering::Relaxed) && reached(end_ns, mono());
     stop.store(true, Ordering::Relaxed);
     if let Some(tid) = wake {
         rtscope_core::rt::wake_until_ended(&[tid.load(Ordering::Relaxed)], |_| {
@@ -694,8 +753,11 @@ mod tests {
             t_on,
             1_000_000,
             &mut got,
-            &stop,
-            Some(3),
+            Until {
+                stop: &stop,
+                loops: Some(3),
+                end_ns: None,
+            },
             0,
         )
         .unwrap();
@@ -725,11 +787,164 @@ mod tests {
         }
         let stop = AtomicBool::new(false);
         let mut got: Vec<Sample> = Vec::new();
-        let c = receive_loop(&rx, &mut got, &stop, Some(4), 0).unwrap();
+        let until = Until {
+            stop: &stop,
+            loops: Some(4),
+            end_ns: None,
+        };
+        let c = receive_loop(&rx, &mut got, until, 0).unwrap();
         assert_eq!((c.received, c.lost, c.unstamped), (4, 2, 0));
         assert_eq!(got.iter().map(|s| s.seq).collect::<Vec<_>>(), [0, 1, 4, 5]);
         assert_eq!(got[2].overruns, 2);
         // Never a latency bound: only that the stamp came before the read.
         assert!(got.iter().all(|s| s.latency_ns >= 0));
+    }
+
+    fn mono() -> u64 {
+        sys::clock_ns(libc::CLOCK_MONOTONIC)
+    }
+
+    #[test]
+    fn until_ends_on_stop_count_or_end_time() {
+        let (stop, raised) = (AtomicBool::new(false), AtomicBool::new(true));
+        let u = |stop, loops, end_ns| Until {
+            stop,
+            loops,
+            end_ns,
+        };
+        assert!(u(&stop, None, None).more(u64::MAX, u64::MAX));
+        assert!(!u(&raised, None, None).more(0, 0));
+        assert!(u(&stop, Some(3), None).more(2, 0));
+        assert!(!u(&stop, Some(3), None).more(3, 0));
+        assert!(!u(&stop, Some(3), None).more(4, 0));
+        assert!(u(&stop, None, Some(100)).more(0, 99));
+        assert!(!u(&stop, None, Some(100)).more(0, 100));
+        // Each end alone ends it, whatever the others say.
+        assert!(!u(&raised, Some(3), Some(100)).more(0, 0));
+        assert!(!u(&stop, Some(3), Some(100)).more(3, 0));
+        assert!(!u(&stop, Some(3), Some(100)).more(0, 100));
+    }
+
+    /// A device that never delivers: only interrupted reads (what the end
+    /// alarm does to a blocking read). Nobody raises the stop flag: the
+    /// loop ends at its end time, on the clock it reads after each
+    /// interrupted read; with a word at the end, after that word.
+    #[test]
+    fn rtc_loop_ends_at_its_end_time() {
+        let stop = AtomicBool::new(false);
+        let end = mono() + 20_000_000;
+        let mut reads = 0;
+        let mut got: Vec<Sample> = Vec::new();
+        let until = Until {
+            stop: &stop,
+            loops: None,
+            end_ns: Some(end),
+        };
+        let interrupted = |reads: &mut u32| {
+            *reads += 1;
+            std::thread::sleep(Duration::from_millis(1));
+            Err(std::io::Error::from(std::io::ErrorKind::Interrupted))
+        };
+        let total = rtc_loop(|| interrupted(&mut reads), end, 1_000, &mut got, until, 0).unwrap();
+        assert!(mono() >= end);
+        assert_eq!(total, 0);
+        assert!(got.is_empty());
+        assert!(reads >= 2, "{reads}");
+        // Words until the end: the one read after it is the last.
+        let end = mono() + 20_000_000;
+        let until = Until {
+            end_ns: Some(end),
+            ..until
+        };
+        let word = || {
+            std::thread::sleep(Duration::from_millis(5));
+            Ok((1u64 << 8) | 0x40)
+        };
+        let total = rtc_loop(word, mono(), 5_000_000, &mut got, until, 0).unwrap();
+        assert!((1..=4).contains(&total), "{total}");
+        assert!(got[got.len() - 1].t_ns >= end);
+        assert!(got[..got.len() - 1].iter().all(|s| s.t_ns < end));
+    }
+
+    /// No packet ever comes: the receiver ends at its end time by its reads'
+    /// timeout, with no stop flag.
+    #[test]
+    fn receiver_ends_at_its_end_time() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_read_timeout(Some(Duration::from_millis(10)))
+            .unwrap();
+        let stop = AtomicBool::new(false);
+        let end = mono() + 30_000_000;
+        let until = Until {
+            stop: &stop,
+            loops: None,
+            end_ns: Some(end),
+        };
+        let mut got: Vec<Sample> = Vec::new();
+        let c = receive_loop(&rx, &mut got, until, 0).unwrap();
+        assert!(mono() >= end);
+        assert_eq!(c.received, 0);
+        // Packets that come after the end: the first is the last one taken.
+        rx.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let to = rx.local_addr().unwrap();
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(40));
+            let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+            for seq in [0u64, 1] {
+                tx.send_to(&seq.to_le_bytes(), to).unwrap();
+            }
+        });
+        let until = Until {
+            end_ns: Some(mono() + 20_000_000),
+            ..until
+        };
+        let c = receive_loop(&rx, &mut got, until, 0).unwrap();
+        sender.join().unwrap();
+        assert_eq!(c.received, 1);
+        // An end already past: nothing is read.
+        let c = receive_loop(&rx, &mut got, until, 0).unwrap();
+        assert_eq!(c.received, 0);
+    }
+
+    fn reader(
+        f: impl FnOnce() -> Result<u32, String> + Send + 'static,
+    ) -> std::thread::JoinHandle<Result<u32, String>> {
+        std::thread::spawn(f)
+    }
+
+    #[test]
+    fn drain_reader_tells_the_end_time_from_a_stop() {
+        let (_, mut source) = ring(16);
+        let mut rec = SeriesRecorder::new(0, 4, None);
+        let mut drain = |r, stop: &AtomicBool, end_ns| {
+            drain_reader(r, "reader", &mut source, &mut rec, stop, None, end_ns).unwrap()
+        };
+        // Ended on its count, no duration; before its end time.
+        let stop = AtomicBool::new(false);
+        assert_eq!(drain(reader(|| Ok(7)), &stop, None), (7, false));
+        assert!(stop.load(Ordering::Relaxed));
+        let stop = AtomicBool::new(false);
+        let later = Some(mono() + 60_000_000_000);
+        assert_eq!(drain(reader(|| Ok(7)), &stop, later), (7, false));
+        // Ended by itself at its end time.
+        let stop = AtomicBool::new(false);
+        let past = Some(mono());
+        assert_eq!(drain(reader(|| Ok(1)), &stop, past), (1, true));
+        // A stop signal, also after the end: interrupted.
+        let stop = AtomicBool::new(true);
+        assert_eq!(drain(reader(|| Ok(2)), &stop, past), (2, false));
+        // A reader that does not end by itself: the end time stops it.
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let stuck = reader(move || {
+            while !s.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(3)
+        });
+        let t0 = std::time::Instant::now();
+        let soon = Some(mono() + 30_000_000);
+        assert_eq!(drain(stuck, &stop, soon), (3, true));
+        assert!(t0.elapsed() < Duration::from_secs(10));
     }
 }

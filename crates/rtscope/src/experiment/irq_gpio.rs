@@ -12,6 +12,10 @@
 //! events the kernel's buffer dropped before they were read: counted as the
 //! series' `overruns` and in `attributes.lost`.
 //!
+//! With a duration the reader ends by itself at its end time (see
+//! [`super::irq::Until`]); its blocking `read` is cut short by an end alarm
+//! ([`rtscope_core::rt::end_alarm`]), as events may stop coming.
+//!
 //! `--drive LINE` requests a second line of the same chip as an output and
 //! toggles it `--rate` times per second from a (non-real-time) driver
 //! thread: wire it to the measured line and the board measures itself.
@@ -19,6 +23,7 @@
 //! The ioctls and the record layout are in `rtscope_core::sys::gpio` (see
 //! its module doc for why they are direct ioctls rather than `gpiocdev`).
 
+use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -28,11 +33,12 @@ use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 use serde_json::json;
 
+use rtscope_core::cyclic::end_time;
 use rtscope_core::record::SeriesRecorder;
 use rtscope_core::sample::{ring, Sample, SampleSink};
 use rtscope_core::sys::{self, GpioLineEvent};
 
-use super::irq::{IrqOptions, IrqSource};
+use super::irq::{IrqOptions, IrqSource, Until};
 use super::run::{self, Outputs, RtChoice, RunSettings};
 use crate::error::{usage, EXIT_OK, EXIT_RUN};
 
@@ -153,28 +159,35 @@ pub struct GpioCounts {
 /// is the end, for recordings), and each record becomes a sample: latency =
 /// `clock` after the read − the record's stamp; a gap in `line_seqno` is
 /// lost events (the sample's overruns). Events stamped before `since_ns`
-/// (on `clock`: queued before the reader was ready) are skipped. No allocation.
+/// (on `clock`: queued before the reader was ready) are skipped. It ends on
+/// `until` (its end time on CLOCK_MONOTONIC, read after each batch and after
+/// an interrupted read). No allocation.
 pub fn gpio_loop(
     mut read: impl FnMut(&mut [GpioLineEvent]) -> std::io::Result<usize>,
     clock: libc::clockid_t,
     since_ns: u64,
     sink: &mut impl SampleSink,
-    stop: &AtomicBool,
-    loops: Option<u64>,
+    until: Until,
     cpu: u32,
 ) -> std::io::Result<GpioCounts> {
     let mut c = GpioCounts::default();
     let mut buf = [GpioLineEvent::default(); BATCH];
     let mut expected: Option<u32> = None;
-    while !stop.load(Ordering::Relaxed) && loops.is_none_or(|l| c.events < l) {
+    let loops = until.loops;
+    let mut now_mono = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    while until.more(c.events, now_mono) {
         let n = match read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n.min(BATCH),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // A stop or the end alarm: the loop's ends are looked at again.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                now_mono = sys::clock_ns(libc::CLOCK_MONOTONIC);
+                continue;
+            }
             Err(e) => return Err(e),
         };
         let now = sys::clock_ns(clock);
-        let now_mono = if clock == libc::CLOCK_MONOTONIC {
+        now_mono = if clock == libc::CLOCK_MONOTONIC {
             now
         } else {
             sys::clock_ns(libc::CLOCK_MONOTONIC)
@@ -398,6 +411,7 @@ pub fn run(o: &IrqOptions, cpu: usize) -> Result<i32> {
     let setup = plan.rt.thread_setup(vec![cpu], run::STOP_SIGNALS.to_vec());
     let (mut sink, mut source) = ring(1 << 16);
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
+    let end_ns = end_time(start, plan.duration_ns);
     let mut rec = SeriesRecorder::new(start, plan.spikes, None);
     let tid = Arc::new(AtomicI32::new(0));
     let (r_stop, r_tid, loops, clock) = (
@@ -414,18 +428,29 @@ pub fn run(o: &IrqOptions, cpu: usize) -> Result<i32> {
                 rtscope_core::rt::accept_wake()
                     .map_err(|e| format!("cannot make the wait interruptible: {e}"))?;
                 r_tid.store(st.tid, Ordering::Relaxed);
+                // The read blocks until an edge comes (maybe never): the
+                // alarm interrupts it at the end.
+                let alarm = end_ns
+                    .map(|e| rtscope_core::rt::end_alarm(libc::CLOCK_MONOTONIC, e))
+                    .transpose()
+                    .map_err(|e| format!("cannot arm the end alarm: {e}"))?;
                 let fd = req.as_raw_fd();
                 let since = sys::clock_ns(clock);
+                let until = Until {
+                    stop: &r_stop,
+                    loops,
+                    end_ns,
+                };
                 let c = gpio_loop(
                     |b| sys::gpio_read_events(fd, b),
                     clock,
                     since,
                     &mut sink,
-                    &r_stop,
-                    loops,
+                    until,
                     cpu as u32,
                 )
                 .map_err(|e| format!("read: {e}"))?;
+                drop(alarm);
                 drop(req);
                 Ok((c, st))
             },
@@ -450,7 +475,7 @@ pub fn run(o: &IrqOptions, cpu: usize) -> Result<i32> {
         &mut rec,
         &stop,
         Some(&tid),
-        plan.duration_ns,
+        end_ns,
     );
     let driven = driver.map(|d| d.join());
     let ((counts, state), duration_hit) = res?;
@@ -496,6 +521,10 @@ pub fn run(o: &IrqOptions, cpu: usize) -> Result<i32> {
     if counts.events == 0 {
         warnings.push("no edge event was read".into());
     }
+    // (Its overruns are lost events, warned of above.)
+    let loud: Vec<String> = run::Overload::of(&s).dropped.into_iter().collect();
+    let _ = std::io::stderr().write_all(run::warning_lines(&loud).as_bytes());
+    warnings.extend(loud);
     let end = super::irq::end_reason(duration_hit, plan.loops, counts.events);
     let doc = run.finish("irq", &plan, vec![s], end, warnings).doc;
     let mut text = crate::output::summary::cyclic_summary(&doc);
@@ -538,6 +567,14 @@ mod tests {
         }
     }
 
+    fn until(stop: &AtomicBool, loops: Option<u64>) -> Until<'_> {
+        Until {
+            stop,
+            loops,
+            end_ns: None,
+        }
+    }
+
     fn ev(seq: u32, ts: u64, id: u32) -> GpioLineEvent {
         GpioLineEvent {
             timestamp_ns: ts,
@@ -575,8 +612,7 @@ mod tests {
             libc::CLOCK_MONOTONIC,
             0,
             &mut got,
-            &stop,
-            None,
+            until(&stop, None),
             1,
         )
         .unwrap();
@@ -608,8 +644,7 @@ mod tests {
             libc::CLOCK_MONOTONIC,
             0,
             &mut got,
-            &stop,
-            Some(3),
+            until(&stop, Some(3)),
             0,
         )
         .unwrap();
@@ -623,13 +658,70 @@ mod tests {
             libc::CLOCK_MONOTONIC,
             base + 1,
             &mut got,
-            &stop,
-            None,
+            until(&stop, None),
             0,
         )
         .unwrap();
         assert_eq!((c.stale, c.events, c.lost), (1, 3, 2));
         assert_eq!(got.iter().map(|s| s.seq).collect::<Vec<_>>(), [2, 5, 6]);
+    }
+
+    /// Nobody raises the stop flag: the loop ends at its end time, seen on
+    /// the clock it reads after an interrupted read (what the end alarm does
+    /// to a read no edge ends) or after a batch.
+    #[test]
+    fn reader_ends_at_its_end_time() {
+        let stop = AtomicBool::new(false);
+        let mono = || sys::clock_ns(libc::CLOCK_MONOTONIC);
+        let end = mono() + 20_000_000;
+        let until = Until {
+            stop: &stop,
+            loops: None,
+            end_ns: Some(end),
+        };
+        let mut got: Vec<Sample> = Vec::new();
+        let c = gpio_loop(
+            |_| {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                Err(std::io::Error::from(std::io::ErrorKind::Interrupted))
+            },
+            libc::CLOCK_MONOTONIC,
+            0,
+            &mut got,
+            until,
+            0,
+        )
+        .unwrap();
+        assert!(mono() >= end);
+        assert_eq!(c.events, 0);
+        // Edges every 5 ms, on CLOCK_REALTIME stamps: the batch read after
+        // the end is the last.
+        let end = mono() + 20_000_000;
+        let mut seq = 0;
+        let c = gpio_loop(
+            |b| {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                seq += 1;
+                b[0] = ev(
+                    seq,
+                    sys::clock_ns(libc::CLOCK_REALTIME),
+                    sys::GPIO_EVENT_RISING_EDGE,
+                );
+                Ok(1)
+            },
+            libc::CLOCK_REALTIME,
+            0,
+            &mut got,
+            Until {
+                end_ns: Some(end),
+                ..until
+            },
+            0,
+        )
+        .unwrap();
+        assert!((1..=4).contains(&c.events), "{c:?}");
+        assert!(got[got.len() - 1].t_ns >= end);
+        assert!(got[..got.len() - 1].iter().all(|s| s.t_ns < end));
     }
 
     #[test]
@@ -652,8 +744,7 @@ mod tests {
             libc::CLOCK_REALTIME,
             0,
             &mut got,
-            &stop,
-            None,
+            until(&stop, None),
             0,
         )
         .unwrap();
@@ -664,8 +755,7 @@ mod tests {
             libc::CLOCK_MONOTONIC,
             0,
             &mut got,
-            &stop,
-            None,
+            until(&stop, None),
             0,
         );
         assert_eq!(c.unwrap().events, 0);
