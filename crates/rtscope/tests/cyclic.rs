@@ -7,7 +7,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::{
-    assert_exit, assert_one_line, interrupt_after, read_result, rtscope, rtscope_path, run_within,
+    alone, alongside, assert_exit, assert_one_line, every_cpu, interrupt_after, read_result,
+    rtscope, rtscope_path, run_within,
 };
 
 fn online_cpus() -> usize {
@@ -16,6 +17,7 @@ fn online_cpus() -> usize {
 
 #[test]
 fn short_run_writes_valid_json_histogram_and_raw() {
+    let _turn = alongside();
     let dir = tempfile::tempdir().unwrap();
     let (json, hist, raw) = (
         dir.path().join("run.json"),
@@ -114,6 +116,7 @@ fn short_run_writes_valid_json_histogram_and_raw() {
 
 #[test]
 fn every_wake_method_runs() {
+    let _turn = alongside();
     for wake in [
         "absolute",
         "relative",
@@ -149,6 +152,7 @@ fn every_wake_method_runs() {
 
 #[test]
 fn no_rt_runs_as_other_and_says_so() {
+    let _turn = alongside();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     rtscope()
@@ -172,6 +176,7 @@ fn no_rt_runs_as_other_and_says_so() {
 
 #[test]
 fn fail_above_exits_3_and_break_above_stops() {
+    let _turn = alongside();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("f.json");
     // Every wake-up is later than 1 ns.
@@ -222,6 +227,7 @@ fn fail_above_exits_3_and_break_above_stops() {
 
 #[test]
 fn sigint_mid_run_still_writes_everything() {
+    let _turn = alongside();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("int.json");
     let hist = dir.path().join("int.txt");
@@ -276,6 +282,7 @@ fn sigint_mid_run_still_writes_everything() {
 
 #[test]
 fn duration_and_checkpoint() {
+    let _turn = alongside();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("c.json");
     let child = std::process::Command::new(rtscope_path())
@@ -312,6 +319,7 @@ fn duration_and_checkpoint() {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
+    let _turn = alongside();
     let dir = tempfile::tempdir().unwrap();
     let cases: Vec<Vec<String>> = vec![
         vec!["-i".into(), "0".into()],
@@ -353,6 +361,7 @@ fn bad_input_is_one_line_and_exit_2() {
 
 #[test]
 fn help_and_version() {
+    let _turn = alongside();
     rtscope().arg("--help").assert().code(0);
     rtscope().args(["cyclic", "--help"]).assert().code(0);
     rtscope().arg("--version").assert().code(0);
@@ -363,6 +372,7 @@ fn help_and_version() {
 /// cyclictest importer reads it back with every count intact.
 #[test]
 fn histogram_file_matches_cyclictest_layout_and_imports_back() {
+    let _turn = alongside();
     let dir = tempfile::tempdir().unwrap();
     let ours = dir.path().join("ours.txt");
     rtscope()
@@ -446,6 +456,7 @@ fn histogram_file_matches_cyclictest_layout_and_imports_back() {
 /// towards `-l`, and the plan records N.
 #[test]
 fn warmup_drops_the_first_samples_of_each_thread() {
+    let _turn = alongside();
     let dir = tempfile::tempdir().unwrap();
     let (json, raw) = (dir.path().join("w.json"), dir.path().join("w.csv"));
     let out = rtscope()
@@ -486,6 +497,7 @@ fn warmup_drops_the_first_samples_of_each_thread() {
 /// latency: without the fix the exit takes the whole period.)
 #[test]
 fn sigint_ends_a_long_wait_at_once() {
+    let _turn = alongside();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("stop.json");
     let json_s = json.to_str().unwrap();
@@ -534,6 +546,7 @@ fn sigint_ends_a_long_wait_at_once() {
 /// that names the flag, no allocation or thread storm first.
 #[test]
 fn absurd_values_are_refused_fast() {
+    let _turn = alongside();
     let cases: &[(&[&str], &str)] = &[
         (&["-i", "2h"], "-i"),
         (&["-i", "5000000h"], "-i"),
@@ -564,4 +577,62 @@ fn absurd_values_are_refused_fast() {
         assert!(line.contains(flag), "{args:?}: {line}");
         assert!(!line.contains("panicked"), "{args:?}: {line}");
     }
+}
+
+/// Issue 26: real-time threads on every CPU, at a period no machine serves
+/// (every wake-up overruns). The thread of normal priority that used to end
+/// the run by raising the stop flag then hardly runs: such a run went on for
+/// minutes past its 2 s, every CPU held at SCHED_FIFO 95, and with -q nothing
+/// said that most samples were dropped. The threads now end by themselves at
+/// their end time, and the overload is said on stderr even with -q. The
+/// bound is a hang's (duration + 5 s), not a latency's; an overstaying run is
+/// killed so that the machine is not left wedged.
+#[test]
+fn overloaded_run_on_every_cpu_ends_on_time_and_says_so() {
+    let _turn = alone();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("overload.json");
+    let (threads, cpus) = (online_cpus().to_string(), every_cpu());
+    let args = [
+        "cyclic",
+        "-t",
+        &threads,
+        "-a",
+        &cpus,
+        "-i",
+        "2us",
+        "-D",
+        "2",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let t0 = std::time::Instant::now();
+    let out = run_within(&args, Duration::from_secs(2 + 5));
+    let took = t0.elapsed();
+    assert_exit(&out, 0);
+    eprintln!("{args:?}: ended after {took:?}");
+    let doc = read_result(&json);
+    assert_eq!(doc["end_reason"], "duration");
+    assert_eq!(doc["plan"]["rt"]["policy"], "fifo");
+    let series = doc["series"].as_array().unwrap();
+    assert_eq!(series.len(), online_cpus() + 1);
+    assert!(doc["duration_ns"].as_u64().unwrap() >= 1_900_000_000);
+    // The summary still came, and the overload was said despite -q.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("all"));
+    let overload = |w: &str| {
+        w.contains("of the periods were missed") || w.contains("of the samples were dropped")
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("warning: ") && overload(l)),
+        "{stderr}"
+    );
+    let warnings = doc["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| overload(w.as_str().unwrap())),
+        "{warnings:?}"
+    );
 }

@@ -1,10 +1,12 @@
 //! `rtscope noise`: short real runs, with and without --trace, checked for
 //! the document's structure (never a noise bound), the trace instance's
-//! removal, and bad input.
+//! removal, bad input, and a run on every CPU (it ends on time).
 
 mod common;
 
-use common::{assert_exit, assert_one_line, read_result, rtscope};
+use common::{
+    alone, alongside, assert_exit, assert_one_line, every_cpu, read_result, rtscope, run_within,
+};
 use serde_json::Value;
 
 /// The traced tests look at every tracefs mount and instance: one at a time.
@@ -113,6 +115,7 @@ fn check_series(doc: &Value, cpu: usize) -> &Value {
 
 #[test]
 fn untraced_run_document() {
+    let _turn = alongside();
     let cpu = last_cpu();
     let (doc, out) = run_noise(&["-a", &cpu.to_string()]);
     let s = check_series(&doc, cpu);
@@ -124,6 +127,7 @@ fn untraced_run_document() {
 
 #[test]
 fn traced_run_attributes_and_cleans_up() {
+    let _turn = alongside();
     let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
     let cpu = last_cpu();
     let mounts_before = tracefs_mounts();
@@ -162,6 +166,7 @@ fn traced_run_attributes_and_cleans_up() {
 
 #[test]
 fn interrupted_traced_run_still_writes_and_cleans_up() {
+    let _turn = alongside();
     let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
     let mounts_before = tracefs_mounts();
     let dir = tempfile::tempdir().unwrap();
@@ -202,6 +207,7 @@ fn common_kill(pid: i32) {
 
 #[test]
 fn bad_input_is_one_line_exit_2() {
+    let _turn = alongside();
     for args in [
         vec!["noise", "-a", "4095"],
         vec!["noise", "-a", "x"],
@@ -223,4 +229,38 @@ fn bad_input_is_one_line_exit_2() {
         );
         assert_one_line(&out.stderr);
     }
+}
+
+/// Issue 26: a busy loop at SCHED_FIFO on every CPU leaves the aggregator
+/// (normal priority) only what RT throttling gives it; each loop ends by
+/// itself at its duration, on the counter it reads (a hang's bound,
+/// duration + 5 s, and the run is killed if it overstays).
+#[test]
+fn run_on_every_cpu_ends_on_time() {
+    let _turn = alone();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("every.json");
+    let cpus = every_cpu();
+    let args = [
+        "noise",
+        "-a",
+        &cpus,
+        "-D",
+        "2",
+        "--calibrate",
+        "50ms",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let t0 = std::time::Instant::now();
+    let out = run_within(&args, std::time::Duration::from_secs(2 + 5));
+    eprintln!("{args:?}: ended after {:?}", t0.elapsed());
+    assert_exit(&out, 0);
+    let doc = read_result(&json);
+    assert_eq!(doc["end_reason"], "duration");
+    assert_eq!(
+        doc["series"].as_array().unwrap().len(),
+        rtscope_core::units::online_cpus().len()
+    );
 }

@@ -88,6 +88,38 @@ fn spawn_rtscope(args: &[&str]) -> std::process::Child {
         .expect("rtscope starts")
 }
 
+/// Runs rtscope with `args` confined to `cpu` (`taskset -c`), its threads of
+/// normal priority too: one real-time thread there takes every CPU the
+/// process has, as on a machine of one CPU. Panics if it has not ended within
+/// `limit`; `None` where taskset is missing (an error with CI set).
+pub fn run_on_cpu_within(
+    cpu: usize,
+    args: &[&str],
+    limit: std::time::Duration,
+) -> Option<std::process::Output> {
+    let child = match std::process::Command::new("taskset")
+        .arg("-c")
+        .arg(cpu.to_string())
+        .arg(rtscope_path())
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            assert!(std::env::var_os("CI").is_none(), "taskset: {e}");
+            eprintln!("taskset not runnable here ({e}): skipped");
+            return None;
+        }
+    };
+    Some(wait_within(
+        child,
+        limit,
+        &format!("taskset -c {cpu} {args:?}"),
+    ))
+}
+
 /// Runs rtscope with `args`; panics if it has not ended within `limit`.
 pub fn run_within(args: &[&str], limit: std::time::Duration) -> std::process::Output {
     wait_within(spawn_rtscope(args), limit, &format!("{args:?}"))
@@ -107,6 +139,28 @@ pub fn interrupt_after(
     rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).expect("SIGINT sent");
     let out = wait_within(child, limit, &format!("{args:?} after SIGINT"));
     (out, t0.elapsed())
+}
+
+/// Tests that fill every CPU with real-time threads take their turn alone
+/// within their test binary ([`alone`]); the other tests of that binary run
+/// alongside each other ([`alongside`]), never beside such a test, whose
+/// threads would starve them (a checkpoint, a SIGINT, a time limit).
+static EVERY_CPU: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// The turn of a test that fills every CPU: no other test of its binary that
+/// takes [`alongside`] runs meanwhile.
+pub fn alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    EVERY_CPU.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The turn of an ordinary test: with the others, never with one [`alone`].
+pub fn alongside() -> std::sync::RwLockReadGuard<'static, ()> {
+    EVERY_CPU.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Online CPUs as a `-a` list (`0-1`).
+pub fn every_cpu() -> String {
+    rtscope_core::units::format_cpu_list(&rtscope_core::units::online_cpus())
 }
 
 /// Asserts that a finished rtscope exited with `code`, showing its stderr if not.
