@@ -1074,6 +1074,69 @@ mod aggregate_tests {
         );
     }
 
+    /// A measurement thread as `execute` starts it (SCHED_OTHER here): it
+    /// ends on its loop count, or by itself at the common start + the
+    /// duration, with nobody raising its stop flag.
+    #[test]
+    fn a_thread_ends_on_its_loops_or_by_itself_at_the_end_time() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        for (loops, duration_ns) in [(Some(3), None), (None, Some(20_000_000))] {
+            let (sink, source) = ring(256);
+            let (ready_tx, ready_rx) = mpsc::channel();
+            let (start_tx, start_rx) = mpsc::channel();
+            let stop = Arc::new(AtomicBool::new(false));
+            let rt = RtChoice {
+                policy: Policy::Other,
+                priority: 0,
+                no_rt: true,
+                default_system: true,
+            };
+            let job = ThreadJob {
+                setup: rt.thread_setup(vec![], vec![]),
+                period_ns: 1_000_000,
+                wake: WakeMethod::Absolute,
+                clock: libc::CLOCK_MONOTONIC,
+                loops,
+                duration_ns,
+                warmup: 0,
+                break_above_ns: None,
+                sink,
+                stop: stop.clone(),
+                ready: ready_tx,
+                start: start_rx,
+                index: 0,
+            };
+            let t0 = Instant::now();
+            let h = std::thread::spawn(move || measure_thread(job));
+            let (_, state) = ready_rx.recv().unwrap();
+            assert!(state.is_ok(), "{state:?}");
+            let start = sys::clock_ns(libc::CLOCK_MONOTONIC) + 1_000_000;
+            start_tx.send(Some(start)).unwrap();
+            let end = h.join().unwrap();
+            let mut agg = one_thread(source);
+            agg.drain();
+            let n = agg.threads[0].rec.count();
+            assert!(!stop.load(Ordering::Relaxed));
+            assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+            match duration_ns {
+                None => {
+                    assert!(matches!(end, Some(LoopEnd::Loops)), "{end:?}");
+                    assert_eq!(n, 3);
+                }
+                Some(d) => {
+                    assert!(matches!(end, Some(LoopEnd::Duration)), "{end:?}");
+                    // About 20 wake-ups at 1 ms (fewer on a slow machine),
+                    // the last due before the end.
+                    assert!((1..=20).contains(&n), "{n}");
+                    let last = agg.threads[0].last.unwrap();
+                    let due = last.t_ns - last.latency_ns as u64;
+                    assert!(due < start + d, "{due} {start}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn samples_pushed_before_the_threads_end_are_all_recorded() {
         let (mut sink, source) = ring(64);

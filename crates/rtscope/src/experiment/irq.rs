@@ -866,6 +866,30 @@ mod tests {
         assert!(got[..got.len() - 1].iter().all(|s| s.t_ns < end));
     }
 
+    /// A read that fails (not interrupted) ends the loop with its error,
+    /// before the end time.
+    #[test]
+    fn rtc_read_errors_end_the_loop() {
+        let stop = AtomicBool::new(false);
+        let until = Until {
+            stop: &stop,
+            loops: None,
+            end_ns: Some(mono() + 5_000_000_000),
+        };
+        let t0 = std::time::Instant::now();
+        let mut got: Vec<Sample> = Vec::new();
+        let r = rtc_loop(
+            || Err(std::io::Error::other("gone")),
+            mono(),
+            1_000,
+            &mut got,
+            until,
+            0,
+        );
+        assert_eq!(r.unwrap_err().to_string(), "gone");
+        assert!(t0.elapsed() < Duration::from_secs(4));
+    }
+
     /// No packet ever comes: the receiver ends at its end time by its reads'
     /// timeout, with no stop flag.
     #[test]

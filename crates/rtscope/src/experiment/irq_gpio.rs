@@ -724,6 +724,29 @@ mod tests {
         assert!(got[..got.len() - 1].iter().all(|s| s.t_ns < end));
     }
 
+    /// A read that fails (not interrupted) ends the loop with its error,
+    /// before the end time.
+    #[test]
+    fn read_errors_end_the_loop() {
+        let stop = AtomicBool::new(false);
+        let t0 = std::time::Instant::now();
+        let mut got: Vec<Sample> = Vec::new();
+        let r = gpio_loop(
+            |_| Err(std::io::Error::other("gone")),
+            libc::CLOCK_MONOTONIC,
+            0,
+            &mut got,
+            Until {
+                stop: &stop,
+                loops: None,
+                end_ns: Some(sys::clock_ns(libc::CLOCK_MONOTONIC) + 5_000_000_000),
+            },
+            0,
+        );
+        assert_eq!(r.unwrap_err().to_string(), "gone");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(4));
+    }
+
     #[test]
     fn interrupted_reads_retry_and_stop_ends() {
         let stop = AtomicBool::new(false);
