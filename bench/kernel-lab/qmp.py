@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Send one QMP command to a qemu monitor socket, HZ times a second, until killed.
+
+The kernel lab uses it for GPIO edges on the arm64 virt machine: each
+system_powerdown presses the power button, wired to line 3 of the PL061 GPIO
+chip, which gives one rising and one falling edge on that line.
+
+    qmp.py SOCKET COMMAND HZ
+"""
+import json
+import signal
+import socket
+import sys
+import time
+
+
+def main():
+    path, command, hz = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    f = sock.makefile("rw")
+    json.loads(f.readline())  # the greeting
+    f.write(json.dumps({"execute": "qmp_capabilities"}) + "\n")
+    f.flush()
+    sent = 0
+    next_at = time.monotonic()
+    while True:
+        f.write(json.dumps({"execute": command}) + "\n")
+        f.flush()
+        sent += 1
+        # Answers and events are read and dropped; a closed monitor ends the loop.
+        sock.settimeout(0)
+        try:
+            while sock.recv(65536):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+        sock.settimeout(None)
+        next_at += 1.0 / hz
+        time.sleep(max(0.0, next_at - time.monotonic()))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (BrokenPipeError, ConnectionError, KeyboardInterrupt, SystemExit):
+        pass

@@ -1,0 +1,66 @@
+# The kernel lab's default suite: sourced by the guest's init (bench/kernel-lab/init)
+# with /out as the working directory. Each lab_run names a command, its time
+# limit in seconds, and rtscope's arguments; bench/kernel-lab/verify checks the
+# results on the host. Runs are short: under TCG emulation every figure is the
+# emulator's; what counts is that every code path ran on this kernel.
+arch=$(uname -m)
+ncpu=$(grep -c ^processor /proc/cpuinfo)
+
+# The readiness audit: PREEMPT_RT, the virtual machine, tracefs, ...
+lab_run check 60 check --json check.json --fix-script fix.sh
+
+# Periodic wake-ups, untraced and split into kernel stages (6.1's event
+# formats; the accuracy check against the kernel's own bound must pass), and
+# what ran around the late ones.
+lab_run cyclic 60 cyclic -D 3s -i 1ms --json cyclic.json
+lab_run cyclic-trace 90 cyclic -D 3s -i 1ms --trace --json cyclic-trace.json
+lab_run cyclic-outliers 90 cyclic -D 3s -i 1ms --trace-outliers 100us --json cyclic-outliers.json
+# Real-time threads on every CPU at a period no machine serves: the run must
+# still end on time by itself (and say that it dropped or missed most).
+lab_run cyclic-overload 60 cyclic -D 2s -i 10us -t "$ncpu" -q --json cyclic-overload.json
+
+# Interrupt to task: the hrtimer path with stages, the loopback network path,
+# the RTC's periodic interrupts through /dev/rtc0 (a CMOS RTC on x86, the
+# PL031 on ARM's virt machine), GPIO edges where the machine has a chip whose
+# line 3 is the power button (arm64 virt: the host presses it through QMP).
+lab_run irq-timer 90 irq --source timer -D 3s --json irq-timer.json
+lab_run irq-net 60 irq --source net --rate 500 -D 3s --json irq-net.json
+if [ -e /dev/rtc0 ]; then
+  lab_run irq-rtc 60 irq --source rtc --rate 64 -D 3s --json irq-rtc.json
+  lab_run irq-rtc-again 60 irq --source rtc --rate 64 -D 3s --json irq-rtc-again.json
+fi
+if [ "$arch" = aarch64 ] && [ -e /dev/gpiochip0 ]; then
+  lab_qmp powerdown start 10
+  sleep 1
+  lab_run irq-gpio 60 irq --source gpio:/dev/gpiochip0:3 --edge both -D 4s --json irq-gpio.json
+  lab_qmp powerdown stop
+fi
+
+# Sleep error of every wait API, clock read costs (cntvct, perf cycles and the
+# PMU on ARM, TSC on x86), OS noise, IPC handoffs.
+lab_run timer 120 timer --api all --delays 100us,1ms -l 20 --no-calibrate --json timer.json
+lab_run clock-list 30 clock --list
+lab_run clock 90 clock -n 20000 --calibrate 200ms --warp 50ms --json clock.json
+# The PMU's cycle counter read from user space (perf-cycles) where the kernel
+# lets it be turned on (arm64: kernel.perf_user_access, Linux 5.17+).
+if [ -w /proc/sys/kernel/perf_user_access ]; then
+  echo 1 >/proc/sys/kernel/perf_user_access
+  lab_run clock-pmu 60 clock -s perf-cycles,cntvct -n 20000 --json clock-pmu.json
+  echo 0 >/proc/sys/kernel/perf_user_access
+fi
+lab_run noise 60 noise -D 2s --json noise.json
+lab_run ipc 120 ipc -l 50 -i 2ms --json ipc.json
+
+# Loads stopped by SIGINT in the middle of a run: the document is still
+# written and every load process is reaped.
+rtscope cyclic -D 60s -i 1ms --load cpu:50 --load mem-churn:30 --json sigint.json \
+  >sigint.out 2>sigint.err &
+pid=$!
+sleep 4
+ps >sigint-ps-during.txt
+kill -INT "$pid"
+wait "$pid"
+echo $? >sigint.rc
+sleep 1
+ps >sigint-ps-after.txt
+echo "@@LAB ran sigint rc=$(cat sigint.rc): rtscope cyclic -D 60s --load cpu:50 --load mem-churn:30, SIGINT after 4 s"
