@@ -65,6 +65,37 @@ fn read_trim(read: &dyn Fn(&str) -> Option<String>, path: &str) -> Option<String
         .filter(|s| !s.is_empty())
 }
 
+/// The device-tree files that name a virtual machine where there is no DMI
+/// and no CPU hypervisor flag (ARM guests): the root node's `compatible`
+/// and the `/hypervisor` node's.
+pub const DEVICE_TREE_VM_FILES: [&str; 2] = [
+    "/sys/firmware/devicetree/base/compatible",
+    "/sys/firmware/devicetree/base/hypervisor/compatible",
+];
+
+/// The virtual machine a device tree names, from the contents of
+/// [`DEVICE_TREE_VM_FILES`] (NUL-separated string lists, as the kernel gives
+/// them): qemu's `virt` machine (`linux,dummy-virt`), or any `/hypervisor`
+/// node (Xen, KVM's and others' paravirtual interfaces).
+pub fn device_tree_vm(root: Option<&str>, hypervisor: Option<&str>) -> Option<String> {
+    let list = |s: Option<&str>| -> Vec<String> {
+        s.unwrap_or_default()
+            .split('\0')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let hv = list(hypervisor);
+    if !hv.is_empty() {
+        return Some(format!("device tree hypervisor node: {}", hv.join(", ")));
+    }
+    list(root)
+        .iter()
+        .any(|c| c == "linux,dummy-virt")
+        .then(|| "QEMU virt machine (device tree: linux,dummy-virt)".to_string())
+}
+
 /// What [`SystemSnapshot::capture`] asks of the machine besides its files.
 struct Machine {
     /// `uname(2)`: (sysname, release, version, machine).
@@ -186,7 +217,12 @@ impl SystemSnapshot {
             .iter()
             .filter_map(|p| read_trim(p))
             .collect();
-            (!parts.is_empty()).then(|| parts.join(" / "))
+            if parts.is_empty() {
+                let [root, hv] = DEVICE_TREE_VM_FILES.map(read);
+                device_tree_vm(root.as_deref(), hv.as_deref())
+            } else {
+                Some(parts.join(" / "))
+            }
         };
         let num = |p: &str| read_trim(p).and_then(|s| s.parse::<i64>().ok());
         let (rt_soft, rt_hard) = m.rlimit_rtprio;
@@ -506,6 +542,63 @@ mod tests {
                 "running in a virtual machine (the CPU reports a hypervisor): host scheduling adds latency",
                 "RT throttling is on (sched_rt_runtime_us=0): RT tasks can be stalled",
             ]
+        );
+    }
+
+    #[test]
+    fn an_arm_guest_is_named_by_its_device_tree() {
+        // qemu's virt machine: no DMI, no hypervisor flag in the Features.
+        let s = snapshot_of(
+            &[
+                (
+                    "/proc/cpuinfo",
+                    "processor\t: 0\nFeatures\t: fp asimd evtstrm\n",
+                ),
+                (DEVICE_TREE_VM_FILES[0], "linux,dummy-virt\0"),
+            ],
+            machine("#1 SMP PREEMPT_RT", "aarch64"),
+        );
+        assert!(!s.hypervisor);
+        assert_eq!(
+            s.virtualization.as_deref(),
+            Some("QEMU virt machine (device tree: linux,dummy-virt)")
+        );
+        assert_eq!(
+            s.warnings()[0],
+            "running in a virtual machine (QEMU virt machine (device tree: linux,dummy-virt)): host scheduling adds latency"
+        );
+        // DMI, where a guest has it (UEFI), comes first.
+        let s = snapshot_of(
+            &[
+                ("/sys/class/dmi/id/sys_vendor", "QEMU\n"),
+                (DEVICE_TREE_VM_FILES[0], "linux,dummy-virt\0"),
+            ],
+            machine("#1 SMP", "aarch64"),
+        );
+        assert_eq!(s.virtualization.as_deref(), Some("QEMU"));
+        // A board's device tree names no virtual machine.
+        let s = snapshot_of(
+            &[(
+                DEVICE_TREE_VM_FILES[0],
+                "raspberrypi,4-model-b\0brcm,bcm2711\0",
+            )],
+            machine("#1 SMP", "aarch64"),
+        );
+        assert_eq!(s.virtualization, None);
+    }
+
+    #[test]
+    fn device_tree_vms_from_their_string_lists() {
+        assert_eq!(device_tree_vm(None, None), None);
+        assert!(device_tree_vm(Some("linux,dummy-virt"), None).is_some());
+        // Any entry of the list, not only the first.
+        assert!(device_tree_vm(Some("acme,board\0linux,dummy-virt\0"), None).is_some());
+        assert_eq!(device_tree_vm(Some("linux,dummy-virtual\0"), None), None);
+        assert_eq!(device_tree_vm(Some("\0 \0"), Some("\0")), None);
+        // A hypervisor node names the machine a guest, whatever the root says.
+        assert_eq!(
+            device_tree_vm(Some("acme,board\0"), Some("xen,xen-4.17\0xen,xen\0")).as_deref(),
+            Some("device tree hypervisor node: xen,xen-4.17, xen,xen")
         );
     }
 

@@ -188,6 +188,29 @@ fn arm_board() {
     assert!(fix.contains("cmdline.txt"), "{fix}");
 }
 
+/// qemu's arm64 `virt` machine has no DMI and no hypervisor flag: its device
+/// tree names it (as the kernel lab's arm64 guest showed).
+#[test]
+fn arm_guest_is_a_virtual_machine_by_its_device_tree() {
+    let (_, board, _) = check(&["--root", fixture("arm-board").to_str().unwrap()]);
+    assert_eq!(status(&board, "vm"), "ok", "{}", check_of(&board, "vm"));
+    let dir = tempfile::tempdir().unwrap();
+    let ok = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(fixture("arm-board"))
+        .arg(dir.path().join("root"))
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let dt = dir.path().join("root/sys/firmware/devicetree/base");
+    std::fs::create_dir_all(&dt).unwrap();
+    std::fs::write(dt.join("compatible"), "linux,dummy-virt\0").unwrap();
+    let (_, guest, _) = check(&["--root", dir.path().join("root").to_str().unwrap()]);
+    assert_eq!(status(&guest, "vm"), "warn");
+    let vm = check_of(&guest, "vm")["found"].to_string();
+    assert!(vm.contains("linux,dummy-virt"), "{vm}");
+}
+
 #[test]
 fn this_vm_copy_flags_what_the_issue_expects() {
     let root = fixture("this-vm");

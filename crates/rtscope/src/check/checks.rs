@@ -1232,6 +1232,8 @@ fn virtualization(root: &Root, f: &Facts) -> Check {
     .iter()
     .filter_map(|p| root.read(p))
     .collect();
+    let [dt_root, dt_hv] = rtscope_core::system::DEVICE_TREE_VM_FILES.map(|p| root.read_raw(p));
+    let dt = rtscope_core::system::device_tree_vm(dt_root.as_deref(), dt_hv.as_deref());
     let vm_vendor = dmi.iter().any(|d| {
         let d = d.to_lowercase();
         [
@@ -1249,7 +1251,7 @@ fn virtualization(root: &Root, f: &Facts) -> Check {
         .iter()
         .any(|v| d.contains(v))
     });
-    if !f.hypervisor && !vm_vendor {
+    if !f.hypervisor && !vm_vendor && dt.is_none() {
         return Check::new(
             "vm",
             title,
@@ -1258,10 +1260,10 @@ fn virtualization(root: &Root, f: &Facts) -> Check {
         )
         .why("a hypervisor can deschedule a vCPU at any time");
     }
-    let what = if dmi.is_empty() {
-        "the CPU reports a hypervisor".to_string()
-    } else {
-        dmi.join(" / ")
+    let what = match (dmi.is_empty(), dt) {
+        (false, _) => dmi.join(" / "),
+        (true, Some(dt)) => dt,
+        (true, None) => "the CPU reports a hypervisor".to_string(),
     };
     Check::new("vm", title, Status::Warn, format!("virtual machine ({what})"))
         .why("the host can deschedule a vCPU at any time: gaps no guest setting removes (rtscope noise shows them as hardware/hypervisor noise)")
