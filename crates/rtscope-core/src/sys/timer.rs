@@ -150,6 +150,27 @@ impl Drop for OneShotPosixTimer {
     }
 }
 
+/// `struct __kernel_timespec`: 64-bit seconds and nanoseconds on every
+/// architecture. `epoll_pwait2` (Linux 5.11) has only this form, while
+/// `libc::timespec` of 32-bit ARM's glibc has 32-bit fields: passed as is, the
+/// kernel read the nanoseconds into the seconds' high half and a 1 ms sleep
+/// never ended (found on the kernel lab's armhf guest).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KernelTimespec {
+    tv_sec: i64,
+    tv_nsec: i64,
+}
+
+impl KernelTimespec {
+    pub(crate) fn from_ns(ns: u64) -> Self {
+        KernelTimespec {
+            tv_sec: (ns / 1_000_000_000) as i64,
+            tv_nsec: (ns % 1_000_000_000) as i64,
+        }
+    }
+}
+
 /// An empty epoll set: `epoll_pwait2` on it is a sleep with a nanosecond
 /// relative timeout (what an event loop's timeout gives).
 #[derive(Debug)]
@@ -174,19 +195,19 @@ impl EpollSleep {
     /// Waits `ns` (relative) for events that never come.
     #[inline]
     pub fn sleep_for(&self, ns: u64) -> io::Result<()> {
-        let ts = ns_to_ts(ns);
+        let ts = KernelTimespec::from_ns(ns);
         // SAFETY: epoll_event is POD.
         let mut ev: libc::epoll_event = unsafe { std::mem::zeroed() };
         // SAFETY: epoll_pwait2(epfd, events, maxevents, timeout, sigmask, sigsetsize):
-        // `ev` has room for 1 event, `ts` is a valid timespec, a null mask leaves
-        // the signal mask alone.
+        // `ev` has room for 1 event, `ts` is a valid __kernel_timespec, a null
+        // mask leaves the signal mask alone.
         let rc = unsafe {
             libc::syscall(
                 libc::SYS_epoll_pwait2,
                 self.fd.as_raw_fd(),
                 &mut ev as *mut libc::epoll_event,
                 1,
-                &ts as *const libc::timespec,
+                &ts as *const KernelTimespec,
                 std::ptr::null::<libc::sigset_t>(),
                 0usize,
             )
@@ -283,6 +304,26 @@ mod tests {
         let t0 = now();
         pselect_sleep(200_000).unwrap();
         assert!(now() >= t0 + 200_000);
+    }
+
+    #[test]
+    fn the_kernel_timespec_has_64_bit_fields_everywhere() {
+        // The layout epoll_pwait2 reads, on 32-bit ARM as on 64-bit machines.
+        assert_eq!(std::mem::size_of::<KernelTimespec>(), 16);
+        let ts = KernelTimespec::from_ns(3_000_000_007);
+        assert_eq!((ts.tv_sec, ts.tv_nsec), (3, 7));
+        assert_eq!(
+            KernelTimespec::from_ns(999_999_999),
+            KernelTimespec {
+                tv_sec: 0,
+                tv_nsec: 999_999_999
+            }
+        );
+        // Seconds past 32 bits stay whole.
+        assert_eq!(
+            KernelTimespec::from_ns(5_000_000_000 * 1_000_000_000).tv_sec,
+            5_000_000_000
+        );
     }
 
     #[test]
