@@ -79,20 +79,26 @@ pub fn parse_page<'a>(
                 let dlen = len.saturating_sub(4);
                 ts += delta;
                 let start = p + 8;
-                let end = (start + dlen).min(data_end);
+                let end = start + dlen;
+                // A record the page's data ends inside of (its length word
+                // included) is not delivered: the page is read up to it (seen
+                // on a 32-bit ARM PREEMPT_RT kernel, where it was a panic).
+                if len == 0 || end > data_end {
+                    break;
+                }
                 f(RawRecord {
                     ts,
                     data: &page[start..end],
                 });
                 p = start + ((dlen + 3) & !3);
-                if len == 0 {
-                    break;
-                }
             }
             n => {
                 ts += delta;
                 let start = p + 4;
-                let end = (start + 4 * n as usize).min(data_end);
+                let end = start + 4 * n as usize;
+                if end > data_end {
+                    break;
+                }
                 f(RawRecord {
                     ts,
                     data: &page[start..end],
@@ -229,6 +235,43 @@ mod tests {
                 (high + 7 + (5 << 27) + 1, 3),
             ]
         );
+    }
+
+    /// A page whose data ends inside its last record (the record's header
+    /// fits, its length word or its data do not): the records before it are
+    /// read, the cut one is not, and nothing is read past the data.
+    #[test]
+    fn a_record_cut_by_the_data_end_is_not_read() {
+        let l = PageLayout::default();
+        for (cut_by, tail, read) in [
+            // A long record (type_len 0) whose length word is past the end.
+            (4, vec![0u32, 200], 1),
+            // A long record whose data runs past the end.
+            (4, vec![0u32, 40, 7, 7], 1),
+            // A short record (type_len 3, 12 bytes) with 8 bytes of its data in.
+            (4, vec![3u32, 9, 9, 9], 1),
+            // The same, exactly complete: read.
+            (0, vec![3u32, 9, 9, 9], 2),
+            // A long record of length 0 ends the page, whatever follows.
+            (0, vec![0u32, 0, 3, 9, 9, 9], 1),
+        ] {
+            let mut p = Page::new(100);
+            p.record(1, &[5, 0, 0, 0]);
+            for w in &tail {
+                p.bytes.extend_from_slice(&w.to_le_bytes());
+            }
+            let size = (p.bytes.len() - 16 - cut_by) as u64;
+            let mut page = p.bytes.clone();
+            page[8..16].copy_from_slice(&size.to_le_bytes());
+            // What lies past the data (stale bytes of an earlier page) is junk.
+            page.resize(4096, 0xff);
+            let mut got = Vec::new();
+            let info = parse_page(&page, &l, |r| got.push((r.data[0], r.data.len())));
+            assert_eq!(info.size as u64, size);
+            assert_eq!(got, [(5, 4), (9, 12)][..read], "{tail:?}");
+        }
+        // A page whose header is all there is, on a 4-byte page: nothing.
+        assert_eq!(parse_page(&[0u8; 4], &l, |_| panic!("no record")).size, 0);
     }
 
     #[test]
