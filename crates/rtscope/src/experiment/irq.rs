@@ -523,11 +523,23 @@ fn rtc_loop(
     Ok(total)
 }
 
-/// Periodic interrupts are turned off again however the run ends.
+/// Periodic interrupts are turned off again however the run ends, by a
+/// thread that no longer runs real-time.
+///
+/// On PREEMPT_RT the RTC core's periodic hrtimer expires in the timer softirq
+/// thread of the reader's CPU (SCHED_FIFO 1), and its callback wakes the
+/// reader, which preempts it there. `RTC_PIE_OFF` loops on
+/// `hrtimer_try_to_cancel` until a running callback returns
+/// (`rtc_update_hrtimer`, drivers/rtc/interface.c): a reader still at
+/// SCHED_FIFO 95 spun in that loop for ever, the softirq thread it waited for
+/// never ran again on that CPU (RT throttling stops it too), and every soft
+/// timer of the CPU stood still — the kernel lab's 6.1 PREEMPT_RT guest
+/// wedged whole at 1024 Hz. As SCHED_OTHER the reader lets the callback end.
 struct PieOff(std::fs::File);
 
 impl Drop for PieOff {
     fn drop(&mut self) {
+        let _ = sys::set_scheduler(libc::SCHED_OTHER, 0);
         let _ = sys::rtc_periodic(self.0.as_raw_fd(), false);
     }
 }
@@ -864,6 +876,26 @@ mod tests {
         assert!((1..=4).contains(&total), "{total}");
         assert!(got[got.len() - 1].t_ns >= end);
         assert!(got[..got.len() - 1].iter().all(|s| s.t_ns < end));
+    }
+
+    /// Turning periodic interrupts off leaves the thread SCHED_OTHER first
+    /// (a real-time reader spinning in RTC_PIE_OFF wedged a PREEMPT_RT
+    /// kernel). Needs the right to SCHED_FIFO: skipped without it, unless CI.
+    #[test]
+    fn turning_periodic_interrupts_off_leaves_real_time_first() {
+        let policy = std::thread::spawn(|| {
+            if let Err(e) = sys::set_scheduler(libc::SCHED_FIFO, 1) {
+                assert!(std::env::var_os("CI").is_none(), "SCHED_FIFO refused: {e}");
+                return None;
+            }
+            drop(PieOff(std::fs::File::open("/dev/null").unwrap()));
+            Some(sys::get_scheduler().unwrap().0)
+        })
+        .join()
+        .unwrap();
+        if let Some(p) = policy {
+            assert_eq!(p, libc::SCHED_OTHER);
+        }
     }
 
     /// A read that fails (not interrupted) ends the loop with its error,
