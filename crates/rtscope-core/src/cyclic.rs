@@ -629,8 +629,9 @@ mod tests {
         // itself: the wake-up due then is after the run, not waited for.
         let now = Cell::new(0);
         let mut w = sim(&now, vec![10]);
-        let mut c = cfg(u64::MAX);
-        c.loops = None;
+        // A loop count far beyond the end only stops a loop that would not
+        // end by itself (which would otherwise hang the test).
+        let mut c = cfg(1_000);
         c.end_ns = end_time(10_000, Some(5_000));
         let stop = AtomicBool::new(false);
         let mut out = Vec::new();
@@ -913,8 +914,8 @@ mod tests {
                 sys::block_signals(&[timer_signal()]).unwrap();
                 let id = libc::CLOCK_MONOTONIC;
                 let clock = PosixClock(id);
-                let mut c = cfg(0);
-                c.loops = None;
+                // A loop count far beyond the end: a backstop, not the end.
+                let mut c = cfg(1_000);
                 c.period_ns = 1_000_000;
                 c.start_ns = clock.now() + 1_000_000;
                 c.start_margin_ns = START_MARGIN_NS;

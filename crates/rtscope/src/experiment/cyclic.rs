@@ -1081,7 +1081,8 @@ mod aggregate_tests {
     fn a_thread_ends_on_its_loops_or_by_itself_at_the_end_time() {
         use std::sync::atomic::AtomicBool;
         use std::sync::Arc;
-        for (loops, duration_ns) in [(Some(3), None), (None, Some(20_000_000))] {
+        // With the duration, a loop count far beyond it is only a backstop.
+        for (loops, duration_ns) in [(Some(3), None), (Some(1_000), Some(20_000_000))] {
             let (sink, source) = ring(256);
             let (ready_tx, ready_rx) = mpsc::channel();
             let (start_tx, start_rx) = mpsc::channel();
