@@ -579,13 +579,16 @@ fn absurd_values_are_refused_fast() {
     }
 }
 
-/// Issue 26: real-time threads on every CPU, at a period no machine serves
-/// (every wake-up overruns). The thread of normal priority that used to end
-/// the run by raising the stop flag then hardly runs: such a run went on for
-/// minutes past its 2 s, every CPU held at SCHED_FIFO 95, and with -q nothing
-/// said that most samples were dropped. The threads now end by themselves at
-/// their end time, and the overload is said on stderr even with -q. The
-/// bound is a hang's (duration + 5 s), not a latency's; an overstaying run is
+/// Issue 26: real-time threads on every CPU at a period below what the
+/// machine serves (`-i 10us`: on the 2-CPU VM half the periods are missed,
+/// and the threads hardly sleep). The thread of normal priority that used to
+/// end the run by raising the stop flag then hardly runs: this very command
+/// went on for 12 s here past its 2 s (350 s in the report), every CPU held
+/// at SCHED_FIFO 95, and with -q nothing said that 80 % of the samples were
+/// dropped. The threads now end by themselves at their end time, and the
+/// overload is said on stderr even with -q (whenever the counters show more
+/// than 1 % dropped or missed: a faster machine may serve 10 us). The bound
+/// is a hang's (duration + 5 s), not a latency's; an overstaying run is
 /// killed so that the machine is not left wedged.
 #[test]
 fn overloaded_run_on_every_cpu_ends_on_time_and_says_so() {
@@ -600,7 +603,7 @@ fn overloaded_run_on_every_cpu_ends_on_time_and_says_so() {
         "-a",
         &cpus,
         "-i",
-        "2us",
+        "10us",
         "-D",
         "2",
         "-q",
@@ -611,28 +614,54 @@ fn overloaded_run_on_every_cpu_ends_on_time_and_says_so() {
     let out = run_within(&args, Duration::from_secs(2 + 5));
     let took = t0.elapsed();
     assert_exit(&out, 0);
-    eprintln!("{args:?}: ended after {took:?}");
     let doc = read_result(&json);
     assert_eq!(doc["end_reason"], "duration");
     assert_eq!(doc["plan"]["rt"]["policy"], "fifo");
     let series = doc["series"].as_array().unwrap();
     assert_eq!(series.len(), online_cpus() + 1);
-    assert!(doc["duration_ns"].as_u64().unwrap() >= 1_900_000_000);
-    // The summary still came, and the overload was said despite -q.
+    // It ended within a couple of seconds of its duration (measured from
+    // its start, set-up aside): the old code ran 6 to 12 s here.
+    let ran = doc["duration_ns"].as_u64().unwrap();
+    assert!((1_900_000_000..4_000_000_000).contains(&ran), "{ran} ns");
+    // The summary still came.
     assert!(String::from_utf8_lossy(&out.stdout).contains("all"));
-    let overload = |w: &str| {
-        w.contains("of the periods were missed") || w.contains("of the samples were dropped")
-    };
+    // The overload is said despite -q, on stderr and in the document,
+    // exactly when the counters of `all` call for it.
+    let all = &series[series.len() - 1];
+    let n = |k: &str| all["counters"][k].as_u64().unwrap();
+    let (count, dropped, missed) = (
+        all["stats"]["count"].as_u64().unwrap(),
+        n("dropped"),
+        n("overruns"),
+    );
+    eprintln!(
+        "{args:?}: ended after {took:?} ({ran} ns measured); {count} samples, {dropped} dropped, {missed} periods missed"
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr
+    let warnings: Vec<&str> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    for (what, over) in [
+        (
+            "of the samples were dropped",
+            dropped * 100 > count + dropped,
+        ),
+        (
+            "of the periods were missed",
+            missed * 100 > count + dropped + missed,
+        ),
+    ] {
+        let said = stderr
             .lines()
-            .any(|l| l.starts_with("warning: ") && overload(l)),
-        "{stderr}"
-    );
-    let warnings = doc["warnings"].as_array().unwrap();
-    assert!(
-        warnings.iter().any(|w| overload(w.as_str().unwrap())),
-        "{warnings:?}"
-    );
+            .any(|l| l.starts_with("warning: ") && l.contains(what));
+        assert_eq!(said, over, "{what}: {stderr}");
+        assert_eq!(
+            warnings.iter().any(|w| w.contains(what)),
+            over,
+            "{warnings:?}"
+        );
+    }
 }
