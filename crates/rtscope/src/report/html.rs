@@ -448,7 +448,12 @@ pub fn system_rows(s: &SystemSnapshot) -> Vec<(&'static str, String)> {
                     .as_deref()
                     .map(|m| format!(" (mode {m})"))
                     .unwrap_or_default(),
-                if s.preempt_rt { ", PREEMPT_RT" } else { "" }
+                // The flag where the model does not say it already.
+                if s.preempt_rt && s.preemption_model != "PREEMPT_RT" {
+                    ", PREEMPT_RT"
+                } else {
+                    ""
+                }
             ),
         ),
         ("arch", or_dash(&s.arch)),
@@ -819,4 +824,37 @@ fn attributes_details(series: &[Series]) -> String {
     }
     s.push_str("</table>\n</details>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preemption(model: &str, mode: Option<&str>, rt: bool) -> String {
+        let s = SystemSnapshot {
+            preemption_model: model.into(),
+            preempt_dynamic_mode: mode.map(str::to_string),
+            preempt_rt: rt,
+            ..Default::default()
+        };
+        system_rows(&s)
+            .into_iter()
+            .find(|(k, _)| *k == "preemption")
+            .unwrap()
+            .1
+    }
+
+    /// A PREEMPT_RT kernel reads "PREEMPT_RT" once (the kernel lab's RT
+    /// guests read "PREEMPT_RT, PREEMPT_RT").
+    #[test]
+    fn preemption_row_names_rt_once() {
+        assert_eq!(preemption("PREEMPT_RT", None, true), "PREEMPT_RT");
+        assert_eq!(
+            preemption("PREEMPT_DYNAMIC", Some("full"), false),
+            "PREEMPT_DYNAMIC (mode full)"
+        );
+        // The flag alone (a model the version did not name) is still said.
+        assert_eq!(preemption("unknown", None, true), "unknown, PREEMPT_RT");
+        assert_eq!(preemption("", None, false), "-");
+    }
 }
