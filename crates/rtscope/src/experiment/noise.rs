@@ -474,10 +474,20 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
         let dur_ns = map.len_ns(t.last.wrapping_sub(t.first));
         let gap_ns = p.noise_ns;
         let loop_min_ns = map.len_ns(t.min_ticks);
-        let quiet_iters = t.iterations.saturating_sub(t.gaps).max(1);
-        let loop_mean_ns = map.len_ns(t.last.wrapping_sub(t.first).saturating_sub(t.gap_ticks))
-            as f64
-            / quiet_iters as f64;
+        // The mean of the iterations that were no gap; none when every one was.
+        let quiet_iters = t.iterations.saturating_sub(t.gaps);
+        let loop_mean_ns = (quiet_iters > 0).then(|| {
+            map.len_ns(t.last.wrapping_sub(t.first).saturating_sub(t.gap_ticks)) as f64
+                / quiet_iters as f64
+        });
+        if loop_min_ns >= plan.threshold_ns {
+            warnings.push(format!(
+                "CPU {}: the loop's fastest iteration ({}) is not below --threshold ({}): every iteration counts as a gap, so the noise figures measure the loop itself (a counter slow to read here?): raise --threshold above it",
+                p.cpu,
+                format_ns(loop_min_ns),
+                format_ns(plan.threshold_ns)
+            ));
+        }
         let mut s = p.rec.to_series(&format!("cpu {}", p.cpu), t.dropped);
         let secs = dur_ns as f64 / 1e9;
         let a = &mut s.attributes;

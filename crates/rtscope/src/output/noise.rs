@@ -22,7 +22,10 @@ pub fn summary(doc: &ResultDocument) -> String {
             "{:<5} {:>6}/{:<7} {:>8} {:>9.1} {:>12} {:>9.4}% {:>8} {:>9}\n",
             num(&a, "cpu") as u64,
             format_ns(num(&a, "loop_min_ns") as u64),
-            format!("{:.1}ns", num(&a, "loop_mean_ns")),
+            // null: every iteration was a gap, there is no quiet loop time.
+            a.get("loop_mean_ns")
+                .and_then(|v| v.as_f64())
+                .map_or("-".to_string(), |m| format!("{m:.1}ns")),
             ser.stats.count,
             num(&a, "gaps_per_s"),
             format_ns(num(&a, "noise_ns") as u64),
@@ -87,4 +90,44 @@ pub fn summary(doc: &ResultDocument) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_core::result::Series;
+
+    fn doc(mean: serde_json::Value) -> ResultDocument {
+        let mut s = Series {
+            label: "cpu 1".into(),
+            ..Default::default()
+        };
+        for (k, v) in [
+            ("cpu", serde_json::json!(1)),
+            ("loop_min_ns", serde_json::json!(1169)),
+            ("loop_mean_ns", mean),
+        ] {
+            s.attributes.insert(k.into(), v);
+        }
+        ResultDocument::new(
+            "noise",
+            serde_json::json!({}),
+            rtscope_core::system::SystemSnapshot::default(),
+            vec![s],
+        )
+    }
+
+    /// A loop whose every iteration was a gap has no mean loop time: "-",
+    /// not "0.0ns" below a minimum of 1.169us (the kernel lab's x86 guests,
+    /// whose clock is the HPET).
+    #[test]
+    fn no_quiet_iteration_has_no_mean() {
+        let row = |m| summary(&doc(m)).lines().nth(1).unwrap().to_string();
+        assert!(
+            row(serde_json::Value::Null).contains("1.169us/-"),
+            "{}",
+            row(serde_json::Value::Null)
+        );
+        assert!(row(serde_json::json!(58.25)).contains("1.169us/58.2ns"));
+    }
 }
