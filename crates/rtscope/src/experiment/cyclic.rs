@@ -1141,24 +1141,7 @@ mod aggregate_tests {
     #[test]
     fn samples_pushed_before_the_threads_end_are_all_recorded() {
         let (mut sink, source) = ring(64);
-        let mut agg = Aggregate {
-            threads: vec![ThreadView {
-                plan: ThreadPlan {
-                    index: 0,
-                    cpus: vec![],
-                    period_ns: 1000,
-                },
-                state: None,
-                rec: SeriesRecorder::new(0, 4, None),
-                last: None,
-                us_bins: None,
-                source,
-            }],
-            all: SeriesRecorder::new(0, 4, None),
-            raw: None,
-            tracer: None,
-            live: None,
-        };
+        let mut agg = one_thread(source);
         // A thread that pushes its last samples and ends after the loop's last drain.
         let h = std::thread::spawn(move || {
             for seq in 0..3 {
