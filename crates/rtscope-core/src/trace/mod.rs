@@ -158,6 +158,19 @@ fn tracefs_mounts(mountinfo: &str) -> Vec<PathBuf> {
     tracefs
 }
 
+/// The page layout `events/header_page` describes (the 64-bit one when it
+/// cannot be read or parsed). The kernel gives that file's text to the first
+/// read() only (its `show_header` returns 0 once the file position is not 0),
+/// so it is read with one read() with room for all of it, never with
+/// `read_to_string`: std's first read of a file of size 0 is a 32-byte probe,
+/// which left the timestamp line only, and with it the 64-bit layout on a
+/// 32-bit kernel (data at 16 instead of 12: most records misread).
+fn page_layout(mut r: impl Read) -> PageLayout {
+    let mut buf = vec![0u8; 8192];
+    let n = r.read(&mut buf).unwrap_or(0);
+    format::parse_header_page(&String::from_utf8_lossy(&buf[..n])).unwrap_or_default()
+}
+
 /// A private trace instance; removed on drop.
 pub struct Instance {
     readers: Vec<(u32, File)>,
@@ -250,9 +263,8 @@ impl Instance {
         );
         let dir = root.join("instances").join(&name);
         std::fs::create_dir(&dir).map_err(|e| TraceError::Instance(root.join("instances"), e))?;
-        let layout = std::fs::read_to_string(root.join("events/header_page"))
-            .ok()
-            .and_then(|t| format::parse_header_page(&t))
+        let layout = File::open(root.join("events/header_page"))
+            .map(page_layout)
             .unwrap_or_default();
         let page_size = std::fs::read_to_string(dir.join("buffer_subbuf_size_kb"))
             .ok()
@@ -747,6 +759,50 @@ mod tests {
             "overruns {over}, lost pages {}, lost events {}",
             inst.lost_pages, inst.lost_events
         );
+    }
+
+    /// `events/header_page` as the kernel serves it: its text to the first
+    /// read() (as much as fits), nothing to any later one.
+    struct HeaderFile {
+        text: &'static str,
+        read: bool,
+    }
+
+    impl Read for HeaderFile {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if std::mem::replace(&mut self.read, true) {
+                return Ok(0);
+            }
+            let n = buf.len().min(self.text.len());
+            buf[..n].copy_from_slice(&self.text.as_bytes()[..n]);
+            Ok(n)
+        }
+    }
+
+    /// The 32-bit ARM kernel's header_page (6.1 armmp): with the text cut
+    /// to std's 32-byte probe read, the 64-bit layout was used there.
+    #[test]
+    fn header_page_is_read_whole_from_a_file_that_serves_one_read() {
+        let arm32 = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:4;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:12;\tsize:4084;\tsigned:0;\n";
+        let file = |text| HeaderFile { text, read: false };
+        assert_eq!(
+            page_layout(file(arm32)),
+            PageLayout {
+                commit_offset: 8,
+                commit_size: 4,
+                data_offset: 12
+            }
+        );
+        // Nothing readable, or nothing parsable: the 64-bit layout.
+        assert_eq!(page_layout(file("")), PageLayout::default());
+        assert_eq!(page_layout(&[][..]), PageLayout::default());
+        struct Failing;
+        impl Read for Failing {
+            fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+                Err(io::Error::other("no"))
+            }
+        }
+        assert_eq!(page_layout(Failing), PageLayout::default());
     }
 
     #[test]
