@@ -1442,6 +1442,51 @@ fn console(root: &Root, f: &Facts) -> Check {
 mod tests {
     use super::*;
 
+    /// The virtual-machine check on fake trees: bare metal, the CPU's
+    /// hypervisor flag, DMI, and an ARM guest named by its device tree
+    /// (qemu virt, as the kernel lab's arm64 guest is).
+    #[test]
+    fn virtual_machines_by_flag_dmi_or_device_tree() {
+        let vm = |files: &[(&str, &str)]| {
+            let dir = tempfile::tempdir().unwrap();
+            for (path, text) in files {
+                let p = dir.path().join(path.trim_start_matches('/'));
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, text).unwrap();
+            }
+            let root = Root::new(dir.path());
+            let c = virtualization(&root, &Facts::read(&root, None));
+            (c.status, c.found)
+        };
+        let dt = rtscope_core::system::DEVICE_TREE_VM_FILES[0];
+        assert_eq!(vm(&[]).0, Status::Ok);
+        assert_eq!(vm(&[(dt, "acme,board\0")]).0, Status::Ok);
+        let (st, found) = vm(&[(dt, "linux,dummy-virt\0")]);
+        assert_eq!(st, Status::Warn);
+        assert!(found.contains("linux,dummy-virt"), "{found}");
+        // DMI names the machine first.
+        let (st, found) = vm(&[
+            ("/sys/class/dmi/id/sys_vendor", "QEMU\n"),
+            (dt, "linux,dummy-virt\0"),
+        ]);
+        assert_eq!(
+            (st, found.as_str()),
+            (Status::Warn, "virtual machine (QEMU)")
+        );
+        // The CPU's flag alone.
+        let (st, found) = vm(&[(
+            "/proc/cpuinfo",
+            "processor\t: 0\nflags\t\t: fpu hypervisor\n",
+        )]);
+        assert_eq!(
+            (st, found.as_str()),
+            (
+                Status::Warn,
+                "virtual machine (the CPU reports a hypervisor)"
+            )
+        );
+    }
+
     #[test]
     fn masks() {
         assert_eq!(hex_mask(&[0]), "1");
