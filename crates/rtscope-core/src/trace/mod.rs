@@ -489,7 +489,8 @@ mod tests {
     #[test]
     fn a_mounted_tracefs_is_found() {
         let _one_at_a_time = tracefs_tests();
-        let Some(dir) = mount_for_test() else {
+        // A name other runs see (for the few lines until it is unmounted).
+        let Some(dir) = mount_named("tracefs-test-") else {
             return;
         };
         let found = find_tracefs();
@@ -601,12 +602,16 @@ mod tests {
     }
 
     /// tracefs mounted on a new temporary directory; `None` without the
-    /// right to mount (root), which fails in CI.
+    /// right to mount (root), which fails in CI. Its name is a private
+    /// mount's, which other rtscope runs pass over: a docs test run beside
+    /// these tests picked "tracefs-test-..." and lost it when it was unmounted.
     fn mount_for_test() -> Option<tempfile::TempDir> {
-        let dir = tempfile::Builder::new()
-            .prefix("tracefs-test-")
-            .tempdir()
-            .unwrap();
+        mount_named(&format!("{OWN_MOUNT_PREFIX}test-"))
+    }
+
+    /// tracefs mounted on a new temporary directory named `prefix...`.
+    fn mount_named(prefix: &str) -> Option<tempfile::TempDir> {
+        let dir = tempfile::Builder::new().prefix(prefix).tempdir().unwrap();
         match crate::sys::mount_tracefs(dir.path()) {
             Ok(()) => Some(dir),
             Err(e) => {

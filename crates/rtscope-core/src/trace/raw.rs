@@ -252,6 +252,8 @@ mod tests {
             (4, vec![3u32, 9, 9, 9], 1),
             // The same, exactly complete: read.
             (0, vec![3u32, 9, 9, 9], 2),
+            // A long record exactly complete (its 12 bytes end the data): read.
+            (0, vec![0u32, 16, 9, 9, 9], 2),
             // A long record of length 0 ends the page, whatever follows.
             (0, vec![0u32, 0, 3, 9, 9, 9], 1),
         ] {
