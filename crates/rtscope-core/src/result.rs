@@ -689,50 +689,9 @@ impl ResultDocument {
 
     /// [`read`](Self::read) with the size limit in bytes.
     fn read_at_most(path: &Path, limit: u64) -> Result<Self, DocError> {
-        use std::io::{BufRead, Read};
         let p = path.display().to_string();
-        let io = |source| DocError::Io {
-            path: p.clone(),
-            source,
-        };
-        let too_large = || DocError::TooLarge {
-            path: p.clone(),
-            limit_mib: limit >> 20,
-        };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let meta = file.metadata().map_err(io)?;
-        if meta.is_dir() {
-            return Err(io(std::io::Error::new(
-                std::io::ErrorKind::IsADirectory,
-                "is a directory",
-            )));
-        }
-        if meta.is_file() && meta.len() > limit {
-            return Err(too_large());
-        }
-        const BOM: &[u8] = b"\xEF\xBB\xBF";
-        let mut input = std::io::BufReader::with_capacity(64 << 10, file.take(limit + 1));
-        // A document is a JSON object: anything else (`/dev/zero`, a binary
-        // file) is refused at its first byte, before it is read on.
-        let head = input.fill_buf().map_err(io)?;
-        let head = head.strip_prefix(BOM).unwrap_or(head);
-        if head
-            .iter()
-            .find(|b| !b.is_ascii_whitespace())
-            .is_some_and(|b| *b != b'{')
-        {
-            return Err(DocError::NotADocument { path: p.clone() });
-        }
-        let mut bytes = Vec::with_capacity(if meta.is_file() {
-            meta.len() as usize
-        } else {
-            0
-        });
-        input.read_to_end(&mut bytes).map_err(io)?;
-        if bytes.len() as u64 > limit {
-            return Err(too_large());
-        }
-        let json = bytes.strip_prefix(BOM).unwrap_or(&bytes);
+        let bytes = read_json_object(path, limit)?;
+        let json = &bytes[..];
         // First only the version (no tree of the whole document in memory).
         #[derive(Deserialize)]
         struct Head {
@@ -766,6 +725,61 @@ impl ResultDocument {
         }
         serde_json::from_slice(json).map_err(parse)
     }
+}
+/// Reads a JSON object from `path` with at most `limit` bytes, the bounded
+/// reader behind [`ResultDocument::read`] and every other JSON input rtscope
+/// reads whole (a calibration): a directory, a regular file larger than
+/// `limit`, a device or FIFO that goes on past it, and anything whose first
+/// byte is not `{` (`/dev/zero`, a binary file) are refused without being
+/// read into memory. A UTF-8 byte-order mark is skipped (not returned).
+pub fn read_json_object(path: &Path, limit: u64) -> Result<Vec<u8>, DocError> {
+    use std::io::{BufRead, Read};
+    let p = path.display().to_string();
+    let io = |source| DocError::Io {
+        path: p.clone(),
+        source,
+    };
+    let too_large = || DocError::TooLarge {
+        path: p.clone(),
+        limit_mib: limit >> 20,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if meta.is_dir() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "is a directory",
+        )));
+    }
+    if meta.is_file() && meta.len() > limit {
+        return Err(too_large());
+    }
+    const BOM: &[u8] = b"\xEF\xBB\xBF";
+    let mut input = std::io::BufReader::with_capacity(64 << 10, file.take(limit + 1));
+    // A document is a JSON object: anything else (`/dev/zero`, a binary
+    // file) is refused at its first byte, before it is read on.
+    let head = input.fill_buf().map_err(io)?;
+    let head = head.strip_prefix(BOM).unwrap_or(head);
+    if head
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|b| *b != b'{')
+    {
+        return Err(DocError::NotADocument { path: p.clone() });
+    }
+    let mut bytes = Vec::with_capacity(if meta.is_file() {
+        meta.len() as usize
+    } else {
+        0
+    });
+    input.read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    if bytes.starts_with(BOM) {
+        bytes.drain(..BOM.len());
+    }
+    Ok(bytes)
 }
 
 /// The current wall-clock time as RFC 3339 UTC with microseconds.

@@ -9,6 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use super::wait::{OneShotWait, WaitApi};
 use crate::cyclic::Clock;
+use crate::result::{read_json_object, DocError};
+
+/// The largest calibration file read (a saved calibration is a few KiB, a
+/// whole timer result far less than this).
+pub const MAX_CALIBRATION_BYTES: u64 = 16 << 20;
 
 /// The delays a calibration measures by default: the study's range.
 pub const DEFAULT_CALIBRATION_DELAYS_NS: [u64; 3] = [320_000, 1_000_000, 5_000_000];
@@ -107,11 +112,33 @@ impl Calibration {
     }
 
     /// Reads a calibration written by [`save`](Self::save) (or the
-    /// `calibration` section of a `timer` result).
+    /// `calibration` section of a `timer` result). Only a regular file of at
+    /// most [`MAX_CALIBRATION_BYTES`] is read: a device (`/dev/zero`), a FIFO
+    /// or a larger file is refused before anything is read.
     pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let v: serde_json::Value = serde_json::from_slice(&text)
-            .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+        Self::load_at_most(path, MAX_CALIBRATION_BYTES)
+    }
+
+    /// [`load`](Self::load) with the size limit in bytes.
+    fn load_at_most(path: &Path, limit: u64) -> Result<Self, String> {
+        let name = path.display();
+        let not_cal = || format!("{name}: not an rtscope timer calibration");
+        match std::fs::metadata(path) {
+            Err(e) => return Err(format!("{name}: {e}")),
+            Ok(m) if m.is_dir() => return Err(format!("{name}: is a directory")),
+            // A FIFO would block, a device go on: neither is a saved file.
+            Ok(m) if !m.is_file() => return Err(format!("{}: not a regular file", not_cal())),
+            Ok(_) => {}
+        }
+        let text = read_json_object(path, limit).map_err(|e| match e {
+            DocError::TooLarge { limit_mib, .. } => {
+                format!("{}: larger than {limit_mib} MiB", not_cal())
+            }
+            DocError::Io { source, .. } => format!("{name}: {source}"),
+            _ => not_cal(),
+        })?;
+        let v: serde_json::Value =
+            serde_json::from_slice(&text).map_err(|e| format!("{name}: not JSON: {e}"))?;
         // A whole result document carries it under plan.calibration.
         let v = v
             .get("plan")
@@ -472,5 +499,53 @@ mod tests {
         assert!(Calibration::load(&p)
             .unwrap_err()
             .contains("not an rtscope timer calibration"));
+    }
+
+    #[test]
+    fn load_refuses_devices_fifos_and_large_files_before_reading() {
+        let e = Calibration::load(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(
+            e,
+            "/dev/zero: not an rtscope timer calibration: not a regular file"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("cal.fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string; mkfifo only creates the node.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // No writer: opening it would block for ever.
+        assert!(Calibration::load(&fifo)
+            .unwrap_err()
+            .ends_with("not a regular file"));
+        assert!(Calibration::load(dir.path())
+            .unwrap_err()
+            .ends_with("is a directory"));
+        assert!(Calibration::load(&dir.path().join("none"))
+            .unwrap_err()
+            .contains("No such file"));
+        let p = dir.path().join("big.json");
+        let f = std::fs::File::create(&p).unwrap();
+        f.set_len(MAX_CALIBRATION_BYTES + 1).unwrap();
+        assert_eq!(
+            Calibration::load(&p).unwrap_err(),
+            format!(
+                "{}: not an rtscope timer calibration: larger than 16 MiB",
+                p.display()
+            )
+        );
+        // A binary file is refused at its first byte.
+        f.set_len(MAX_CALIBRATION_BYTES).unwrap();
+        assert_eq!(
+            Calibration::load(&p).unwrap_err(),
+            format!("{}: not an rtscope timer calibration", p.display())
+        );
+        // The limit is inclusive.
+        let text = serde_json::to_string(&Calibration::default()).unwrap();
+        std::fs::write(&p, &text).unwrap();
+        let n = text.len() as u64;
+        assert!(Calibration::load_at_most(&p, n).is_ok());
+        assert!(Calibration::load_at_most(&p, n - 1)
+            .unwrap_err()
+            .contains("larger than"));
     }
 }
