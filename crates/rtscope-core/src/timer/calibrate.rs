@@ -104,8 +104,16 @@ impl Calibration {
         self.entries.push(e);
     }
 
-    /// Writes the calibration as JSON.
+    /// Writes the calibration as JSON, atomically. A calibration without an
+    /// entry (a run stopped before its first calibration ended) is refused:
+    /// it would replace a good file with one that loads nothing.
     pub fn save(&self, path: &Path) -> io::Result<()> {
+        if self.entries.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "nothing was calibrated (stopped before the first calibration ended): not written, the file is left as it was",
+            ));
+        }
         let mut text = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
         text.push(b'\n');
         crate::file::write_atomic(path, &text)
@@ -547,5 +555,18 @@ mod tests {
         assert!(Calibration::load_at_most(&p, n - 1)
             .unwrap_err()
             .contains("larger than"));
+    }
+
+    #[test]
+    fn an_empty_calibration_is_never_saved_and_leaves_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("cal.json");
+        let e = Calibration::default().save(&p).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(e.to_string().starts_with("nothing was calibrated"));
+        assert!(!p.exists());
+        std::fs::write(&p, "good").unwrap();
+        assert!(Calibration::default().save(&p).is_err());
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "good");
     }
 }
