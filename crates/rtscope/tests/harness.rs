@@ -430,6 +430,7 @@ fn pool_joins_single_runs_and_refuses_mismatches() {
         (vec!["a1.json", "b.json"], "x.json", "period_ns"),
         (vec!["a.json", "a1.json"], "x.json", "already pooled"),
         (vec!["a1.json", "a2.json"], "a1.json", "input file"),
+        (vec!["a1.json", "a2.json", "a1.json"], "x.json", "same run"),
     ] {
         let o = rtscope()
             .arg("pool")

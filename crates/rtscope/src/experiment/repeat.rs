@@ -66,6 +66,15 @@ pub fn run_pool(a: &crate::cli::PoolArgs) -> Result<i32> {
         }
         docs.push((p, d));
     }
+    let paths: Vec<&std::path::Path> = docs.iter().map(|(p, _)| p.as_path()).collect();
+    let only: Vec<&ResultDocument> = docs.iter().map(|(_, d)| d).collect();
+    if let Some((i, j, why)) = same_run(&paths, &only) {
+        return Err(usage(format!(
+            "{} and {} are the same run ({why}): give each run once",
+            paths[i].display(),
+            paths[j].display()
+        )));
+    }
     let (first_path, first) = &docs[0];
     for (p, d) in &docs[1..] {
         if d.experiment != first.experiment {
@@ -101,6 +110,35 @@ pub fn run_pool(a: &crate::cli::PoolArgs) -> Result<i32> {
         ));
     }
     Ok(crate::error::EXIT_OK)
+}
+
+/// The first two inputs that are one run: the same file (however the path
+/// is spelled, links followed) or the same document (a copy: the same start
+/// and the same series), with why; pooled, one run would count as two
+/// repetitions with no spread between them.
+fn same_run(
+    paths: &[&std::path::Path],
+    docs: &[&ResultDocument],
+) -> Option<(usize, usize, &'static str)> {
+    let real: Vec<Option<std::path::PathBuf>> = paths
+        .iter()
+        .map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    let series: Vec<Option<serde_json::Value>> = docs
+        .iter()
+        .map(|d| serde_json::to_value(&d.series).ok())
+        .collect();
+    for j in 1..docs.len() {
+        for i in 0..j {
+            if real[i].is_some() && real[i] == real[j] {
+                return Some((i, j, "the same file"));
+            }
+            if docs[i].started_at == docs[j].started_at && series[i] == series[j] {
+                return Some((i, j, "the same document: same start, same series"));
+            }
+        }
+    }
+    None
 }
 
 /// The first plan key (top level) whose value differs, other than
@@ -413,5 +451,42 @@ mod tests {
         })
         .unwrap();
         assert_eq!((docs.len(), made), (2, 2));
+    }
+
+    #[test]
+    fn the_same_run_twice_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.json");
+        let b = dir.path().join("b.json");
+        let c = dir.path().join("c.json");
+        let (mut d1, d2) = (doc(0, 10_000), doc(0, 20_000));
+        d1.started_at = "2026-01-01T00:00:00Z".into();
+        let mut d3 = d2.clone();
+        d3.started_at = "2026-01-01T00:00:01Z".into();
+        for p in [&a, &b, &c] {
+            std::fs::write(p, "{}").unwrap();
+        }
+        let dot = dir.path().join(".").join("a.json");
+        // Other runs, other files: none.
+        assert_eq!(same_run(&[&a, &b, &c], &[&d1, &d2, &d3]), None);
+        // The same file, spelled twice.
+        assert_eq!(
+            same_run(&[&a, &b, &dot], &[&d1, &d2, &d3]),
+            Some((0, 2, "the same file"))
+        );
+        // A copy: same start and series.
+        let copy = d2.clone();
+        assert_eq!(
+            same_run(&[&a, &b, &c], &[&d1, &d2, &copy]),
+            Some((1, 2, "the same document: same start, same series"))
+        );
+        // Same start, other series; same series, other start: other runs.
+        let mut other = d1.clone();
+        other.started_at = d2.started_at.clone();
+        assert_eq!(same_run(&[&a, &b], &[&d2, &other]), None);
+        assert_eq!(same_run(&[&b, &c], &[&d2, &d3]), None);
+        // Paths that do not resolve are not the same file.
+        let gone = dir.path().join("gone.json");
+        assert_eq!(same_run(&[&gone, &gone], &[&d1, &d2]), None);
     }
 }
