@@ -41,6 +41,22 @@ fn bad_input_is_one_line_and_exit_2() {
         missing.to_str().unwrap()
     ])
     .contains("none.json"));
+    let short = dir.path().join("short.json");
+    std::fs::write(
+        &short,
+        r#"{"entries": [{"api": "clock_nanosleep", "policy": "fifo", "delays_ns": [1000, 2000],
+            "medians_ns": [5000], "offset_ns": 5000, "wakes_per_delay": 10}]}"#,
+    )
+    .unwrap();
+    assert!(usage_error(&[
+        "--compensate",
+        "static",
+        "--calibration",
+        short.to_str().unwrap()
+    ])
+    .contains(
+        "inconsistent timer calibration: clock_nanosleep fifo: 1 medians_ns for 2 delays_ns"
+    ));
     let same = dir.path().join("x.json");
     let s = same.to_str().unwrap();
     usage_error(&[

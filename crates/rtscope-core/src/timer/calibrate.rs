@@ -153,8 +153,37 @@ impl Calibration {
             .and_then(|p| p.get("calibration"))
             .cloned()
             .unwrap_or(v);
-        serde_json::from_value(v)
-            .map_err(|e| format!("{}: not an rtscope timer calibration: {e}", path.display()))
+        let cal: Self = serde_json::from_value(v)
+            .map_err(|e| format!("{}: not an rtscope timer calibration: {e}", path.display()))?;
+        cal.check()
+            .map_err(|e| format!("{name}: inconsistent timer calibration: {e}"))?;
+        Ok(cal)
+    }
+
+    /// Checks what static compensation relies on: at least one entry, and in
+    /// each a median per delay (a residual per delay, if any), the delays
+    /// increasing.
+    pub fn check(&self) -> Result<(), String> {
+        if self.entries.is_empty() {
+            return Err("no entry".into());
+        }
+        for e in &self.entries {
+            let (d, m, r) = (e.delays_ns.len(), e.medians_ns.len(), e.residual_ns.len());
+            let what = format!("{} {}", e.api, e.policy);
+            if d == 0 {
+                return Err(format!("{what}: no delay"));
+            }
+            if m != d {
+                return Err(format!("{what}: {m} medians_ns for {d} delays_ns"));
+            }
+            if r != 0 && r != d {
+                return Err(format!("{what}: {r} residual_ns for {d} delays_ns"));
+            }
+            if e.delays_ns.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(format!("{what}: delays_ns not increasing"));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -488,7 +517,7 @@ mod tests {
             medians_ns: vec![42_000],
             offset_ns: 42_000,
             wakes_per_delay: 10,
-            residual_ns: vec![-3, 4],
+            residual_ns: vec![-3],
         };
         cal.insert(e.clone());
         cal.insert(e);
@@ -548,7 +577,16 @@ mod tests {
             format!("{}: not an rtscope timer calibration", p.display())
         );
         // The limit is inclusive.
-        let text = serde_json::to_string(&Calibration::default()).unwrap();
+        let one = CalibrationEntry {
+            api: WaitApi::Timerfd,
+            policy: "fifo".into(),
+            delays_ns: vec![1000],
+            medians_ns: vec![42_000],
+            offset_ns: 42_000,
+            wakes_per_delay: 10,
+            residual_ns: vec![],
+        };
+        let text = serde_json::to_string(&Calibration { entries: vec![one] }).unwrap();
         std::fs::write(&p, &text).unwrap();
         let n = text.len() as u64;
         assert!(Calibration::load_at_most(&p, n).is_ok());
@@ -568,5 +606,69 @@ mod tests {
         std::fs::write(&p, "good").unwrap();
         assert!(Calibration::default().save(&p).is_err());
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "good");
+    }
+
+    #[test]
+    fn inconsistent_calibrations_are_refused() {
+        let good = CalibrationEntry {
+            api: WaitApi::ClockNanosleep,
+            policy: "fifo".into(),
+            delays_ns: vec![1000, 2000],
+            medians_ns: vec![10, 20],
+            offset_ns: 15,
+            wakes_per_delay: 10,
+            residual_ns: vec![],
+        };
+        let cal = |e: &CalibrationEntry| Calibration {
+            entries: vec![e.clone()],
+        };
+        assert_eq!(cal(&good).check(), Ok(()));
+        let with = |f: &dyn Fn(&mut CalibrationEntry)| {
+            let mut e = good.clone();
+            f(&mut e);
+            cal(&e).check()
+        };
+        assert_eq!(with(&|e| e.residual_ns = vec![1, -1]), Ok(()));
+        assert_eq!(
+            with(&|e| e.delays_ns = vec![1000]),
+            Err("clock_nanosleep fifo: 2 medians_ns for 1 delays_ns".into())
+        );
+        assert_eq!(
+            with(&|e| e.medians_ns = vec![10]),
+            Err("clock_nanosleep fifo: 1 medians_ns for 2 delays_ns".into())
+        );
+        assert_eq!(
+            with(&|e| {
+                e.delays_ns.clear();
+                e.medians_ns.clear();
+            }),
+            Err("clock_nanosleep fifo: no delay".into())
+        );
+        assert_eq!(
+            with(&|e| e.residual_ns = vec![1]),
+            Err("clock_nanosleep fifo: 1 residual_ns for 2 delays_ns".into())
+        );
+        assert_eq!(
+            with(&|e| e.delays_ns = vec![2000, 2000]),
+            Err("clock_nanosleep fifo: delays_ns not increasing".into())
+        );
+        assert_eq!(
+            with(&|e| e.delays_ns = vec![2000, 1000]),
+            Err("clock_nanosleep fifo: delays_ns not increasing".into())
+        );
+        assert_eq!(Calibration::default().check(), Err("no entry".into()));
+        // Loading checks.
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("cal.json");
+        let mut e = good.clone();
+        e.medians_ns.pop();
+        std::fs::write(&p, serde_json::to_string(&cal(&e)).unwrap()).unwrap();
+        assert_eq!(
+            Calibration::load(&p).unwrap_err(),
+            format!(
+                "{}: inconsistent timer calibration: clock_nanosleep fifo: 1 medians_ns for 2 delays_ns",
+                p.display()
+            )
+        );
     }
 }
