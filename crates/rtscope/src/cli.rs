@@ -250,6 +250,35 @@ fn positive_u64(s: &str) -> Result<u64, String> {
     }
 }
 
+/// A count from 1 to `max` (`what`: why there is a bound).
+fn count_at_most(s: &str, max: u64, what: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(v) if v > max => Err(format!("at most {max} ({what})")),
+        Ok(v) => Ok(v),
+        Err(_) => Err(format!("'{s}' is not a positive whole number")),
+    }
+}
+
+/// `--repeat N`: 1 to [`crate::limits::MAX_REPEAT`].
+fn repeat_count(s: &str) -> Result<usize, String> {
+    count_at_most(
+        s,
+        crate::limits::MAX_REPEAT as u64,
+        "each repetition is a whole run",
+    )
+    .map(|v| v as usize)
+}
+
+/// The beacon's `--cycles N`: 1 to [`crate::limits::MAX_BEACON_CYCLES`].
+fn beacon_cycles(s: &str) -> Result<u64, String> {
+    count_at_most(
+        s,
+        crate::limits::MAX_BEACON_CYCLES,
+        "intervals per order, each kept in memory",
+    )
+}
+
 /// A load SPEC: `name[:level][,key=value...]`.
 pub fn load_spec(s: &str) -> Result<crate::load::LoadSpec, String> {
     crate::load::parse_spec(s)
@@ -348,8 +377,8 @@ pub struct MatrixArgs {
 
     /// Run every cell N times, in N rounds over all cells (A/B/A/B: slow drifts of
     /// the machine hit every cell alike); each cell's runs are pooled, kept as
-    /// repetitions for `compare`.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = positive_usize)]
+    /// repetitions for `compare`. At most 1000.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = repeat_count)]
     pub repeat: usize,
 
     /// Number of measurement threads (default: one per CPU of --cpus, or per online CPU).
@@ -462,8 +491,8 @@ pub struct ResultArgs {
     pub quiet: bool,
 
     /// Make N independent runs, one after the other, and pool them (each kept as a
-    /// repetition, so that `compare` can use the spread between runs).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = positive_usize)]
+    /// repetition, so that `compare` can use the spread between runs). At most 1000.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = repeat_count)]
     pub repeat: usize,
 }
 
@@ -542,8 +571,8 @@ pub struct CyclicArgs {
     pub fail_above: Option<u64>,
 
     /// Make N independent runs, one after the other, and pool them (each kept as a
-    /// repetition, so that `compare` can use the spread between runs).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = positive_usize)]
+    /// repetition, so that `compare` can use the spread between runs). At most 1000.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = repeat_count)]
     pub repeat: usize,
 
     /// Split every sample into stages (timer IRQ, wake-up, scheduling, return to
@@ -921,8 +950,8 @@ pub struct TimerArgs {
     #[arg(long, value_name = "A..B", default_value = "0..8", value_parser = order_range)]
     pub orders: (u32, u32),
 
-    /// Beacon intervals per order.
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = positive_u64)]
+    /// Beacon intervals per order (at most 1000000).
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = beacon_cycles)]
     pub cycles: u64,
 
     /// Timer-service designs, comma-separated: polling, hopping (many virtual timers on one timer).
@@ -1337,5 +1366,26 @@ mod tests {
     fn priority_out_of_range_names_the_range() {
         let e = Cli::try_parse_from(["rtscope", "cyclic", "-p", "-1"]).unwrap_err();
         assert!(e.to_string().contains("out of range (1-99"), "{e}");
+    }
+
+    #[test]
+    fn counts_have_a_bound() {
+        assert_eq!(repeat_count("1"), Ok(1));
+        assert_eq!(repeat_count("1000"), Ok(1000));
+        assert_eq!(
+            repeat_count("1001"),
+            Err("at most 1000 (each repetition is a whole run)".into())
+        );
+        assert!(repeat_count("18446744073709551615").is_err());
+        assert!(repeat_count("99999999999999999999")
+            .unwrap_err()
+            .contains("not a positive"));
+        assert_eq!(repeat_count("0"), Err("must be at least 1".into()));
+        assert_eq!(beacon_cycles("1000000"), Ok(1_000_000));
+        assert!(beacon_cycles("1000001")
+            .unwrap_err()
+            .contains("at most 1000000"));
+        assert!(beacon_cycles("4294967296").is_err());
+        assert_eq!(beacon_cycles("0"), Err("must be at least 1".into()));
     }
 }

@@ -21,6 +21,14 @@ use crate::load::format_size;
 /// The longest period or start delay a run accepts: 1 h.
 pub const MAX_WAIT_NS: u64 = 3_600_000_000_000;
 
+/// The most runs `--repeat` makes (each is a whole run, kept in memory until
+/// they are pooled).
+pub const MAX_REPEAT: usize = 1000;
+
+/// The most beacon intervals per order (`timer --beacon --cycles`), each kept
+/// in memory.
+pub const MAX_BEACON_CYCLES: u64 = 1_000_000;
+
 /// The share of MemAvailable that up-front allocations may take: 3/4.
 pub const MEMORY_SHARE: (u64, u64) = (3, 4);
 

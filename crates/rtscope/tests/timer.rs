@@ -32,6 +32,11 @@ fn bad_input_is_one_line_and_exit_2() {
     );
     assert!(usage_error(&["--hybrid-quantile", "1.5"]).contains("--hybrid-quantile"));
     assert!(usage_error(&["-l", "0"]).contains("at least 1"));
+    assert!(
+        usage_error(&["--beacon", "--orders", "0..0", "--cycles", "4294967296"])
+            .contains("at most 1000000")
+    );
+    assert!(usage_error(&["--repeat", "18446744073709551615"]).contains("at most 1000"));
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("none.json");
     assert!(usage_error(&[
