@@ -138,13 +138,7 @@ impl Calibration {
             Ok(m) if !m.is_file() => return Err(format!("{}: not a regular file", not_cal())),
             Ok(_) => {}
         }
-        let text = read_json_object(path, limit).map_err(|e| match e {
-            DocError::TooLarge { limit_mib, .. } => {
-                format!("{}: larger than {limit_mib} MiB", not_cal())
-            }
-            DocError::Io { source, .. } => format!("{name}: {source}"),
-            _ => not_cal(),
-        })?;
+        let text = read_json_object(path, limit).map_err(|e| read_error(&name.to_string(), e))?;
         let v: serde_json::Value =
             serde_json::from_slice(&text).map_err(|e| format!("{name}: not JSON: {e}"))?;
         // A whole result document carries it under plan.calibration.
@@ -300,6 +294,16 @@ pub fn measure<W: OneShotWait, C: Clock>(
         offset_ns,
         residual_ns,
     })
+}
+
+/// The one-line error for a calibration file `read_json_object` refused.
+fn read_error(name: &str, e: DocError) -> String {
+    let not_cal = format!("{name}: not an rtscope timer calibration");
+    match e {
+        DocError::TooLarge { limit_mib, .. } => format!("{not_cal}: larger than {limit_mib} MiB"),
+        DocError::Io { source, .. } => format!("{name}: {source}"),
+        _ => not_cal,
+    }
 }
 
 #[cfg(test)]
@@ -536,6 +540,18 @@ mod tests {
         assert!(Calibration::load(&p)
             .unwrap_err()
             .contains("not an rtscope timer calibration"));
+    }
+
+    #[test]
+    fn read_errors_say_what_went_wrong() {
+        let io = DocError::Io {
+            path: "c.json".into(),
+            source: std::io::Error::from_raw_os_error(libc::EACCES),
+        };
+        assert_eq!(
+            read_error("c.json", io),
+            "c.json: Permission denied (os error 13)"
+        );
     }
 
     #[test]
