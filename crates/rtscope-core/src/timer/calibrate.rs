@@ -313,17 +313,34 @@ mod tests {
     use super::*;
     use crate::timer::sleep::sim::{SimClock, SimWait};
 
+    /// A SCHED_FIFO entry without residuals.
+    fn fifo_entry(
+        api: WaitApi,
+        delays_ns: Vec<u64>,
+        medians_ns: Vec<u64>,
+        offset_ns: u64,
+        wakes_per_delay: usize,
+    ) -> CalibrationEntry {
+        CalibrationEntry {
+            api,
+            policy: "fifo".into(),
+            delays_ns,
+            medians_ns,
+            offset_ns,
+            wakes_per_delay,
+            residual_ns: vec![],
+        }
+    }
+
     #[test]
     fn offset_is_interpolated_between_calibrated_delays() {
-        let e = CalibrationEntry {
-            api: WaitApi::ClockNanosleep,
-            policy: "fifo".into(),
-            delays_ns: vec![1_000, 3_000],
-            medians_ns: vec![100, 300],
-            offset_ns: 200,
-            wakes_per_delay: 1,
-            residual_ns: vec![],
-        };
+        let e = fifo_entry(
+            WaitApi::ClockNanosleep,
+            vec![1_000, 3_000],
+            vec![100, 300],
+            200,
+            1,
+        );
         assert_eq!(e.offset_at(0), 100);
         assert_eq!(e.offset_at(1_000), 100);
         assert_eq!(e.offset_at(1_500), 150);
@@ -339,15 +356,13 @@ mod tests {
 
     #[test]
     fn interpolation_uses_the_segment_around_the_delay() {
-        let e = CalibrationEntry {
-            api: WaitApi::ClockNanosleep,
-            policy: "fifo".into(),
-            delays_ns: vec![1_000, 2_000, 4_000],
-            medians_ns: vec![100, 200, 600],
-            offset_ns: 200,
-            wakes_per_delay: 1,
-            residual_ns: vec![],
-        };
+        let e = fifo_entry(
+            WaitApi::ClockNanosleep,
+            vec![1_000, 2_000, 4_000],
+            vec![100, 200, 600],
+            200,
+            1,
+        );
         assert_eq!(e.offset_at(1_500), 150);
         assert_eq!(e.offset_at(2_000), 200);
         assert_eq!(e.offset_at(3_000), 400);
@@ -515,13 +530,8 @@ mod tests {
     fn save_load_round_trip_and_lookup() {
         let mut cal = Calibration::default();
         let e = CalibrationEntry {
-            api: WaitApi::Timerfd,
-            policy: "fifo".into(),
-            delays_ns: vec![1000],
-            medians_ns: vec![42_000],
-            offset_ns: 42_000,
-            wakes_per_delay: 10,
             residual_ns: vec![-3],
+            ..fifo_entry(WaitApi::Timerfd, vec![1000], vec![42_000], 42_000, 10)
         };
         cal.insert(e.clone());
         cal.insert(e);
@@ -593,15 +603,7 @@ mod tests {
             format!("{}: not an rtscope timer calibration", p.display())
         );
         // The limit is inclusive.
-        let one = CalibrationEntry {
-            api: WaitApi::Timerfd,
-            policy: "fifo".into(),
-            delays_ns: vec![1000],
-            medians_ns: vec![42_000],
-            offset_ns: 42_000,
-            wakes_per_delay: 10,
-            residual_ns: vec![],
-        };
+        let one = fifo_entry(WaitApi::Timerfd, vec![1000], vec![42_000], 42_000, 10);
         let text = serde_json::to_string(&Calibration { entries: vec![one] }).unwrap();
         std::fs::write(&p, &text).unwrap();
         let n = text.len() as u64;
@@ -626,15 +628,13 @@ mod tests {
 
     #[test]
     fn inconsistent_calibrations_are_refused() {
-        let good = CalibrationEntry {
-            api: WaitApi::ClockNanosleep,
-            policy: "fifo".into(),
-            delays_ns: vec![1000, 2000],
-            medians_ns: vec![10, 20],
-            offset_ns: 15,
-            wakes_per_delay: 10,
-            residual_ns: vec![],
-        };
+        let good = fifo_entry(
+            WaitApi::ClockNanosleep,
+            vec![1000, 2000],
+            vec![10, 20],
+            15,
+            10,
+        );
         let cal = |e: &CalibrationEntry| Calibration {
             entries: vec![e.clone()],
         };
