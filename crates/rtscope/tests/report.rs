@@ -713,6 +713,26 @@ fn a_truncated_histogram_is_imported_with_a_warning() {
 }
 
 #[test]
+fn a_histogram_cut_before_its_footer_is_refused() {
+    // `head -c 2000`: rows only; its last bin is not the run's maximum.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read(fixture("cyclictest-h150.txt")).unwrap();
+    let p = dir.path().join("head.txt");
+    std::fs::write(&p, &text[..2000]).unwrap();
+    let out = dir.path().join("head.json");
+    let o = run(&["import", "cyclictest", "--histogram", s(&p), "-o", s(&out)]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert_eq!(
+        o.stderr.trim_end(),
+        format!(
+            "error: {}: no '# Max Latencies:' line after 93 histogram rows: the footer is missing (truncated?); the run's maximum is unknown",
+            s(&p)
+        )
+    );
+    assert!(!out.exists());
+}
+
+#[test]
 fn compare_without_series_in_common_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a.json");

@@ -450,6 +450,13 @@ pub const MAX_COLUMNS: usize = 1024;
 /// line says, which the import also prints on stderr.
 pub const TRUNCATED: &str = "truncated?";
 
+/// The error for histogram text that ends before its footer.
+fn no_footer(rows: u64) -> String {
+    format!(
+        "no '# Max Latencies:' line after {rows} histogram rows: the footer is missing ({TRUNCATED}); the run's maximum is unknown"
+    )
+}
+
 /// cyclictest's `-h`/`-H` histogram text as a result document. `file_time`
 /// stands in for the run's time (the text holds none); `nsecs`: the
 /// histogram was written with `-N`.
@@ -532,6 +539,10 @@ pub fn from_histogram_reader(
         if line.starts_with("T:") || line.starts_with("policy:") || line.starts_with('\u{1b}') {
             continue;
         }
+        // A row the input ends in, without its newline: cut short.
+        if !buf.ends_with(b"\n") {
+            return err(no_footer(nrows));
+        }
         let mut it = line.split_whitespace();
         let first = it.next().unwrap_or("");
         let Ok(bin) = first.parse::<u64>() else {
@@ -597,6 +608,12 @@ pub fn from_histogram_reader(
         } else {
             "not a cyclictest histogram: no histogram rows"
         });
+    }
+    // cyclictest always ends the histogram with its footer; without the
+    // maximum the file was cut short, and the last bin is not the maximum
+    // (overflows and the rows after the cut are unknown).
+    if max.is_none() {
+        return err(no_footer(nrows));
     }
     // -H adds a summary column: Min/Avg lines then have one value fewer than
     // the rows have columns; without them, the last column is the others' sum.
@@ -894,6 +911,25 @@ mod tests {
     }
 
     #[test]
+    fn histogram_cut_before_its_footer_is_refused() {
+        // `head -c` of a real histogram: rows only, the last one maybe cut.
+        let full = include_str!("../../tests/fixtures/cyclictest-h150.txt");
+        assert!(from_histogram(full, T.into(), false).is_ok());
+        let footer = full.find("# Max Latencies").unwrap();
+        for cut in [2000, full.find("# Total").unwrap(), footer - 1, footer] {
+            let e = from_histogram(&full[..cut], T.into(), false).unwrap_err();
+            assert!(
+                e.0.contains("no '# Max Latencies:' line") && e.0.contains(TRUNCATED),
+                "cut at {cut}: {}",
+                e.0
+            );
+        }
+        // Cut after the maximum: it is stated, and the import goes on.
+        let d = from_histogram(&full[..footer + 40], T.into(), false).unwrap();
+        assert_eq!(d.series[0].stats.max_ns, 3_768_500);
+    }
+
+    #[test]
     fn summary_column_of_capital_h_is_dropped() {
         let text = "# Histogram\n000000 000001\t000002\t000003\n000001 000000\t000001\t000001\n\
                     # Total: 000000001 000000003 000000004\n# Min Latencies: 00000 00000\n\
@@ -903,7 +939,8 @@ mod tests {
         assert_eq!(d.series.len(), 3);
         assert_eq!(d.series[2].stats.count, 4);
         // Without Min/Avg lines the sum column is still recognised.
-        let bare = "000000 000001\t000002\t000003\n000001 000000\t000001\t000001\n";
+        let bare = "000000 000001\t000002\t000003\n000001 000000\t000001\t000001\n\
+                    # Max Latencies: 00000 00001 00001\n";
         let d = from_histogram(bare, T.into(), false).unwrap();
         assert_eq!(d.series.len(), 3);
     }
@@ -916,11 +953,11 @@ mod tests {
             ("000000 000001 000002\n000001 000001\n", "line 2: 1 columns"),
             ("000000 x\n", "line 1: count: 'x'"),
             (
-                "000000 1 2 3\n# Min Latencies: 1\n",
+                "000000 1 2 3\n# Min Latencies: 1\n# Max Latencies: 1 1 1\n",
                 "'Min' line has 1 values for 3 threads",
             ),
             (
-                "000000 1\n# Min Latencies: 5\n",
+                "000000 1\n# Min Latencies: 5\n# Max Latencies: 0\n",
                 "thread 0: minimum 5500 ns above maximum 500 ns",
             ),
         ] {
