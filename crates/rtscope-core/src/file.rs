@@ -154,9 +154,192 @@ pub fn check_writable(path: &Path) -> io::Result<()> {
         .map_err(plain)
 }
 
+/// How long a read of an input that is not a regular file (a FIFO, a pipe, a
+/// terminal, a device) waits for its next bytes by default: a FIFO that nobody
+/// writes to ends in an error instead of blocking for ever.
+pub const INPUT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The environment variable that sets that wait (`10s`, `5m`, or seconds).
+pub const INPUT_WAIT_ENV: &str = "RTSCOPE_INPUT_WAIT";
+
+/// The wait for inputs that are not regular files: [`INPUT_WAIT_ENV`] when it
+/// is set, else [`INPUT_WAIT`].
+pub fn input_wait() -> io::Result<std::time::Duration> {
+    match std::env::var(INPUT_WAIT_ENV) {
+        Err(_) => Ok(INPUT_WAIT),
+        Ok(v) => parse_wait(&v).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{INPUT_WAIT_ENV}={v}: not a duration (e.g. 10s, 5m)"),
+            )
+        }),
+    }
+}
+
+/// A wait as `10s`/`5m`/`500ms`, or a number of seconds; at least 1 ms.
+fn parse_wait(v: &str) -> Option<std::time::Duration> {
+    let v = v.trim();
+    let d = match v.parse::<u64>() {
+        Ok(secs) => std::time::Duration::from_secs(secs),
+        Err(_) => humantime::parse_duration(v).ok()?,
+    };
+    (d >= std::time::Duration::from_millis(1)).then_some(d)
+}
+
+/// An input file opened for reading. A regular file or a directory reads as
+/// usual; anything else (a FIFO, a pipe, a terminal, a device) is opened
+/// without waiting for a writer and then read with a limit on how long each
+/// read waits for data: past it the read fails with `TimedOut`, so that a
+/// FIFO nobody writes to is an error, not a hang.
+pub struct Input {
+    file: File,
+    /// The wait for data, in ms; `None` for a regular file or directory.
+    wait_ms: Option<i32>,
+}
+
+/// Opens `path` as an [`Input`] that waits at most `wait` for data when it is
+/// not a regular file.
+pub fn open_input(path: &Path, wait: std::time::Duration) -> io::Result<Input> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // Non-blocking: opening a FIFO without a writer, or a serial line without
+    // carrier, does not wait.
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    let wait_ms = if meta.is_file() || meta.is_dir() {
+        None
+    } else {
+        Some(wait.as_millis().clamp(1, i32::MAX as u128) as i32)
+    };
+    Ok(Input { file, wait_ms })
+}
+
+impl Input {
+    /// The metadata of the open file.
+    pub fn metadata(&self) -> io::Result<std::fs::Metadata> {
+        self.file.metadata()
+    }
+
+    /// Waits until the file is readable, at most the input's wait.
+    fn wait_readable(&self, ms: i32) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let mut pfd = libc::pollfd {
+            fd: self.file.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        loop {
+            // SAFETY: one valid pollfd for the duration of the call.
+            let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+            if n > 0 {
+                return Ok(());
+            }
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "not a regular file, and no data came in {} (a FIFO nobody writes to?); {INPUT_WAIT_ENV} sets the wait",
+                        humantime::format_duration(std::time::Duration::from_millis(ms as u64))
+                    ),
+                ));
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
+
+impl io::Read for Input {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let Some(ms) = self.wait_ms else {
+            return io::Read::read(&mut self.file, buf);
+        };
+        loop {
+            // Waiting first: on a FIFO that never had a writer, a
+            // non-blocking read says end of file at once, while poll waits
+            // for the writer's data or its close.
+            self.wait_readable(ms)?;
+            match io::Read::read(&mut self.file, buf) {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) => {}
+                r => return r,
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn input_wait_parses_durations_and_seconds() {
+        use std::time::Duration;
+        assert_eq!(parse_wait("10"), Some(Duration::from_secs(10)));
+        assert_eq!(parse_wait(" 5m "), Some(Duration::from_secs(300)));
+        assert_eq!(parse_wait("1ms"), Some(Duration::from_millis(1)));
+        assert_eq!(parse_wait("999us"), None);
+        assert_eq!(parse_wait("0"), None);
+        assert_eq!(parse_wait("soon"), None);
+        if std::env::var_os(INPUT_WAIT_ENV).is_none() {
+            assert_eq!(input_wait().unwrap(), INPUT_WAIT);
+        }
+    }
+
+    #[test]
+    fn a_fifo_nobody_writes_to_times_out_and_a_written_one_is_read() {
+        use std::io::Read;
+        use std::time::{Duration, Instant};
+        let (_dir, p) = fifo();
+        let t0 = Instant::now();
+        let mut input = open_input(&p, Duration::from_millis(200)).unwrap();
+        let mut buf = Vec::new();
+        let e = input.read_to_end(&mut buf).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(e.to_string().contains("no data came in 200ms"), "{e}");
+        assert!(t0.elapsed() >= Duration::from_millis(200));
+        // A writer that comes late, writes in two parts and closes.
+        let w = {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                let mut f = OpenOptions::new().write(true).open(&p).unwrap();
+                f.write_all(b"{\"a\"").unwrap();
+                f.flush().unwrap();
+                std::thread::sleep(Duration::from_millis(50));
+                f.write_all(b":1}").unwrap();
+            })
+        };
+        let mut input = open_input(&p, Duration::from_secs(30)).unwrap();
+        let mut buf = Vec::new();
+        input.read_to_end(&mut buf).unwrap();
+        w.join().unwrap();
+        assert_eq!(buf, b"{\"a\":1}");
+        assert!(!input.metadata().unwrap().is_file());
+    }
+
+    #[test]
+    fn a_regular_file_input_reads_without_a_wait() {
+        use std::io::Read;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.json");
+        std::fs::write(&p, b"{}").unwrap();
+        let mut input = open_input(&p, std::time::Duration::from_millis(1)).unwrap();
+        assert_eq!(input.wait_ms, None);
+        let mut s = String::new();
+        input.read_to_string(&mut s).unwrap();
+        assert_eq!(s, "{}");
+        assert_eq!(open_input(dir.path(), INPUT_WAIT).unwrap().wait_ms, None);
+        let (_d, f) = fifo();
+        assert_eq!(open_input(&f, INPUT_WAIT).unwrap().wait_ms, Some(60_000));
+    }
 
     #[test]
     fn regular_file_is_replaced_atomically() {

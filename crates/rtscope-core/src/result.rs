@@ -731,7 +731,9 @@ impl ResultDocument {
 /// reads whole (a calibration): a directory, a regular file larger than
 /// `limit`, a device or FIFO that goes on past it, and anything whose first
 /// byte is not `{` (`/dev/zero`, a binary file) are refused without being
-/// read into memory. A UTF-8 byte-order mark is skipped (not returned).
+/// read into memory; a FIFO nobody writes to is an error after
+/// [`input_wait`](crate::file::input_wait). A UTF-8 byte-order mark is
+/// skipped (not returned).
 pub fn read_json_object(path: &Path, limit: u64) -> Result<Vec<u8>, DocError> {
     use std::io::{BufRead, Read};
     let p = path.display().to_string();
@@ -743,7 +745,7 @@ pub fn read_json_object(path: &Path, limit: u64) -> Result<Vec<u8>, DocError> {
         path: p.clone(),
         limit_mib: limit >> 20,
     };
-    let file = std::fs::File::open(path).map_err(io)?;
+    let file = crate::file::open_input(path, crate::file::input_wait().map_err(io)?).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
     if meta.is_dir() {
         return Err(io(std::io::Error::new(

@@ -468,7 +468,19 @@ impl Inputs {
                     std::fs::write(&target, "hello\n").expect("write input");
                     continue;
                 }
+                ("import", "--histogram", _) if a.starts_with("head") => {
+                    // `head -c 2000` of a histogram: cut before its footer.
+                    let text = std::fs::read(fixtures.join("cyclictest-h150.txt")).unwrap();
+                    std::fs::write(&target, &text[..2000]).expect("write input");
+                    continue;
+                }
                 ("import", "--histogram", _) => fixtures.join("cyclictest-h150.txt"),
+                ("report", _, None) if a == "ff" => {
+                    // A FIFO nobody writes to (the runner's input wait is short).
+                    let ok = std::process::Command::new("mkfifo").arg(&target).status();
+                    assert!(ok.is_ok_and(|s| s.success()), "mkfifo {a}");
+                    continue;
+                }
                 ("report" | "compare", _, Some(e)) if e == "json" => self.result.clone(),
                 _ => continue,
             };
@@ -491,6 +503,8 @@ fn run(dir: &Path, args: &[String]) -> Ran {
     let mut child = std::process::Command::new(common::rtscope_path())
         .current_dir(dir)
         .args(args)
+        // An example that reads a FIFO nobody writes to ends in 1 s, not 60.
+        .env("RTSCOPE_INPUT_WAIT", "1s")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

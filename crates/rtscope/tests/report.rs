@@ -733,6 +733,53 @@ fn a_histogram_cut_before_its_footer_is_refused() {
 }
 
 #[test]
+fn a_fifo_nobody_writes_to_is_an_error_not_a_hang() {
+    // Every command that reads a document or an import: with a short wait
+    // they end in one line and exit 2 (assert_cmd's timeout kills a hang).
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&f)
+        .status()
+        .unwrap()
+        .success());
+    let out = dir.path().join("out");
+    for args in [
+        vec!["report", s(&f), "-o", s(&out)],
+        vec!["compare", s(&f), s(&f)],
+        vec!["import", "cyclictest", "--json", s(&f), "-o", s(&out)],
+        vec!["import", "cyclictest", "--histogram", s(&f), "-o", s(&out)],
+    ] {
+        let o = rtscope()
+            .args(&args)
+            .env("RTSCOPE_INPUT_WAIT", "300ms")
+            .timeout(std::time::Duration::from_secs(30))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = common::assert_one_line(&o.stderr);
+        assert!(
+            e.contains(&format!("{}: ", s(&f)))
+                && e.contains("not a regular file, and no data came in 300ms"),
+            "{args:?}: {e}"
+        );
+        assert!(!out.exists());
+    }
+    let o = rtscope()
+        .args(["report", s(&f), "-o", s(&out)])
+        .env("RTSCOPE_INPUT_WAIT", "later")
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = common::assert_one_line(&o.stderr);
+    assert!(
+        e.contains("RTSCOPE_INPUT_WAIT=later: not a duration"),
+        "{e}"
+    );
+}
+
+#[test]
 fn compare_without_series_in_common_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a.json");

@@ -5,7 +5,7 @@
 mod ctjson;
 pub mod cyclictest;
 
-use std::fs::File;
+use rtscope_core::file::{input_wait, open_input, Input};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
@@ -30,9 +30,9 @@ pub const MAX_JSON_BYTES: u64 = 256 << 20;
 /// (`/dev/zero`, a binary file) at its first byte; skips a byte-order mark.
 /// The reader stops with an error at [`MAX_JSON_BYTES`] (a FIFO or device
 /// that goes on for ever); [`Capped::over`] then tells why.
-pub fn open_json_input(p: &Path) -> Result<BufReader<Capped<File>>> {
+pub fn open_json_input(p: &Path) -> Result<BufReader<Capped<Input>>> {
     let name = p.display();
-    let f = File::open(p).map_err(|e| usage(format!("{name}: {e}")))?;
+    let f = open(p)?;
     let meta = f.metadata().map_err(|e| usage(format!("{name}: {e}")))?;
     if meta.is_dir() {
         return Err(usage(format!("{name}: is a directory")));
@@ -64,6 +64,13 @@ pub fn open_json_input(p: &Path) -> Result<BufReader<Capped<File>>> {
         input.consume(3);
     }
     Ok(input)
+}
+
+/// Opens an input so that a FIFO nobody writes to ends in an error after
+/// [`input_wait`](rtscope_core::file::input_wait), not in a hang.
+fn open(p: &Path) -> Result<Input> {
+    let e = |e: std::io::Error| usage(format!("{}: {e}", p.display()));
+    open_input(p, input_wait().map_err(e)?).map_err(e)
 }
 
 fn too_large(p: &Path) -> anyhow::Error {
@@ -114,7 +121,7 @@ fn run_cyclictest(a: ImportCyclictestArgs) -> Result<i32> {
         let doc = doc.map_err(|e| usage(format!("{}: {e}", p.display())))?;
         (p, doc)
     } else if let Some(p) = &a.histogram {
-        let f = File::open(p).map_err(|e| usage(format!("{}: {e}", p.display())))?;
+        let f = open(p)?;
         if f.metadata().is_ok_and(|m| m.is_dir()) {
             return Err(usage(format!("{}: is a directory", p.display())));
         }
