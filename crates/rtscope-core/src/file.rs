@@ -127,11 +127,65 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     f.commit()
 }
 
+/// The kernel's own filesystems, by their magic numbers (`statfs(2)`): their
+/// files are the kernel's interfaces, and no output file can be made there.
+const KERNEL_FILESYSTEMS: &[(u32, &str)] = &[
+    (0x9fa0, "proc"),
+    (0x6265_6572, "sysfs"),
+    (0x6462_6720, "debugfs"),
+    (0x7472_6163, "tracefs"),
+    (0x2709_4b4a, "cgroup"),
+    (0x6367_7270, "cgroup2"),
+    (0x7363_6673, "securityfs"),
+    (0xcafe_4a11, "bpf"),
+    (0x6265_6570, "configfs"),
+    (0x6165_676c, "pstore"),
+    (0xde5e_81e4, "efivarfs"),
+];
+
+/// The name of the kernel filesystem `magic` identifies, if it is one.
+fn kernel_filesystem(magic: u32) -> Option<&'static str> {
+    KERNEL_FILESYSTEMS
+        .iter()
+        .find(|(m, _)| *m == magic)
+        .map(|(_, name)| *name)
+}
+
+/// The kernel filesystem `path` (an existing file or directory) lies on.
+fn kernel_filesystem_of(path: &Path) -> Option<&'static str> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statfs fills the zeroed struct or fails; `c` is a valid C string.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    // The field's type differs between targets; every magic fits in 32 bits.
+    #[allow(clippy::unnecessary_cast)]
+    kernel_filesystem(st.f_type as u32)
+}
+
 /// Checks that `path` can be written, without leaving anything behind. Used to
 /// refuse an unwritable output path before a run starts rather than losing
-/// its results after.
+/// its results after. A path on one of the kernel's own filesystems (`/proc`,
+/// `/sys`, tracefs, ...) is refused by name: the error creating a file there
+/// ("No such file or directory" for `/proc/self/status`) says nothing useful.
 pub fn check_writable(path: &Path) -> io::Result<()> {
     let real = resolve(path);
+    let existing = if real.exists() {
+        real.as_path()
+    } else {
+        dir_of(&real)
+    };
+    if let Some(fs) = kernel_filesystem_of(existing) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is on {fs}, a kernel filesystem: no output file can be written there",
+                existing.display()
+            ),
+        ));
+    }
     if real.is_dir() {
         return Err(io::Error::new(
             io::ErrorKind::IsADirectory,
@@ -278,6 +332,33 @@ impl io::Read for Input {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outputs_on_kernel_filesystems_are_refused_by_name() {
+        let e = check_writable(Path::new("/proc/self/status")).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("is on proc, a kernel filesystem: no output file can be written there"),
+            "{e}"
+        );
+        assert!(e.to_string().starts_with("/proc/"), "{e}");
+        let e = check_writable(Path::new("/proc/new.json")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "/proc is on proc, a kernel filesystem: no output file can be written there"
+        );
+        if Path::new("/sys/kernel").is_dir() {
+            let e = check_writable(Path::new("/sys/kernel/r.json")).unwrap_err();
+            assert!(e.to_string().contains("is on sysfs"), "{e}");
+        }
+        assert_eq!(kernel_filesystem(0x9fa0), Some("proc"));
+        assert_eq!(kernel_filesystem(0xde5e_81e4), Some("efivarfs"));
+        assert_eq!(kernel_filesystem(0xef53), None);
+        // A temporary directory is not one.
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(kernel_filesystem_of(dir.path()), None);
+        check_writable(&dir.path().join("r.json")).unwrap();
+    }
 
     #[test]
     fn input_wait_parses_durations_and_seconds() {
