@@ -203,11 +203,11 @@ fn rtc_fake_device_is_refused_at_once() {
     assert!(line.contains("not a character device"), "{line}");
 }
 
-/// Paths that cannot be opened as a GPIO chip: a run error (exit 1) in one
-/// line, at once (a FIFO is refused before it is opened). The event reading
+/// Paths that cannot be opened as a GPIO chip: refused input (exit 2, as for
+/// rtc) in one line, at once (a FIFO is refused before it is opened). The event reading
 /// itself is tested against recorded records (`sys::gpio`, `irq_gpio`).
 #[test]
-fn gpio_not_a_chip_is_one_line_exit_1() {
+fn gpio_not_a_chip_is_one_line_exit_2() {
     let _turn = alongside();
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("gpiochip0");
@@ -232,7 +232,7 @@ fn gpio_not_a_chip_is_one_line_exit_1() {
             ],
             Duration::from_secs(10),
         );
-        assert_exit(&out, 1);
+        assert_exit(&out, 2);
         let line = assert_one_line(&out.stderr);
         assert!(line.contains(want), "{chip}: {line}");
     }

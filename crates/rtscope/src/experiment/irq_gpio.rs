@@ -244,33 +244,33 @@ fn drive_loop(fd: &OwnedFd, period_ns: u64, stop: &AtomicBool) -> std::io::Resul
 }
 
 /// Opens `chip` as a GPIO chip: the file and what the chip says of itself.
-/// A path that is not a GPIO chip is a run error (exit 1).
+/// A path that is not a GPIO chip is refused input (exit 2), as for rtc.
 fn open_chip(chip: &Path) -> Result<(std::fs::File, sys::GpioChipInfo)> {
     use std::os::unix::fs::FileTypeExt;
     let d = chip.display();
     match std::fs::metadata(chip) {
         Ok(m) if m.file_type().is_char_device() => {}
         Ok(_) => {
-            return Err(anyhow!(
+            return Err(usage(format!(
                 "{d}: not a character device (a GPIO chip is /dev/gpiochipN)"
-            ))
+            )))
         }
-        Err(e) => return Err(anyhow!("{d}: {e} (GPIO chips: ls /dev/gpiochip*)")),
+        Err(e) => return Err(usage(format!("{d}: {e} (GPIO chips: ls /dev/gpiochip*)"))),
     }
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open(chip)
-        .map_err(|e| anyhow!("{d}: {e}"))?;
+        .map_err(|e| usage(format!("{d}: {e}")))?;
     let info = sys::gpio_chip_info(f.as_raw_fd()).map_err(|e| {
-        anyhow!(
+        usage(format!(
             "{d}: GPIO_GET_CHIPINFO_IOCTL failed: {e}{}",
             if e.raw_os_error() == Some(libc::ENOTTY) {
                 " (not a GPIO chip)"
             } else {
                 ""
             }
-        )
+        ))
     })?;
     Ok((f, info))
 }
