@@ -304,7 +304,7 @@ pub struct LoadCmdArgs {
     pub specs: Vec<crate::load::LoadSpec>,
 
     /// List the loads, their parameters and counters.
-    #[arg(long)]
+    #[arg(long, exclusive = true)]
     pub list: bool,
 
     /// CPUs that loads run on, one instance per CPU (default: every online CPU).
@@ -720,7 +720,7 @@ pub struct ClockArgs {
     pub cpu: Option<usize>,
 
     /// List the sources with their availability and exit.
-    #[arg(long)]
+    #[arg(long, exclusive = true)]
     pub list: bool,
 
     #[command(flatten)]
@@ -787,7 +787,7 @@ pub struct IpcArgs {
     pub mech: String,
 
     /// List the mechanisms, what they measure and the patterns they support, then exit.
-    #[arg(long)]
+    #[arg(long, exclusive = true)]
     pub list: bool,
 
     /// Remove the SysV semaphores and message queues that killed ipc runs left
@@ -865,20 +865,15 @@ const STUDY_DELAYS: &str =
 
 #[derive(Debug, Clone, Args)]
 pub struct TimerArgs {
-    /// Requested delays, comma-separated (a bare number is microseconds).
-    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = STUDY_DELAYS,
-          value_parser = positive_duration_us)]
-    pub delays: Vec<u64>,
+    /// Requested delays, comma-separated (a bare number is microseconds)
+    /// [default: 320us,340us,...,900us,1ms,2ms,5ms: the study's 13].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = positive_duration_us)]
+    pub delays: Option<Vec<u64>>,
 
     /// Wait APIs, comma-separated, or all: clock_nanosleep, nanosleep, timerfd, posix-timer,
-    /// epoll, futex, condvar, select.
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        default_value = "all"
-    )]
-    pub api: Vec<String>,
+    /// epoll, futex, condvar, select [default: all].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub api: Option<Vec<String>>,
 
     /// Compensations, comma-separated: none, static (calibrated offset), adaptive
     /// (EWMA mean + k·σ, then spin), hybrid (windowed quantile, then spin)
@@ -905,10 +900,10 @@ pub struct TimerArgs {
     #[arg(long)]
     pub default_system: bool,
 
-    /// Wakes per delay in each cell (rounds over the delays; the default sweep takes about 30 s).
-    #[arg(short = 'l', long = "wakes", value_name = "N", default_value_t = 200,
-          value_parser = positive_u64)]
-    pub wakes: u64,
+    /// Wakes per delay in each cell (rounds over the delays; the default sweep takes about 30 s)
+    /// [default: 200].
+    #[arg(short = 'l', long = "wakes", value_name = "N", value_parser = positive_u64)]
+    pub wakes: Option<u64>,
 
     /// CPU to measure on (default: the last online CPU).
     #[arg(short = 'a', long, value_name = "CPU")]
@@ -926,45 +921,46 @@ pub struct TimerArgs {
     #[arg(long)]
     pub no_calibrate: bool,
 
-    /// Calibration: wakes per calibration delay (320us, 1ms, 5ms).
-    #[arg(long, value_name = "N", default_value_t = 100, value_parser = positive_usize)]
-    pub calibration_wakes: usize,
+    /// Calibration: wakes per calibration delay (320us, 1ms, 5ms) [default: 100].
+    #[arg(long, value_name = "N", value_parser = positive_usize)]
+    pub calibration_wakes: Option<usize>,
 
-    /// Adaptive: k of the margin mean + k·σ (larger: fewer late wakes, more spin).
-    #[arg(long, value_name = "K", default_value = "1", value_parser = fraction)]
-    pub adaptive_k: f64,
+    /// Adaptive: k of the margin mean + k·σ (larger: fewer late wakes, more spin) [default: 1].
+    #[arg(long, value_name = "K", value_parser = fraction)]
+    pub adaptive_k: Option<f64>,
 
-    /// Hybrid: the quantile of the lateness to wake early by (about 1 - Q of wakes are late).
-    #[arg(long, value_name = "Q", default_value = "0.99", value_parser = fraction)]
-    pub hybrid_quantile: f64,
+    /// Hybrid: the quantile of the lateness to wake early by (about 1 - Q of wakes are late)
+    /// [default: 0.99].
+    #[arg(long, value_name = "Q", value_parser = fraction)]
+    pub hybrid_quantile: Option<f64>,
 
-    /// Adaptive and hybrid: the longest margin, and so the longest spin per wake.
-    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = positive_duration_us)]
-    pub max_spin: u64,
+    /// Adaptive and hybrid: the longest margin, and so the longest spin per wake [default: 1ms].
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    pub max_spin: Option<u64>,
 
     /// Beacon mode: a periodic chain at 15.36 ms × 2^BO, re-armed relative, absolute, compensated.
     #[arg(long)]
     pub beacon: bool,
 
-    /// Beacon orders A..B (0..14; 14 is 251.66 s per interval).
-    #[arg(long, value_name = "A..B", default_value = "0..8", value_parser = order_range)]
-    pub orders: (u32, u32),
+    /// Beacon orders A..B (0..14; 14 is 251.66 s per interval) [default: 0..8].
+    #[arg(long, value_name = "A..B", value_parser = order_range)]
+    pub orders: Option<(u32, u32)>,
 
-    /// Beacon intervals per order (at most 1000000).
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = beacon_cycles)]
-    pub cycles: u64,
+    /// Beacon intervals per order (at most 1000000) [default: 10].
+    #[arg(long, value_name = "N", value_parser = beacon_cycles)]
+    pub cycles: Option<u64>,
 
     /// Timer-service designs, comma-separated: polling, hopping (many virtual timers on one timer).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub service: Vec<String>,
 
-    /// Service: virtual timers armed per round.
-    #[arg(long, value_name = "N", default_value_t = 16)]
-    pub timers: usize,
+    /// Service: virtual timers armed per round [default: 16].
+    #[arg(long, value_name = "N")]
+    pub timers: Option<usize>,
 
-    /// Service: the polling design's tick.
-    #[arg(long, value_name = "DURATION", default_value = "100us", value_parser = positive_duration_us)]
-    pub tick: u64,
+    /// Service: the polling design's tick [default: 100us].
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    pub tick: Option<u64>,
 
     #[command(flatten)]
     pub loads: LoadArgs,
@@ -1163,29 +1159,54 @@ pub struct NoiseArgs {
 impl TimerArgs {
     /// The options these arguments ask for.
     pub fn options(&self) -> anyhow::Result<crate::experiment::timer::TimerOptions> {
+        use crate::experiment::timer::defaults as d;
+        // The options that only some modes use, when given.
+        let given = [
+            ("--delays", self.delays.is_some()),
+            ("--api", self.api.is_some()),
+            ("-l/--wakes", self.wakes.is_some()),
+            ("--calibration-wakes", self.calibration_wakes.is_some()),
+            ("--adaptive-k", self.adaptive_k.is_some()),
+            ("--hybrid-quantile", self.hybrid_quantile.is_some()),
+            ("--max-spin", self.max_spin.is_some()),
+            ("--orders", self.orders.is_some()),
+            ("--cycles", self.cycles.is_some()),
+            ("--timers", self.timers.is_some()),
+            ("--tick", self.tick.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, yes)| yes.then_some(name))
+        .collect();
+        let default_delays = || {
+            STUDY_DELAYS
+                .split(',')
+                .map(|v| positive_duration_us(v).expect("the study's delays parse"))
+                .collect()
+        };
         Ok(crate::experiment::timer::TimerOptions {
-            delays_ns: self.delays.clone(),
-            apis: self.api.clone(),
+            given,
+            delays_ns: self.delays.clone().unwrap_or_else(default_delays),
+            apis: self.api.clone().unwrap_or_else(|| vec!["all".into()]),
             compensations: (!self.compensate.is_empty()).then(|| self.compensate.clone()),
             policies: self.policy.clone(),
             priority: self.priority,
             no_rt: self.no_rt,
             default_system: self.default_system,
-            wakes: self.wakes,
+            wakes: self.wakes.unwrap_or(d::WAKES),
             cpu: self.cpu,
             calibration: self.calibration.clone(),
             save_calibration: self.save_calibration.clone(),
             no_calibrate: self.no_calibrate,
-            calibration_wakes: self.calibration_wakes,
-            adaptive_k: self.adaptive_k,
-            hybrid_quantile: self.hybrid_quantile,
-            max_spin_ns: self.max_spin,
+            calibration_wakes: self.calibration_wakes.unwrap_or(d::CALIBRATION_WAKES),
+            adaptive_k: self.adaptive_k.unwrap_or(d::ADAPTIVE_K),
+            hybrid_quantile: self.hybrid_quantile.unwrap_or(d::HYBRID_QUANTILE),
+            max_spin_ns: self.max_spin.unwrap_or(d::MAX_SPIN_NS),
             beacon: self.beacon,
-            orders: self.orders,
-            cycles: self.cycles,
+            orders: self.orders.unwrap_or(d::ORDERS),
+            cycles: self.cycles.unwrap_or(d::CYCLES),
             service: self.service.clone(),
-            timers: self.timers,
-            tick_ns: self.tick,
+            timers: self.timers.unwrap_or(d::TIMERS),
+            tick_ns: self.tick.unwrap_or(d::TICK_NS),
             loads: self.loads.load.clone(),
             load_cpus: self.loads.load_cpus.clone(),
             outputs: Outputs::from(&self.out),

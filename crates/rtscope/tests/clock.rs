@@ -226,6 +226,20 @@ fn list_shows_every_source() {
     for id in rtscope_core::clock::SourceId::ALL {
         assert!(text.contains(id.name()), "{}", id.name());
     }
+    // --list is a mode of its own: an option it would ignore is refused.
+    for args in [
+        &["clock", "--list", "-n", "5"][..],
+        &["ipc", "--list", "-l", "5"],
+        &["load", "--list", "cpu:50"],
+    ] {
+        let out = rtscope().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("'--list' cannot be used with"),
+            "{args:?}: {err}"
+        );
+    }
 }
 
 #[test]

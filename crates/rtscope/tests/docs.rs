@@ -328,7 +328,21 @@ fn shorten(mut args: Vec<String>) -> Vec<String> {
         }
         _ => {}
     }
-    if sub == "timer" && !has_opt(&args, &["--calibration-wakes", "--no-calibrate"]) {
+    // A shorter calibration where one is measured (rtscope refuses
+    // --calibration-wakes where nothing is calibrated).
+    let compensates = match args.iter().position(|a| a == "--compensate") {
+        Some(i) => args
+            .get(i + 1)
+            .is_some_and(|v| v.split(',').any(|c| c != "none")),
+        None => has_opt(&args, &["--beacon"]),
+    };
+    if sub == "timer"
+        && compensates
+        && !has_opt(
+            &args,
+            &["--calibration-wakes", "--no-calibrate", "--calibration"],
+        )
+    {
         args.extend(["--calibration-wakes".into(), "10".into()]);
     }
     if matches!(sub.as_str(), "clock" | "period") && !has_opt(&args, &["--calibrate", "--list"]) {

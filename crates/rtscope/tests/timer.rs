@@ -26,6 +26,20 @@ fn bad_input_is_one_line_and_exit_2() {
     assert!(usage_error(&["--beacon", "--orders", "2..15"]).contains("--orders 2..15"));
     assert!(usage_error(&["--beacon", "--orders", "x"]).contains("not an order range"));
     assert!(usage_error(&["--service", "wheel"]).contains("unknown design 'wheel'"));
+    // Options the mode would ignore (the beacon used to run 79 s without them).
+    assert_eq!(
+        usage_error(&["--beacon", "--service", "polling"]).trim_end(),
+        "error: --beacon and --service are two modes: run them one at a time"
+    );
+    for (flag, v) in [("--delays", "1ms"), ("--api", "timerfd")] {
+        let e = usage_error(&["--beacon", flag, v]);
+        assert!(
+            e.starts_with(&format!("error: {flag}: not used by --beacon")),
+            "{e}"
+        );
+    }
+    assert!(usage_error(&["--adaptive-k", "2"]).contains("is for --compensate adaptive"));
+    assert!(usage_error(&["--orders", "1..2"]).contains("is for --beacon"));
     assert!(usage_error(&["--service", "polling", "--tick", "1us"]).contains("--tick"));
     assert!(
         usage_error(&["--service", "hopping", "--compensate", "adaptive"]).contains("none,static")

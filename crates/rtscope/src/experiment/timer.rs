@@ -63,9 +63,26 @@ pub enum ServiceDesign {
     Hopping,
 }
 
+/// The defaults of the options that only some modes use (the command line
+/// leaves them unset, so that a mode can refuse one it would ignore).
+pub mod defaults {
+    pub const WAKES: u64 = 200;
+    pub const CALIBRATION_WAKES: usize = 100;
+    pub const ADAPTIVE_K: f64 = 1.0;
+    pub const HYBRID_QUANTILE: f64 = 0.99;
+    pub const MAX_SPIN_NS: u64 = 1_000_000;
+    pub const ORDERS: (u32, u32) = (0, 8);
+    pub const CYCLES: u64 = 10;
+    pub const TIMERS: usize = 16;
+    pub const TICK_NS: u64 = 100_000;
+}
+
 /// Plain options, as the command line gives them.
 #[derive(Debug, Clone)]
 pub struct TimerOptions {
+    /// The mode-specific options the user gave (by flag, e.g. `--delays`);
+    /// the others hold their defaults.
+    pub given: Vec<&'static str>,
     pub delays_ns: Vec<u64>,
     pub apis: Vec<String>,
     pub compensations: Option<Vec<Compensation>>,
@@ -157,6 +174,70 @@ impl TimerPlan {
     fn wants_calibration(&self) -> bool {
         self.compensations.iter().any(|c| *c != Compensation::None)
     }
+}
+
+/// The first option given that `mode` (with these compensations) would
+/// ignore, as the error that refuses it: a run must not silently drop what
+/// the user asked for (`--beacon --service polling`, `--adaptive-k` without
+/// adaptive compensation).
+fn ignored_option(o: &TimerOptions, mode: TimerMode, comps: &[Compensation]) -> Option<String> {
+    if o.beacon && !o.service.is_empty() {
+        return Some("--beacon and --service are two modes: run them one at a time".into());
+    }
+    let mode_name = match mode {
+        TimerMode::Sweep => "the delay sweep",
+        TimerMode::Beacon => "--beacon",
+        TimerMode::Service => "--service",
+    };
+    if mode != TimerMode::Sweep && o.policies.len() > 1 {
+        return Some(format!(
+            "--policy: {mode_name} measures under one policy, not {}",
+            o.policies.len()
+        ));
+    }
+    let adaptive = comps.contains(&Compensation::Adaptive);
+    let hybrid = comps.contains(&Compensation::Hybrid);
+    let measured_calibration = comps.iter().any(|c| *c != Compensation::None)
+        && o.calibration.is_none()
+        && !o.no_calibrate;
+    for &flag in &o.given {
+        let why = match (flag, mode) {
+            ("--delays" | "--api" | "-l/--wakes", TimerMode::Beacon) => Some(format!(
+                "not used by {mode_name}, whose chains run clock_nanosleep at 15.36 ms × 2^BO (see --orders, --cycles)"
+            )),
+            ("--api", TimerMode::Service) => Some(format!(
+                "not used by {mode_name}, which arms its own timers (see --timers, --tick)"
+            )),
+            ("--orders" | "--cycles", m) if m != TimerMode::Beacon => {
+                Some(format!("is for --beacon, not {mode_name}"))
+            }
+            ("--timers" | "--tick", m) if m != TimerMode::Service => {
+                Some(format!("is for --service, not {mode_name}"))
+            }
+            ("--adaptive-k", _) if !adaptive => {
+                Some("is for --compensate adaptive, which this run does not use".into())
+            }
+            ("--hybrid-quantile", _) if !hybrid => {
+                Some("is for --compensate hybrid, which this run does not use".into())
+            }
+            ("--max-spin", _) if !adaptive && !hybrid => Some(
+                "is for --compensate adaptive or hybrid, which this run does not use".into(),
+            ),
+            ("--calibration-wakes", _) if !measured_calibration => Some(
+                if comps.iter().all(|c| *c == Compensation::None) {
+                    "nothing is calibrated when every compensation is none"
+                } else {
+                    "no calibration is measured (--calibration FILE or --no-calibrate)"
+                }
+                .into(),
+            ),
+            _ => None,
+        };
+        if let Some(why) = why {
+            return Some(format!("{flag}: {why}"));
+        }
+    }
+    None
 }
 
 fn parse_apis(list: &[String]) -> Result<Vec<WaitApi>> {
@@ -270,6 +351,9 @@ pub fn plan(o: &TimerOptions) -> Result<TimerPlan> {
         ],
         (None, _) => vec![Compensation::None],
     };
+    if let Some(e) = ignored_option(o, mode, &compensations) {
+        return Err(usage(e));
+    }
     let needs_static = compensations.contains(&Compensation::Static);
     let loaded = match &o.calibration {
         Some(p) => Some(Calibration::load(p).map_err(usage)?),
@@ -1153,6 +1237,7 @@ mod tests {
 
     pub(crate) fn opts() -> TimerOptions {
         TimerOptions {
+            given: vec![],
             delays_ns: vec![320_000, 1_000_000],
             apis: vec!["all".into()],
             compensations: None,
@@ -1179,6 +1264,130 @@ mod tests {
             load_cpus: None,
             outputs: Outputs::default(),
         }
+    }
+
+    #[test]
+    fn options_a_mode_ignores_are_refused() {
+        use Compensation::*;
+        let check = |f: &dyn Fn(&mut TimerOptions), mode, comps: &[Compensation]| {
+            let mut o = opts();
+            f(&mut o);
+            ignored_option(&o, mode, comps)
+        };
+        let given = |flags: &[&'static str]| {
+            let flags = flags.to_vec();
+            move |o: &mut TimerOptions| o.given = flags.clone()
+        };
+        let (sweep, beacon, service) = (TimerMode::Sweep, TimerMode::Beacon, TimerMode::Service);
+        // What each mode uses is accepted.
+        for (flags, mode, comps) in [
+            (&["--delays", "--api", "-l/--wakes"][..], sweep, &[None][..]),
+            (&["--orders", "--cycles"], beacon, &[None]),
+            (
+                &["--timers", "--tick", "--delays", "-l/--wakes"],
+                service,
+                &[None],
+            ),
+            (&["--adaptive-k", "--max-spin"], sweep, &[None, Adaptive]),
+            (&["--hybrid-quantile", "--max-spin"], beacon, &[Hybrid]),
+            (&["--calibration-wakes"], sweep, &[Static]),
+        ] {
+            assert_eq!(check(&given(flags), mode, comps), Option::None, "{flags:?}");
+        }
+        let refused = |f: &dyn Fn(&mut TimerOptions), mode, comps: &[Compensation]| {
+            check(f, mode, comps).expect("refused")
+        };
+        assert_eq!(
+            refused(&given(&["--delays"]), beacon, &[None]),
+            "--delays: not used by --beacon, whose chains run clock_nanosleep at 15.36 ms × 2^BO (see --orders, --cycles)"
+        );
+        assert!(refused(&given(&["-l/--wakes"]), beacon, &[None])
+            .starts_with("-l/--wakes: not used by --beacon"));
+        assert!(
+            refused(&given(&["--api"]), beacon, &[None]).starts_with("--api: not used by --beacon")
+        );
+        assert_eq!(
+            refused(&given(&["--api"]), service, &[None]),
+            "--api: not used by --service, which arms its own timers (see --timers, --tick)"
+        );
+        assert_eq!(
+            refused(&given(&["--orders"]), sweep, &[None]),
+            "--orders: is for --beacon, not the delay sweep"
+        );
+        assert_eq!(
+            refused(&given(&["--cycles"]), service, &[None]),
+            "--cycles: is for --beacon, not --service"
+        );
+        assert_eq!(
+            refused(&given(&["--tick"]), beacon, &[None]),
+            "--tick: is for --service, not --beacon"
+        );
+        assert_eq!(
+            refused(&given(&["--timers"]), sweep, &[None]),
+            "--timers: is for --service, not the delay sweep"
+        );
+        assert_eq!(
+            refused(&given(&["--adaptive-k"]), sweep, &[None, Hybrid]),
+            "--adaptive-k: is for --compensate adaptive, which this run does not use"
+        );
+        assert!(refused(&given(&["--hybrid-quantile"]), sweep, &[Adaptive])
+            .starts_with("--hybrid-quantile: is for --compensate hybrid"));
+        assert!(refused(&given(&["--max-spin"]), sweep, &[None, Static])
+            .starts_with("--max-spin: is for --compensate adaptive or hybrid"));
+        assert_eq!(
+            refused(&given(&["--calibration-wakes"]), sweep, &[None]),
+            "--calibration-wakes: nothing is calibrated when every compensation is none"
+        );
+        let no_cal = "--calibration-wakes: no calibration is measured (--calibration FILE or --no-calibrate)";
+        assert_eq!(
+            refused(
+                &|o| {
+                    o.given = vec!["--calibration-wakes"];
+                    o.no_calibrate = true
+                },
+                sweep,
+                &[Adaptive]
+            ),
+            no_cal
+        );
+        assert_eq!(
+            refused(
+                &|o| {
+                    o.given = vec!["--calibration-wakes"];
+                    o.calibration = Some("c.json".into())
+                },
+                sweep,
+                &[Static]
+            ),
+            no_cal
+        );
+        // Two modes at once, and several policies where one is measured.
+        assert_eq!(
+            refused(
+                &|o| {
+                    o.beacon = true;
+                    o.service = vec!["polling".into()]
+                },
+                beacon,
+                &[None]
+            ),
+            "--beacon and --service are two modes: run them one at a time"
+        );
+        let two = |o: &mut TimerOptions| o.policies = vec![Policy::Fifo, Policy::Other];
+        assert_eq!(
+            refused(&two, beacon, &[None]),
+            "--policy: --beacon measures under one policy, not 2"
+        );
+        assert_eq!(
+            refused(&two, service, &[None]),
+            "--policy: --service measures under one policy, not 2"
+        );
+        assert_eq!(check(&two, sweep, &[None]), Option::None);
+        // Through plan(): a usage error.
+        let mut o = opts();
+        o.beacon = true;
+        o.given = vec!["--delays"];
+        assert_eq!(crate::error::exit_code(&plan(&o).unwrap_err()), 2);
     }
 
     #[test]
