@@ -46,7 +46,8 @@ fn latency_series(doc: &serde_json::Value) -> Vec<&serde_json::Value> {
 }
 
 /// Processes whose command line contains `token` (a forked receiver keeps its
-/// parent's command line).
+/// parent's command line). Tests pass a path in their own temporary
+/// directory, which no other run's command line holds.
 fn processes_with(token: &str) -> Vec<String> {
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -248,7 +249,7 @@ fn between_processes_leaves_no_child_and_no_ipc_object() {
     assert!(lat
         .iter()
         .all(|s| s["stats"]["count"] == 100 && s["attributes"]["between"] == "processes"));
-    assert!(processes_with("proc-token-a").is_empty());
+    assert!(processes_with(json.to_str().unwrap()).is_empty());
     // sysv-sem (1 set) and sysv-mq (2 queues) were recorded and are gone.
     assert_eq!(assert_sysv_removed(&doc), 3);
     assert_no_named_objects(pid, MECHANISMS.len(), &tmp);
@@ -393,7 +394,7 @@ fn sighup_to_the_run_or_its_process_group_leaves_nothing_behind() {
             let doc = read_result(&json);
             assert_eq!(doc["end_reason"], "interrupted", "{what}");
             assert_eq!(assert_sysv_removed(&doc), objects, "{what}");
-            wait_gone(&token);
+            wait_gone(json.to_str().unwrap());
             assert_eq!(ipc_dirs(&tmp), Vec::<String>::new(), "{what}");
             assert_eq!(recorded_objects(&state), Vec::<String>::new(), "{what}");
         }
@@ -418,7 +419,7 @@ fn after_sigkill_the_next_run_or_cleanup_removes_exactly_what_was_left() {
         rtscope_core::sys::kill(child.id() as i32, libc::SIGKILL).unwrap();
         child.wait().unwrap();
         // The receiver follows its parent (PR_SET_PDEATHSIG).
-        wait_gone(&token);
+        wait_gone(json.to_str().unwrap());
         assert_no_named_objects(child.id(), 1, &tmp);
         left = recorded_objects(&state_dir)
             .into_iter()
@@ -622,7 +623,7 @@ fn sigint_in_processes_mode_cleans_up_and_writes_the_result() {
     // Wait until the receiver runs as a child process, then let it measure a little.
     wait_for_child(child.id());
     std::thread::sleep(Duration::from_millis(300));
-    assert!(processes_with("proc-token-b").len() >= 2);
+    assert!(processes_with(json.to_str().unwrap()).len() >= 2);
     rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_exit(&out, 0);
@@ -631,7 +632,7 @@ fn sigint_in_processes_mode_cleans_up_and_writes_the_result() {
     let lat = latency_series(&doc);
     assert_eq!(lat.len(), 1, "stopped in the first experiment");
     assert!(lat[0]["stats"]["count"].as_u64().unwrap() > 0);
-    assert!(processes_with("proc-token-b").is_empty());
+    assert!(processes_with(json.to_str().unwrap()).is_empty());
     assert_eq!(assert_sysv_removed(&doc), 2);
 }
 
@@ -756,7 +757,9 @@ fn a_receiver_process_that_dies_ends_the_run_without_hanging() {
             .spawn()
             .unwrap();
         let kids = wait_for_child(child.id());
-        std::thread::sleep(Duration::from_millis(300));
+        // Long enough for the first samples on a busy machine (the receiver
+        // sets itself up after the fork).
+        std::thread::sleep(Duration::from_millis(1000));
         assert_eq!(kids.len(), 1, "{mech}: one receiver process");
         rtscope_core::sys::kill(kids[0], libc::SIGKILL).unwrap();
         let out = child.wait_with_output().unwrap();

@@ -5,37 +5,13 @@
 mod common;
 
 use common::{
-    alone, alongside, assert_exit, assert_one_line, every_cpu, read_result, rtscope, run_within,
+    alone, alongside, assert_exit, assert_one_line, every_cpu, instances_of, own_tracefs_mounts_of,
+    read_result, rtscope, run_within,
 };
 use serde_json::Value;
 
-/// The traced tests look at every tracefs mount and instance: one at a time.
+/// The traced tests of this file, one at a time.
 static TRACING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Where tracefs is mounted now (none: rtscope mounts its own).
-fn tracefs_mounts() -> Vec<String> {
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .filter(|l| l.contains(" - tracefs "))
-        .map(|l| l.split_whitespace().nth(4).unwrap().to_string())
-        .collect()
-}
-
-/// rtscope-<pid>-* instances of live processes under any tracefs mount.
-fn our_instances() -> Vec<String> {
-    let mut v = Vec::new();
-    for m in tracefs_mounts() {
-        if let Ok(rd) = std::fs::read_dir(format!("{m}/instances")) {
-            v.extend(
-                rd.filter_map(|e| e.ok())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n.starts_with("rtscope-")),
-            );
-        }
-    }
-    v
-}
 
 fn last_cpu() -> usize {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
@@ -52,14 +28,24 @@ fn last_cpu() -> usize {
 }
 
 fn run_noise(extra: &[&str]) -> (Value, String) {
+    let (doc, stdout, _) = run_noise_child(extra);
+    (doc, stdout)
+}
+
+/// [`run_noise`], with the child's pid (for what it may have left behind).
+fn run_noise_child(extra: &[&str]) -> (Value, String, u32) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("n.json");
-    let out = rtscope()
+    let child = std::process::Command::new(common::rtscope_path())
         .args(["noise", "-D", "1s", "--calibrate", "50ms", "-q", "--json"])
         .arg(&json)
         .args(extra)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(
         out.status.code(),
@@ -67,7 +53,7 @@ fn run_noise(extra: &[&str]) -> (Value, String) {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    (read_result(&json), stdout)
+    (read_result(&json), stdout, pid)
 }
 
 fn check_series(doc: &Value, cpu: usize) -> &Value {
@@ -130,8 +116,7 @@ fn traced_run_attributes_and_cleans_up() {
     let _turn = alongside();
     let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
     let cpu = last_cpu();
-    let mounts_before = tracefs_mounts();
-    let (doc, out) = run_noise(&["-a", &cpu.to_string(), "--trace"]);
+    let (doc, out, pid) = run_noise_child(&["-a", &cpu.to_string(), "--trace"]);
     let s = check_series(&doc, cpu);
     let ts = &doc["plan"]["trace_session"];
     assert_eq!(ts["clock"], "mono");
@@ -159,16 +144,15 @@ fn traced_run_attributes_and_cleans_up() {
         }
         assert!(out.contains("top noise sources"), "{out}");
     }
-    // Nothing left behind: no instance, no extra mount, no temporary directory of ours.
-    assert!(our_instances().is_empty(), "{:?}", our_instances());
-    assert_eq!(tracefs_mounts(), mounts_before);
+    // Nothing left behind by this run: no instance, no mount of its own.
+    assert!(instances_of(pid).is_empty(), "{:?}", instances_of(pid));
+    assert!(own_tracefs_mounts_of(pid).is_empty());
 }
 
 #[test]
 fn interrupted_traced_run_still_writes_and_cleans_up() {
     let _turn = alongside();
     let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    let mounts_before = tracefs_mounts();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("n.json");
     let child = std::process::Command::new(common::rtscope_path())
@@ -188,13 +172,15 @@ fn interrupted_traced_run_still_writes_and_cleans_up() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    common_kill(child.id() as i32);
+    let pid = child.id();
+    common_kill(pid as i32);
     let out = child.wait_with_output().unwrap();
     assert_exit(&out, 0);
     let doc = read_result(&json);
     assert_eq!(doc["end_reason"], "interrupted");
-    assert!(our_instances().is_empty(), "{:?}", our_instances());
-    assert_eq!(tracefs_mounts(), mounts_before);
+    // Only this run's: another traced run may share the machine.
+    assert!(instances_of(pid).is_empty(), "{:?}", instances_of(pid));
+    assert!(own_tracefs_mounts_of(pid).is_empty());
 }
 
 fn common_kill(pid: i32) {

@@ -5,7 +5,10 @@
 
 mod common;
 
-use common::{assert_exit, assert_one_line, interrupt_after, read_result, rtscope};
+use common::{
+    assert_exit, assert_one_line, instances_of, interrupt_after, own_tracefs_mounts_of,
+    read_result, rtscope,
+};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -14,24 +17,6 @@ static TRACING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     TRACING.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Instances named for process `pid` under any tracefs mount.
-fn instances_of(pid: u32) -> Vec<String> {
-    let prefix = format!("rtscope-{pid}-");
-    let mut v = Vec::new();
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    for l in info.lines().filter(|l| l.contains(" - tracefs ")) {
-        let m = l.split_whitespace().nth(4).unwrap();
-        if let Ok(rd) = std::fs::read_dir(format!("{m}/instances")) {
-            v.extend(
-                rd.filter_map(|e| e.ok())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n.starts_with(&prefix)),
-            );
-        }
-    }
-    v
 }
 
 fn last_cpu() -> String {
@@ -128,6 +113,11 @@ fn traced_run_splits_every_sample_and_cleans_up() {
     assert!(stdout.contains("stage timer"), "{stdout}");
     assert!(stdout.contains("accuracy check:"), "{stdout}");
     assert!(instances_of(pid).is_empty(), "{:?}", instances_of(pid));
+    assert!(
+        own_tracefs_mounts_of(pid).is_empty(),
+        "{:?}",
+        own_tracefs_mounts_of(pid)
+    );
 }
 
 #[test]
@@ -155,6 +145,11 @@ fn outliers_keep_their_context() {
     }
     assert!(stdout.contains("wait returns (sys_exit)"), "{stdout}");
     assert!(instances_of(pid).is_empty());
+    assert!(
+        own_tracefs_mounts_of(pid).is_empty(),
+        "{:?}",
+        own_tracefs_mounts_of(pid)
+    );
 }
 
 #[test]

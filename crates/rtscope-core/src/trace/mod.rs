@@ -119,6 +119,12 @@ impl Drop for OwnMount {
 /// itself when the machine has it nowhere.
 const OWN_MOUNT_PREFIX: &str = "rtscope-tracefs-";
 
+/// The name prefix of the private tracefs mount of process `pid`:
+/// `rtscope-tracefs-PID-`.
+pub fn own_mount_prefix(pid: u32) -> String {
+    format!("{OWN_MOUNT_PREFIX}{pid}-")
+}
+
 /// Where tracefs is mounted, from `/proc/self/mountinfo`.
 pub fn find_tracefs() -> Option<PathBuf> {
     let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
@@ -243,8 +249,10 @@ impl Instance {
         let (root, mount) = match find_tracefs() {
             Some(r) => (r, None),
             None => {
+                // Named for this process, so that whoever looks can tell
+                // whose it is (a test, for the run it started).
                 let dir = tempfile::Builder::new()
-                    .prefix(OWN_MOUNT_PREFIX)
+                    .prefix(&own_mount_prefix(std::process::id()))
                     .tempdir()
                     .map_err(|e| TraceError::NoTracefs(format!("temporary directory: {e}")))?;
                 crate::sys::mount_tracefs(dir.path()).map_err(|e| {
@@ -481,6 +489,13 @@ mod tests {
         let only_private =
             "90 22 0:45 / /tmp/rtscope-tracefs-x rw - tracefs nodev rw\nbroken line\n";
         assert!(tracefs_mounts(only_private).is_empty());
+        // A run's own mount is named for its process, and is private.
+        assert_eq!(own_mount_prefix(4321), "rtscope-tracefs-4321-");
+        let named = format!(
+            "90 22 0:45 / /tmp/{}Xy12 rw - tracefs nodev rw\n",
+            own_mount_prefix(4321)
+        );
+        assert!(tracefs_mounts(&named).is_empty());
     }
 
     /// The mountinfo of this process is read: a tracefs mounted here is found

@@ -125,7 +125,31 @@ pub fn run_within(args: &[&str], limit: std::time::Duration) -> std::process::Ou
     wait_within(spawn_rtscope(args), limit, &format!("{args:?}"))
 }
 
-/// Starts rtscope with `args`, sends it SIGINT after `after`, and returns its
+/// Waits until process `pid` has a handler for SIGINT (`SigCgt` in its
+/// status); panics after `limit`, or if the process is gone.
+pub fn catches_sigint_within(pid: u32, limit: std::time::Duration) {
+    let t0 = std::time::Instant::now();
+    loop {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_else(|e| panic!("process {pid}: {e}"));
+        let caught = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .unwrap_or(0);
+        if caught & (1 << (libc::SIGINT - 1)) != 0 {
+            return;
+        }
+        assert!(
+            t0.elapsed() < limit,
+            "process {pid} caught no SIGINT within {limit:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Starts rtscope with `args`, sends it SIGINT after `after` (counted from
+/// when it catches SIGINT), and returns its
 /// output and how long it took to end after the signal; panics if that takes
 /// longer than `limit`.
 pub fn interrupt_after(
@@ -134,6 +158,9 @@ pub fn interrupt_after(
     limit: std::time::Duration,
 ) -> (std::process::Output, std::time::Duration) {
     let child = spawn_rtscope(args);
+    // `after` counts from when the run catches SIGINT: on a loaded machine
+    // the start alone can take longer, and a signal before that kills it.
+    catches_sigint_within(child.id(), std::time::Duration::from_secs(30));
     std::thread::sleep(after);
     let t0 = std::time::Instant::now();
     rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).expect("SIGINT sent");
@@ -172,4 +199,44 @@ pub fn assert_exit(out: &std::process::Output, code: i32) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The tracing directories of every tracefs mount this process sees.
+fn tracefs_dirs() -> Vec<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(" - tracefs "))
+        .map(|l| l.split_whitespace().nth(4).unwrap().to_string())
+        .collect()
+}
+
+/// The trace instances process `pid` made (`rtscope-PID-*`) under any
+/// tracefs mount: a test looks at its own child's, never at other runs'.
+pub fn instances_of(pid: u32) -> Vec<String> {
+    let prefix = format!("rtscope-{pid}-");
+    let mut v = Vec::new();
+    for m in tracefs_dirs() {
+        if let Ok(rd) = std::fs::read_dir(format!("{m}/instances")) {
+            v.extend(
+                rd.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(&prefix)),
+            );
+        }
+    }
+    v
+}
+
+/// The private tracefs mounts process `pid` made and left mounted.
+pub fn own_tracefs_mounts_of(pid: u32) -> Vec<String> {
+    let prefix = rtscope_core::trace::own_mount_prefix(pid);
+    tracefs_dirs()
+        .into_iter()
+        .filter(|m| {
+            std::path::Path::new(m)
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+        })
+        .collect()
 }
