@@ -87,18 +87,170 @@ pub fn write_pages(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(written)
 }
 
-/// The page of `cmd`, then those of its visible subcommands.
+/// Examples for each page, by the page's name: a comment and a command line
+/// that runs as shown (the unit tests parse every one with the real parser).
+const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
+    ("rtscope", &[
+        ("Is this machine ready for real-time work?", "rtscope check --measure"),
+        ("Wake-up latency for ten minutes, with a document and a report", "rtscope cyclic -D 10m --json run.json --report run.html"),
+        ("Two runs side by side, with confidence intervals", "rtscope compare before.json after.json --html compare.html"),
+    ]),
+    ("rtscope-cyclic", &[
+        ("One measuring thread per CPU at 1 ms, SCHED_FIFO 95, for an hour", "rtscope cyclic -i 1ms -D 1h --json run.json"),
+        ("The same under a 50 % CPU load, stopping at the first wake-up over 500 us", "rtscope cyclic -D 10m --load cpu:50 --break-above 500us"),
+        ("Which kernel stage the worst wake-ups lost their time in", "rtscope cyclic -D 1m --trace-outliers 100us"),
+        ("A CI gate: exit 3 when the worst wake-up exceeds 200 us", "rtscope cyclic -D 5m -q --fail-above 200us"),
+    ]),
+    ("rtscope-clock", &[
+        ("What reading each time source costs", "rtscope clock"),
+        ("Sparse reads, as a program that reads the clock now and then sees it", "rtscope clock --mode sparse --every 100ms --pairs 20"),
+    ]),
+    ("rtscope-period", &[
+        ("A loop's period at 100 us and 1 ms as every time source sees it", "rtscope period -i 100us,1ms -l 10000"),
+    ]),
+    ("rtscope-load", &[
+        ("Two loads on CPU 1 for 10 s, and what they achieved", "rtscope load cpu:50 mem-churn:50 --load-cpus 1 -D 10"),
+        ("The loads and their parameters", "rtscope load --list"),
+    ]),
+    ("rtscope-matrix", &[
+        ("Two periods without and with a 50 % CPU load", "rtscope matrix --periods 300us,1ms --loads none,cpu --levels 50 --samples 1000 --out matrix"),
+    ]),
+    ("rtscope-ipc", &[
+        ("Handoff latency of every mechanism between two threads", "rtscope ipc"),
+        ("Futex and POSIX queues between two processes, round trip", "rtscope ipc --mech futex,posix-mq --between processes --pattern roundtrip"),
+        ("Remove what killed ipc runs left behind", "rtscope ipc --cleanup"),
+    ]),
+    ("rtscope-timer", &[
+        ("Sleep error of clock_nanosleep with each compensation", "rtscope timer --api clock_nanosleep --compensate none,static,adaptive,hybrid -l 100"),
+        ("The beacon chains of orders 0 to 4", "rtscope timer --beacon --orders 0..4 --cycles 5"),
+    ]),
+    ("rtscope-check", &[
+        ("The readiness audit, with short measurements", "rtscope check --measure"),
+        ("The audit as JSON, and a script of the fixes it suggests", "rtscope check --json check.json --fix-script fix.sh"),
+    ]),
+    ("rtscope-noise", &[
+        ("OS noise on CPU 1 for 30 s, each gap attributed", "rtscope noise -a 1 -D 30s --trace"),
+    ]),
+    ("rtscope-irq", &[
+        ("Timer interrupt to task, split into its kernel stages", "rtscope irq --source timer -D 60s"),
+        ("UDP packets on loopback: kernel receive stamp to task", "rtscope irq --source net --rate 2000 -D 60s"),
+    ]),
+    ("rtscope-report", &[
+        ("One self-contained HTML report of two runs", "rtscope report run.json other.json -o report.html"),
+    ]),
+    ("rtscope-compare", &[
+        ("A baseline and a candidate, in the terminal and as a page", "rtscope compare base.json new.json --html compare.html"),
+        ("A CI gate: exit 3 when the candidate is worse", "rtscope compare base.json new.json --fail-if-worse"),
+    ]),
+    ("rtscope-serve", &[
+        ("Every result of a directory over HTTP on loopback", "rtscope serve results --listen 127.0.0.1:8080"),
+    ]),
+    ("rtscope-pool", &[
+        ("Runs of one setting, made alternately with another, as one document", "rtscope pool a1.json a2.json a3.json -o a.json"),
+    ]),
+    ("rtscope-import", &[
+        ("A cyclictest JSON output as an rtscope document", "rtscope import cyclictest --json ct.json -o ct-rtscope.json"),
+    ]),
+    ("rtscope-import-cyclictest", &[
+        ("cyclictest's --json output", "rtscope import cyclictest --json ct.json -o ct-rtscope.json"),
+        ("cyclictest's -h histogram text", "rtscope import cyclictest --histogram ct-hist.txt -o ct-hist-rtscope.json"),
+    ]),
+    ("rtscope-completions", &[
+        ("Bash completion for the current shell", "rtscope completions bash"),
+    ]),
+    ("rtscope-man", &[
+        ("Every page into a directory, then read one", "rtscope man pages"),
+    ]),
+];
+
+/// The exit status section: the same codes for every command.
+const EXIT_STATUS: &[(&str, &str)] = &[
+    ("0", "The command did what was asked: a measurement ran to its end, or was stopped with Ctrl-C or SIGTERM, and its results were written; check found every item ready."),
+    ("1", "A run error: the machine refused something the run needs (a real-time priority, a trace instance, a device), or the run failed part way; what was measured is still written. check: an item warns."),
+    ("2", "Refused input: a bad option, value or input file, said in one line on stderr before anything ran."),
+    ("3", "A gate failed: --fail-above (cyclic) or --fail-if-worse (compare); check: an item fails."),
+    ("130", "A second SIGINT or SIGTERM ended the process at once."),
+];
+
+/// The `.SH` sections rtscope adds after clap's: EXAMPLES, EXIT STATUS and
+/// SEE ALSO, as roff text.
+fn extra_sections(name: &str, siblings: &[String]) -> String {
+    use clap_mangen::roff::{roman, Roff};
+    let mut r = Roff::new();
+    if let Some((_, examples)) = EXAMPLES.iter().find(|(n, _)| *n == name) {
+        r.control("SH", ["EXAMPLES"]);
+        for (what, cmd) in *examples {
+            r.control("TP", []);
+            r.text([roman(*what)]);
+            r.control("RS", []);
+            r.control("EX", []);
+            r.text([roman(*cmd)]);
+            r.control("EE", []);
+            r.control("RE", []);
+        }
+    }
+    r.control("SH", ["EXIT STATUS"]);
+    for (code, what) in EXIT_STATUS {
+        r.control("TP", []);
+        r.text([roman(*code)]);
+        r.text([roman(*what)]);
+    }
+    r.control("SH", ["SEE ALSO"]);
+    let mut refs: Vec<String> = siblings.iter().map(|s| format!("{s}(1)")).collect();
+    if name == "rtscope-cyclic" || name.starts_with("rtscope-import") {
+        refs.push("cyclictest(8)".into());
+    }
+    r.text([roman(refs.join(", "))]);
+    r.control("PP", []);
+    r.text([roman(
+        "The docs/ directory of the rtscope source: a page per experiment, the result document's schema, and how each figure is measured.",
+    )]);
+    // The apostrophe preamble is at the top of the page already.
+    let text = r.render();
+    match text.find(".SH") {
+        Some(i) => text[i..].to_string(),
+        None => text,
+    }
+}
+
+/// The page of `cmd`, then those of its visible subcommands. `parent`: the
+/// page that lists this one (none for `rtscope` itself).
 fn pages(cmd: &Command, dir: &Path, written: &mut Vec<PathBuf>) -> Result<()> {
+    pages_under(cmd, None, dir, written)
+}
+
+fn pages_under(
+    cmd: &Command,
+    parent: Option<&str>,
+    dir: &Path,
+    written: &mut Vec<PathBuf>,
+) -> Result<()> {
     let man = clap_mangen::Man::new(cmd.clone())
         .source(concat!("rtscope ", env!("CARGO_PKG_VERSION")))
         .manual("rtscope manual");
     let path = dir.join(man.get_filename());
+    let name = cmd.get_display_name().unwrap_or(cmd.get_name()).to_string();
+    let subs: Vec<&Command> = cmd.get_subcommands().filter(|s| !s.is_hide_set()).collect();
+    // SEE ALSO: the parent page, then the pages this one leads to.
+    let mut see: Vec<String> = parent.map(str::to_string).into_iter().collect();
+    see.extend(
+        subs.iter()
+            .map(|s| s.get_display_name().unwrap_or(s.get_name()).to_string()),
+    );
+    // clap's page, with rtscope's sections before the version (the last).
     let mut buf = Vec::new();
     man.render(&mut buf)?;
+    let page = String::from_utf8_lossy(&buf).into_owned();
+    let extra = extra_sections(&name, &see);
+    let page = match page.find(".SH VERSION") {
+        Some(i) => format!("{}{extra}{}", &page[..i], &page[i..]),
+        None => page + &extra,
+    };
+    let buf = page.into_bytes();
     std::fs::write(&path, buf).with_context(|| format!("writing {}", path.display()))?;
     written.push(path);
-    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        pages(sub, dir, written)?;
+    for sub in subs {
+        pages_under(sub, Some(&name), dir, written)?;
     }
     Ok(())
 }
@@ -139,6 +291,69 @@ mod tests {
         );
         assert!(cyclic.contains("rtscope\\-cyclic"), "{cyclic}");
         assert!(cyclic.contains("\\-\\-no\\-rt"), "{cyclic}");
+    }
+
+    #[test]
+    fn every_page_has_examples_that_parse_exit_status_and_see_also() {
+        use clap::Parser;
+        let dir = tempfile::tempdir().unwrap();
+        let pages = write_pages(dir.path()).unwrap();
+        for p in &pages {
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(p).unwrap();
+            let at = |h: &str| text.find(h).unwrap_or_else(|| panic!("{name}: no {h}"));
+            // After clap's sections, before the version.
+            assert!(at(".SH OPTIONS") < at(".SH EXAMPLES"), "{name}");
+            assert!(at(".SH EXAMPLES") < at(".SH \"EXIT STATUS\""), "{name}");
+            assert!(at(".SH \"EXIT STATUS\"") < at(".SH \"SEE ALSO\""), "{name}");
+            assert!(at(".SH \"SEE ALSO\"") < at(".SH VERSION"), "{name}");
+            assert_eq!(
+                text.matches(".ie \\n(.g").count(),
+                1,
+                "{name}: one preamble"
+            );
+            for code in ["0", "1", "2", "3", "130"] {
+                assert!(
+                    text.contains(&format!("\n.TP\n{code}\n")),
+                    "{name}: exit {code}"
+                );
+            }
+            if name != "rtscope" {
+                assert!(
+                    text.contains("rtscope(1)") || name.starts_with("rtscope-import-"),
+                    "{name}"
+                );
+            }
+        }
+        assert_eq!(
+            pages.len(),
+            EXAMPLES.len(),
+            "a page without examples, or examples without a page"
+        );
+        for (page, examples) in EXAMPLES {
+            assert!(!examples.is_empty(), "{page}");
+            assert!(
+                pages
+                    .iter()
+                    .any(|p| p.file_stem().unwrap().to_string_lossy() == *page),
+                "{page}: no such page"
+            );
+            for (what, cmd) in *examples {
+                assert!(!what.is_empty());
+                // The command names its page's subcommand and parses.
+                let words: Vec<&str> = cmd.split_whitespace().collect();
+                let sub = page.trim_start_matches("rtscope").replace('-', " ");
+                assert!(cmd.starts_with(&format!("rtscope{sub}")), "{page}: {cmd}");
+                if let Err(e) = crate::cli::Cli::try_parse_from(&words) {
+                    panic!("{page}: {cmd}: {e}");
+                }
+            }
+        }
+        let cyclic = std::fs::read_to_string(dir.path().join("rtscope-cyclic.1")).unwrap();
+        assert!(cyclic.contains("cyclictest(8)"), "{cyclic}");
+        let import =
+            std::fs::read_to_string(dir.path().join("rtscope-import-cyclictest.1")).unwrap();
+        assert!(import.contains("rtscope\\-import(1)"), "{import}");
     }
 
     #[test]
