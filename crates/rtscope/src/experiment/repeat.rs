@@ -12,7 +12,9 @@ use anyhow::Result;
 
 use super::run::Finished;
 use rtscope_core::record::{blocks, LatencyHistogram};
-use rtscope_core::result::{EndReason, ResultDocument, Series, Stats, Threshold, Timeline};
+use rtscope_core::result::{
+    Corrected, EndReason, ResultDocument, Series, Stats, Threshold, Timeline,
+};
 
 /// Runs `once(k)` for k = 1..=n, stopping early when a run was interrupted
 /// (a signal) or ended in an error; returns the documents of the runs made.
@@ -290,6 +292,21 @@ pub fn pool_series(parts: &[&Series], starts: &[u64]) -> Series {
     spikes.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
     spikes.truncate(keep);
     let bl: Option<Vec<_>> = parts.iter().map(|p| p.blocks.as_ref()).collect();
+    // Over the intended periods: the parts' own such figures pooled alike
+    // (only when every part has them).
+    let corrected = parts
+        .iter()
+        .map(|p| p.over_intended_periods())
+        .collect::<Option<Vec<Series>>>()
+        .map(|views| {
+            let v = pool_series(&views.iter().collect::<Vec<_>>(), starts);
+            Corrected {
+                stats: v.stats,
+                histogram: v.histogram,
+                blocks: v.blocks,
+                above_threshold: v.counters.above_threshold,
+            }
+        });
     Series {
         label: first.label.clone(),
         attributes: first.attributes.clone(),
@@ -306,6 +323,7 @@ pub fn pool_series(parts: &[&Series], starts: &[u64]) -> Series {
                 ..(*p).clone()
             })
             .collect(),
+        corrected,
     }
 }
 
@@ -395,6 +413,53 @@ mod tests {
         d.duration_ns = 1_000_000_000;
         d.warnings = vec!["w".into()];
         d
+    }
+
+    /// Series over their intended periods pool into the pooled series'
+    /// own such figures (counts, threshold counts and blocks summed); one
+    /// run without them leaves the pooled series without them.
+    #[test]
+    fn figures_over_intended_periods_are_pooled_too() {
+        let run = |start: u64, missed: u32| {
+            let mut r = SeriesRecorder::new(start, 4, Some(1_000)).over_intended_periods(1_000_000);
+            for i in 0..100u64 {
+                let late = i == 50;
+                r.record(&Sample {
+                    seq: i,
+                    t_ns: start + i * 1_000_000,
+                    latency_ns: if late {
+                        i64::from(missed) * 1_000_000 + 500
+                    } else {
+                        800
+                    },
+                    overruns: if late { missed } else { 0 },
+                    cpu: 0,
+                });
+            }
+            r.to_series("all", 0)
+        };
+        let (a, b) = (run(0, 30), run(9_000_000_000, 10));
+        let p = pool_series(&[&a, &b], &[0, 9_000_000_000]);
+        let c = p.corrected.clone().unwrap();
+        assert_eq!(c.stats.count, 240);
+        assert_eq!(p.stats.count, 200);
+        // Each stall: the wake-up and all but its last skipped period (500 ns).
+        assert_eq!(c.above_threshold, Some(30 + 10));
+        assert_eq!(c.stats.max_ns, 30_000_500);
+        let blocks = blocks::decode(c.blocks.as_ref().unwrap()).unwrap();
+        assert_eq!(blocks.iter().flatten().map(|e| e.1).sum::<u64>(), 240);
+        // The repetitions keep theirs: the view pools them alike.
+        assert_eq!(
+            p.over_intended_periods().unwrap().repetitions[1]
+                .stats
+                .count,
+            110
+        );
+        let mut old = b.clone();
+        old.corrected = None;
+        assert!(pool_series(&[&a, &old], &[0, 9_000_000_000])
+            .corrected
+            .is_none());
     }
 
     #[test]
