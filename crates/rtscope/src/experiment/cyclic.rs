@@ -646,6 +646,7 @@ pub fn run(options: &CyclicOptions) -> Result<i32> {
     }
     let out = execute(&plan)?;
     let threshold = out.doc.threshold.clone();
+    let fail = fail_line(&out.doc);
     let accuracy = out.doc.trace.as_ref().map(|t| t.accuracy.clone());
     let code = out.deliver(&plan);
     if code != EXIT_OK {
@@ -658,15 +659,33 @@ pub fn run(options: &CyclicOptions) -> Result<i32> {
         );
         return Ok(EXIT_RUN);
     }
-    if let Some(t) = threshold.filter(|t| t.exceeded) {
-        eprintln!(
-            "fail: {} samples above {}",
-            t.samples_above,
-            format_ns(t.fail_above_ns)
-        );
+    if threshold.is_some_and(|t| t.exceeded) {
+        eprintln!("{fail}");
         return Ok(EXIT_THRESHOLD);
     }
     Ok(EXIT_OK)
+}
+
+/// The `fail:` line of `--fail-above`: the samples above it, and the
+/// intended periods above it (missed ones at their lateness) when the
+/// union has them. A skipped period is never later than the wake-up that
+/// skipped it, so the verdict is the same either way; the count is not.
+fn fail_line(doc: &ResultDocument) -> String {
+    let Some(t) = &doc.threshold else {
+        return String::new();
+    };
+    let periods = doc
+        .series
+        .iter()
+        .find(|s| s.label == "all")
+        .and_then(|s| s.corrected.as_ref()?.above_threshold)
+        .map(|n| format!(" ({n} of the intended periods)"))
+        .unwrap_or_default();
+    format!(
+        "fail: {} samples above {}{periods}",
+        t.samples_above,
+        format_ns(t.fail_above_ns)
+    )
 }
 
 /// `--repeat N`: N runs one after the other, pooled into one document
@@ -706,12 +725,8 @@ fn run_repeated(plan: &CyclicPlan, n: usize) -> Result<i32> {
     if code != EXIT_OK || !errors.is_empty() {
         return Ok(EXIT_RUN);
     }
-    if let Some(t) = doc.threshold.filter(|t| t.exceeded) {
-        eprintln!(
-            "fail: {} samples above {}",
-            t.samples_above,
-            format_ns(t.fail_above_ns)
-        );
+    if doc.threshold.as_ref().is_some_and(|t| t.exceeded) {
+        eprintln!("{}", fail_line(&doc));
         return Ok(EXIT_THRESHOLD);
     }
     Ok(EXIT_OK)
@@ -1062,6 +1077,37 @@ mod aggregate_tests {
             tracer: None,
             live: None,
         }
+    }
+
+    /// `--fail-above`: the samples above it, and the intended periods above
+    /// it when the union has them (not for a union without, or no threshold).
+    #[test]
+    fn the_fail_line_counts_the_intended_periods_too() {
+        let (mut s0, r0) = ring(64);
+        let mut agg = threads(vec![(1_000, r0)], Some(1_200));
+        s0.push(Sample {
+            seq: 0,
+            t_ns: 10_000,
+            latency_ns: 4_500,
+            overruns: 4,
+            cpu: 0,
+        });
+        agg.drain();
+        let (series, _) = agg.series();
+        let mut doc = ResultDocument::new("cyclic", json!({}), Default::default(), series);
+        assert_eq!(fail_line(&doc), "");
+        doc.threshold = Some(Threshold {
+            fail_above_ns: 1_200,
+            exceeded: true,
+            samples_above: 1,
+        });
+        // 4500 and the skipped 3500, 2500, 1500 (not 500).
+        assert_eq!(
+            fail_line(&doc),
+            "fail: 1 samples above 1.2us (4 of the intended periods)"
+        );
+        doc.series[1].corrected = None;
+        assert_eq!(fail_line(&doc), "fail: 1 samples above 1.2us");
     }
 
     /// A thread that missed more than 1 % of its periods is named when the
