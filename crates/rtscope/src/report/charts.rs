@@ -496,6 +496,9 @@ pub fn percentiles(
     }
 }
 
+/// A point that breaks a line: the next point starts a new stroke.
+pub const GAP: (f64, f64) = (f64::NAN, f64::NAN);
+
 /// More timeline points than this are merged (a chart is about 1100 px wide).
 pub const MAX_TIMELINE_POINTS: usize = 1200;
 
@@ -606,6 +609,7 @@ pub fn timeline_with_loads(
     // A sample in a thread's series and in the union is marked once.
     let mut marked = std::collections::HashSet::new();
     let mut shown_interval: Option<u64> = None;
+    let mut gaps = false;
     for p in &draw {
         let tl = &p.series.timeline;
         if tl.points.is_empty() {
@@ -613,20 +617,24 @@ pub fn timeline_with_loads(
         }
         let (points, interval_ns) = decimate(&tl.points, tl.interval_ns, MAX_TIMELINE_POINTS);
         shown_interval = shown_interval.max(Some(interval_ns));
-        // A step over each interval: [t, t + interval) at the interval's value.
+        // A step over each interval: [t, t + interval) at the interval's
+        // value; an interval without a sample (a stalled thread) is a gap
+        // in the line ([`GAP`]), not a line drawn across it.
         let steps = |v: &dyn Fn(&TimelinePoint) -> f64| -> Vec<(f64, f64)> {
-            points
-                .iter()
-                .filter(|q| q.count > 0)
-                .flat_map(|q| {
-                    let y = v(q).max(y_min_ns) / unit.div;
-                    [
-                        (tx(q.t_ns), y),
-                        (tx(q.t_ns + interval_ns).min(tx(t_end_ns)), y),
-                    ]
-                })
-                .collect()
+            let mut out = Vec::with_capacity(points.len() * 2);
+            let mut end: Option<u64> = None;
+            for q in points.iter().filter(|q| q.count > 0) {
+                if end.is_some_and(|e| q.t_ns > e) {
+                    out.push(GAP);
+                }
+                let y = v(q).max(y_min_ns) / unit.div;
+                out.push((tx(q.t_ns), y));
+                out.push((tx(q.t_ns + interval_ns).min(tx(t_end_ns)), y));
+                end = Some(q.t_ns + interval_ns);
+            }
+            out
         };
+        gaps |= points.iter().any(|q| q.count == 0);
         lines.push(Line {
             label: format!("{} max", p.label),
             color: p.color,
@@ -700,9 +708,14 @@ pub fn timeline_with_loads(
         x: linear_axis(
             (t_end_ns as f64 / 1e9 / tunit.div).max(1e-9),
             format!(
-                "time since start ({}); max (solid) and mean (dashed) over each {}; markers: worst samples at their time{}",
+                "time since start ({}); max (solid) and mean (dashed) over each {}; markers: worst samples at their time{}{}",
                 tunit.name,
                 rtscope_core::units::format_ns(interval),
+                if gaps {
+                    "; gaps: no wake-up in the interval"
+                } else {
+                    ""
+                },
                 if bands.is_empty() {
                     ""
                 } else {
@@ -804,6 +817,58 @@ mod tests {
         // Without a schedule: no band, the label as before.
         let c = timeline("t", &p, &p, 600, 300);
         assert!(c.bands.is_empty() && !c.x.label.contains("shaded"));
+    }
+
+    /// Intervals without a sample (a thread stalled for 3 s) are gaps in
+    /// the lines, said in the axis label; a timeline without any is one
+    /// stroke per line, as before.
+    #[test]
+    fn intervals_without_samples_are_gaps() {
+        let series = |stall: bool| {
+            let mut rec = rtscope_core::record::SeriesRecorder::new(0, 4, None);
+            for i in (0..10_000u64).filter(|i| !stall || !(3_000..6_000).contains(i)) {
+                rec.record(&rtscope_core::sample::Sample {
+                    seq: i,
+                    t_ns: i * 1_000_000,
+                    latency_ns: 20_000,
+                    overruns: 0,
+                    cpu: 0,
+                });
+            }
+            rec.to_series("thread 0", 0)
+        };
+        let strokes = |s: &Series| {
+            let p = [Plotted {
+                label: "thread 0".into(),
+                color: "#000",
+                series: s,
+                start_clock_ns: 0,
+            }];
+            let c = timeline("t", &p, &p, 600, 300);
+            let max = c.lines.iter().find(|l| l.label == "thread 0 max").unwrap();
+            assert_eq!(
+                max.points.iter().filter(|q| q.0.is_nan()).count(),
+                usize::from(c.x.label.contains("gaps"))
+            );
+            let svg = c.render();
+            let d = svg
+                .split("<path class=\"series\" d=\"")
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+                .unwrap()
+                .to_string();
+            assert!(!d.contains("NaN"), "{d}");
+            (d.matches('M').count(), c.x.label)
+        };
+        let (n, label) = strokes(&series(true));
+        assert_eq!(n, 2, "one stroke before the stall, one after");
+        assert!(
+            label.contains("; gaps: no wake-up in the interval"),
+            "{label}"
+        );
+        let (n, label) = strokes(&series(false));
+        assert_eq!(n, 1);
+        assert!(!label.contains("gaps"), "{label}");
     }
 
     #[test]
