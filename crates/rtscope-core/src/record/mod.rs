@@ -50,6 +50,9 @@ pub struct SeriesRecorder {
     threshold_ns: Option<u64>,
     /// The distribution over the intended periods, when asked for.
     pub corrected: Option<CorrectedRecorder>,
+    /// The run's end ([`ending_at`](Self::ending_at)): deadlines at or after
+    /// it were never due.
+    end_ns: Option<u64>,
 }
 
 /// The distribution of a periodic series over its intended periods: every
@@ -96,6 +99,31 @@ impl SeriesRecorder {
             above_threshold: 0,
             threshold_ns,
             corrected: None,
+            end_ns: None,
+        }
+    }
+
+    /// The run ends at `end_ns` (absolute, on the samples' clock; `None`:
+    /// no end time): its loops wait for no deadline at or after it, so a
+    /// wake-up that came after the end skipped only the periods due before
+    /// it. The periods it skipped beyond the end are neither counted in
+    /// `overruns` nor filled in over the intended periods (they need the
+    /// period: [`record_in`](Self::record_in)'s, or the recorder's own).
+    pub fn ending_at(mut self, end_ns: Option<u64>) -> Self {
+        self.end_ns = end_ns;
+        self
+    }
+
+    /// Of the periods `s` skipped (`s.overruns`, `period_ns` apart after
+    /// its due time), those due before the end.
+    fn skipped_before_end(&self, s: &Sample, lat: u64, period_ns: u64) -> u64 {
+        let n = u64::from(s.overruns);
+        match self.end_ns {
+            Some(end) if period_ns > 0 => {
+                let due = s.t_ns.saturating_sub(lat);
+                n.min(end.saturating_sub(due).saturating_sub(1) / period_ns)
+            }
+            _ => n,
         }
     }
 
@@ -142,8 +170,9 @@ impl SeriesRecorder {
         self.timeline.push(s.t_ns, lat);
         self.blocks.push(s.t_ns, lat);
         self.spikes.offer(s);
-        if s.overruns > 0 {
-            self.overruns += u64::from(s.overruns);
+        let skipped = self.skipped_before_end(s, lat, period_ns);
+        if skipped > 0 {
+            self.overruns += skipped;
             self.overrun_samples += 1;
         }
         if let Some(t) = self.threshold_ns {
@@ -158,8 +187,8 @@ impl SeriesRecorder {
             if self.threshold_ns.is_some_and(|t| lat > t) {
                 c.above_threshold += 1;
             }
-            if s.overruns > 0 && period_ns > 0 {
-                let missed = u64::from(s.overruns).min(lat / period_ns);
+            if skipped > 0 && period_ns > 0 {
+                let missed = skipped.min(lat / period_ns);
                 c.hist.record_missed(lat, period_ns, missed);
                 // The smallest lateness first: latency - missed * period.
                 c.stats
@@ -293,6 +322,47 @@ mod tests {
         let mut n = SeriesRecorder::new(0, 4, None);
         n.record(&s(1, 6_500, 4_500, 4));
         assert!(n.to_series("t", 0).corrected.is_none());
+    }
+
+    /// A wake-up after the run's end skipped only the periods due before
+    /// it: due at 1000, 4500 late, period 1000, end at 3500: the deadlines
+    /// 2000 and 3000 were due (3500 lateness 2500 and 1500), 4000 and 5000
+    /// were not. Counters and the intended periods agree.
+    #[test]
+    fn periods_past_the_end_were_never_due() {
+        let late = |end: Option<u64>, period: Option<u64>| {
+            let mut r = SeriesRecorder::new(0, 4, None).ending_at(end);
+            if let Some(p) = period {
+                r = r.over_intended_periods(p);
+            }
+            r.record(&s(0, 5_500, 4_500, 4));
+            r.to_series("t", 0)
+        };
+        let ser = late(Some(3_500), Some(1_000));
+        assert_eq!(ser.counters.overruns, 2);
+        assert_eq!(ser.counters.overrun_samples, 1);
+        let c = ser.corrected.unwrap();
+        assert_eq!(c.stats.count, 3);
+        assert_eq!(c.histogram.buckets, [[2_500, 1], [3_500, 1], [4_500, 1]]);
+        // A deadline at the end is not due; one just before it is.
+        assert_eq!(late(Some(3_000), Some(1_000)).counters.overruns, 1);
+        assert_eq!(late(Some(3_001), Some(1_000)).counters.overruns, 2);
+        // The end before the due time itself: nothing skipped within the run.
+        let ser = late(Some(500), Some(1_000));
+        assert_eq!(
+            (ser.counters.overruns, ser.counters.overrun_samples),
+            (0, 0)
+        );
+        assert_eq!(ser.corrected.unwrap().stats.count, 1);
+        // No end, or no period to place the deadlines: all of them.
+        assert_eq!(late(None, Some(1_000)).counters.overruns, 4);
+        assert_eq!(late(Some(3_500), None).counters.overruns, 4);
+        // The union: the period comes with the sample.
+        let mut u = SeriesRecorder::new(0, 4, None)
+            .ending_at(Some(3_500))
+            .over_intended_periods(0);
+        u.record_in(&s(0, 5_500, 4_500, 4), 1_000);
+        assert_eq!(u.to_series("all", 0).counters.overruns, 2);
     }
 
     #[test]

@@ -348,19 +348,32 @@ fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
 
 /// A thread's recorder: its samples, and its intended periods (the missed
 /// ones counted at their lateness, see `SeriesRecorder::over_intended_periods`).
+/// Periods due at or after the run's end (`end_ns`: the threads' common
+/// end time, [`end_time`]) were never due: a wake-up past the end skipped
+/// only those before it.
 fn thread_recorder(
     tp: &ThreadPlan,
     origin: u64,
+    end_ns: Option<u64>,
     spikes: usize,
     threshold: Option<u64>,
 ) -> SeriesRecorder {
-    SeriesRecorder::new(origin, spikes, threshold).over_intended_periods(tp.period_ns)
+    SeriesRecorder::new(origin, spikes, threshold)
+        .ending_at(end_ns)
+        .over_intended_periods(tp.period_ns)
 }
 
 /// The union's recorder (`all`): the threads' periods may differ, so each
 /// sample is recorded with its own thread's period.
-fn union_recorder(origin: u64, spikes: usize, threshold: Option<u64>) -> SeriesRecorder {
-    SeriesRecorder::new(origin, spikes, threshold).over_intended_periods(0)
+fn union_recorder(
+    origin: u64,
+    end_ns: Option<u64>,
+    spikes: usize,
+    threshold: Option<u64>,
+) -> SeriesRecorder {
+    SeriesRecorder::new(origin, spikes, threshold)
+        .ending_at(end_ns)
+        .over_intended_periods(0)
 }
 
 /// The warning of more than 1 % of the periods missed ([`run::Overload`]):
@@ -841,6 +854,8 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         let _ = s.send(Some(start_at));
     }
     let t0 = Instant::now();
+    // The threads' common end time (each ends there by itself).
+    let end_at = end_time(start_at, plan.duration_ns);
     let tracer = match (trace_inst, &plan.trace) {
         (Some(inst), Some(tp)) => Some(super::cyclic_trace::Tracer::new(
             inst,
@@ -863,7 +878,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             .into_iter()
             .zip(states)
             .map(|((tp, source), state)| ThreadView {
-                rec: thread_recorder(&tp, start_at, plan.spikes, plan.fail_above_ns),
+                rec: thread_recorder(&tp, start_at, end_at, plan.spikes, plan.fail_above_ns),
                 plan: tp,
                 state,
                 last: None,
@@ -874,7 +889,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
                 source,
             })
             .collect(),
-        all: union_recorder(start_at, plan.spikes, plan.fail_above_ns),
+        all: union_recorder(start_at, end_at, plan.spikes, plan.fail_above_ns),
         raw,
         tracer,
         live: live_sinks,
@@ -1049,9 +1064,17 @@ mod aggregate_tests {
         threads(vec![(1000, source)], None)
     }
 
-    /// An aggregate of threads with these periods, recorded as `execute`
-    /// records them.
     fn threads(periods: Vec<(u64, RingSource)>, threshold: Option<u64>) -> Aggregate {
+        threads_until(periods, threshold, None)
+    }
+
+    /// An aggregate of threads with these periods, recorded as `execute`
+    /// records them (a run that ends at `end`).
+    fn threads_until(
+        periods: Vec<(u64, RingSource)>,
+        threshold: Option<u64>,
+        end: Option<u64>,
+    ) -> Aggregate {
         Aggregate {
             threads: periods
                 .into_iter()
@@ -1063,7 +1086,7 @@ mod aggregate_tests {
                         period_ns,
                     };
                     ThreadView {
-                        rec: thread_recorder(&plan, 0, 4, threshold),
+                        rec: thread_recorder(&plan, 0, end, 4, threshold),
                         plan,
                         state: None,
                         last: None,
@@ -1072,11 +1095,42 @@ mod aggregate_tests {
                     }
                 })
                 .collect(),
-            all: union_recorder(0, 4, threshold),
+            all: union_recorder(0, end, 4, threshold),
             raw: None,
             tracer: None,
             live: None,
         }
+    }
+
+    /// A thread that woke 2 s after a 1 s run's end (the r1 of docs/report.md:
+    /// 3999 periods counted of a 2000-period run) skipped only the periods
+    /// due before the end: the thread's and the union's counters and
+    /// periods stop there.
+    #[test]
+    fn a_wake_up_past_the_end_skipped_only_the_periods_before_it() {
+        let (mut s0, r0) = ring(64);
+        let period = 500_000;
+        let mut agg = threads_until(vec![(period, r0)], None, Some(1_000_000_000));
+        // Due at 40 ms, woke at 2.04 s: 3999 deadlines passed, 1919 before the end.
+        s0.push(Sample {
+            seq: 80,
+            t_ns: 2_040_000_000,
+            latency_ns: 2_000_000_000,
+            overruns: 3_999,
+            cpu: 0,
+        });
+        agg.drain();
+        let (series, w) = agg.series();
+        for s in &series {
+            assert_eq!(s.counters.overruns, 1_919, "{}", s.label);
+            assert_eq!(
+                s.corrected.as_ref().unwrap().stats.count,
+                1_920,
+                "{}",
+                s.label
+            );
+        }
+        assert!(w[0].contains("(1919 of 1920"), "{w:?}");
     }
 
     /// `--fail-above`: the samples above it, and the intended periods above
