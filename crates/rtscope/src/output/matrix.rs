@@ -98,14 +98,14 @@ fn over(cells: &[CellEntry]) -> String {
         .filter(|c| c.summary.as_ref().is_some_and(|s| !s.over_intended_periods))
         .map(|c| c.id.as_str())
         .collect();
+    let intended = "over the intended periods, each missed period counted at its lateness";
     if older.is_empty() {
-        "over the intended periods (each missed period counted at its lateness)".into()
+        intended.into()
     } else if older.len() == with.len() {
         "over the wake-ups".into()
     } else {
         format!(
-            "over the intended periods (each missed period counted at its lateness), \
-             but over the wake-ups in {} (results of an older rtscope)",
+            "{intended}; over the wake-ups in {} (results of an older rtscope)",
             older.join(", ")
         )
     }
@@ -249,13 +249,13 @@ mod tests {
         };
         let new = [cell("a", s(true)), cell("b", s(true)), cell("c", None)];
         let t = table(&new);
-        assert!(t.starts_with("\nmatrix summary (all threads, latency in us over the intended periods (each missed period counted at its lateness)):\n"), "{t}");
-        assert!(markdown(&new).contains("Latency in microseconds over the intended periods (each missed period counted at its lateness), all"));
+        assert!(t.starts_with("\nmatrix summary (all threads, latency in us over the intended periods, each missed period counted at its lateness):\n"), "{t}");
+        assert!(markdown(&new).contains("Latency in microseconds over the intended periods, each missed period counted at its lateness, all"));
         let old = [cell("a", s(false)), cell("b", s(false)), cell("c", None)];
         assert!(table(&old)
             .starts_with("\nmatrix summary (all threads, latency in us over the wake-ups):\n"));
         let mixed = [cell("a", s(false)), cell("b", s(true)), cell("c", s(false))];
         assert!(table(&mixed)
-            .contains("but over the wake-ups in a, c (results of an older rtscope)):\n"));
+            .contains("lateness; over the wake-ups in a, c (results of an older rtscope)):\n"));
     }
 }

@@ -339,10 +339,15 @@ pub fn compared_series(runs: &[Run], m: &Matched) -> (Vec<Series>, Over) {
         .filter(|(_, s)| s.corrected.is_none())
         .map(|(r, _)| r.name.as_str())
         .collect();
-    let missed: u64 = series.iter().map(|s| s.counters.overruns).sum();
+    let missed: Vec<String> = runs
+        .iter()
+        .zip(&series)
+        .filter(|(_, s)| s.counters.overruns > 0)
+        .map(|(r, s)| format!("{} in {}", s.counters.overruns, r.name))
+        .collect();
     let some_have = series.iter().any(|s| s.corrected.is_some());
     let plain: Vec<Series> = series.into_iter().cloned().collect();
-    if missed == 0 && !some_have {
+    if missed.is_empty() && !some_have {
         return (plain, Over::Samples);
     }
     let note = format!(
@@ -354,10 +359,13 @@ pub fn compared_series(runs: &[Run], m: &Matched) -> (Vec<Series>, Over) {
         } else {
             format!("{} have", without.join(", "))
         },
-        if missed > 0 {
-            format!(": the {missed} missed periods are left out of the percentiles")
-        } else {
+        if missed.is_empty() {
             String::new()
+        } else {
+            format!(
+                ": the missed periods ({}) are left out of the percentiles",
+                missed.join(", ")
+            )
         }
     );
     (plain, Over::WakeUps(note))
@@ -1257,8 +1265,8 @@ mod tests {
         ];
         let c = build(String::new(), runs, &[]).unwrap();
         let want = "thread 1: compared over the wake-ups, as old has no figures over the \
-                    intended periods (written by an older rtscope): the 5000 missed periods \
-                    are left out of the percentiles";
+                    intended periods (written by an older rtscope): the missed periods \
+                    (5000 in old) are left out of the percentiles";
         assert_eq!(c.series[0].over, Over::WakeUps(want.into()));
         assert_eq!(c.notes, [want]);
         assert!(text(&c).contains(&format!("note: {want}\n")));
@@ -1271,6 +1279,10 @@ mod tests {
             panic!("{:?}", c.series[0].over)
         };
         assert!(note.contains("as a, b have no figures"), "{note}");
+        assert!(
+            note.ends_with(": the missed periods (5000 in b) are left out of the percentiles"),
+            "{note}"
+        );
         // Neither has them, nothing missed: plain samples.
         let runs = vec![
             without_corrected(run_of("a", 15_000, 0)),
