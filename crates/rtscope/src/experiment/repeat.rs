@@ -220,7 +220,10 @@ pub fn pool_series(parts: &[&Series], starts: &[u64]) -> Series {
     for p in parts {
         hist.add(&LatencyHistogram::from_export(&p.histogram));
     }
-    let n: u64 = parts.iter().map(|p| p.stats.count).sum();
+    // Saturating: the parts may be documents read from files (`pool`).
+    let n: u64 = parts
+        .iter()
+        .fold(0u64, |a, p| a.saturating_add(p.stats.count));
     let nf = n.max(1) as f64;
     let with = parts.iter().filter(|p| p.stats.count > 0);
     let min = with.clone().map(|p| p.stats.min_ns).min().unwrap_or(0);
@@ -261,12 +264,12 @@ pub fn pool_series(parts: &[&Series], starts: &[u64]) -> Series {
     let mut counters = first.counters.clone();
     for p in &parts[1..] {
         let c = &p.counters;
-        counters.overruns += c.overruns;
-        counters.overrun_samples += c.overrun_samples;
-        counters.dropped += c.dropped;
-        counters.negative += c.negative;
+        counters.overruns = counters.overruns.saturating_add(c.overruns);
+        counters.overrun_samples = counters.overrun_samples.saturating_add(c.overrun_samples);
+        counters.dropped = counters.dropped.saturating_add(c.dropped);
+        counters.negative = counters.negative.saturating_add(c.negative);
         counters.above_threshold = match (counters.above_threshold, c.above_threshold) {
-            (Some(a), Some(b)) => Some(a + b),
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
             (a, b) => a.or(b),
         };
     }
@@ -359,7 +362,9 @@ pub fn pool(docs: Vec<ResultDocument>) -> ResultDocument {
     let last = docs.last().expect("documents");
     out.ended_at = last.ended_at.clone();
     out.end_reason = last.end_reason;
-    out.duration_ns = docs.iter().map(|d| d.duration_ns).sum();
+    out.duration_ns = docs
+        .iter()
+        .fold(0u64, |a, d| a.saturating_add(d.duration_ns));
     out.loads = docs.iter().flat_map(|d| d.loads.clone()).collect();
     out.break_event = docs.iter().find_map(|d| d.break_event.clone());
     out.threshold = docs[0].threshold.as_ref().map(|t| Threshold {
@@ -370,7 +375,7 @@ pub fn pool(docs: Vec<ResultDocument>) -> ResultDocument {
         samples_above: docs
             .iter()
             .filter_map(|d| d.threshold.as_ref().map(|t| t.samples_above))
-            .sum(),
+            .fold(0u64, u64::saturating_add),
     });
     let mut warnings: Vec<String> = Vec::new();
     for w in docs.iter().flat_map(|d| &d.warnings) {
@@ -460,6 +465,41 @@ mod tests {
         assert!(pool_series(&[&a, &old], &[0, 9_000_000_000])
             .corrected
             .is_none());
+    }
+
+    /// Documents read from files (`pool`) may hold counts near u64::MAX:
+    /// the sums saturate instead of panicking (the hard pass's `pool` of a
+    /// document whose counts were u64::MAX panicked on overflow).
+    #[test]
+    fn pooling_huge_counts_saturates() {
+        let mut a = doc(0, 10_000);
+        let mut b = doc(5_000_000_000, 20_000);
+        for d in [&mut a, &mut b] {
+            let s = &mut d.series[0];
+            s.stats.count = u64::MAX;
+            s.counters.overruns = u64::MAX;
+            s.counters.overrun_samples = u64::MAX;
+            s.counters.dropped = u64::MAX;
+            s.counters.negative = u64::MAX;
+            s.counters.above_threshold = Some(u64::MAX);
+            d.duration_ns = u64::MAX;
+            d.threshold = Some(Threshold {
+                fail_above_ns: 1,
+                exceeded: true,
+                samples_above: u64::MAX,
+            });
+        }
+        let p = pool(vec![a, b]);
+        let s = &p.series[0];
+        assert_eq!(s.stats.count, u64::MAX);
+        let c = &s.counters;
+        assert_eq!(
+            [c.overruns, c.overrun_samples, c.dropped, c.negative],
+            [u64::MAX; 4]
+        );
+        assert_eq!(c.above_threshold, Some(u64::MAX));
+        assert_eq!(p.duration_ns, u64::MAX);
+        assert_eq!(p.threshold.unwrap().samples_above, u64::MAX);
     }
 
     #[test]

@@ -368,7 +368,9 @@ pub fn percentile_points(s: &Series) -> Vec<(f64, f64)> {
         .filter(|b| b[1] > 0)
         .collect();
     buckets.sort_unstable_by_key(|b| b[0]);
-    let n: u64 = buckets.iter().map(|b| b[1]).sum();
+    // Saturating: a document's counts are read, not trusted (no overflow
+    // panic on counts near u64::MAX).
+    let n: u64 = buckets.iter().fold(0u64, |a, b| a.saturating_add(b[1]));
     if n == 0 {
         return vec![];
     }
@@ -390,7 +392,7 @@ pub fn percentile_points(s: &Series) -> Vec<(f64, f64)> {
             v = v.clamp(lo, hi.max(lo));
         }
         let x0 = nines(below);
-        below += b[1];
+        below = below.saturating_add(b[1]);
         let x1 = nines(below);
         pts.push((x0, v as f64));
         pts.push((x1, v as f64));
@@ -869,6 +871,27 @@ mod tests {
         let (n, label) = strokes(&series(false));
         assert_eq!(n, 1);
         assert!(!label.contains("gaps"), "{label}");
+    }
+
+    /// Counts near u64::MAX (a document read, not trusted) saturate
+    /// instead of overflowing (the hard pass's `compare --html` panicked).
+    #[test]
+    fn percentile_points_of_huge_counts() {
+        let s = Series {
+            histogram: rtscope_core::result::HistogramExport {
+                lowest_ns: 1,
+                highest_ns: 100_000_000_000,
+                significant_digits: 3,
+                buckets: vec![[1_000, u64::MAX], [5_000, u64::MAX], [9_000, 7]],
+            },
+            ..Default::default()
+        };
+        let pts = percentile_points(&s);
+        assert_eq!(pts.len(), 6);
+        assert!(
+            pts.iter().all(|p| p.0.is_finite() && p.1.is_finite()),
+            "{pts:?}"
+        );
     }
 
     #[test]
