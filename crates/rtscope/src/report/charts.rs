@@ -567,7 +567,9 @@ pub fn timeline_with_loads(
         .iter()
         .flat_map(|p| {
             let tl = &p.series.timeline;
-            tl.points.last().map(|q| q.t_ns + tl.interval_ns)
+            tl.points
+                .last()
+                .map(|q| q.t_ns.saturating_add(tl.interval_ns))
         })
         .max()
         .unwrap_or(0);
@@ -631,8 +633,10 @@ pub fn timeline_with_loads(
                 }
                 let y = v(q).max(y_min_ns) / unit.div;
                 out.push((tx(q.t_ns), y));
-                out.push((tx(q.t_ns + interval_ns).min(tx(t_end_ns)), y));
-                end = Some(q.t_ns + interval_ns);
+                // Saturating: a document's times are read, not trusted.
+                let q_end = q.t_ns.saturating_add(interval_ns);
+                out.push((tx(q_end).min(tx(t_end_ns)), y));
+                end = Some(q_end);
             }
             out
         };
@@ -871,6 +875,40 @@ mod tests {
         let (n, label) = strokes(&series(false));
         assert_eq!(n, 1);
         assert!(!label.contains("gaps"), "{label}");
+    }
+
+    /// Timeline times near u64::MAX (a document read, not trusted) do not
+    /// overflow (the hard pass's report of such a document panicked, before
+    /// the gaps too).
+    #[test]
+    fn timeline_times_near_the_end_of_u64() {
+        let mut s = Series::default();
+        s.timeline.interval_ns = 1_000_000_000;
+        s.timeline.points = vec![
+            TimelinePoint {
+                t_ns: u64::MAX - 5,
+                count: 1,
+                min_ns: 1,
+                mean_ns: 1.0,
+                max_ns: 1,
+            },
+            TimelinePoint {
+                t_ns: 0,
+                count: 1,
+                min_ns: 1,
+                mean_ns: 1.0,
+                max_ns: 1,
+            },
+        ];
+        let p = [Plotted {
+            label: "t".into(),
+            color: "#000",
+            series: &s,
+            start_clock_ns: 0,
+        }];
+        let c = timeline("t", &p, &p, 600, 300);
+        assert!(!c.lines.is_empty());
+        assert!(!c.render().is_empty());
     }
 
     /// Counts near u64::MAX (a document read, not trusted) saturate
