@@ -178,6 +178,25 @@ impl BlockRecorder {
         self.block_ns *= 2;
     }
 
+    /// Both recorders' blocks together (the same origin): the one with the
+    /// shorter blocks is coarsened to the other's length first.
+    pub fn merged(&self, other: &BlockRecorder) -> BlockRecorder {
+        let (mut a, mut b) = (self.clone(), other.clone());
+        while a.block_ns < b.block_ns {
+            a.coarsen();
+        }
+        while b.block_ns < a.block_ns {
+            b.coarsen();
+        }
+        if b.blocks.len() > a.blocks.len() {
+            std::mem::swap(&mut a, &mut b);
+        }
+        for (x, y) in a.blocks.iter_mut().zip(&b.blocks) {
+            *x = merge(x, y);
+        }
+        a
+    }
+
     /// The time the first block starts at, ns.
     pub fn origin_ns(&self) -> u64 {
         self.origin_ns
@@ -381,6 +400,32 @@ mod tests {
             r.export().blocks.is_empty(),
             "a period of 0 fills in nothing"
         );
+    }
+
+    /// Merged recorders hold every value of both, coarsened to the longer
+    /// block; merging with an empty one keeps the other as it is.
+    #[test]
+    fn merged_recorders_hold_both() {
+        let mut a = BlockRecorder::new(0, 10, 4);
+        let mut b = BlockRecorder::new(0, 10, 4);
+        a.push(5, 100);
+        a.push(15, 100);
+        b.push(5, 100);
+        b.push(25, 7);
+        // b's last push coarsens it: blocks of 20.
+        b.push(75, 7);
+        assert_eq!(b.block_ns(), 20);
+        for m in [a.merged(&b), b.merged(&a)] {
+            assert_eq!(m.block_ns(), 20);
+            let d = decode(&m.export()).unwrap();
+            assert_eq!(d[0], vec![(bucket_of(100), 3)]);
+            assert_eq!(d[1], vec![(7, 1)]);
+            assert_eq!(d[3], vec![(7, 1)]);
+            assert_eq!(d.iter().flatten().map(|e| e.1).sum::<u64>(), 5);
+        }
+        let empty = BlockRecorder::new(0, 10, 4);
+        assert_eq!(a.merged(&empty).export(), a.export());
+        assert_eq!(empty.merged(&a).export(), a.export());
     }
 
     #[test]

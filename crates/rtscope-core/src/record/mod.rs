@@ -55,15 +55,17 @@ pub struct SeriesRecorder {
     end_ns: Option<u64>,
 }
 
-/// The distribution of a periodic series over its intended periods: every
-/// sample, and for each late wake-up the periods it skipped, at the
-/// lateness they had when it came (in the blocks of their own deadlines).
+/// What a periodic series adds over its intended periods: for each late
+/// wake-up, the periods it skipped, at the lateness they had when it came
+/// (in the blocks of their own deadlines). The wake-ups themselves are the
+/// recorder's own figures; the two are merged when the series is exported,
+/// so a wake-up on time costs nothing more here.
 #[derive(Debug, Clone)]
 pub struct CorrectedRecorder {
     pub hist: LatencyHistogram,
     pub stats: RunningStats,
     pub blocks: BlockRecorder,
-    /// Periods (taken or missed) above the threshold, if one is set.
+    /// Skipped periods above the threshold, if one is set.
     pub above_threshold: u64,
     /// The period of the series' samples (0: given with each sample).
     period_ns: u64,
@@ -181,12 +183,6 @@ impl SeriesRecorder {
             }
         }
         if let Some(c) = self.corrected.as_mut() {
-            c.hist.record(lat);
-            c.stats.push(s.latency_ns);
-            c.blocks.push(s.t_ns, lat);
-            if self.threshold_ns.is_some_and(|t| lat > t) {
-                c.above_threshold += 1;
-            }
             if skipped > 0 && period_ns > 0 {
                 let missed = skipped.min(lat / period_ns);
                 c.hist.record_missed(lat, period_ns, missed);
@@ -225,11 +221,18 @@ impl SeriesRecorder {
             spikes: self.spikes.sorted(),
             blocks: Some(self.blocks.export()),
             repetitions: vec![],
-            corrected: self.corrected.as_ref().map(|c| Corrected {
-                stats: c.stats.summary(&c.hist),
-                histogram: c.hist.export(),
-                blocks: Some(c.blocks.export()),
-                above_threshold: self.threshold_ns.map(|_| c.above_threshold),
+            corrected: self.corrected.as_ref().map(|c| {
+                // The wake-ups and the periods they skipped, together.
+                let mut hist = self.hist.clone();
+                hist.add(&c.hist);
+                Corrected {
+                    stats: self.stats.merged(&c.stats).summary(&hist),
+                    histogram: hist.export(),
+                    blocks: Some(self.blocks.merged(&c.blocks).export()),
+                    above_threshold: self
+                        .threshold_ns
+                        .map(|_| self.above_threshold + c.above_threshold),
+                }
             }),
         }
     }
