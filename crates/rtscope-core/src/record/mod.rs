@@ -368,6 +368,24 @@ mod tests {
         assert_eq!(u.to_series("all", 0).counters.overruns, 2);
     }
 
+    /// The skipped periods' blocks start where the wake-ups' do (the
+    /// recorder's origin, here 5 s on the clock): a 250 ms stall just after
+    /// the start fills the first three blocks, as the wake-ups' own would.
+    #[test]
+    fn skipped_periods_share_the_blocks_origin() {
+        let origin = 5_000_000_000;
+        let mut r = SeriesRecorder::new(origin, 4, None).over_intended_periods(1_000_000);
+        r.record(&s(0, origin + 1_000_000, 10_000, 0));
+        // Due at origin + 2 ms, woke 250 ms later: 250 periods skipped.
+        r.record(&s(1, origin + 252_000_000, 250_000_000, 250));
+        let c = r.to_series("t", 0).corrected.unwrap();
+        let b = blocks::decode(c.blocks.as_ref().unwrap()).unwrap();
+        assert_eq!(b.len(), 3, "blocks of 100 ms from the origin");
+        let per: Vec<u64> = b.iter().map(|x| x.iter().map(|e| e.1).sum()).collect();
+        // Deadlines 3..=99 ms (+ the first wake-up), 100..=199, 200..=252 (+ the late one).
+        assert_eq!(per, [98, 100, 54]);
+    }
+
     #[test]
     fn skipped_periods_above_a_threshold() {
         // 4500 late at 1000: 3500, 2500, 1500, 500.
