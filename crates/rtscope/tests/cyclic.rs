@@ -664,4 +664,53 @@ fn overloaded_run_on_every_cpu_ends_on_time_and_says_so() {
             "{warnings:?}"
         );
     }
+    // Over the intended periods: every series counts its wake-ups and the
+    // periods it missed (no more), its histogram holds them all; the
+    // summary adds that table exactly when periods were missed, and
+    // compare uses those figures.
+    for s in series {
+        let c = &s["corrected"];
+        let periods = c["stats"]["count"].as_u64().unwrap();
+        let (count, missed) = (
+            s["stats"]["count"].as_u64().unwrap(),
+            s["counters"]["overruns"].as_u64().unwrap(),
+        );
+        assert_eq!(periods, count + missed, "{}", s["label"]);
+        let held: u64 = c["histogram"]["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b[1].as_u64().unwrap())
+            .sum();
+        assert_eq!(held, periods, "{}", s["label"]);
+        assert!(
+            c["stats"]["max_ns"] == s["stats"]["max_ns"],
+            "{}",
+            s["label"]
+        );
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("latency in us, over the wake-ups:\n"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.contains("\nover the intended periods (each missed period counted at its lateness), latency in us:\n"),
+        missed > 0,
+        "{stdout}"
+    );
+    let cmp = rtscope()
+        .arg("compare")
+        .args([&json, &json])
+        .output()
+        .unwrap();
+    assert_exit(&cmp, 0);
+    let text = String::from_utf8_lossy(&cmp.stdout);
+    // (The unit follows the p99: µs or ms.)
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("all (") && l.contains("s, over intended periods)")),
+        "{text}"
+    );
+    assert!(!text.contains("note: "), "{text}");
 }

@@ -346,6 +346,55 @@ fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
     })
 }
 
+/// A thread's recorder: its samples, and its intended periods (the missed
+/// ones counted at their lateness, see `SeriesRecorder::over_intended_periods`).
+/// Periods due at or after the run's end (`end_ns`: the threads' common
+/// end time, [`end_time`]) were never due: a wake-up past the end skipped
+/// only those before it.
+fn thread_recorder(
+    tp: &ThreadPlan,
+    origin: u64,
+    end_ns: Option<u64>,
+    spikes: usize,
+    threshold: Option<u64>,
+) -> SeriesRecorder {
+    SeriesRecorder::new(origin, spikes, threshold)
+        .ending_at(end_ns)
+        .over_intended_periods(tp.period_ns)
+}
+
+/// The union's recorder (`all`): the threads' periods may differ, so each
+/// sample is recorded with its own thread's period.
+fn union_recorder(
+    origin: u64,
+    end_ns: Option<u64>,
+    spikes: usize,
+    threshold: Option<u64>,
+) -> SeriesRecorder {
+    SeriesRecorder::new(origin, spikes, threshold)
+        .ending_at(end_ns)
+        .over_intended_periods(0)
+}
+
+/// The warning of more than 1 % of the periods missed ([`run::Overload`]):
+/// the union's (the last series), or when it stays within 1 %, each
+/// thread's beyond it, labelled (one thread of many).
+fn missed_warnings(series: &[Series]) -> Vec<String> {
+    let Some((all, threads)) = series.split_last() else {
+        return vec![];
+    };
+    if let Some(w) = run::Overload::of(all).missed {
+        return vec![w];
+    }
+    if threads.len() < 2 {
+        return vec![];
+    }
+    threads
+        .iter()
+        .filter_map(|s| Some(format!("{}: {}", s.label, run::Overload::of(s).missed?)))
+        .collect()
+}
+
 /// Per-thread state of the aggregator.
 struct ThreadView {
     plan: ThreadPlan,
@@ -411,7 +460,7 @@ impl Aggregate {
         let mut hub = self.live.as_mut().map(|l| &mut l.hub);
         for (ti, t) in self.threads.iter_mut().enumerate() {
             let (rec, all, last, bins) = (&mut t.rec, &mut self.all, &mut t.last, &mut t.us_bins);
-            let idx = t.plan.index;
+            let (idx, period) = (t.plan.index, t.plan.period_ns);
             let raw = &mut self.raw;
             let tracer = &mut self.tracer;
             let hub = &mut hub;
@@ -424,7 +473,7 @@ impl Aggregate {
                 if let Some(tr) = tracer.as_mut() {
                     tr.sample(idx, s);
                 }
-                all.record(s);
+                all.record_in(s, period);
                 if let Some(b) = bins.as_mut() {
                     b.record(s.latency_ns, s.seq);
                 }
@@ -515,7 +564,7 @@ impl Aggregate {
             )),
             None => {}
         }
-        warnings.extend(overload.missed);
+        warnings.extend(missed_warnings(&series));
         if self.all.negative > 0 {
             warnings.push(format!(
                 "{} samples had negative latency (the clock was stepped)",
@@ -610,6 +659,7 @@ pub fn run(options: &CyclicOptions) -> Result<i32> {
     }
     let out = execute(&plan)?;
     let threshold = out.doc.threshold.clone();
+    let fail = fail_line(&out.doc);
     let accuracy = out.doc.trace.as_ref().map(|t| t.accuracy.clone());
     let code = out.deliver(&plan);
     if code != EXIT_OK {
@@ -622,15 +672,33 @@ pub fn run(options: &CyclicOptions) -> Result<i32> {
         );
         return Ok(EXIT_RUN);
     }
-    if let Some(t) = threshold.filter(|t| t.exceeded) {
-        eprintln!(
-            "fail: {} samples above {}",
-            t.samples_above,
-            format_ns(t.fail_above_ns)
-        );
+    if threshold.is_some_and(|t| t.exceeded) {
+        eprintln!("{fail}");
         return Ok(EXIT_THRESHOLD);
     }
     Ok(EXIT_OK)
+}
+
+/// The `fail:` line of `--fail-above`: the samples above it, and the
+/// intended periods above it (missed ones at their lateness) when the
+/// union has them. A skipped period is never later than the wake-up that
+/// skipped it, so the verdict is the same either way; the count is not.
+fn fail_line(doc: &ResultDocument) -> String {
+    let Some(t) = &doc.threshold else {
+        return String::new();
+    };
+    let periods = doc
+        .series
+        .iter()
+        .find(|s| s.label == "all")
+        .and_then(|s| s.corrected.as_ref()?.above_threshold)
+        .map(|n| format!(" ({n} of the intended periods)"))
+        .unwrap_or_default();
+    format!(
+        "fail: {} samples above {}{periods}",
+        t.samples_above,
+        format_ns(t.fail_above_ns)
+    )
 }
 
 /// `--repeat N`: N runs one after the other, pooled into one document
@@ -670,12 +738,8 @@ fn run_repeated(plan: &CyclicPlan, n: usize) -> Result<i32> {
     if code != EXIT_OK || !errors.is_empty() {
         return Ok(EXIT_RUN);
     }
-    if let Some(t) = doc.threshold.filter(|t| t.exceeded) {
-        eprintln!(
-            "fail: {} samples above {}",
-            t.samples_above,
-            format_ns(t.fail_above_ns)
-        );
+    if doc.threshold.as_ref().is_some_and(|t| t.exceeded) {
+        eprintln!("{}", fail_line(&doc));
         return Ok(EXIT_THRESHOLD);
     }
     Ok(EXIT_OK)
@@ -790,7 +854,8 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         let _ = s.send(Some(start_at));
     }
     let t0 = Instant::now();
-    let new_recorder = || SeriesRecorder::new(start_at, plan.spikes, plan.fail_above_ns);
+    // The threads' common end time (each ends there by itself).
+    let end_at = end_time(start_at, plan.duration_ns);
     let tracer = match (trace_inst, &plan.trace) {
         (Some(inst), Some(tp)) => Some(super::cyclic_trace::Tracer::new(
             inst,
@@ -813,9 +878,9 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             .into_iter()
             .zip(states)
             .map(|((tp, source), state)| ThreadView {
+                rec: thread_recorder(&tp, start_at, end_at, plan.spikes, plan.fail_above_ns),
                 plan: tp,
                 state,
-                rec: new_recorder(),
                 last: None,
                 us_bins: plan
                     .histogram
@@ -824,7 +889,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
                 source,
             })
             .collect(),
-        all: new_recorder(),
+        all: union_recorder(start_at, end_at, plan.spikes, plan.fail_above_ns),
         raw,
         tracer,
         live: live_sinks,
@@ -923,7 +988,8 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     // An overloaded run is said so whatever -q asks: its statistics look
     // normal, but describe a few samples of a machine that did not keep up.
     if let Some(all) = series.last() {
-        let loud = run::Overload::of(all).warnings();
+        let mut loud: Vec<String> = run::Overload::of(all).dropped.into_iter().collect();
+        loud.extend(missed_warnings(&series));
         let _ = std::io::stderr().write_all(run::warning_lines(&loud).as_bytes());
     }
     let mut trace_report = None;
@@ -995,24 +1061,192 @@ mod aggregate_tests {
     use rtscope_core::sample::SampleSink;
 
     fn one_thread(source: RingSource) -> Aggregate {
+        threads(vec![(1000, source)], None)
+    }
+
+    fn threads(periods: Vec<(u64, RingSource)>, threshold: Option<u64>) -> Aggregate {
+        threads_until(periods, threshold, None)
+    }
+
+    /// An aggregate of threads with these periods, recorded as `execute`
+    /// records them (a run that ends at `end`).
+    fn threads_until(
+        periods: Vec<(u64, RingSource)>,
+        threshold: Option<u64>,
+        end: Option<u64>,
+    ) -> Aggregate {
         Aggregate {
-            threads: vec![ThreadView {
-                plan: ThreadPlan {
-                    index: 0,
-                    cpus: vec![],
-                    period_ns: 1000,
-                },
-                state: None,
-                rec: SeriesRecorder::new(0, 4, None),
-                last: None,
-                us_bins: None,
-                source,
-            }],
-            all: SeriesRecorder::new(0, 4, None),
+            threads: periods
+                .into_iter()
+                .enumerate()
+                .map(|(index, (period_ns, source))| {
+                    let plan = ThreadPlan {
+                        index,
+                        cpus: vec![],
+                        period_ns,
+                    };
+                    ThreadView {
+                        rec: thread_recorder(&plan, 0, end, 4, threshold),
+                        plan,
+                        state: None,
+                        last: None,
+                        us_bins: None,
+                        source,
+                    }
+                })
+                .collect(),
+            all: union_recorder(0, end, 4, threshold),
             raw: None,
             tracer: None,
             live: None,
         }
+    }
+
+    /// A thread that woke 2 s after a 1 s run's end (the r1 of docs/report.md:
+    /// 3999 periods counted of a 2000-period run) skipped only the periods
+    /// due before the end: the thread's and the union's counters and
+    /// periods stop there.
+    #[test]
+    fn a_wake_up_past_the_end_skipped_only_the_periods_before_it() {
+        let (mut s0, r0) = ring(64);
+        let period = 500_000;
+        let mut agg = threads_until(vec![(period, r0)], None, Some(1_000_000_000));
+        // Due at 40 ms, woke at 2.04 s: 3999 deadlines passed, 1919 before the end.
+        s0.push(Sample {
+            seq: 80,
+            t_ns: 2_040_000_000,
+            latency_ns: 2_000_000_000,
+            overruns: 3_999,
+            cpu: 0,
+        });
+        agg.drain();
+        let (series, w) = agg.series();
+        for s in &series {
+            assert_eq!(s.counters.overruns, 1_919, "{}", s.label);
+            assert_eq!(
+                s.corrected.as_ref().unwrap().stats.count,
+                1_920,
+                "{}",
+                s.label
+            );
+        }
+        assert!(w[0].contains("(1919 of 1920"), "{w:?}");
+    }
+
+    /// `--fail-above`: the samples above it, and the intended periods above
+    /// it when the union has them (not for a union without, or no threshold).
+    #[test]
+    fn the_fail_line_counts_the_intended_periods_too() {
+        let (mut s0, r0) = ring(64);
+        let mut agg = threads(vec![(1_000, r0)], Some(1_200));
+        s0.push(Sample {
+            seq: 0,
+            t_ns: 10_000,
+            latency_ns: 4_500,
+            overruns: 4,
+            cpu: 0,
+        });
+        agg.drain();
+        let (series, _) = agg.series();
+        let mut doc = ResultDocument::new("cyclic", json!({}), Default::default(), series);
+        assert_eq!(fail_line(&doc), "");
+        doc.threshold = Some(Threshold {
+            fail_above_ns: 1_200,
+            exceeded: true,
+            samples_above: 1,
+        });
+        // 4500 and the skipped 3500, 2500, 1500 (not 500).
+        assert_eq!(
+            fail_line(&doc),
+            "fail: 1 samples above 1.2us (4 of the intended periods)"
+        );
+        doc.series[1].corrected = None;
+        assert_eq!(fail_line(&doc), "fail: 1 samples above 1.2us");
+    }
+
+    /// A thread that missed more than 1 % of its periods is named when the
+    /// union (nine threads) stays within 1 %; the union's warning alone
+    /// when it does not.
+    #[test]
+    fn a_thread_that_missed_periods_is_named_when_the_union_did_not() {
+        let mut sinks = Vec::new();
+        let mut sources = Vec::new();
+        for _ in 0..9 {
+            let (k, r) = ring(256);
+            sinks.push(k);
+            sources.push((1_000_000, r));
+        }
+        let mut agg = threads(sources, None);
+        for (i, k) in sinks.iter_mut().enumerate() {
+            // Thread 4: 2 of 100 wake-ups skipped one period each.
+            push(k, 100, 0);
+            if i == 4 {
+                push(k, 2, 1);
+            }
+        }
+        agg.drain();
+        let (_, w) = agg.series();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("thread 4: 1.9% of the periods were missed (2 of 104"),
+            "{w:?}"
+        );
+        // Every thread as late: the union's warning, no thread named.
+        for k in sinks.iter_mut() {
+            push(k, 10, 1);
+        }
+        agg.drain();
+        let (_, w) = agg.series();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("8.5% of the periods were missed (92 of 1084"),
+            "{w:?}"
+        );
+    }
+
+    /// Each thread's missed periods join its figures over the intended
+    /// periods at its own period, and the union's too: a thread of 1 µs
+    /// that woke 2.5 µs late and one of 3 µs that woke 10 µs late.
+    #[test]
+    fn missed_periods_are_counted_over_intended_periods_at_their_own_period() {
+        let (mut s0, r0) = ring(64);
+        let (mut s1, r1) = ring(64);
+        let mut agg = threads(vec![(1_000, r0), (3_000, r1)], Some(1_200));
+        let sample = |seq, latency_ns, overruns| Sample {
+            seq,
+            t_ns: 1_000_000 + seq * 10_000,
+            latency_ns,
+            overruns,
+            cpu: 0,
+        };
+        s0.push(sample(0, 100, 0));
+        s0.push(sample(1, 2_500, 2));
+        s1.push(sample(0, 10_000, 3));
+        agg.drain();
+        let (series, _) = agg.series();
+        let c = |i: usize| series[i].corrected.clone().unwrap();
+        // Thread 0: 100, 2500 and the skipped 1500, 500.
+        assert_eq!(c(0).stats.count, 4);
+        assert_eq!(c(0).stats.min_ns, 100);
+        assert_eq!(
+            c(0).stats.mean_ns,
+            (100.0 + 2_500.0 + 1_500.0 + 500.0) / 4.0
+        );
+        assert_eq!(c(0).above_threshold, Some(2));
+        // Thread 1: 10000 and the skipped 7000, 4000, 1000.
+        assert_eq!(c(1).stats.count, 4);
+        assert_eq!(c(1).stats.min_ns, 1_000);
+        assert_eq!(c(1).above_threshold, Some(3));
+        // The union: both, each at its own period.
+        assert_eq!(c(2).stats.count, 8);
+        assert_eq!(c(2).stats.min_ns, 100);
+        assert_eq!(c(2).above_threshold, Some(5));
+        let sum: u64 = c(2).histogram.buckets.iter().map(|b| b[1]).sum();
+        assert_eq!(sum, 8);
+        // The wake-ups alone are as before.
+        assert_eq!(series[2].stats.count, 3);
+        assert_eq!(series[2].counters.above_threshold, Some(2));
+        assert_eq!(series[2].counters.overruns, 5);
     }
 
     fn push(sink: &mut RingSink, n: u64, overruns: u32) {

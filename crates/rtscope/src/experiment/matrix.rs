@@ -335,12 +335,18 @@ pub fn summarize(doc: &ResultDocument) -> CellSummary {
         ..Default::default()
     };
     if let Some(a) = all {
+        // The latencies over the intended periods (missed ones counted at
+        // their lateness) where the document has them; the samples are the
+        // wake-ups either way.
+        let view = a.over_intended_periods();
+        s.over_intended_periods = view.is_some();
+        let st = view.as_ref().map_or(&a.stats, |v| &v.stats);
         s.samples = a.stats.count;
-        s.min_ns = a.stats.min_ns;
-        s.avg_ns = a.stats.mean_ns;
-        s.max_ns = a.stats.max_ns;
-        s.stddev_ns = a.stats.stddev_ns;
-        s.p99_9_ns = a.stats.p99_9_ns;
+        s.min_ns = st.min_ns;
+        s.avg_ns = st.mean_ns;
+        s.max_ns = st.max_ns;
+        s.stddev_ns = st.stddev_ns;
+        s.p99_9_ns = st.p99_9_ns;
         s.overruns = a.counters.overrun_samples;
     }
     s
@@ -569,6 +575,52 @@ fn existing_created_at(dir: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cell's figures are the `all` series' over its intended periods
+    /// where the document has them (the samples stay the wake-ups), else
+    /// the wake-ups', and the summary says which.
+    #[test]
+    fn a_cell_is_summarized_over_its_intended_periods() {
+        use rtscope_core::record::SeriesRecorder;
+        use rtscope_core::sample::Sample;
+        let mut rec = SeriesRecorder::new(0, 4, None).over_intended_periods(1_000_000);
+        for seq in 0..1_000u64 {
+            rec.record(&Sample {
+                seq,
+                t_ns: seq * 1_000_000,
+                latency_ns: if seq == 500 { 20_500_000 } else { 20_000 },
+                overruns: if seq == 500 { 20 } else { 0 },
+                cpu: 0,
+            });
+        }
+        let all = rec.to_series("all", 0);
+        let mut doc = ResultDocument::new(
+            "cyclic",
+            serde_json::json!({}),
+            Default::default(),
+            vec![all],
+        );
+        let s = summarize(&doc);
+        let c = doc.series[0].corrected.clone().unwrap().stats;
+        assert!(s.over_intended_periods);
+        assert_eq!(s.samples, 1_000);
+        assert_eq!(s.overruns, 1);
+        assert_eq!(
+            (s.avg_ns, s.stddev_ns, s.p99_9_ns),
+            (c.mean_ns, c.stddev_ns, c.p99_9_ns)
+        );
+        assert_eq!(s.min_ns, c.min_ns);
+        assert!(s.avg_ns > doc.series[0].stats.mean_ns);
+        doc.series[0].corrected = None;
+        let s = summarize(&doc);
+        let o = &doc.series[0].stats;
+        assert!(!s.over_intended_periods);
+        assert_eq!(
+            (s.avg_ns, s.stddev_ns, s.p99_9_ns),
+            (o.mean_ns, o.stddev_ns, o.p99_9_ns)
+        );
+        assert_eq!((s.min_ns, s.max_ns), (o.min_ns, o.max_ns));
+    }
 
     fn args(loads: &[&str], levels: &[u8], periods: &[u64]) -> MatrixArgs {
         let mut argv: Vec<String> = vec!["matrix".into(), "--out".into(), "/tmp/x".into()];

@@ -470,9 +470,26 @@ impl Overload {
                 )
             }),
             missed: above_share(missed, due).then(|| {
+                let late = s.counters.overrun_samples;
+                let why = if late > 0 && missed >= STALL_PERIODS * late {
+                    format!(
+                        "{late} late wake-up{} of up to {} skipped them: the threads were held \
+                         off the CPU that long (the host, RT throttling, a task of higher priority)",
+                        if late == 1 { "" } else { "s" },
+                        rtscope_core::units::format_ns(s.stats.max_ns.max(0) as u64)
+                    )
+                } else {
+                    advice.to_string()
+                };
+                let counted = if s.corrected.is_some() {
+                    "; the figures over the intended periods count each at its lateness, \
+                     those over the wake-ups leave them out"
+                } else {
+                    ""
+                };
                 format!(
                     "{} of the periods were missed ({missed} of {due}: wake-ups after the \
-                     following deadline): {advice}",
+                     following deadline): {why}{counted}",
                     percent(missed, due)
                 )
             }),
@@ -484,6 +501,10 @@ impl Overload {
         self.dropped.iter().chain(&self.missed).cloned().collect()
     }
 }
+
+/// Late wake-ups that skipped this many periods each, on average, are
+/// stalls (the thread did not run), not a period too short to serve.
+pub const STALL_PERIODS: u64 = 10;
 
 /// Whether `part` is more than one in [`OVERLOAD_ONE_IN`] of `whole`.
 fn above_share(part: u64, whole: u64) -> bool {
@@ -664,6 +685,47 @@ mod tests {
         // No overflow on huge counters.
         let o = Overload::of(&series(u64::MAX / 4, u64::MAX / 4, 0));
         assert!(o.dropped.unwrap().starts_with("50.0%"));
+    }
+
+    /// Missed periods from a few long stalls are named as such, with the
+    /// longest; from many wake-ups a period or two late, as a period too
+    /// short. A series with figures over intended periods says they count them.
+    #[test]
+    fn missed_periods_say_whether_they_came_from_stalls() {
+        let late = |overruns: u64, late: u64, max_ns: i64| {
+            let mut s = series(10_774, 0, overruns);
+            s.counters.overrun_samples = late;
+            s.stats.max_ns = max_ns;
+            s
+        };
+        // The issue's thread 1: 3011 periods in two stalls of up to 3 s.
+        let m = Overload::of(&late(3_011, 2, 2_999_776_700)).missed.unwrap();
+        assert!(
+            m.starts_with("21.8% of the periods were missed (3011 of 13785"),
+            "{m}"
+        );
+        assert!(
+            m.contains("2 late wake-ups of up to 3s skipped them"),
+            "{m}"
+        );
+        assert!(!m.contains("below what") && !m.contains("intended"), "{m}");
+        let m = Overload::of(&late(3_011, 1, 2_999_776_700)).missed.unwrap();
+        assert!(m.contains(" 1 late wake-up of up to"), "{m}");
+        // Ten periods per late wake-up is a stall; fewer is not.
+        assert!(Overload::of(&late(3_000, 300, 1))
+            .missed
+            .unwrap()
+            .contains("held off"));
+        let m = Overload::of(&late(3_000, 301, 1)).missed.unwrap();
+        assert!(m.contains("below what this machine can serve"), "{m}");
+        assert!(Overload::of(&late(3_000, 0, 1))
+            .missed
+            .unwrap()
+            .contains("below what"));
+        let mut s = late(3_011, 2, 2_999_776_700);
+        s.corrected = Some(Default::default());
+        let m = Overload::of(&s).missed.unwrap();
+        assert!(m.ends_with("; the figures over the intended periods count each at its lateness, those over the wake-ups leave them out"), "{m}");
     }
 
     #[test]

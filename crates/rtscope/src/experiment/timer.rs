@@ -923,6 +923,16 @@ pub(crate) fn pct(sorted: &[i64], p: f64) -> i64 {
     sorted[i]
 }
 
+/// The median of the errors' absolute values (the same rank as [`pct`]).
+pub(crate) fn abs_median(errs: &[i64]) -> u64 {
+    let mut abs: Vec<u64> = errs.iter().map(|e| e.unsigned_abs()).collect();
+    abs.sort_unstable();
+    match abs.len() {
+        0 => 0,
+        n => abs[n.div_ceil(2) - 1],
+    }
+}
+
 /// One series per delay of a cell.
 fn sweep_series(plan: &TimerPlan, c: &CellData, origin: u64) -> Vec<Series> {
     let mut out = Vec::new();
@@ -960,6 +970,7 @@ fn sweep_series(plan: &TimerPlan, c: &CellData, origin: u64) -> Vec<Series> {
             error_max_ns: errs[errs.len() - 1],
             error_mean_ns: errs.iter().map(|&e| e as f64).sum::<f64>() / n,
             abs_error_mean_ns: errs.iter().map(|&e| e.abs() as f64).sum::<f64>() / n,
+            abs_error_p50_ns: Some(abs_median(&errs)),
             early: errs.iter().filter(|&&e| e < 0).count() as u64,
             lateness_p50_ns: pct(&late, 0.5),
             lateness_p99_ns: pct(&late, 0.99),
@@ -1458,5 +1469,17 @@ mod tests {
         assert_eq!(pct(&v, 0.99), 99);
         assert_eq!(pct(&v, 1.0), 100);
         assert_eq!(pct(&[], 0.5), 0);
+    }
+
+    /// The median |error|: early wakes count by their size; one stall does
+    /// not move it; the lower middle of an even count, as `pct` takes it.
+    #[test]
+    fn the_median_of_the_absolute_errors() {
+        assert_eq!(abs_median(&[-9, 1, 2, 3, 300_000_000]), 3);
+        assert_eq!(abs_median(&[-9, -8, 1]), 8);
+        assert_eq!(abs_median(&[5, -1, 4, 2]), 2);
+        assert_eq!(abs_median(&[7]), 7);
+        assert_eq!(abs_median(&[i64::MIN]), 1 << 63);
+        assert_eq!(abs_median(&[]), 0);
     }
 }

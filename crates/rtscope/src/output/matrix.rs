@@ -77,10 +77,38 @@ pub struct CellSummary {
     pub p99_9_ns: u64,
     /// Wake-ups whose latency exceeded the period (a period was missed).
     pub overruns: u64,
+    /// The latencies are over the intended periods, each missed period
+    /// counted at its lateness; false: over the wake-ups only (the result
+    /// of an older rtscope).
+    #[serde(default)]
+    pub over_intended_periods: bool,
     /// Mean achieved CPU share of the load's instances, percent (None: no load).
     pub load_cpu_percent: Option<f64>,
     pub end_reason: String,
     pub duration_ns: u64,
+}
+
+/// What the cells' latencies are over: the intended periods, the
+/// wake-ups, or (a matrix resumed over older results) which cells are over
+/// the wake-ups.
+fn over(cells: &[CellEntry]) -> String {
+    let with: Vec<&CellEntry> = cells.iter().filter(|c| c.summary.is_some()).collect();
+    let older: Vec<&str> = with
+        .iter()
+        .filter(|c| c.summary.as_ref().is_some_and(|s| !s.over_intended_periods))
+        .map(|c| c.id.as_str())
+        .collect();
+    let intended = "over the intended periods, each missed period counted at its lateness";
+    if older.is_empty() {
+        intended.into()
+    } else if older.len() == with.len() {
+        "over the wake-ups".into()
+    } else {
+        format!(
+            "{intended}; over the wake-ups in {} (results of an older rtscope)",
+            older.join(", ")
+        )
+    }
 }
 
 /// The terminal table.
@@ -88,15 +116,17 @@ pub fn table(cells: &[CellEntry]) -> String {
     let mut rows = vec![HEADER.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
     rows.extend(cells.iter().map(row));
     format!(
-        "\nmatrix summary (all threads, latency in us):\n{}",
+        "\nmatrix summary (all threads, latency in us {}):\n{}",
+        over(cells),
         render(&rows)
     )
 }
 
 /// `summary.md`: a Markdown table.
 pub fn markdown(cells: &[CellEntry]) -> String {
-    let mut out = String::from(
-        "# rtscope matrix\n\nLatency in microseconds, all measurement threads together. ",
+    let mut out = format!(
+        "# rtscope matrix\n\nLatency in microseconds {}, all measurement threads together. ",
+        over(cells)
     );
     out.push_str("`overruns`: wake-ups later than one period. `load_cpu_%`: the CPU share the load's instances achieved (mean).\n\n");
     out.push_str(&format!("| {} |\n", HEADER.join(" | ")));
@@ -204,5 +234,28 @@ mod tests {
         assert!(md.contains("| p1ms-cpu-50 | 1ms | cpu | 50 | 1000 | 12.3 | 99.0 | 1.5 | 50.0 | 2 | 49.9 | done |"), "{md}");
         let t = table(&cells);
         assert!(t.contains("p1ms-cpu-100"), "{t}");
+    }
+
+    /// The tables say what the latencies are over, naming the cells of
+    /// older results in a resumed matrix.
+    #[test]
+    fn the_tables_say_what_the_latencies_are_over() {
+        let s = |over: bool| {
+            Some(CellSummary {
+                samples: 10,
+                over_intended_periods: over,
+                ..Default::default()
+            })
+        };
+        let new = [cell("a", s(true)), cell("b", s(true)), cell("c", None)];
+        let t = table(&new);
+        assert!(t.starts_with("\nmatrix summary (all threads, latency in us over the intended periods, each missed period counted at its lateness):\n"), "{t}");
+        assert!(markdown(&new).contains("Latency in microseconds over the intended periods, each missed period counted at its lateness, all"));
+        let old = [cell("a", s(false)), cell("b", s(false)), cell("c", None)];
+        assert!(table(&old)
+            .starts_with("\nmatrix summary (all threads, latency in us over the wake-ups):\n"));
+        let mixed = [cell("a", s(false)), cell("b", s(true)), cell("c", s(false))];
+        assert!(table(&mixed)
+            .contains("lateness; over the wake-ups in a, c (results of an older rtscope)):\n"));
     }
 }
