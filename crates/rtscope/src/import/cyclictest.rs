@@ -32,6 +32,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::ctjson;
+use crate::experiment::cyclictest::args;
 
 use rtscope_core::record::{LatencyHistogram, HIST_HIGHEST_NS};
 use rtscope_core::result::{EndReason, ResultDocument, Series, SeriesCounters, Stats, Timeline};
@@ -98,6 +99,8 @@ struct Thread {
     min: Option<i64>,
     max: Option<i64>,
     avg: Option<f64>,
+    /// The CPU cyclictest recorded for it (`--json`'s `cpu`; not for -1).
+    cpu: Option<usize>,
 }
 
 impl Thread {
@@ -232,15 +235,21 @@ pub fn from_json_reader(
     };
     let cmdline = key(o, "cmdline").and_then(Value::as_str).unwrap_or("");
     let command_line: Vec<String> = cmdline.split_whitespace().map(str::to_string).collect();
-    let nsecs = command_line.iter().any(|a| {
-        a == "-N"
-            || a == "--nsecs"
-            || (a.starts_with('-')
-                && !a.starts_with("--")
-                && a.len() > 2
-                && a[1..].chars().all(|c| c.is_ascii_alphabetic())
-                && a.contains('N'))
-    });
+    // The command line, read as `rtscope cyclictest` reads one.
+    let parsed = args::parse_cmdline(cmdline);
+    let nsecs = match &parsed {
+        Ok(a) => a.nsecs,
+        // A line this parser refuses (options of older versions): -N alone or bundled.
+        Err(_) => command_line.iter().any(|a| {
+            a == "-N"
+                || a == "--nsecs"
+                || (a.starts_with('-')
+                    && !a.starts_with("--")
+                    && a.len() > 2
+                    && a[1..].chars().all(|c| c.is_ascii_alphabetic())
+                    && a.contains('N'))
+        }),
+    };
     let scale = if nsecs { NS } else { US };
 
     let mut threads = Vec::new();
@@ -307,6 +316,10 @@ pub fn from_json_reader(
                 th.attrs.insert(k.into(), json!(x));
             }
         }
+        th.cpu = t
+            .get("cpu")
+            .and_then(Value::as_i64)
+            .and_then(|c| usize::try_from(c).ok());
         threads.push(th);
     }
     threads.sort_by_key(|t| t.index);
@@ -393,8 +406,8 @@ pub fn from_json_reader(
         (Some(a), Some(b)) if b >= a => ((b - a) as u64).saturating_mul(1_000_000_000),
         _ => 0,
     };
-    let mut plan = serde_json::Map::new();
-    plan.insert("source".into(), json!("cyclictest --json"));
+    let mut imported = serde_json::Map::new();
+    imported.insert("source".into(), json!("cyclictest --json"));
     for k in [
         "rt_test_version",
         "file_version",
@@ -404,9 +417,11 @@ pub fn from_json_reader(
         "return_code",
     ] {
         if let Some(v) = key(o, k) {
-            plan.insert(k.into(), v.clone());
+            imported.insert(k.into(), v.clone());
         }
     }
+    let cpus: Vec<Option<usize>> = threads.iter().map(|t| t.cpu).collect();
+    let plan = settings(parsed, &cpus, imported, &mut warnings);
     let series = build_series(&threads, scale, &mut warnings)?;
     Ok(ResultDocument {
         command_line,
@@ -415,8 +430,63 @@ pub fn from_json_reader(
         duration_ns,
         end_reason: EndReason::Imported,
         warnings,
-        ..ResultDocument::new("cyclic", Value::Object(plan), system, series)
+        ..ResultDocument::new("cyclic", plan, system, series)
     })
+}
+
+/// The plan of an import: the settings of the cyclictest command line in
+/// the form `rtscope cyclic` and `rtscope cyclictest` record them
+/// ([`recorded_plan`](crate::experiment::cyclictest::recorded_plan)), so
+/// that `compare` treats equal settings as equal, and under `imported`
+/// where the data came from (`compare` does not count it as a setting).
+/// Without a readable command line only `imported` is known (a warning says
+/// why).
+fn settings(
+    line: Result<args::CtArgs, String>,
+    cpus: &[Option<usize>],
+    imported: serde_json::Map<String, Value>,
+    warnings: &mut Vec<String>,
+) -> Value {
+    let recorded = line
+        .map_err(anyhow::Error::msg)
+        .and_then(|a| crate::experiment::cyclictest::recorded_plan(&a, cpus));
+    let mut plan = match recorded {
+        Ok(Value::Object(p)) => p,
+        Ok(_) => serde_json::Map::new(),
+        Err(e) => {
+            warnings.push(format!(
+                "the cyclictest command line was not understood ({}): the run's settings are not known",
+                crate::error::one_line(&e)
+            ));
+            serde_json::Map::new()
+        }
+    };
+    plan.insert("imported".into(), Value::Object(imported));
+    Value::Object(plan)
+}
+
+/// Records the settings of `cmdline`, the cyclictest command line a
+/// histogram import came from (`rtscope import cyclictest --histogram FILE
+/// --cmdline LINE`), in the import's plan as [`settings`] does for
+/// `--json` (the threads' CPUs are not recorded in a histogram). A line
+/// that is not understood is an error.
+pub fn with_cmdline(doc: &mut ResultDocument, cmdline: &str) -> anyhow::Result<()> {
+    let a = args::parse_cmdline(cmdline).map_err(|e| anyhow::anyhow!("--cmdline: {e}"))?;
+    let nthreads = doc.series.iter().filter(|s| s.label != "all").count();
+    let mut imported = doc
+        .plan
+        .get("imported")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    imported.insert("cmdline".into(), json!(cmdline));
+    let mut no = vec![];
+    doc.plan = settings(Ok(a), &vec![None; nthreads], imported, &mut no);
+    if let Some(w) = no.pop() {
+        return Err(anyhow::anyhow!("--cmdline: {w}"));
+    }
+    doc.command_line = cmdline.split_whitespace().map(str::to_string).collect();
+    Ok(())
 }
 
 /// Which summary line a `#` line is.
@@ -690,11 +760,13 @@ pub fn from_histogram_reader(
     }
     warnings.extend(truncated);
     let series = build_series(&threads, scale, &mut warnings)?;
+    let mut imported = serde_json::Map::new();
+    imported.insert("source".into(), json!("cyclictest histogram"));
+    imported.insert("threads".into(), json!(n));
+    imported.insert("total_line".into(), json!(total.is_some()));
+    imported.insert("nsecs".into(), json!(nsecs));
     let mut plan = serde_json::Map::new();
-    plan.insert("source".into(), json!("cyclictest histogram"));
-    plan.insert("threads".into(), json!(n));
-    plan.insert("total_line".into(), json!(total.is_some()));
-    plan.insert("nsecs".into(), json!(nsecs));
+    plan.insert("imported".into(), Value::Object(imported));
     let system = SystemSnapshot {
         preemption_model: "unknown".into(),
         ..Default::default()

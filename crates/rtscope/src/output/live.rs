@@ -3,6 +3,12 @@
 //! On a terminal (stderr): one line per thread in cyclictest's layout, rewritten
 //! in place a few times a second, µs with one decimal, plus overruns. Not a
 //! terminal: no escape codes, a plain block every 10 s. `-q`: nothing.
+//!
+//! `rtscope cyclictest` ([`Live::cyclictest`]): cyclictest's own display on
+//! stdout instead (see [`super::cyclictest`]): the `cpu_dma_latency` line,
+//! then the `policy:` line and a status line per thread, redrawn in place
+//! ten times a second (with `-M` only when a maximum grew) and once more at
+//! the end; `-q`: only the `cpu_dma_latency` line.
 
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
@@ -14,6 +20,9 @@ pub struct Live {
     tty: bool,
     lines: usize,
     last: Option<Instant>,
+    /// `rtscope cyclictest`: cyclictest's display, and each thread's
+    /// maximum when it was last drawn (for `-M`).
+    cyclictest: Option<(super::cyclictest::Style, Vec<i64>)>,
 }
 
 impl Live {
@@ -23,11 +32,29 @@ impl Live {
             tty: std::io::stderr().is_terminal(),
             lines: 0,
             last: None,
+            cyclictest: None,
+        }
+    }
+
+    /// cyclictest's display on stdout; prints cyclictest's `cpu_dma_latency`
+    /// line at once when `dma_held` (also with `-q`, as cyclictest does).
+    pub fn cyclictest(style: super::cyclictest::Style, dma_held: bool) -> Self {
+        if dma_held {
+            super::say(super::cyclictest::DMA_LINE);
+        }
+        Live {
+            quiet: style.quiet,
+            tty: false,
+            lines: 0,
+            last: None,
+            cyclictest: Some((style, vec![])),
         }
     }
 
     fn every(&self) -> Duration {
-        if self.tty {
+        if self.cyclictest.is_some() {
+            Duration::from_millis(100)
+        } else if self.tty {
             Duration::from_millis(250)
         } else {
             Duration::from_secs(10)
@@ -37,6 +64,11 @@ impl Live {
     /// Redraws if it is time to; `rows` is only called then.
     pub fn update(&mut self, rows: impl FnOnce() -> Vec<ThreadStatus>, elapsed: Duration) {
         if self.quiet || self.last.is_some_and(|l| l.elapsed() < self.every()) {
+            return;
+        }
+        if self.cyclictest.is_some() {
+            self.last = Some(Instant::now());
+            self.draw_cyclictest(&rows(), false);
             return;
         }
         if self.last.is_none() && !self.tty {
@@ -66,8 +98,37 @@ impl Live {
         let _ = e.flush();
     }
 
-    /// Leaves the last live lines on screen (nothing else to do).
-    pub fn finish(&mut self) {}
+    /// Leaves the last live lines on screen; cyclictest's display draws its
+    /// block once more with the final figures (not with `-q`).
+    pub fn finish(&mut self, rows: impl FnOnce() -> Vec<ThreadStatus>) {
+        if self.cyclictest.is_some() && !self.quiet {
+            self.draw_cyclictest(&rows(), true);
+        }
+    }
+
+    /// Draws cyclictest's block on stdout; with `-M` only when a maximum
+    /// grew since the last one drawn (or `always`).
+    fn draw_cyclictest(&mut self, rows: &[ThreadStatus], always: bool) {
+        let Some((style, maxima)) = self.cyclictest.as_mut() else {
+            return;
+        };
+        let now: Vec<i64> = rows.iter().map(|r| r.max_ns).collect();
+        if style.refresh_on_max && !always && self.lines > 0 && !grew(maxima, &now) {
+            return;
+        }
+        let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let text = super::cyclictest::block(style, &loadavg, rows, self.lines > 0);
+        *maxima = now;
+        self.lines = rows.len() + 2;
+        super::say(&text);
+    }
+}
+
+/// Whether any thread's maximum is above the one drawn before.
+fn grew(before: &[i64], now: &[i64]) -> bool {
+    now.iter()
+        .enumerate()
+        .any(|(i, m)| before.get(i).is_none_or(|b| m > b))
 }
 
 /// One measurement thread's figures so far.
@@ -107,4 +168,20 @@ pub fn thread_lines(rows: &[ThreadStatus]) -> Vec<String> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_maximum_grows_only_above_the_one_drawn() {
+        assert!(!grew(&[5, 7], &[5, 7]));
+        assert!(grew(&[5, 7], &[5, 8]));
+        assert!(grew(&[5, 7], &[6, 7]));
+        assert!(!grew(&[5, 7], &[4, 6]));
+        // A thread not drawn before.
+        assert!(grew(&[5], &[5, 0]));
+        assert!(!grew(&[], &[]));
+    }
 }
