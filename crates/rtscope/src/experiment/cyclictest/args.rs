@@ -176,7 +176,7 @@ pub const OPTIONS: &[Opt] = &[
     opt("posix_timers", Some('x'), No, Id::PosixTimers, "", "POSIX interval timers (rtscope's --wake posix-timer)"),
     own(opt("nanosleep", Some('n'), No, Id::Nanosleep, "", "rt-tests 1.x: clock_nanosleep, which is the default")),
     own(opt("deepest-idle-state", None, Required, Id::DeepestIdleState, "N", "rt-tests 2.5+: not honoured (named on stderr): /dev/cpu_dma_latency held at 0 keeps every CPU out of deep idle states")),
-    own(opt("rtscope-json", None, Required, Id::RtscopeJson, "FILE", "rtscope's result document (default: rtscope-cyclictest-DATE-TIME.json in the current directory)")),
+    own(opt("rtscope-json", None, Required, Id::RtscopeJson, "FILE", "rtscope's result document (default: rtscope-cyclictest-DATE-TIME-PID.json in the current directory)")),
     own(opt("no-rtscope-json", None, No, Id::NoRtscopeJson, "", "do not write rtscope's result document")),
     own(opt("rtscope-report", None, Required, Id::RtscopeReport, "FILE", "also write rtscope's HTML report to FILE")),
 ];

@@ -7,7 +7,7 @@
 //! args::parse (cyclictest's getopt_long and checks) ─► CtArgs
 //!   ─► resolve (this machine's CPUs) ─► CyclicOptions + cyclictest's display
 //!   ─► cyclic::plan / cyclic::execute (the live display: output::live, cyclictest's layout on stdout)
-//!   ─► files: rtscope's document (--rtscope-json, default rtscope-cyclictest-DATE-TIME.json),
+//!   ─► files: rtscope's document (--rtscope-json, default rtscope-cyclictest-DATE-TIME-PID.json),
 //!      --rtscope-report, cyclictest's --json and --histfile
 //!   ─► stdout: with -q the status lines, the -h histogram, -b's break lines
 //! ```
@@ -29,8 +29,10 @@ use crate::output::cyclictest::{self as ct_out, JsonRun, JsonThread};
 use crate::output::files::OutputPaths;
 use crate::output::{histogram as hist_out, say};
 
-/// The default name of rtscope's document: `rtscope-cyclictest-YYYYMMDD-HHMMSS.json` (UTC).
-fn default_json_name(now: std::time::SystemTime) -> PathBuf {
+/// The default name of rtscope's document:
+/// `rtscope-cyclictest-YYYYMMDD-HHMMSS-PID.json` (UTC; the process id keeps
+/// runs started in the same second apart).
+fn default_json_name(now: std::time::SystemTime, pid: u32) -> PathBuf {
     let t = humantime::format_rfc3339_seconds(now).to_string();
     let stamp: String = t
         .trim_end_matches('Z')
@@ -38,7 +40,7 @@ fn default_json_name(now: std::time::SystemTime) -> PathBuf {
         .filter(|c| *c != '-' && *c != ':')
         .map(|c| if c == 'T' { '-' } else { c })
         .collect();
-    PathBuf::from(format!("rtscope-cyclictest-{stamp}.json"))
+    PathBuf::from(format!("rtscope-cyclictest-{stamp}-{pid}.json"))
 }
 
 /// Where the outputs go.
@@ -75,7 +77,7 @@ impl Files {
                 Some(p)
             }
             (None, false) => {
-                let p = default_json_name(std::time::SystemTime::now());
+                let p = default_json_name(std::time::SystemTime::now(), std::process::id());
                 match paths.add("--rtscope-json", Some(&p)) {
                     Ok(()) => Some(p),
                     Err(e) => {
@@ -353,8 +355,8 @@ mod tests {
     fn the_default_document_name_has_the_time() {
         let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_795_648_249);
         assert_eq!(
-            default_json_name(t),
-            PathBuf::from("rtscope-cyclictest-20261125-231049.json")
+            default_json_name(t, 4242),
+            PathBuf::from("rtscope-cyclictest-20261125-231049-4242.json")
         );
     }
 
