@@ -739,14 +739,8 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         let (sink, source) = ring(plan.ring_capacity);
         let (start_tx, start_rx) = mpsc::channel();
         starts.push(start_tx);
-        let mut setup = plan.rt.thread_setup(tp.cpus.clone(), block.clone());
-        if plan.cyclictest.is_some() {
-            // cyclictest leaves the timer slack alone (50 us by default,
-            // which SCHED_OTHER threads wait with).
-            setup.timer_slack_ns = None;
-        }
         let job = ThreadJob {
-            setup,
+            setup: thread_setup(plan, tp, block.clone()),
             period_ns: tp.period_ns,
             wake: plan.wake,
             clock: plan.clock_id(),
@@ -984,6 +978,17 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     })
 }
 
+/// What a measurement thread sets up. `rtscope cyclictest` leaves the timer
+/// slack alone, as cyclictest does (50 µs by default, which SCHED_OTHER
+/// threads wait with; real-time threads have none).
+fn thread_setup(plan: &CyclicPlan, tp: &ThreadPlan, block: Vec<i32>) -> ThreadSetup {
+    let mut setup = plan.rt.thread_setup(tp.cpus.clone(), block);
+    if plan.cyclictest.is_some() {
+        setup.timer_slack_ns = None;
+    }
+    setup
+}
+
 /// A thread's 1 µs bins, when a histogram is asked for: up to
 /// `--histogram-max`; the first 20 overflows' sample numbers are kept (as
 /// many as there are bins for `rtscope cyclictest`, as cyclictest keeps).
@@ -1176,6 +1181,57 @@ mod aggregate_tests {
                 }
             }
         }
+    }
+
+    /// `rtscope cyclictest`'s threads keep their timer slack and, with `-h`,
+    /// histogram bins without a file, keeping as many overflow sample numbers
+    /// as there are bins (cyclictest's limit); `--histogram FILE` keeps 20.
+    #[test]
+    fn cyclictest_runs_keep_the_timer_slack_and_their_histogram() {
+        let ct = |histogram| CyclictestStyle {
+            histogram,
+            ..CyclictestStyle::default()
+        };
+        let base = CyclicOptions {
+            threads: Some(1),
+            histogram_max_ns: 30_000,
+            ..CyclicOptions::default()
+        };
+        let p = plan(&base).unwrap();
+        assert!(us_bins(&p).is_none());
+        assert_eq!(
+            thread_setup(&p, &p.threads[0], vec![]).timer_slack_ns,
+            Some(1)
+        );
+        let p = plan(&CyclicOptions {
+            cyclictest: Some(ct(false)),
+            ..base.clone()
+        })
+        .unwrap();
+        assert!(us_bins(&p).is_none());
+        assert_eq!(thread_setup(&p, &p.threads[0], vec![]).timer_slack_ns, None);
+        let p = plan(&CyclicOptions {
+            cyclictest: Some(ct(true)),
+            ..base.clone()
+        })
+        .unwrap();
+        let mut b = us_bins(&p).unwrap();
+        assert_eq!(b.bins.len(), 30);
+        for seq in 0..40 {
+            b.record(31_000, seq);
+        }
+        assert_eq!((b.overflows, b.overflow_seqs.len()), (40, 30));
+        let dir = tempfile::tempdir().unwrap();
+        let p = plan(&CyclicOptions {
+            histogram: Some(dir.path().join("h.txt")),
+            ..base
+        })
+        .unwrap();
+        let mut b = us_bins(&p).unwrap();
+        for seq in 0..40 {
+            b.record(31_000, seq);
+        }
+        assert_eq!((b.bins.len(), b.overflow_seqs.len()), (30, 20));
     }
 
     #[test]

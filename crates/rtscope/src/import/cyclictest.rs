@@ -1059,6 +1059,120 @@ mod tests {
         assert_eq!(d.command_line, vec!["cyclictest", "-q", "--json=x"]);
     }
 
+    fn json_of(cmdline: &str) -> String {
+        format!(
+            r#"{{"file_version":1,"cmdline:":"{cmdline}","rt_test_version:":"2.40",
+            "thread":{{"0":{{"histogram":{{"12":3,"13":2}},"cycles":5,"min":12,"max":13,"avg":12.4,"cpu":0,"node":0}},
+            "1":{{"histogram":{{"14":5}},"cycles":5,"min":14,"max":14,"avg":14.0,"cpu":1,"node":0}}}}}}"#
+        )
+    }
+
+    /// The import records the command line's settings as an rtscope run of
+    /// that line records them: compared with such a run, no warning that
+    /// the conditions differ, and no row but rtscope's own settings (it
+    /// warned "the runs differ in loads, period_ns, rt.policy, rt.priority,
+    /// wake" before).
+    #[test]
+    fn json_plan_is_the_command_lines_and_compares_like_for_like() {
+        use crate::experiment::cyclictest::resolve;
+        use crate::report::{compare::plan_differences, Run};
+        let line = "cyclictest -m -p 90 -t 2 -i 1000 -l 2000 -q -h 150 --json=ct.json";
+        let d = from_json(json_of(line).as_bytes(), T.into()).unwrap();
+        assert_eq!(d.plan["period_ns"], 1_000_000);
+        assert_eq!(d.plan["loops"], 2000);
+        assert_eq!(d.plan["rt"]["policy"], "fifo");
+        assert_eq!(d.plan["rt"]["priority"], 90);
+        assert_eq!(d.plan["wake"], "absolute");
+        assert_eq!(d.plan["histogram_max_ns"], 150_000);
+        assert_eq!(d.plan["threads"].as_array().unwrap().len(), 2);
+        // Not pinned (no -a): no CPU, whatever the JSON says.
+        assert_eq!(d.plan["threads"][1]["cpus"], json!([]));
+        assert_eq!(d.plan["imported"]["source"], "cyclictest --json");
+        assert_eq!(d.plan["imported"]["cmdline"], line);
+        assert_eq!(d.plan["imported"]["rt_test_version"], "2.40");
+        let a = args::parse_cmdline(line).unwrap();
+        let r = resolve::resolve(&a, &resolve::Machine::this()).unwrap();
+        let plan = crate::experiment::cyclic::plan(&r.options).unwrap();
+        let run = |name: &str, doc| Run {
+            name: name.into(),
+            path: name.into(),
+            doc,
+        };
+        let own = ResultDocument::new(
+            "cyclic",
+            serde_json::to_value(&plan).unwrap(),
+            SystemSnapshot::default(),
+            vec![],
+        );
+        let (rows, warnings) = plan_differences(&[run("ct", d.clone()), run("rt", own)]);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let keys: Vec<&str> = rows.iter().skip(1).map(|r| r[0].as_str()).collect();
+        assert_eq!(keys, ["ring_capacity", "spikes", "start_delay_ns"]);
+        // Pinned: each thread on the CPU the JSON records.
+        let d = from_json(json_of("cyclictest -S -p 90").as_bytes(), T.into()).unwrap();
+        assert_eq!(d.plan["threads"][0]["cpus"], json!([0]));
+        assert_eq!(d.plan["threads"][1]["cpus"], json!([1]));
+        // Two imports that differ only in where they came from: no row.
+        let mut other = d.clone();
+        other.plan["imported"]["cmdline"] = json!("cyclictest -S -p 90 --json=x");
+        let (rows, warnings) = plan_differences(&[run("a", d), run("b", other)]);
+        assert!(rows.is_empty() && warnings.is_empty(), "{rows:?}");
+    }
+
+    #[test]
+    fn a_line_the_parser_refuses_leaves_the_settings_unknown() {
+        let d = from_json(json_of("cyclictest -U -p 90").as_bytes(), T.into()).unwrap();
+        let plan = d.plan.as_object().unwrap();
+        assert_eq!(plan.keys().collect::<Vec<_>>(), ["imported"]);
+        assert!(d.warnings.iter().any(|w| w.starts_with(
+            "the cyclictest command line was not understood (invalid option -- 'U')"
+        )));
+        // -N read by the parser, bundled or long, and by the old scan where
+        // the parser refuses the line.
+        for line in [
+            "cyclictest -qN",
+            "cyclictest --nsecs -p 9",
+            "cyclictest -U -N",
+        ] {
+            let d = from_json(json_of(line).as_bytes(), T.into()).unwrap();
+            assert_eq!(d.series[0].attributes["resolution_ns"], 1, "{line}");
+        }
+        for line in [
+            "cyclictest -q",
+            "cyclictest -U -q",
+            "cyclictest --json=N.json",
+        ] {
+            let d = from_json(json_of(line).as_bytes(), T.into()).unwrap();
+            assert_eq!(d.series[0].attributes["resolution_ns"], 1000, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_histogram_takes_its_command_line_from_cmdline() {
+        let text = "# Histogram\n000000 000001\t000002\n# Max Latencies: 00000 00000\n";
+        let mut d = from_histogram(text, T.into(), false).unwrap();
+        assert_eq!(d.plan.as_object().unwrap().len(), 1);
+        assert_eq!(d.plan["imported"]["total_line"], false);
+        let line = "cyclictest -m -S -p 80 -i 250 -h 1 -q";
+        with_cmdline(&mut d, line).unwrap();
+        assert_eq!(d.plan["rt"]["priority"], 80);
+        assert_eq!(d.plan["period_ns"], 250_000);
+        assert_eq!(d.plan["threads"].as_array().unwrap().len(), 2);
+        assert_eq!(d.plan["threads"][1]["cpus"], json!([1]));
+        assert_eq!(d.plan["imported"]["source"], "cyclictest histogram");
+        assert_eq!(d.plan["imported"]["cmdline"], line);
+        assert_eq!(d.plan["imported"]["threads"], 2);
+        assert_eq!(d.command_line[0], "cyclictest");
+        let e = with_cmdline(&mut d, "cyclictest --prio=5").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--cmdline: option '--prio' is ambiguous"),
+            "{e}"
+        );
+        let e = with_cmdline(&mut d, "cyclictest --priospread -p 5").unwrap_err();
+        assert!(e.to_string().contains("--priospread is refused"), "{e}");
+    }
+
     #[test]
     fn json_errors() {
         for (j, want) in [

@@ -113,7 +113,7 @@ impl Live {
             return;
         };
         let now: Vec<i64> = rows.iter().map(|r| r.max_ns).collect();
-        if style.refresh_on_max && !always && self.lines > 0 && !grew(maxima, &now) {
+        if !should_draw(style.refresh_on_max, always, self.lines > 0, maxima, &now) {
             return;
         }
         let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
@@ -122,6 +122,18 @@ impl Live {
         self.lines = rows.len() + 2;
         super::say(&text);
     }
+}
+
+/// Whether cyclictest's display draws now: always the first time and at
+/// the end (`always`); with `-M` otherwise only when a maximum grew.
+fn should_draw(
+    refresh_on_max: bool,
+    always: bool,
+    drawn: bool,
+    before: &[i64],
+    now: &[i64],
+) -> bool {
+    !refresh_on_max || always || !drawn || grew(before, now)
 }
 
 /// Whether any thread's maximum is above the one drawn before.
@@ -183,5 +195,17 @@ mod tests {
         // A thread not drawn before.
         assert!(grew(&[5], &[5, 0]));
         assert!(!grew(&[], &[]));
+    }
+
+    #[test]
+    fn refresh_on_max_draws_only_when_a_maximum_grew() {
+        let (same, more) = ([5, 7], [5, 9]);
+        // Without -M: every time.
+        assert!(should_draw(false, false, true, &same, &same));
+        // -M: the first time, at the end, and when a maximum grew.
+        assert!(should_draw(true, false, false, &same, &same));
+        assert!(should_draw(true, true, true, &same, &same));
+        assert!(should_draw(true, false, true, &same, &more));
+        assert!(!should_draw(true, false, true, &same, &same));
     }
 }

@@ -27,7 +27,10 @@ use crate::experiment::cyclic::{self, CyclicPlan, Outcome};
 use crate::experiment::run::Outputs;
 use crate::output::cyclictest::{self as ct_out, JsonRun, JsonThread};
 use crate::output::files::OutputPaths;
+use crate::output::live::ThreadStatus;
 use crate::output::{histogram as hist_out, say};
+use rtscope_core::record::{MicrosecondBins, RunningStats};
+use rtscope_core::result::{BreakEvent, ResultDocument};
 
 /// The default name of rtscope's document:
 /// `rtscope-cyclictest-YYYYMMDD-HHMMSS-PID.json` (UTC; the process id keeps
@@ -145,10 +148,12 @@ fn deliver(a: &args::CtArgs, plan: &CyclicPlan, out: Outcome, files: &Files) -> 
         );
     }
     let code = if out.thread_errors.is_empty() { 0 } else { 1 };
-    let json = files
-        .json
-        .as_ref()
-        .map(|p| (p, ct_out::json_text(&json_run(plan, &out, code))));
+    let json = files.json.as_ref().map(|p| {
+        (
+            p,
+            ct_out::json_text(&json_run(plan, &out.doc, &out.bins, code)),
+        )
+    });
     if let Some((p, text)) = json.as_ref().filter(|(p, _)| **p != Path::new("-")) {
         file(
             "cyclictest --json",
@@ -178,7 +183,11 @@ fn deliver(a: &args::CtArgs, plan: &CyclicPlan, out: Outcome, files: &Files) -> 
         say(&text);
     }
     if a.breaktrace > 0 {
-        say(&break_lines(&out, style.nsecs));
+        say(&break_lines(
+            &out.status,
+            out.doc.break_event.as_ref(),
+            style.nsecs,
+        ));
     }
     for w in &written {
         eprintln!("rtscope: {w}");
@@ -195,18 +204,18 @@ fn deliver(a: &args::CtArgs, plan: &CyclicPlan, out: Outcome, files: &Files) -> 
 
 /// cyclictest's lines after a run with `-b`: the threads' ids, and which
 /// thread broke at what latency (its unit).
-fn break_lines(out: &Outcome, nsecs: bool) -> String {
+fn break_lines(status: &[ThreadStatus], event: Option<&BreakEvent>, nsecs: bool) -> String {
     let mut s = String::from("# Thread Ids:");
-    for t in &out.status {
+    for t in status {
         s.push_str(&format!(" {:05}", t.tid));
     }
     s.push('\n');
-    if let Some(b) = &out.doc.break_event {
+    if let Some(b) = event {
         let tid = b
             .series
             .strip_prefix("thread ")
             .and_then(|i| i.parse::<usize>().ok())
-            .and_then(|i| out.status.get(i))
+            .and_then(|i| status.get(i))
             .map_or(0, |t| t.tid);
         s.push_str(&format!("# Break thread: {tid}\n"));
         s.push_str(&format!(
@@ -282,8 +291,12 @@ fn epoch_s(rfc3339: &str) -> i64 {
 }
 
 /// What cyclictest's `--json` document of this run holds.
-fn json_run(plan: &CyclicPlan, out: &Outcome, code: i32) -> JsonRun {
-    let doc = &out.doc;
+fn json_run(
+    plan: &CyclicPlan,
+    doc: &ResultDocument,
+    bins: &[(MicrosecondBins, RunningStats)],
+    code: i32,
+) -> JsonRun {
     let nsecs = plan.cyclictest.as_ref().is_some_and(|s| s.nsecs);
     let start = epoch_s(&doc.started_at);
     let threads = plan
@@ -296,8 +309,7 @@ fn json_run(plan: &CyclicPlan, out: &Outcome, code: i32) -> JsonRun {
                 .find(|s| s.label == format!("thread {}", tp.index));
             let st = s.map(|s| &s.stats);
             let count = st.map_or(0, |st| st.count);
-            let histogram = out
-                .bins
+            let histogram = bins
                 .get(tp.index)
                 .map(|(b, _)| {
                     b.bins
@@ -429,6 +441,113 @@ mod tests {
             &[None]
         )
         .is_err());
+    }
+
+    fn status(index: usize, tid: i32) -> ThreadStatus {
+        ThreadStatus {
+            index,
+            tid,
+            ..ThreadStatus::default()
+        }
+    }
+
+    #[test]
+    fn break_lines_name_the_thread_and_its_value() {
+        let st = [status(0, 31429), status(1, 7)];
+        assert_eq!(break_lines(&st, None, false), "# Thread Ids: 31429 00007\n");
+        let b = BreakEvent {
+            threshold_ns: 5999,
+            series: "thread 1".into(),
+            seq: 3,
+            t_ns: 0,
+            latency_ns: 71_999,
+        };
+        assert_eq!(
+            break_lines(&st, Some(&b), false),
+            "# Thread Ids: 31429 00007\n# Break thread: 7\n# Break value: 71\n"
+        );
+        assert!(break_lines(&st, Some(&b), true).ends_with("# Break value: 71999\n"));
+        let b = BreakEvent {
+            series: "thread 9".into(),
+            latency_ns: -5,
+            ..b
+        };
+        assert!(
+            break_lines(&st, Some(&b), false).ends_with("# Break thread: 0\n# Break value: 0\n")
+        );
+    }
+
+    /// cyclictest's --json of a run: each thread's figures in its unit, its
+    /// non-zero bins, its CPU where pinned.
+    #[test]
+    fn the_json_document_of_a_run() {
+        let a = args::parse_cmdline("cyclictest -t 2 -p 80 -h 5 -i 500").unwrap();
+        let r = resolve::resolve(&a, &resolve::Machine::this()).unwrap();
+        let mut plan = cyclic::plan(&r.options).unwrap();
+        plan.threads[0].cpus = vec![1];
+        let series = |label: &str, count, min, max, mean| {
+            let mut s = rtscope_core::result::Series {
+                label: label.into(),
+                ..Default::default()
+            };
+            (
+                s.stats.count,
+                s.stats.min_ns,
+                s.stats.max_ns,
+                s.stats.mean_ns,
+            ) = (count, min, max, mean);
+            s
+        };
+        let mut doc = ResultDocument::new(
+            "cyclic",
+            serde_json::Value::Null,
+            rtscope_core::system::SystemSnapshot {
+                hostname: Some("board".into()),
+                kernel_release: "6.1.0-rt".into(),
+                preempt_rt: true,
+                ..Default::default()
+            },
+            vec![
+                series("thread 0", 3, 1_999, 9_500, 4_321.0),
+                series("thread 1", 0, 0, 0, 0.0),
+                series("all", 3, 1_999, 9_500, 4_321.0),
+            ],
+        );
+        doc.started_at = "2026-11-25T23:10:49.5Z".into();
+        doc.duration_ns = 2_400_000_000;
+        let mut b0 = MicrosecondBins::new(5, 5);
+        for v in [1_999, 2_500, 9_500] {
+            b0.record(v, 0);
+        }
+        let bins = vec![
+            (b0, RunningStats::default()),
+            (MicrosecondBins::new(5, 5), RunningStats::default()),
+        ];
+        let j = json_run(&plan, &doc, &bins, 0);
+        assert_eq!(j.start_time, "Wed, 25 Nov 2026 23:10:49 +0000");
+        assert_eq!(j.end_time, "Wed, 25 Nov 2026 23:10:51 +0000");
+        assert_eq!(
+            (j.nodename.as_str(), j.release.as_str()),
+            ("board", "6.1.0-rt")
+        );
+        assert!(j.realtime && !j.nsecs);
+        assert_eq!(j.threads.len(), 2);
+        let t = &j.threads[0];
+        assert_eq!(t.histogram, [(1, 1), (2, 1)]);
+        assert_eq!((t.cycles, t.min, t.max, t.cpu), (3, 1, 9, 1));
+        assert!((t.avg - 4.321).abs() < 1e-9);
+        let t = &j.threads[1];
+        assert_eq!((t.cycles, t.min, t.max, t.avg, t.cpu), (0, 0, 0, 0.0, -1));
+        assert!(t.histogram.is_empty());
+        // -N: ns, and the bins at their lower edge in ns.
+        plan.cyclictest.as_mut().unwrap().nsecs = true;
+        let j = json_run(&plan, &doc, &bins, 1);
+        let t = &j.threads[0];
+        assert_eq!(t.histogram, [(1000, 1), (2000, 1)]);
+        assert_eq!((t.min, t.max), (1_999, 9_500));
+        assert!((t.avg - 4_321.0).abs() < 1e-9);
+        assert!(j.nsecs);
+        assert_eq!(j.return_code, 1);
     }
 
     #[test]
