@@ -469,7 +469,14 @@ fn help_lists_every_option() {
         .unwrap();
     common::assert_exit(&out, 0);
     let text = String::from_utf8_lossy(&out.stdout);
-    for o in ["--affinity", "--histogram", "--histofall", "--json", "--rtscope-json", "--smp"] {
+    for o in [
+        "--affinity",
+        "--histogram",
+        "--histofall",
+        "--json",
+        "--rtscope-json",
+        "--smp",
+    ] {
         assert!(text.contains(o), "{o}");
     }
     // -h is cyclictest's histogram, not help.
@@ -487,7 +494,17 @@ fn options_not_honoured_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let doc = dir.path().join("d.json");
     let out = common::rtscope()
-        .args(["cyclictest", "-l", "20", "-q", "--smi", "-F", "/tmp/x", "-i", "500"])
+        .args([
+            "cyclictest",
+            "-l",
+            "20",
+            "-q",
+            "--smi",
+            "-F",
+            "/tmp/x",
+            "-i",
+            "500",
+        ])
         .arg(format!("--rtscope-json={}", doc.display()))
         .output()
         .unwrap();
@@ -499,7 +516,9 @@ fn options_not_honoured_are_named() {
     }
     let d = read_result(&doc);
     let warnings = d["warnings"].as_array().unwrap();
-    assert!(warnings.iter().any(|w| w.as_str().unwrap().contains("--smi")));
+    assert!(warnings
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("--smi")));
     // SCHED_OTHER as cyclictest without -p, with its status line at the end.
     assert_eq!(d["plan"]["rt"]["policy"], "other");
     let text = String::from_utf8_lossy(&out.stdout);

@@ -1133,6 +1133,9 @@ mod tests {
             "cyclictest -qN",
             "cyclictest --nsecs -p 9",
             "cyclictest -U -N",
+            "cyclictest -U --nsecs",
+            "cyclictest -U -qN",
+            "cyclictest -UN",
         ] {
             let d = from_json(json_of(line).as_bytes(), T.into()).unwrap();
             assert_eq!(d.series[0].attributes["resolution_ns"], 1, "{line}");
@@ -1141,6 +1144,10 @@ mod tests {
             "cyclictest -q",
             "cyclictest -U -q",
             "cyclictest --json=N.json",
+            "cyclictest -U --xN",
+            "cyclictest -U -q5N",
+            "cyclictest -U xN",
+            "cyclictest -U -Q",
         ] {
             let d = from_json(json_of(line).as_bytes(), T.into()).unwrap();
             assert_eq!(d.series[0].attributes["resolution_ns"], 1000, "{line}");

@@ -23,6 +23,8 @@ pub struct Live {
     /// `rtscope cyclictest`: cyclictest's display, and each thread's
     /// maximum when it was last drawn (for `-M`).
     cyclictest: Option<(super::cyclictest::Style, Vec<i64>)>,
+    /// Where cyclictest's display goes (stdout).
+    out: Box<dyn FnMut(&str)>,
 }
 
 impl Live {
@@ -33,14 +35,24 @@ impl Live {
             lines: 0,
             last: None,
             cyclictest: None,
+            out: Box::new(super::say),
         }
     }
 
     /// cyclictest's display on stdout; prints cyclictest's `cpu_dma_latency`
     /// line at once when `dma_held` (also with `-q`, as cyclictest does).
     pub fn cyclictest(style: super::cyclictest::Style, dma_held: bool) -> Self {
+        Self::cyclictest_to(style, dma_held, Box::new(super::say))
+    }
+
+    /// [`Live::cyclictest`], written to `out`.
+    fn cyclictest_to(
+        style: super::cyclictest::Style,
+        dma_held: bool,
+        mut out: Box<dyn FnMut(&str)>,
+    ) -> Self {
         if dma_held {
-            super::say(super::cyclictest::DMA_LINE);
+            out(super::cyclictest::DMA_LINE);
         }
         Live {
             quiet: style.quiet,
@@ -48,6 +60,7 @@ impl Live {
             lines: 0,
             last: None,
             cyclictest: Some((style, vec![])),
+            out,
         }
     }
 
@@ -120,7 +133,7 @@ impl Live {
         let text = super::cyclictest::block(style, &loadavg, rows, self.lines > 0);
         *maxima = now;
         self.lines = rows.len() + 2;
-        super::say(&text);
+        (self.out)(&text);
     }
 }
 
@@ -195,6 +208,89 @@ mod tests {
         // A thread not drawn before.
         assert!(grew(&[5], &[5, 0]));
         assert!(!grew(&[], &[]));
+    }
+
+    use super::super::cyclictest::Style;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    fn row(i: usize, max_ns: i64) -> ThreadStatus {
+        ThreadStatus {
+            index: i,
+            count: 1,
+            max_ns,
+            ..ThreadStatus::default()
+        }
+    }
+
+    fn live(style: Style, dma: bool) -> (Live, Rc<RefCell<String>>) {
+        let text = Rc::new(RefCell::new(String::new()));
+        let t = text.clone();
+        let l = Live::cyclictest_to(style, dma, Box::new(move |s| t.borrow_mut().push_str(s)));
+        (l, text)
+    }
+
+    /// cyclictest's display: the cpu_dma_latency line at once, a block at
+    /// most every 100 ms, each later one going back up over the last
+    /// (threads + 2 lines), the final figures at the end.
+    #[test]
+    fn cyclictests_display_draws_blocks_and_goes_back_up() {
+        let style = Style {
+            policy: "fifo".into(),
+            ..Style::default()
+        };
+        let (mut l, text) = live(style.clone(), true);
+        assert_eq!(*text.borrow(), super::super::cyclictest::DMA_LINE);
+        text.borrow_mut().clear();
+        let rows = vec![row(0, 5000), row(1, 7000), row(2, 1000)];
+        l.update(|| rows.clone(), Duration::ZERO);
+        let first = text.borrow().clone();
+        assert!(first.starts_with("policy: fifo: loadavg: "), "{first}");
+        assert_eq!(first.lines().count(), 5);
+        // At once again: not yet.
+        l.update(|| rows.clone(), Duration::ZERO);
+        assert_eq!(*text.borrow(), first);
+        l.finish(|| rows.clone());
+        let all = text.borrow().clone();
+        assert!(
+            all[first.len()..].starts_with("\x1b[5Apolicy: fifo: "),
+            "{all:?}"
+        );
+        assert_eq!(all.matches("T: 0").count(), 2);
+        // Without the dma line where it is not held.
+        let (_, text) = live(style, false);
+        assert!(text.borrow().is_empty());
+    }
+
+    #[test]
+    fn the_quiet_display_prints_only_the_dma_line() {
+        let style = Style {
+            quiet: true,
+            ..Style::default()
+        };
+        let (mut l, text) = live(style, true);
+        l.update(|| vec![row(0, 1)], Duration::ZERO);
+        l.finish(|| vec![row(0, 1)]);
+        assert_eq!(*text.borrow(), super::super::cyclictest::DMA_LINE);
+    }
+
+    #[test]
+    fn refresh_on_max_redraws_when_a_maximum_grew() {
+        let style = Style {
+            refresh_on_max: true,
+            ..Style::default()
+        };
+        let (mut l, text) = live(style, false);
+        l.draw_cyclictest(&[row(0, 5)], false);
+        let n = text.borrow().len();
+        assert!(n > 0);
+        l.draw_cyclictest(&[row(0, 5)], false);
+        assert_eq!(text.borrow().len(), n);
+        l.draw_cyclictest(&[row(0, 6)], false);
+        assert!(text.borrow().len() > n);
+        let n = text.borrow().len();
+        l.finish(|| vec![row(0, 6)]);
+        assert!(text.borrow().len() > n);
     }
 
     #[test]

@@ -29,6 +29,9 @@ use crate::output::cyclictest::{self as ct_out, JsonRun, JsonThread};
 use crate::output::files::OutputPaths;
 use crate::output::live::ThreadStatus;
 use crate::output::{histogram as hist_out, say};
+
+#[cfg(test)]
+mod deliver_tests;
 use rtscope_core::record::{MicrosecondBins, RunningStats};
 use rtscope_core::result::{BreakEvent, ResultDocument};
 
@@ -47,6 +50,7 @@ fn default_json_name(now: std::time::SystemTime, pid: u32) -> PathBuf {
 }
 
 /// Where the outputs go.
+#[derive(Debug, PartialEq)]
 struct Files {
     rtscope_json: Option<PathBuf>,
     report: Option<PathBuf>,
@@ -57,8 +61,8 @@ struct Files {
 
 impl Files {
     /// Checks every path before anything runs; the default document path
-    /// is dropped (with a warning) where it cannot be written.
-    fn of(a: &args::CtArgs) -> Result<Files> {
+    /// (`default`) is dropped, with a warning, where it cannot be written.
+    fn of(a: &args::CtArgs, default: PathBuf) -> Result<Files> {
         let mut paths = OutputPaths::new();
         let json = a.json.as_ref().map(PathBuf::from);
         if let Some(p) = json.as_deref().filter(|p| *p != Path::new("-")) {
@@ -80,7 +84,7 @@ impl Files {
                 Some(p)
             }
             (None, false) => {
-                let p = default_json_name(std::time::SystemTime::now(), std::process::id());
+                let p = default;
                 match paths.add("--rtscope-json", Some(&p)) {
                     Ok(()) => Some(p),
                     Err(e) => {
@@ -110,7 +114,10 @@ pub fn run(words: &[String]) -> Result<i32> {
         return Ok(EXIT_OK);
     }
     let r = resolve::resolve(&a, &resolve::Machine::this()).map_err(usage)?;
-    let files = Files::of(&a)?;
+    let files = Files::of(
+        &a,
+        default_json_name(std::time::SystemTime::now(), std::process::id()),
+    )?;
     let mut options = r.options;
     options.outputs = Outputs {
         quiet: a.quiet,
@@ -123,13 +130,41 @@ pub fn run(words: &[String]) -> Result<i32> {
     for n in &r.notes {
         eprintln!("warning: {n}");
     }
-    let mut out = cyclic::execute(&plan)?;
-    out.doc.warnings.extend(r.notes.iter().cloned());
-    Ok(deliver(&a, &plan, out, &files))
+    let Outcome {
+        mut doc,
+        bins,
+        status,
+        thread_errors,
+        ..
+    } = cyclic::execute(&plan)?;
+    doc.warnings.extend(r.notes.iter().cloned());
+    let out = Finished {
+        doc,
+        bins,
+        status,
+        thread_errors,
+    };
+    Ok(deliver(a.breaktrace > 0, &plan, &out, &files, &mut say))
 }
 
-/// Writes the files, then prints what cyclictest prints at the end; the exit code.
-fn deliver(a: &args::CtArgs, plan: &CyclicPlan, out: Outcome, files: &Files) -> i32 {
+/// What a finished run hands to [`deliver`].
+struct Finished {
+    doc: ResultDocument,
+    bins: Vec<(MicrosecondBins, RunningStats)>,
+    status: Vec<ThreadStatus>,
+    thread_errors: Vec<String>,
+}
+
+/// Writes the files, then prints (through `out`) what cyclictest prints at
+/// the end: with `-q` and no `-h` the status lines, the histogram, with
+/// `-b` (`breaktrace`) the break lines. The exit code.
+fn deliver(
+    breaktrace: bool,
+    plan: &CyclicPlan,
+    out: &Finished,
+    files: &Files,
+    say: &mut dyn FnMut(&str),
+) -> i32 {
     let style = plan.cyclictest.clone().unwrap_or_default();
     let mut errors = Vec::new();
     let mut written = Vec::new();
@@ -182,7 +217,7 @@ fn deliver(a: &args::CtArgs, plan: &CyclicPlan, out: Outcome, files: &Files) -> 
     if let Some(text) = histogram.filter(|_| files.histfile.is_none()) {
         say(&text);
     }
-    if a.breaktrace > 0 {
+    if breaktrace {
         say(&break_lines(
             &out.status,
             out.doc.break_event.as_ref(),
