@@ -117,7 +117,7 @@ pub fn resolve(a: &CtArgs, m: &Machine) -> Result<Resolved, String> {
     };
     let mut priority = a.priority;
     if a.policy.is_rt() && priority == 0 {
-        priority = threads as i64 + 1;
+        priority = (threads as i64).saturating_add(1);
         messages.push(format!("defaulting realtime priority to {priority}"));
         if priority > 99 {
             return Err(format!(
@@ -163,7 +163,9 @@ pub fn resolve(a: &CtArgs, m: &Machine) -> Result<Resolved, String> {
         if a.nsecs {
             a.breaktrace as u64
         } else {
-            a.breaktrace as u64 * 1000 + 999
+            (a.breaktrace as u64)
+                .saturating_mul(1000)
+                .saturating_add(999)
         }
     });
     let mut trace = TraceMode::Off;
@@ -220,8 +222,8 @@ pub fn resolve(a: &CtArgs, m: &Machine) -> Result<Resolved, String> {
     let options = CyclicOptions {
         threads: Some(threads),
         cpus: a.placement.pinned.then_some(pool),
-        period_ns: a.interval as u64 * 1000,
-        distance_ns: a.distance as u64 * 1000,
+        period_ns: (a.interval as u64).saturating_mul(1000),
+        distance_ns: (a.distance as u64).saturating_mul(1000),
         loops: (a.loops > 0).then_some(a.loops as u64),
         duration_ns: (a.duration_s > 0)
             .then(|| (a.duration_s as u64).saturating_mul(1_000_000_000)),
@@ -268,6 +270,7 @@ fn not_honoured(option: &str, why: &str) -> String {
 mod tests {
     use super::*;
     use crate::experiment::cyclictest::args::parse;
+    use proptest::strategy::Strategy;
 
     fn machine() -> Machine {
         Machine {
@@ -467,6 +470,49 @@ mod tests {
         assert_eq!(r("-A 20").notes.len(), 1);
         assert!(r("--histfile=h -h 5").notes.is_empty());
         assert!(r("-m -n -u -q -M").notes.is_empty());
+    }
+
+    /// Huge values are not an overflow (the plan's limits refuse them).
+    #[test]
+    fn huge_values_saturate() {
+        let x = r("-i 9223372036854775807 -d 9223372036854775807 -b 9223372036854775807");
+        assert_eq!(x.options.period_ns, u64::MAX);
+        assert_eq!(x.options.distance_ns, u64::MAX);
+        assert_eq!(x.options.break_above_ns, Some(u64::MAX));
+        assert!(refused("-t 9223372036854775807 --policy=fifo").contains("above 99"));
+        assert!(crate::experiment::cyclic::plan(&x.options).is_err());
+    }
+
+    proptest::proptest! {
+        /// Any command line: parsed and resolved, or one line of error; never a panic.
+        #[test]
+        fn any_line_is_read_or_refused_in_one_line(
+            words in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::sample::select(vec![
+                        "-a", "-t", "-S", "-p", "-i", "-d", "-D", "-l", "-h", "-H", "-b", "-N",
+                        "-q", "-m", "-n", "-r", "-s", "-x", "-A", "-c", "-o", "-v", "-M",
+                        "--policy=fifo", "--policy=idle", "--latency=0", "--priospread",
+                        "--secaligned", "--tracemark", "--json=-", "--laptop", "--", "-Sp99",
+                        "-t0", "-a0-1", "-a!1", "--dur", "--prio", "--smp", "-?",
+                    ]).prop_map(String::from),
+                    "-?[0-9]{1,20}[mhdsx]?",
+                    "\\PC{0,6}",
+                ],
+                0..10,
+            ),
+        ) {
+            if let Ok(a) = crate::experiment::cyclictest::args::parse(&words) {
+                match resolve(&a, &machine()) {
+                    Ok(x) => {
+                        let _ = crate::experiment::cyclic::plan(&x.options);
+                    }
+                    Err(e) => proptest::prop_assert!(!e.contains('\n'), "{}", e),
+                }
+            } else if let Err(e) = crate::experiment::cyclictest::args::parse(&words) {
+                proptest::prop_assert!(!e.is_empty() && !e.contains('\n'), "{}", e);
+            }
+        }
     }
 
     #[test]
