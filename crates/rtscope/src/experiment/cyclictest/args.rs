@@ -367,6 +367,9 @@ impl Default for CtArgs {
 /// cyclictest's default distance, us.
 pub const DEFAULT_DISTANCE: i64 = 500;
 
+/// The longest interval, us (rtscope's limit for every period: 1 h).
+pub const MAX_INTERVAL_US: i64 = 3_600_000_000;
+
 /// cyclictest's largest histogram, bins (`HIST_MAX`).
 pub const HIST_MAX: i64 = 1_000_000;
 
@@ -642,6 +645,12 @@ pub fn parse(args: &[String]) -> Result<CtArgs, String> {
                 if a.interval < 1 {
                     return Err(format!(
                         "{} {}: the interval must be at least 1 us",
+                        g.name, a.interval
+                    ));
+                }
+                if a.interval > MAX_INTERVAL_US {
+                    return Err(format!(
+                        "{} {}: at most {MAX_INTERVAL_US} us (1 h: a longer wait is not a latency measurement)",
                         g.name, a.interval
                     ));
                 }
@@ -1160,6 +1169,11 @@ mod tests {
         );
         assert_eq!(err("-i 0"), "-i 0: the interval must be at least 1 us");
         assert_eq!(ok("-i 1").interval, 1);
+        assert_eq!(ok("-i 3600000000").interval, 3_600_000_000);
+        assert_eq!(
+            err("-i 3600000001"),
+            "-i 3600000001: at most 3600000000 us (1 h: a longer wait is not a latency measurement)"
+        );
         assert_eq!(err("-l -1"), "-l -1: must not be negative");
         assert_eq!(ok("-l 0").loops, 0);
         assert_eq!(err("-d -1"), "-d -1: must not be negative");

@@ -136,7 +136,7 @@ pub fn run(words: &[String]) -> Result<i32> {
         status,
         thread_errors,
         ..
-    } = cyclic::execute(&plan)?;
+    } = cyclic::execute(&plan).map_err(cyclictest_advice)?;
     doc.warnings.extend(r.notes.iter().cloned());
     let out = Finished {
         doc,
@@ -145,6 +145,19 @@ pub fn run(words: &[String]) -> Result<i32> {
         thread_errors,
     };
     Ok(deliver(a.breaktrace > 0, &plan, &out, &files, &mut say))
+}
+
+/// rtscope's advice for a run refused real-time scheduling ends in
+/// `--no-rt`, which is not a cyclictest option: the cyclictest line's way to
+/// the same (SCHED_OTHER) is to leave out the priority.
+fn cyclictest_advice(e: anyhow::Error) -> anyhow::Error {
+    let text = crate::error::one_line(&e);
+    match text.strip_suffix("or use --no-rt") {
+        Some(head) if e.downcast_ref::<crate::error::UsageError>().is_none() => anyhow::anyhow!(
+            "{head}or leave out -p (and --policy=fifo/rr): cyclictest then runs SCHED_OTHER"
+        ),
+        _ => e,
+    }
 }
 
 /// What a finished run hands to [`deliver`].
@@ -583,6 +596,23 @@ mod tests {
         assert!((t.avg - 4_321.0).abs() < 1e-9);
         assert!(j.nsecs);
         assert_eq!(j.return_code, 1);
+    }
+
+    #[test]
+    fn the_advice_for_a_refused_priority_is_a_cyclictest_option() {
+        let e = cyclictest_advice(anyhow::anyhow!(
+            "not allowed to use SCHED_FIFO priority 80 (RLIMIT_RTPRIO is 0): run as root, or use --no-rt"
+        ));
+        assert_eq!(
+            e.to_string(),
+            "not allowed to use SCHED_FIFO priority 80 (RLIMIT_RTPRIO is 0): run as root, or leave out -p (and --policy=fifo/rr): cyclictest then runs SCHED_OTHER"
+        );
+        assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_RUN);
+        let e = cyclictest_advice(anyhow::anyhow!("a thread failed"));
+        assert_eq!(e.to_string(), "a thread failed");
+        let e = cyclictest_advice(usage("bad, or use --no-rt"));
+        assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_USAGE);
+        assert_eq!(e.to_string(), "bad, or use --no-rt");
     }
 
     #[test]

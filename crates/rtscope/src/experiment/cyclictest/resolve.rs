@@ -475,8 +475,8 @@ mod tests {
     /// Huge values are not an overflow (the plan's limits refuse them).
     #[test]
     fn huge_values_saturate() {
-        let x = r("-i 9223372036854775807 -d 9223372036854775807 -b 9223372036854775807");
-        assert_eq!(x.options.period_ns, u64::MAX);
+        let x = r("-t 2 -i 3600000000 -d 9223372036854775807 -b 9223372036854775807");
+        assert_eq!(x.options.period_ns, 3_600_000_000_000);
         assert_eq!(x.options.distance_ns, u64::MAX);
         assert_eq!(x.options.break_above_ns, Some(u64::MAX));
         assert!(refused("-t 9223372036854775807 --policy=fifo").contains("above 99"));
