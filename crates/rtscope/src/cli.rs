@@ -37,6 +37,10 @@ pub struct Cli {
 pub enum Command {
     /// Periodic wake-up latency (what cyclictest measures), with missed periods counted.
     Cyclic(CyclicArgs),
+    /// A cyclictest command line run unchanged (its options, its output), with rtscope's
+    /// result document too; `rtscope cyclictest --help` lists what each option does.
+    #[command(disable_help_flag = true)]
+    Cyclictest(CyclictestArgs),
     /// Time sources: what reading each clock costs, counter calibration, cross-CPU check.
     Clock(ClockArgs),
     /// A periodic loop's period as each time source observes it: mean, error, jitter.
@@ -75,6 +79,18 @@ pub enum Command {
     /// Internal: one instance of a background load (started by rtscope itself).
     #[command(name = "__load-worker", hide = true)]
     LoadWorker(LoadWorkerArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CyclictestArgs {
+    /// cyclictest's options as cyclictest takes them (-h is its histogram; --help lists them).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        num_args = 0..,
+        value_name = "CYCLICTEST OPTIONS"
+    )]
+    pub args: Vec<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -193,6 +209,12 @@ pub struct ImportCyclictestArgs {
     /// The histogram was written by `cyclictest -N`: bins and values are ns, not µs.
     #[arg(long, requires = "histogram")]
     pub nsecs: bool,
+
+    /// The cyclictest command line the histogram came from (`--cmdline "cyclictest -m -p 90
+    /// -h 150 -q"`): its settings go into the plan as `rtscope cyclictest` records them, so
+    /// that `compare` sees equal settings as equal (a --json file carries its own).
+    #[arg(long, value_name = "LINE", requires = "histogram")]
+    pub cmdline: Option<String>,
 
     /// Write the result document to FILE.
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -1307,6 +1329,7 @@ impl CyclicArgs {
             },
             trace_outliers_ns: self.trace_outliers,
             trace_buffer_kb: self.trace_buffer_kb,
+            cyclictest: None,
         })
     }
 }

@@ -47,6 +47,7 @@ use rtscope_core::units::{format_cpu_list, format_ns, online_cpus};
 
 use super::run::{self, ExtraFile, Outputs, RtChoice, Run, RunSettings};
 use crate::error::{usage, EXIT_OK, EXIT_RUN, EXIT_THRESHOLD};
+use crate::output::cyclictest::Style as CyclictestStyle;
 use crate::output::live::{Live, ThreadStatus};
 use crate::output::{histogram as hist_out, summary};
 
@@ -88,6 +89,9 @@ pub struct CyclicOptions {
     pub trace_outliers_ns: Option<u64>,
     /// `--trace-buffer`: per-CPU trace buffer, KiB.
     pub trace_buffer_kb: u32,
+    /// `rtscope cyclictest`: cyclictest's display and histogram on stdout,
+    /// and the threads' timer slack left as it is (as cyclictest leaves it).
+    pub cyclictest: Option<CyclictestStyle>,
 }
 
 impl Default for CyclicOptions {
@@ -124,6 +128,7 @@ impl Default for CyclicOptions {
             trace: super::cyclic_trace::TraceMode::Off,
             trace_outliers_ns: None,
             trace_buffer_kb: 4096,
+            cyclictest: None,
         }
     }
 }
@@ -172,6 +177,9 @@ pub struct CyclicPlan {
     /// `--trace`, `--trace-outliers`, `--trace-buffer` (absent when untraced).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<super::cyclic_trace::TracePlan>,
+    /// `rtscope cyclictest`'s output (see [`CyclicOptions::cyclictest`]).
+    #[serde(skip)]
+    pub cyclictest: Option<CyclictestStyle>,
 }
 
 impl CyclicPlan {
@@ -198,7 +206,8 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
     let pin = a.cpus.is_some() || a.threads.is_none();
     // About one second of samples per ring at the shortest period, within bounds.
     let ring_capacity = (1_000_000_000 / a.period_ns.max(1)).clamp(4096, 1 << 20) as usize;
-    let bins = a.histogram.as_ref().map(|_| a.histogram_max_ns / 1000);
+    let bins = (a.histogram.is_some() || a.cyclictest.as_ref().is_some_and(|c| c.histogram))
+        .then_some(a.histogram_max_ns / 1000);
     crate::limits::check_threads(n, crate::limits::cyclic_thread_bytes(ring_capacity, bins))?;
     crate::limits::check_thread_periods(a.period_ns, a.distance_ns, n)?;
     crate::limits::check_start_delay(a.start_delay_ns)?;
@@ -259,6 +268,7 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
         loads: a.loads.clone(),
         load_cpus: a.load_cpus.clone(),
         trace,
+        cyclictest: a.cyclictest.clone(),
     })
 }
 
@@ -601,6 +611,11 @@ pub struct Outcome {
     raw: Option<(OutFile, Option<String>)>,
     /// Measurement threads that failed.
     pub thread_errors: Vec<String>,
+    /// Each thread's 1 µs bins and statistics, when a histogram was asked
+    /// for (`--histogram`, or `-h` of `rtscope cyclictest`).
+    pub bins: Vec<(MicrosecondBins, rtscope_core::record::RunningStats)>,
+    /// Each thread's final figures, as the live display shows them.
+    pub status: Vec<ThreadStatus>,
 }
 
 impl Outcome {
@@ -789,7 +804,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         let (start_tx, start_rx) = mpsc::channel();
         starts.push(start_tx);
         let job = ThreadJob {
-            setup: plan.rt.thread_setup(tp.cpus.clone(), block.clone()),
+            setup: thread_setup(plan, tp, block.clone()),
             period_ns: tp.period_ns,
             wake: plan.wake,
             clock: plan.clock_id(),
@@ -844,7 +859,10 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         }
         None => None,
     };
-    let mut live = Live::new(plan.outputs.quiet || live_sinks.as_ref().is_some_and(|l| l.tui));
+    let mut live = match &plan.cyclictest {
+        Some(style) => Live::cyclictest(style.clone(), run.env.dma_latency_held),
+        None => Live::new(plan.outputs.quiet || live_sinks.as_ref().is_some_and(|l| l.tui)),
+    };
     // The common start, chosen now that every thread is ready and the run's
     // set-up is done; each thread still arms its first deadline at least
     // START_MARGIN_NS in its own future, on this start's grid.
@@ -882,10 +900,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
                 plan: tp,
                 state,
                 last: None,
-                us_bins: plan
-                    .histogram
-                    .as_ref()
-                    .map(|_| MicrosecondBins::new((plan.histogram_max_ns / 1000) as usize, 20)),
+                us_bins: us_bins(plan),
                 source,
             })
             .collect(),
@@ -936,7 +951,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         .collect();
     rtscope_core::rt::wake_until_ended(&tids, |i| !handles[i].is_finished());
     let ends = agg.join(handles);
-    live.finish();
+    live.finish(|| agg.statuses(plan.rt.priority));
     for w in agg.end_live() {
         // Not eprintln!: after a hangup stderr may be gone, and the results
         // must still be written.
@@ -1013,12 +1028,42 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             .collect();
         hist_out::cyclictest_text(&cols, dma_held)
     });
+    let status = agg.statuses(plan.rt.priority);
+    let bins = agg
+        .threads
+        .iter_mut()
+        .filter_map(|t| t.us_bins.take().map(|b| (b, t.rec.stats.clone())))
+        .collect();
     Ok(Outcome {
         doc,
         histogram,
         raw: agg.raw.take(),
         thread_errors: errors,
+        bins,
+        status,
     })
+}
+
+/// What a measurement thread sets up. `rtscope cyclictest` leaves the timer
+/// slack alone, as cyclictest does (50 µs by default, which SCHED_OTHER
+/// threads wait with; real-time threads have none).
+fn thread_setup(plan: &CyclicPlan, tp: &ThreadPlan, block: Vec<i32>) -> ThreadSetup {
+    let mut setup = plan.rt.thread_setup(tp.cpus.clone(), block);
+    if plan.cyclictest.is_some() {
+        setup.timer_slack_ns = None;
+    }
+    setup
+}
+
+/// A thread's 1 µs bins, when a histogram is asked for: up to
+/// `--histogram-max`; the first 20 overflows' sample numbers are kept (as
+/// many as there are bins for `rtscope cyclictest`, as cyclictest keeps).
+fn us_bins(plan: &CyclicPlan) -> Option<MicrosecondBins> {
+    let n = (plan.histogram_max_ns / 1000) as usize;
+    match &plan.cyclictest {
+        Some(c) if c.histogram => Some(MicrosecondBins::new(n, n)),
+        _ => plan.histogram.as_ref().map(|_| MicrosecondBins::new(n, 20)),
+    }
 }
 
 fn header(plan: &CyclicPlan) -> String {
@@ -1370,6 +1415,57 @@ mod aggregate_tests {
                 }
             }
         }
+    }
+
+    /// `rtscope cyclictest`'s threads keep their timer slack and, with `-h`,
+    /// histogram bins without a file, keeping as many overflow sample numbers
+    /// as there are bins (cyclictest's limit); `--histogram FILE` keeps 20.
+    #[test]
+    fn cyclictest_runs_keep_the_timer_slack_and_their_histogram() {
+        let ct = |histogram| CyclictestStyle {
+            histogram,
+            ..CyclictestStyle::default()
+        };
+        let base = CyclicOptions {
+            threads: Some(1),
+            histogram_max_ns: 30_000,
+            ..CyclicOptions::default()
+        };
+        let p = plan(&base).unwrap();
+        assert!(us_bins(&p).is_none());
+        assert_eq!(
+            thread_setup(&p, &p.threads[0], vec![]).timer_slack_ns,
+            Some(1)
+        );
+        let p = plan(&CyclicOptions {
+            cyclictest: Some(ct(false)),
+            ..base.clone()
+        })
+        .unwrap();
+        assert!(us_bins(&p).is_none());
+        assert_eq!(thread_setup(&p, &p.threads[0], vec![]).timer_slack_ns, None);
+        let p = plan(&CyclicOptions {
+            cyclictest: Some(ct(true)),
+            ..base.clone()
+        })
+        .unwrap();
+        let mut b = us_bins(&p).unwrap();
+        assert_eq!(b.bins.len(), 30);
+        for seq in 0..40 {
+            b.record(31_000, seq);
+        }
+        assert_eq!((b.overflows, b.overflow_seqs.len()), (40, 30));
+        let dir = tempfile::tempdir().unwrap();
+        let p = plan(&CyclicOptions {
+            histogram: Some(dir.path().join("h.txt")),
+            ..base
+        })
+        .unwrap();
+        let mut b = us_bins(&p).unwrap();
+        for seq in 0..40 {
+            b.record(31_000, seq);
+        }
+        assert_eq!((b.bins.len(), b.overflow_seqs.len()), (30, 20));
     }
 
     #[test]

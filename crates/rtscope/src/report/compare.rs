@@ -541,6 +541,8 @@ const OUTPUT_KEYS: &[&str] = &[
     "out",
     "outputs",
     "resume",
+    // Where an import came from (cyclictest's version, its command line).
+    "imported",
 ];
 
 /// Settings under which runs are not like for like: a verdict between them
