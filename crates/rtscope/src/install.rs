@@ -101,6 +101,10 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         ("Which kernel stage the worst wake-ups lost their time in", "rtscope cyclic -D 1m --trace-outliers 100us"),
         ("A CI gate: exit 3 when the worst wake-up exceeds 200 us", "rtscope cyclic -D 5m -q --fail-above 200us"),
     ]),
+    ("rtscope-cyclictest", &[
+        ("A cyclictest command line, unchanged: its output, and rtscope's document beside it", "rtscope cyclictest -m -S -p 95 -i 1000 -h 400 -D 2m"),
+        ("The OSADL-style long run, quiet, with its histogram", "rtscope cyclictest -l100000000 -m -Sp99 -i200 -h400 -q"),
+    ]),
     ("rtscope-clock", &[
         ("What reading each time source costs", "rtscope clock"),
         ("Sparse reads, as a program that reads the clock now and then sees it", "rtscope clock --mode sparse --every 100ms --pairs 20"),
@@ -197,7 +201,7 @@ fn extra_sections(name: &str, siblings: &[String]) -> String {
     }
     r.control("SH", ["SEE ALSO"]);
     let mut refs: Vec<String> = siblings.iter().map(|s| format!("{s}(1)")).collect();
-    if name == "rtscope-cyclic" || name.starts_with("rtscope-import") {
+    if name.starts_with("rtscope-cyclic") || name.starts_with("rtscope-import") {
         refs.push("cyclictest(8)".into());
     }
     r.text([roman(refs.join(", "))]);
