@@ -510,6 +510,59 @@ fn an_experiment_says_a_shortfall_once() {
     );
 }
 
+/// A matrix cell whose load fell short is marked (table, summary files,
+/// index), also with `-q`.
+#[test]
+fn matrix_marks_a_cell_whose_load_fell_short() {
+    let _g = CPUS.read().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let outdir = dir.path().join("m");
+    let out = rtscope()
+        .args([
+            "matrix",
+            "--no-rt",
+            "-q",
+            "--loads",
+            "cpu:100,instances=3",
+            "--load-cpus",
+            "0",
+            "--samples",
+            "300",
+            "--out",
+        ])
+        .arg(&outdir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    let id = "p1ms-cpu-instances3-100";
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{id} ")))
+        .unwrap();
+    assert!(row.ends_with("  done, load short"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "\nload short: {id}: cpu:100,instances=3 fell short of its level ("
+        )),
+        "{stdout}"
+    );
+    let idx: Value =
+        serde_json::from_str(&std::fs::read_to_string(outdir.join("matrix.json")).unwrap())
+            .unwrap();
+    common::assert_valid(&idx, "matrix-schema.json");
+    let cell = &idx["cells"][0];
+    assert_eq!(cell["status"], "done");
+    assert_eq!(cell["summary"]["load_fell_short"], true, "{cell}");
+    let doc = read_json(&outdir.join(format!("{id}.json")));
+    assert_eq!(doc["loads"][0]["fell_short"], true);
+    let csv = std::fs::read_to_string(outdir.join("summary.csv")).unwrap();
+    assert!(csv.lines().nth(1).unwrap().ends_with(",done,true"), "{csv}");
+    let md = std::fs::read_to_string(outdir.join("summary.md")).unwrap();
+    assert!(md.contains(" | done, load short |"), "{md}");
+    assert!(md.contains(&format!("\n- load short: {id}: ")), "{md}");
+}
+
 /// Busy and total jiffies of one CPU from /proc/stat.
 fn cpu_jiffies(cpu: usize) -> (u64, u64) {
     let s = std::fs::read_to_string("/proc/stat").unwrap();
