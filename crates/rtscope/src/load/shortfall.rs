@@ -145,6 +145,38 @@ pub fn of(l: &LoadReport) -> Option<String> {
     })
 }
 
+/// What a comparison says of run `run` when loads of its document fell
+/// short (`fell_short`, as recorded): one warning per load spec, with in
+/// how many of its runs when the document pools several (one load report
+/// per run).
+pub fn in_comparison(run: &str, loads: &[LoadReport]) -> Vec<String> {
+    let mut specs: Vec<&str> = Vec::new();
+    for l in loads {
+        if !specs.contains(&l.spec.as_str()) {
+            specs.push(&l.spec);
+        }
+    }
+    specs
+        .into_iter()
+        .filter_map(|spec| {
+            let of_spec = loads.iter().filter(|l| l.spec == spec);
+            let all = of_spec.clone().count();
+            let short = of_spec.filter(|l| l.fell_short).count();
+            (short > 0).then(|| {
+                format!(
+                    "{run}: load {spec} fell short of what it was asked for{}: \
+                     a verdict on this run compares against a load that did not happen",
+                    if all > 1 {
+                        format!(" in {short} of {all} runs")
+                    } else {
+                        String::new()
+                    }
+                )
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -328,5 +360,40 @@ mod tests {
         // 931.8/s: 6.8 % short, beyond 5.91.
         let w = of(&l).unwrap();
         assert!(w.contains("sent 931.8 packets/s"), "{w}");
+    }
+
+    #[test]
+    fn a_comparison_names_the_runs_whose_load_fell_short() {
+        let l = |spec: &str, short: bool| LoadReport {
+            spec: spec.into(),
+            fell_short: short,
+            ..Default::default()
+        };
+        assert!(in_comparison("a", &[]).is_empty());
+        assert!(in_comparison("a", &[l("cpu:50", false)]).is_empty());
+        assert_eq!(
+            in_comparison("b", &[l("cpu:50", true)]),
+            ["b: load cpu:50 fell short of what it was asked for: \
+              a verdict on this run compares against a load that did not happen"]
+        );
+        // A pooled document: one report per run and load.
+        let w = in_comparison(
+            "c",
+            &[
+                l("cpu:50", false),
+                l("net,rate=1000", true),
+                l("cpu:50", true),
+                l("net,rate=1000", true),
+                l("cpu:50", false),
+                l("net,rate=1000", true),
+            ],
+        );
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].starts_with("c: load cpu:50 fell short of what it was asked for in 1 of 3 runs: ")
+        );
+        assert!(w[1].starts_with(
+            "c: load net,rate=1000 fell short of what it was asked for in 3 of 3 runs: "
+        ));
     }
 }
