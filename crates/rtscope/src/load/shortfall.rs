@@ -360,6 +360,13 @@ mod tests {
         // 931.8/s: 6.8 % short, beyond 5.91.
         let w = of(&l).unwrap();
         assert!(w.contains("sent 931.8 packets/s"), "{w}");
+        // Never on (start= beyond the run): what it sent in the ramp-up
+        // (100 packets in 0.2 s) is not judged.
+        l.schedule = Some(LoadSchedule::default());
+        l.instance_reports[0]
+            .counters
+            .insert("packets_sent".into(), 100);
+        assert_eq!(of(&l), None);
     }
 
     #[test]
