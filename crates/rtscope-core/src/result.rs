@@ -220,6 +220,12 @@ pub struct LoadReport {
     /// (`every=`, `for=`, `start=`); absent for a load on all the time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule: Option<LoadSchedule>,
+    /// Whether the load delivered less than it was asked for, beyond the
+    /// tolerance: an instance's CPU share below `level`, or a paced `net`
+    /// instance's packet rate below `rate=` (the run's warnings say by how
+    /// much). Judged when the run ends; `false` in documents made before
+    /// rtscope judged it.
+    pub fell_short: bool,
 }
 
 /// When a scheduled load was on. Its CPU shares (`achieved_cpu_percent`)

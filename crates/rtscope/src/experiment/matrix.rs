@@ -327,6 +327,7 @@ pub fn summarize(doc: &ResultDocument) -> CellSummary {
     let mut s = CellSummary {
         load_cpu_percent: (!shares.is_empty())
             .then(|| shares.iter().sum::<f64>() / shares.len() as f64),
+        load_fell_short: doc.loads.iter().any(|l| l.fell_short),
         end_reason: serde_json::to_value(doc.end_reason)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
@@ -706,6 +707,30 @@ mod tests {
         assert!(cells(&a).is_err());
         let a = args(&["bogus"], &[50], &[1_000_000]);
         assert!(cells(&a).unwrap_err().to_string().contains("unknown load"));
+    }
+
+    /// A cell's load fell short when one of its documents' loads did (with
+    /// `--repeat`, one run is enough).
+    #[test]
+    fn summary_says_when_the_load_fell_short() {
+        use rtscope_core::result::LoadReport;
+        let mut doc =
+            ResultDocument::new("cyclic", serde_json::json!({}), Default::default(), vec![]);
+        let s = summarize(&doc);
+        assert_eq!((s.load_cpu_percent, s.load_fell_short), (None, false));
+        let load = |share: f64, short: bool| LoadReport {
+            achieved_cpu_percent_mean: share,
+            fell_short: short,
+            ..Default::default()
+        };
+        doc.loads = vec![load(50.0, false), load(31.0, false)];
+        let s = summarize(&doc);
+        assert_eq!((s.load_cpu_percent, s.load_fell_short), (Some(40.5), false));
+        doc.loads[1].fell_short = true;
+        assert!(summarize(&doc).load_fell_short);
+        doc.loads[0].fell_short = true;
+        doc.loads[1].fell_short = false;
+        assert!(summarize(&doc).load_fell_short);
     }
 
     #[test]

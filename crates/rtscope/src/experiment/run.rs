@@ -410,7 +410,7 @@ impl Run {
     }
 
     /// Ends the run: stops and reaps the loads and builds the final document.
-    /// Returns it with the warnings already shown at the start.
+    /// Returns it with the warnings the summary need not repeat ([`Finished::shown`]).
     pub fn finish(
         self,
         experiment: &str,
@@ -430,8 +430,12 @@ impl Run {
                 sys::clock_ns(self.clock) as i128 - sys::clock_ns(libc::CLOCK_MONOTONIC) as i128;
             (doc.start_clock_ns as i128 - offset).max(0) as u64
         };
-        let Run { loads, shown, .. } = self;
+        let Run {
+            loads, mut shown, ..
+        } = self;
         crate::load::attach(&mut doc, &loads.stop_at(origin));
+        // Said under the loads table (`deliver`), not again in the summary.
+        shown.extend(crate::load::warnings(&doc.loads));
         Finished { doc, shown }
     }
 }
@@ -528,7 +532,8 @@ pub fn warning_lines(warnings: &[String]) -> String {
 /// A finished run's document.
 pub struct Finished {
     pub doc: ResultDocument,
-    /// Warnings already printed when the run started.
+    /// Warnings the summary need not repeat: printed when the run started,
+    /// or said under the loads table ([`deliver`] prints it).
     pub shown: Vec<String>,
 }
 

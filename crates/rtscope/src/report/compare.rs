@@ -662,6 +662,11 @@ pub fn text(c: &Comparison) -> String {
     for w in &warnings {
         let _ = writeln!(out, "warning: {}", printable(w));
     }
+    for r in &c.runs {
+        for w in crate::load::shortfall::in_comparison(&r.name, &r.doc.loads) {
+            let _ = writeln!(out, "warning: {}", printable(&w));
+        }
+    }
     for n in &c.notes {
         let _ = writeln!(out, "note: {}", printable(n));
     }

@@ -81,6 +81,7 @@ table.kv td:first-child{color:var(--muted);text-align:left;white-space:nowrap}
 table.kv td{text-align:left;overflow-wrap:anywhere}
 .grid2>div{min-width:0}
 tr.diff td{background:#fff8d6}
+tr.short td{background:var(--warnbg);color:var(--warn)}
 code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12.5px}
 code.cmd{display:block;background:var(--band);padding:6px 10px;border-radius:4px;white-space:pre-wrap;word-break:break-all}
 ul.warnings{background:var(--warnbg);color:var(--warn);border-left:4px solid #e08a00;padding:8px 12px 8px 30px;margin:8px 0}
@@ -869,8 +870,13 @@ pub fn loads_table(loads: &[serde_json::Value]) -> String {
         let _ = write!(s, "<th class=\"l\">{}</th>", esc(k));
     }
     s.push_str("</tr>\n");
+    let short = |l: &serde_json::Value| l["fell_short"] == serde_json::Value::Bool(true);
     for l in loads {
-        s.push_str("<tr>");
+        s.push_str(if short(l) {
+            "<tr class=\"short\">"
+        } else {
+            "<tr>"
+        });
         for k in &keys {
             let v = match l.get(*k) {
                 Some(sc) if *k == "schedule" && sc.is_object() => schedule_cell(sc),
@@ -882,6 +888,9 @@ pub fn loads_table(loads: &[serde_json::Value]) -> String {
         s.push_str("</tr>\n");
     }
     s.push_str("</table>\n");
+    if loads.iter().any(short) {
+        s.push_str("<p class=\"sub\">Highlighted: a load that fell short of what it was asked for (see the warnings): the run was not under the load it names.</p>\n");
+    }
     s
 }
 
@@ -1035,6 +1044,25 @@ mod tests {
         t.label = "thread 0".into();
         assert_eq!(missed(&doc(vec![t.clone(), periodic(2, false)])).len(), 1);
         assert!(missed(&doc(vec![periodic(2, false), t.clone(), t])).len() == 1);
+    }
+
+    /// A load that fell short is highlighted, and the table says why.
+    #[test]
+    fn loads_table_marks_a_load_that_fell_short() {
+        let short = serde_json::json!({"spec": "cpu:50", "fell_short": true});
+        let fine = serde_json::json!({"spec": "cpu:100", "fell_short": false});
+        let old = serde_json::json!({"spec": "cpu:25"});
+        let t = loads_table(&[fine.clone(), short, old.clone()]);
+        assert_eq!(t.matches("<tr class=\"short\">").count(), 1, "{t}");
+        let row = t
+            .lines()
+            .find(|l| l.starts_with("<tr class=\"short\">"))
+            .unwrap();
+        assert!(row.contains(">cpu:50<") && row.contains(">true<"), "{t}");
+        assert!(t.contains("Highlighted: a load that fell short"), "{t}");
+        let t = loads_table(&[fine, old]);
+        assert!(!t.contains("short\""), "{t}");
+        assert!(!t.contains("Highlighted"), "{t}");
     }
 
     /// A PREEMPT_RT kernel reads "PREEMPT_RT" once (the kernel lab's RT
