@@ -538,9 +538,13 @@ fn tokenize(args: &[String]) -> Result<Vec<Given>, String> {
 /// A whole number, as the option's value.
 fn int(g: &Given) -> Result<i64, String> {
     let v = g.value.as_deref().unwrap_or("");
-    v.trim()
-        .parse::<i64>()
-        .map_err(|_| format!("{} {v}: not a whole number", g.name))
+    v.trim().parse::<i64>().map_err(|e| {
+        use std::num::IntErrorKind::{NegOverflow, PosOverflow};
+        match e.kind() {
+            PosOverflow | NegOverflow => format!("{} {v}: too large", g.name),
+            _ => format!("{} {v}: not a whole number", g.name),
+        }
+    })
 }
 
 /// A whole number that must not be negative.
@@ -1178,6 +1182,14 @@ mod tests {
         assert_eq!(ok("-l 0").loops, 0);
         assert_eq!(err("-d -1"), "-d -1: must not be negative");
         assert_eq!(err("-b x"), "-b x: not a whole number");
+        assert_eq!(
+            err("-l 18446744073709551615"),
+            "-l 18446744073709551615: too large"
+        );
+        assert_eq!(
+            err("-p -99999999999999999999"),
+            "-p -99999999999999999999: too large"
+        );
         assert_eq!(err("--json="), "--json: needs a file name");
         assert_eq!(
             err("--rtscope-json=a --no-rtscope-json"),
