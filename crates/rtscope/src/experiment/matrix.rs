@@ -368,6 +368,16 @@ fn write_index(dir: &Path, index: &mut MatrixIndex) -> Result<()> {
     Ok(())
 }
 
+/// How long one cell takes, in ms: one thread's loops (threads run side by
+/// side), plus the loads' ramp-up and stop. Saturates: `--samples` may be any
+/// count (18446744073709551615 overflowed the sum and panicked).
+fn cell_estimate_ms(period_ns: u64, samples: u64, loaded: bool) -> u64 {
+    let loops = u128::from(period_ns) * u128::from(samples) / 1_000_000;
+    u64::try_from(loops)
+        .unwrap_or(u64::MAX)
+        .saturating_add(if loaded { 600 } else { 100 })
+}
+
 /// Runs the matrix; the exit code.
 pub fn run(a: MatrixArgs) -> Result<i32> {
     let mut plan = cells(&a)?;
@@ -419,13 +429,13 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
         .iter()
         // Threads run side by side: a cell lasts one thread's loops, plus the
         // loads' ramp-up and stop.
-        .map(|c| {
-            (c.period_ns as u128 * a.samples as u128 / 1_000_000) as u64
-                + if c.spec.is_some() { 600 } else { 100 }
-        })
+        .map(|c| cell_estimate_ms(c.period_ns, a.samples, c.spec.is_some()))
         .collect();
     let rounds = a.repeat.max(1);
-    let total_ms: u64 = est.iter().sum::<u64>() * rounds as u64;
+    let total_ms: u64 = est
+        .iter()
+        .fold(0u64, |t, e| t.saturating_add(*e))
+        .saturating_mul(rounds as u64);
     if !a.quiet {
         eprintln!(
             "rtscope matrix: {} cells ({} periods x {} load settings){}, {} samples per thread, about {} -> {}",
@@ -438,7 +448,7 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
                 String::new()
             },
             a.samples,
-            format_ns(total_ms * 1_000_000),
+            format_ns(total_ms.saturating_mul(1_000_000)),
             dir.display()
         );
     }
@@ -460,7 +470,7 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
             let (cell, spec) = &mut plan[i];
             let path = dir.join(&cell.file);
             if skip[i] {
-                done_ms += est[i];
+                done_ms = done_ms.saturating_add(est[i]);
                 continue;
             }
             if a.resume && round == 1 {
@@ -468,7 +478,7 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
                     let e = &mut index.cells[i];
                     e.status = "done".into();
                     e.summary = Some(summarize(&doc));
-                    done_ms += est[i];
+                    done_ms = done_ms.saturating_add(est[i]);
                     skip[i] = true;
                     progress.line(
                         &format!("{} ({}/{n}): complete, skipped", e.id, i + 1),
@@ -490,7 +500,7 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
                 Some(&path),
             ))
             .and_then(|p| cyclic::execute(&p));
-            done_ms += est[i];
+            done_ms = done_ms.saturating_add(est[i]);
             let e = &mut index.cells[i];
             match result {
                 Ok(o) => {
@@ -575,6 +585,19 @@ fn existing_created_at(dir: &Path) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_cells_estimate_saturates() {
+        assert_eq!(cell_estimate_ms(1_000_000, 2_000, false), 2_100);
+        assert_eq!(cell_estimate_ms(1_000_000, 2_000, true), 2_600);
+        assert_eq!(cell_estimate_ms(300_000, 10, false), 103);
+        assert_eq!(cell_estimate_ms(1_000_000, u64::MAX, false), u64::MAX);
+        assert_eq!(
+            cell_estimate_ms(1_000_000_000, u64::MAX / 2, true),
+            u64::MAX
+        );
+    }
+
     use super::*;
 
     /// A cell's figures are the `all` series' over its intended periods
