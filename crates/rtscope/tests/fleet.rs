@@ -309,6 +309,24 @@ fn exprs(v: &serde_json::Value, out: &mut Vec<String>) {
     }
 }
 
+/// The PromQL of a markdown page's tables: the last cell of each row, when
+/// it is one code span naming an `rtscope_` metric.
+fn promql_of_tables(md: &str) -> Vec<String> {
+    md.lines()
+        .filter(|l| l.starts_with('|'))
+        .filter_map(|l| {
+            let cell = l
+                .trim_end()
+                .trim_end_matches('|')
+                .rsplit(" | ")
+                .next()?
+                .trim();
+            let code = cell.strip_prefix('`')?.strip_suffix('`')?;
+            code.contains("rtscope_").then(|| code.to_string())
+        })
+        .collect()
+}
+
 /// The `label="value"` equality matchers of an expression.
 fn equal_matchers(expr: &str) -> Vec<String> {
     let mut out = vec![];
@@ -365,6 +383,13 @@ fn the_dashboard_queries_only_what_metrics_exposes() {
     exprs(&dash, &mut all);
     assert!(all.len() >= 6, "{all:?}");
     // Grafana's variables as Prometheus would get them.
+    // And the queries docs/fleet.md lists (its tables' PromQL column).
+    let fleet_md =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fleet.md"))
+            .unwrap();
+    let documented = promql_of_tables(&fleet_md);
+    assert!(documented.len() >= 8, "{documented:?}");
+    all.extend(documented);
     let exprs: Vec<String> = all
         .iter()
         .map(|e| {
@@ -429,6 +454,15 @@ fn the_dashboard_queries_only_what_metrics_exposes() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+#[test]
+fn promql_is_taken_from_the_tables() {
+    let md = "| q | PromQL |\n|---|---|\n| a | `sum(rtscope_x_total)` |\n| b | `rtscope_run_info` |\n| c | not code |\n| d | `other` |\ntext `rtscope_y`\n";
+    assert_eq!(
+        promql_of_tables(md),
+        vec!["sum(rtscope_x_total)", "rtscope_run_info"]
+    );
 }
 
 #[test]

@@ -591,6 +591,32 @@ mod tests {
     }
 
     #[test]
+    fn ended_connections_take_no_room() {
+        let log = Rc::new(std::cell::RefCell::new(vec![]));
+        let conns: Vec<_> = (0..5)
+            .map(|id| {
+                Rc::new(Fake {
+                    id,
+                    finished: Cell::new(false),
+                    closed: log.clone(),
+                })
+            })
+            .collect();
+        let mut c = Conns::new(4);
+        for x in &conns[..4] {
+            c.make_room();
+            c.add(x.clone());
+        }
+        // 2 and 3 were answered and ended: the fifth closes nothing.
+        conns[2].finished.set(true);
+        conns[3].finished.set(true);
+        assert_eq!(c.make_room(), 0);
+        c.add(conns[4].clone());
+        assert!(log.borrow().is_empty());
+        assert_eq!(c.open.len(), 3);
+    }
+
+    #[test]
     fn running_out_of_descriptors_is_told_apart() {
         for e in [libc::EMFILE, libc::ENFILE, libc::ENOBUFS, libc::ENOMEM] {
             assert!(out_of_sockets(&std::io::Error::from_raw_os_error(e)));
@@ -661,6 +687,150 @@ mod tests {
         let r = to_hyper(Response::text(42, "x").with("Vary", "Accept"));
         assert_eq!(r.status(), 500);
         assert_eq!(r.headers()["vary"], "Accept");
+    }
+
+    fn snapshot(seq: u64) -> Snapshot {
+        use crate::live::{IntervalFigures, RunInfo, SeriesSnapshot};
+        let mut x = SeriesSnapshot {
+            label: "thread 0".into(),
+            count: 3,
+            min_ns: Some(1000),
+            mean_ns: Some(2000.0),
+            p50_ns: Some(2000),
+            p99_ns: Some(3000),
+            p999_ns: Some(3000),
+            max_ns: Some(3000),
+            overruns: 0,
+            dropped: 0,
+            interval: IntervalFigures {
+                count: 3,
+                max_ns: Some(3000),
+                p99_ns: Some(3000),
+                buckets: vec![(rtscope_core::record::blocks::bucket_of(3000), 3)],
+                ..Default::default()
+            },
+            buckets: vec![0; crate::live::PROM_BUCKETS_NS.len() + 1],
+            sum_ns: 6000.0,
+        };
+        x.buckets[1] = 3;
+        Snapshot {
+            seq,
+            state: "running",
+            elapsed_s: seq as f64,
+            interval_s: 1.0,
+            run: Arc::new(RunInfo {
+                experiment: "cyclic".into(),
+                host: "h".into(),
+                kernel: "k".into(),
+                preemption: "p".into(),
+                plan: "plan".into(),
+                started_at: "t".into(),
+            }),
+            series: vec![x],
+            loads: vec![],
+            snapshots_dropped: 0,
+        }
+    }
+
+    #[test]
+    fn live_pages() {
+        let mut live = Live::default();
+        let page = |live: &Live, path: &str, accept: Option<&str>| {
+            live_page(
+                &Request {
+                    accept: accept.map(str::to_string),
+                    ..Request::get(path)
+                },
+                live,
+            )
+        };
+        // Before the first snapshot.
+        assert_eq!(page(&live, "/api/snapshot", None).status, 503);
+        let m = page(&live, "/metrics", None);
+        assert_eq!((m.status, m.body.len()), (200, 0));
+        live.push(Arc::new(snapshot(1)));
+        live.push(Arc::new(snapshot(2)));
+        assert_eq!(live.latest.as_ref().unwrap().seq, 2);
+        assert_eq!(live.window.figures(0).count, 6);
+        for index in ["/", "/index.html"] {
+            let r = page(&live, index, None);
+            assert_eq!(r.status, 200);
+            assert_eq!(r.content_type, "text/html; charset=utf-8");
+            assert_eq!(r.body, LIVE_PAGE.as_bytes());
+        }
+        let r = page(&live, "/metrics", None);
+        assert_eq!(r.content_type, crate::live::metrics::TEXT);
+        assert_eq!(r.headers, vec![("Vary", "Accept")]);
+        let text = String::from_utf8(r.body).unwrap();
+        assert!(
+            text.contains("rtscope_window_latency_max_seconds{series=\"thread 0\"} 0.000003\n"),
+            "{text}"
+        );
+        let r = page(&live, "/metrics", Some("application/openmetrics-text"));
+        assert_eq!(r.content_type, crate::live::metrics::OPENMETRICS);
+        assert!(String::from_utf8(r.body).unwrap().ends_with("# EOF\n"));
+        let r = page(&live, "/api/snapshot", None);
+        assert_eq!((r.status, r.content_type), (200, "application/json"));
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v["seq"], 2);
+        let r = page(&live, "/api/history", None);
+        assert_eq!(r.status, 200);
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v["points"].as_array().unwrap().len(), 2);
+        assert_eq!(v["points"][1]["series"][0][1], 3000);
+        assert_eq!(page(&live, "/nope", None).status, 404);
+    }
+
+    #[test]
+    fn serve_live_takes_in_its_feed_until_done() {
+        let mut hub = crate::live::Hub::new(1, snapshot(1).run.as_ref().clone(), vec![]);
+        let sub = hub.subscribe_windowed(Duration::ZERO);
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        let t = std::thread::spawn(move || serve_live(l, sub, d));
+        let get = |path: &str| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            s.write_all(format!("GET {path} HTTP/1.1\r\n\r\n").as_bytes())
+                .unwrap();
+            let mut b = String::new();
+            let _ = s.read_to_string(&mut b);
+            b
+        };
+        assert!(get("/api/snapshot").starts_with("HTTP/1.1 503"));
+        for v in [1000, 2000] {
+            hub.record(
+                0,
+                &rtscope_core::sample::Sample {
+                    seq: 1,
+                    t_ns: 0,
+                    latency_ns: v,
+                    overruns: 0,
+                    cpu: 0,
+                },
+            );
+        }
+        hub.tick(|| vec![snapshot(1).series[0].clone()]);
+        let t0 = Instant::now();
+        let mut r = get("/api/snapshot");
+        while !r.starts_with("HTTP/1.1 200") && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+            r = get("/api/snapshot");
+        }
+        assert!(r.contains("\"seq\":1"), "{r}");
+        let m = get("/metrics");
+        assert!(
+            m.contains("rtscope_window_latency_max_seconds{series=\"thread 0\"} 0.000002\n"),
+            "{m}"
+        );
+        // The feed closes (the run ends), then done: the thread ends, with
+        // nothing to report.
+        drop(hub);
+        std::thread::sleep(Duration::from_millis(100));
+        done.store(true, Ordering::Relaxed);
+        assert_eq!(t.join().unwrap(), None);
     }
 
     /// A server on a free port, with `limits`, until the guard drops.
@@ -768,6 +938,23 @@ mod tests {
     }
 
     #[test]
+    fn the_server_takes_heads_up_to_16_kib() {
+        let s = Server::start(LIMITS);
+        let head = |n: usize| format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(n));
+        assert!(s
+            .get(head(12 * 1024).as_bytes())
+            .starts_with("HTTP/1.1 200"));
+        assert!(s
+            .get(head(20 * 1024).as_bytes())
+            .starts_with("HTTP/1.1 431"));
+        let fields: String = (0..LIMITS.max_headers - 1)
+            .map(|i| format!("X-{i}: v\r\n"))
+            .collect();
+        let r = s.get(format!("GET / HTTP/1.1\r\n{fields}\r\n").as_bytes());
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    }
+
+    #[test]
     fn idle_clients_beyond_the_bound_close_the_oldest() {
         // A head time-out far away: only the bound closes connections here.
         let s = Server::start(Limits {
@@ -788,6 +975,33 @@ mod tests {
         assert!(closed_within(&idle[6], Duration::from_secs(1)));
         assert!(!closed_within(&idle[9], Duration::from_millis(300)));
         assert!(!closed_within(&idle[7], Duration::from_millis(50)));
+    }
+
+    #[test]
+    fn answered_connections_leave_room_for_idle_ones() {
+        let s = Server::start(Limits {
+            head_timeout: Duration::from_secs(30),
+            connection_timeout: Duration::from_secs(30),
+            ..small()
+        });
+        for _ in 0..4 {
+            assert!(s
+                .get(b"GET /a HTTP/1.1\r\n\r\n")
+                .starts_with("HTTP/1.1 200"));
+        }
+        let idle = [
+            TcpStream::connect(s.addr).unwrap(),
+            TcpStream::connect(s.addr).unwrap(),
+        ];
+        // Three more answered requests: with the bound of 4, the idle two
+        // still have room (the answered ones ended and are forgotten).
+        for _ in 0..3 {
+            assert!(s
+                .get(b"GET /b HTTP/1.1\r\n\r\n")
+                .starts_with("HTTP/1.1 200"));
+        }
+        assert!(!closed_within(&idle[0], Duration::from_millis(300)));
+        assert!(!closed_within(&idle[1], Duration::from_millis(50)));
     }
 
     #[test]

@@ -269,6 +269,18 @@ mod tests {
     }
 
     #[test]
+    fn a_max_without_buckets_has_no_p99() {
+        // Snapshots of a feed that keeps no buckets: the max is known, the
+        // p99 is not.
+        let mut w = Window::new(60.0);
+        let mut x = series("a", &[5_000]);
+        x.interval.buckets.clear();
+        w.push(&snap(1.0, vec![x]));
+        let f = w.figures(0);
+        assert_eq!((f.count, f.max_ns, f.p99_ns), (0, Some(5_000), None));
+    }
+
+    #[test]
     fn the_number_of_intervals_is_bounded() {
         let mut w = Window::new(1e9);
         for i in 0..(MAX_INTERVALS + 10) {
