@@ -789,6 +789,11 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
                 .map(|t| format!("thread {}", t.index))
                 .chain(["all".to_string()])
                 .collect(),
+            measured_cpus: if plan.threads.iter().any(|t| t.cpus.is_empty()) {
+                vec![]
+            } else {
+                plan.threads.iter().flat_map(|t| t.cpus.clone()).collect()
+            },
         }),
     )?;
     let live_sinks = run.live.take();

@@ -262,6 +262,9 @@ pub struct LiveSetup<'a> {
     pub experiment: &'a str,
     /// The series, in the order the aggregator records them.
     pub series: Vec<String>,
+    /// The CPUs the measurement threads are pinned to (empty: not pinned);
+    /// the HTTP server keeps off them.
+    pub measured_cpus: Vec<usize>,
 }
 
 /// A run in progress.
@@ -308,6 +311,7 @@ pub fn begin_live(s: &RunSettings, header: &str, live: Option<LiveSetup>) -> Res
                 .collect(),
             env.stop.clone(),
             s.quiet,
+            &l.measured_cpus,
         )?),
         None => None,
     };
