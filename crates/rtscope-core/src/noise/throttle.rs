@@ -99,18 +99,47 @@ impl Budget {
         2 * n >= l && 2 * n <= 3 * l
     }
 
-    /// How far from a whole number of periods two episodes may end: a tenth
-    /// of the period (the fair server's period restarts when its tasks wake).
+    /// Whether an episode of `noise_ns` is more than any throttling: above
+    /// one and a half times the lost time.
+    pub fn too_long(&self, noise_ns: u64) -> bool {
+        2 * u128::from(noise_ns) > 3 * u128::from(self.lost_ns)
+    }
+
+    /// How far from a whole number of periods two fitting episodes may end:
+    /// a tenth of the period (the fair server's period restarts when its
+    /// tasks wake).
     pub fn tolerance_ns(&self) -> u64 {
         self.period_ns / 10
     }
 
-    /// Whether two episode ends `d` ns apart are one to three periods apart
-    /// (one or two periods without throttling may lie between them).
-    pub fn periodic(&self, d: u64) -> bool {
+    /// How far from a whole number of periods a shorter episode may end from
+    /// a fitting one: a 25th of the lost time (2 ms of 50 ms). RT throttling
+    /// ends where the period timer unthrottles the run queue, the same phase
+    /// every period (to 0.1 ms on this VM), however short the throttle was
+    /// (a loop that lost time to other noise in the period reaches its
+    /// runtime later, and is throttled for less).
+    pub fn aligned_ns(&self) -> u64 {
+        self.lost_ns / 25
+    }
+
+    /// The whole number of periods nearest to `d`, if one to three (one or
+    /// two periods without throttling may lie between two episodes).
+    fn periods(&self, d: u64) -> Option<u64> {
         let p = self.period_ns.max(1);
         let k = (d + p / 2) / p;
-        (1..=3).contains(&k) && d.abs_diff(k * p) <= self.tolerance_ns()
+        (1..=3).contains(&k).then_some(k * p)
+    }
+
+    /// Whether two fitting episodes ending `d` ns apart recur with the period.
+    pub fn periodic(&self, d: u64) -> bool {
+        self.periods(d)
+            .is_some_and(|kp| d.abs_diff(kp) <= self.tolerance_ns())
+    }
+
+    /// Whether a shorter episode ending `d` ns from a fitting one is on its phase.
+    pub fn aligned(&self, d: u64) -> bool {
+        self.periods(d)
+            .is_some_and(|kp| d.abs_diff(kp) <= self.aligned_ns())
     }
 }
 
@@ -202,12 +231,15 @@ pub struct Found {
 ///
 /// Per budget: the gaps of at least [`Budget::piece_min_ns`] not yet taken,
 /// in time order, form episodes (a gap starting within [`Budget::join_ns`]
-/// of the previous one's end joins its episode). An episode whose noise
-/// [`fits`](Budget::fits) is throttling when another such episode ends a
-/// whole number of periods away ([`Budget::periodic`]), unless there are
-/// more of those than one a period (then it is noise that mimics the
-/// length); in a run shorter than three periods with a single fitting
-/// episode, that episode is.
+/// of the previous one's end joins its episode); episodes
+/// [`too_long`](Budget::too_long) for the budget are left out. Two episodes
+/// whose noise [`fits`](Budget::fits) and that end one to three periods apart
+/// ([`Budget::periodic`]) are throttling, and so is a shorter episode that
+/// ends on the phase of a fitting one ([`Budget::aligned`]: a throttle cut
+/// short because other noise used part of the period) — unless that makes
+/// more than one a period (then it is noise that mimics the pattern). In a
+/// run shorter than three periods with a single fitting episode and no
+/// such pair, that episode is throttling.
 pub fn classify(gaps: &[(u64, u64)], budgets: &[Budget], run_ns: u64) -> (Vec<bool>, Vec<Found>) {
     let mut taken = vec![false; gaps.len()];
     let mut order: Vec<usize> = (0..gaps.len()).collect();
@@ -240,20 +272,39 @@ pub fn classify(gaps: &[(u64, u64)], budgets: &[Budget], run_ns: u64) -> (Vec<bo
                 )),
             }
         }
-        eps.retain(|(e, _)| b.fits(e.noise_ns));
-        let periodic: Vec<bool> = (0..eps.len())
-            .map(|i| {
-                (0..eps.len())
-                    .any(|j| j != i && b.periodic(eps[i].0.end_ns.abs_diff(eps[j].0.end_ns)))
-            })
-            .collect();
-        let n_periodic = periodic.iter().filter(|&&p| p).count() as u64;
+        eps.retain(|(e, _)| !b.too_long(e.noise_ns));
+        let fits: Vec<bool> = eps.iter().map(|(e, _)| b.fits(e.noise_ns)).collect();
+        // Links between episodes that end whole periods apart: two that fit,
+        // or one that fits and a shorter one on its phase. Episodes are in
+        // time order: only those up to three periods (and the tolerance)
+        // later are looked at.
+        let mut linked = vec![false; eps.len()];
+        let reach = 3 * b.period_ns + b.tolerance_ns();
+        for i in 0..eps.len() {
+            for j in i + 1..eps.len() {
+                let d = eps[j].0.end_ns.saturating_sub(eps[i].0.end_ns);
+                if d > reach {
+                    break;
+                }
+                let link = match (fits[i], fits[j]) {
+                    (true, true) => b.periodic(d),
+                    (true, false) | (false, true) => b.aligned(d),
+                    (false, false) => false,
+                };
+                if link {
+                    linked[i] = true;
+                    linked[j] = true;
+                }
+            }
+        }
+        let n_linked = linked.iter().filter(|&&l| l).count() as u64;
+        let n_fit = fits.iter().filter(|&&f| f).count();
         // At most one episode a period (and one more for where the run cut it).
         let most = run_ns / (b.period_ns - b.tolerance_ns()).max(1) + 1;
-        let (keep, evidence): (Vec<bool>, Evidence) = if n_periodic > 0 && n_periodic <= most {
-            (periodic, Evidence::Period)
-        } else if n_periodic == 0 && eps.len() == 1 && run_ns < 3 * b.period_ns {
-            (vec![true], Evidence::Length)
+        let (keep, evidence): (Vec<bool>, Evidence) = if n_linked > 0 && n_linked <= most {
+            (linked, Evidence::Period)
+        } else if n_linked == 0 && n_fit == 1 && run_ns < 3 * b.period_ns {
+            (fits, Evidence::Length)
         } else {
             continue;
         };
@@ -273,6 +324,68 @@ pub fn classify(gaps: &[(u64, u64)], budgets: &[Budget], run_ns: u64) -> (Vec<bo
         });
     }
     (taken, found)
+}
+
+/// What one budget explains, as the result document records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FoundReport {
+    pub budget: Budget,
+    pub evidence: Evidence,
+    pub episodes: u64,
+    pub gaps: u64,
+    pub noise_ns: u64,
+    pub mean_episode_ns: u64,
+    pub max_episode_ns: u64,
+}
+
+/// A CPU's throttling, as the result document records it (the series
+/// attribute `throttling` of `rtscope noise`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The limits that could stop the loop, looked for in this order.
+    pub budgets: Vec<Budget>,
+    /// The gaps taken as throttling (in every episode found), their summed
+    /// length, and that as a share of the run, per cent.
+    pub episodes: u64,
+    pub gaps: u64,
+    pub noise_ns: u64,
+    pub pct: f64,
+    pub found: Vec<FoundReport>,
+}
+
+impl Report {
+    /// The report of what [`classify`] found with `budgets` in a run of `run_ns`.
+    pub fn new(budgets: &[Budget], found: &[Found], run_ns: u64) -> Report {
+        let found: Vec<FoundReport> = found
+            .iter()
+            .map(|f| {
+                let n = f.episodes.len() as u64;
+                let noise: u64 = f.episodes.iter().map(|e| e.noise_ns).sum();
+                FoundReport {
+                    budget: f.budget,
+                    evidence: f.evidence,
+                    episodes: n,
+                    gaps: f.episodes.iter().map(|e| e.gaps).sum(),
+                    noise_ns: noise,
+                    mean_episode_ns: noise / n.max(1),
+                    max_episode_ns: f.episodes.iter().map(|e| e.noise_ns).max().unwrap_or(0),
+                }
+            })
+            .collect();
+        let noise_ns = found.iter().map(|f| f.noise_ns).sum();
+        Report {
+            budgets: budgets.to_vec(),
+            episodes: found.iter().map(|f| f.episodes).sum(),
+            gaps: found.iter().map(|f| f.gaps).sum(),
+            noise_ns,
+            pct: if run_ns > 0 {
+                100.0 * noise_ns as f64 / run_ns as f64
+            } else {
+                0.0
+            },
+            found,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -442,6 +555,18 @@ mod tests {
         assert!(!b.periodic(500 * MS));
         assert!(b.periodic(2 * S - 50 * MS));
         assert!(!b.periodic(1_500 * MS));
+        // On the phase: within 2 ms of one to three periods.
+        assert_eq!(b.aligned_ns(), 2 * MS);
+        assert!(b.aligned(S));
+        assert!(b.aligned(S - 2 * MS));
+        assert!(!b.aligned(S - 2 * MS - 1));
+        assert!(b.aligned(3 * S + 2 * MS));
+        assert!(!b.aligned(3 * S + 2 * MS + 1));
+        assert!(!b.aligned(4 * S));
+        assert!(!b.aligned(2 * MS));
+        // Above 75 ms is more than throttling.
+        assert!(!b.too_long(75 * MS));
+        assert!(b.too_long(75 * MS + 1));
     }
 
     /// A ~48.7 ms gap at the end of every second, as this VM shows it.
@@ -610,6 +735,103 @@ mod tests {
         assert_eq!(found[0].episodes.len(), 5);
         assert_eq!(found[1].budget, big);
         assert_eq!(found[1].episodes.len(), 2);
+    }
+
+    #[test]
+    fn the_report_sums_and_averages_the_episodes() {
+        let fair = Budget::fair_server(2 * S, 200 * MS, false).unwrap();
+        let ep = |noise_ns: u64, gaps: u64| Episode {
+            start_ns: 0,
+            end_ns: noise_ns,
+            noise_ns,
+            gaps,
+        };
+        let found = [
+            Found {
+                budget: rt(),
+                evidence: Evidence::Period,
+                episodes: vec![ep(48 * MS, 1), ep(50 * MS, 1), ep(49 * MS, 1)],
+            },
+            Found {
+                budget: fair,
+                evidence: Evidence::Length,
+                episodes: vec![ep(201 * MS, 20)],
+            },
+        ];
+        let r = Report::new(&[rt(), fair], &found, 10 * S);
+        assert_eq!(r.budgets, vec![rt(), fair]);
+        assert_eq!((r.episodes, r.gaps, r.noise_ns), (4, 23, 348 * MS));
+        assert!((r.pct - 3.48).abs() < 1e-9, "{}", r.pct);
+        assert_eq!(
+            r.found[0],
+            FoundReport {
+                budget: rt(),
+                evidence: Evidence::Period,
+                episodes: 3,
+                gaps: 3,
+                noise_ns: 147 * MS,
+                mean_episode_ns: 49 * MS,
+                max_episode_ns: 50 * MS,
+            }
+        );
+        assert_eq!(r.found[1].mean_episode_ns, 201 * MS);
+        assert_eq!(r.found[1].gaps, 20);
+        // Nothing found: zeros; a run of no length: 0 %.
+        let none = Report::new(&[rt()], &[], 0);
+        assert_eq!((none.episodes, none.gaps, none.noise_ns), (0, 0, 0));
+        assert_eq!(none.pct, 0.0);
+        assert!(none.found.is_empty());
+        // As the document holds it.
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["found"][0]["budget"]["mechanism"], "rt_runtime");
+        assert_eq!(v["found"][0]["evidence"], "period");
+        assert_eq!(v["found"][1]["evidence"], "length");
+        assert_eq!(serde_json::from_value::<Report>(v).unwrap(), r);
+    }
+
+    /// What this VM showed under load: a 15.5 ms gap (the fair server) that
+    /// used up part of the second period's runtime, so that its throttle
+    /// lasted 20.1 ms, ending on the period's phase as the 52.1 ms one does.
+    #[test]
+    fn a_throttle_cut_short_ends_on_the_phase() {
+        let shortened = (1_976_300 * 1_000, 20_127_000); // ends 1.996427 s
+        let full = (2_944_300 * 1_000, 52_119_000); // ends 2.996419 s
+        let fair = (1_852_900 * 1_000, 15_490_000);
+        let g = with(real_noise(3 * S, 5), &[fair, shortened, full]);
+        let (flags, found) = classify(&g, &[rt()], 3 * S);
+        assert_eq!(flagged(&g, &flags), vec![shortened, full]);
+        assert_eq!(found[0].evidence, Evidence::Period);
+        assert_eq!(found[0].episodes.len(), 2);
+        // On the phase to 2 ms, not beyond.
+        let at = |end: u64| {
+            let g = [(end - 20 * MS, 20 * MS), (2 * S - 50 * MS, 50 * MS)];
+            classify(&g, &[rt()], 3 * S).0
+        };
+        assert_eq!(at(S + 2 * MS), vec![true, true]);
+        assert_eq!(at(S - 2 * MS), vec![true, true]);
+        assert_eq!(at(S + 2 * MS + 1), vec![false, false]);
+        // Two short ones on each other's phase: no fitting one, no throttling.
+        let g = [(S - 20 * MS, 20 * MS), (2 * S - 20 * MS, 20 * MS)];
+        assert_eq!(classify(&g, &[rt()], 3 * S).0, vec![false, false]);
+        // Too long for throttling: out, and no anchor for a short one.
+        let g = [(S - 80 * MS, 80 * MS), (2 * S - 20 * MS, 20 * MS)];
+        assert_eq!(classify(&g, &[rt()], 3 * S).0, vec![false, false]);
+    }
+
+    #[test]
+    fn episodes_are_linked_up_to_three_periods_apart() {
+        // Fitting episodes at 1 s and 4.05 s (three periods and 50 ms), and
+        // at 1 s and 5 s (four): only the first pair.
+        let g = [(S - 50 * MS, 50 * MS), (4_050 * MS - 50 * MS, 50 * MS)];
+        assert_eq!(classify(&g, &[rt()], 6 * S).0, vec![true, true]);
+        let g = [(S - 50 * MS, 50 * MS), (5 * S - 50 * MS, 50 * MS)];
+        assert_eq!(classify(&g, &[rt()], 6 * S).0, vec![false, false]);
+        // Many short episodes in between do not stop the search.
+        let mut g: Vec<(u64, u64)> = (1..200).map(|k| (k * 15 * MS, 2 * MS)).collect();
+        g.extend([(4 * S - 50 * MS, 50 * MS), (7 * S - 50 * MS, 50 * MS)]);
+        let (flags, _) = classify(&g, &[rt()], 8 * S);
+        assert_eq!(flags[199..], [true, true]);
+        assert!(!flags[..199].contains(&true));
     }
 
     #[test]
