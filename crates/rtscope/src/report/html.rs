@@ -166,6 +166,7 @@ pub fn run_section(r: &Run) -> String {
     let unit = doc_unit(std::slice::from_ref(d));
     let _ = writeln!(s, "<h3>Summary (latency in {})</h3>", unit.name);
     s.push_str(&summary_table(&d.series, unit));
+    s.push_str(&super::noise::section(d));
     if d.experiment == "timer" {
         s.push_str(&super::timer_chart::section(d));
     }
