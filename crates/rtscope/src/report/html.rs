@@ -174,6 +174,7 @@ pub fn run_section(r: &Run) -> String {
     );
     s.push_str(&summary_table(&d.series, unit));
     s.push_str(&intended_table(&d.series, unit));
+    s.push_str(&super::noise::section(d));
     if d.experiment == "timer" {
         s.push_str(&super::timer_chart::section(d));
     }
