@@ -1,0 +1,1259 @@
+//! SCHED_DEADLINE: its parameters and their checks, the errors the kernel
+//! gives explained, and the measurement of a deadline task's wake-up latency
+//! (what rt-tests' `cyclicdeadline` measures).
+//!
+//! A deadline task does not arm a timer: the scheduler releases it at the
+//! start of each period with its runtime, it does its job, and it gives the
+//! rest of the period back with `sched_yield()`, which throttles it until the
+//! next period begins. Its wake-up latency is the time from the start of the
+//! period to the task running. The kernel does not tell a task where its
+//! periods begin (`sched_getattr` gives the relative parameters only), so
+//! the loop keeps the grid itself ([`Grid`]):
+//!
+//! - **Period 0 begins during `sched_setattr`.** A task that becomes a
+//!   deadline task while running gets a new period at the scheduler clock's
+//!   reading in that call. The loop reads its clock just before the call: the
+//!   grid starts there, at most the call's duration before the kernel's
+//!   (recorded as the anchor window), so latencies are never understated by
+//!   the anchor. Period *k* then begins `k × period` later.
+//! - **One wake-up per period.** After a yield the task is released at the
+//!   next period's start, or at once when that start has already passed (a
+//!   job that ran late): each wake-up is for the period after the previous
+//!   one, and is measured from that period's start. A wake-up a period or more
+//!   late counts `latency / period` overruns, as in `rtscope cyclic`.
+//! - **A restart after the deadline.** When a period's runtime is replenished
+//!   after that period's deadline (the replenishment timer or the task came
+//!   too late), the kernel starts a new period at that moment instead ("DL
+//!   replenish lagged too much"). A wake-up later than the relative deadline
+//!   may therefore have moved the kernel's grid to somewhere between the
+//!   deadline and the wake-up. The loop then assumes the latest possible
+//!   restart, the wake-up itself, and keeps the old grid as the alternative:
+//!   the next wake-up decides. Within the deadline of the old grid's next
+//!   period (a restart would have put it past that), the old grid holds;
+//!   otherwise the restart is taken, and counted.
+//! - **A wake-up before its period's start** by the grid (only possible after
+//!   a restart, or when clocks drift apart) moves the grid to it, as
+//!   cyclicdeadline does ("Adjusting period"), and is counted.
+//!
+//! The latency is read on CLOCK_MONOTONIC_RAW, as cyclicdeadline does: the
+//! scheduler keeps its periods on its own clock, which like the raw clock is
+//! not slewed by NTP (on CLOCK_MONOTONIC the grid would drift by the slew,
+//! tens of microseconds per second at the worst). Sample times are moved to
+//! the run's clock by the offset between the two taken at the start.
+//!
+//! The hot path is: yield, read the clock, subtract, push, and two relaxed
+//! stores of the grid's counters; no allocation, no lock.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::cyclic::{first_deadline, reached, Clock, LoopConfig, LoopEnd};
+use crate::sample::{Sample, SampleSink};
+use crate::sys::{self, ClockId};
+use crate::units::{format_cpu_list, format_ns};
+
+/// The smallest runtime the kernel takes (it keeps runtimes in units of
+/// 2^10 ns, `DL_SCALE`).
+pub const MIN_RUNTIME_NS: u64 = 1 << 10;
+
+/// A SCHED_DEADLINE reservation: `runtime_ns` of CPU time in every period
+/// of `period_ns`, available within `deadline_ns` of the period's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadlineParams {
+    pub runtime_ns: u64,
+    pub deadline_ns: u64,
+    pub period_ns: u64,
+}
+
+/// The periods the kernel allows (`kernel.sched_deadline_period_min_us`
+/// and `_max_us`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeriodLimits {
+    pub min_ns: u64,
+    pub max_ns: u64,
+}
+
+impl PeriodLimits {
+    /// The kernel's defaults: 100 µs to 2^22 µs (about 4.2 s).
+    pub const DEFAULT: PeriodLimits = PeriodLimits {
+        min_ns: 100_000,
+        max_ns: (1 << 22) * 1000,
+    };
+
+    /// This system's limits (the defaults where the files cannot be read).
+    pub fn of_system() -> PeriodLimits {
+        let read = |name: &str| -> Option<u64> {
+            std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+                .ok()?
+                .trim()
+                .parse::<u64>()
+                .ok()?
+                .checked_mul(1000)
+        };
+        PeriodLimits {
+            min_ns: read("sched_deadline_period_min_us").unwrap_or(Self::DEFAULT.min_ns),
+            max_ns: read("sched_deadline_period_max_us").unwrap_or(Self::DEFAULT.max_ns),
+        }
+    }
+}
+
+/// Which of the kernel's rules (`__checkparam_dl`) parameters break.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamError {
+    /// The runtime is below [`MIN_RUNTIME_NS`].
+    RuntimeTooShort,
+    /// The runtime is longer than the deadline.
+    RuntimeAboveDeadline,
+    /// The deadline is longer than the period.
+    DeadlineAbovePeriod,
+    /// The period is below the system's minimum.
+    PeriodTooShort(u64),
+    /// The period is above the system's maximum.
+    PeriodTooLong(u64),
+}
+
+impl std::fmt::Display for ParamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamError::RuntimeTooShort => write!(
+                f,
+                "the runtime must be at least {MIN_RUNTIME_NS} ns (the kernel counts it in units of 1024 ns)"
+            ),
+            ParamError::RuntimeAboveDeadline => {
+                f.write_str("the runtime must not be longer than the deadline")
+            }
+            ParamError::DeadlineAbovePeriod => {
+                f.write_str("the deadline must not be longer than the period")
+            }
+            ParamError::PeriodTooShort(min) => write!(
+                f,
+                "the period must be at least {} (kernel.sched_deadline_period_min_us)",
+                format_ns(*min)
+            ),
+            ParamError::PeriodTooLong(max) => write!(
+                f,
+                "the period must be at most {} (kernel.sched_deadline_period_max_us)",
+                format_ns(*max)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ParamError {}
+
+impl DeadlineParams {
+    /// The kernel's checks of the parameters, so that bad values are refused
+    /// by the rule they break before any thread exists:
+    /// `1024 ns ≤ runtime ≤ deadline ≤ period`, the period within `limits`.
+    pub fn check(&self, limits: &PeriodLimits) -> Result<(), ParamError> {
+        if self.runtime_ns < MIN_RUNTIME_NS {
+            return Err(ParamError::RuntimeTooShort);
+        }
+        if self.runtime_ns > self.deadline_ns {
+            return Err(ParamError::RuntimeAboveDeadline);
+        }
+        if self.deadline_ns > self.period_ns {
+            return Err(ParamError::DeadlineAbovePeriod);
+        }
+        if self.period_ns < limits.min_ns {
+            return Err(ParamError::PeriodTooShort(limits.min_ns));
+        }
+        if self.period_ns > limits.max_ns {
+            return Err(ParamError::PeriodTooLong(limits.max_ns));
+        }
+        Ok(())
+    }
+
+    /// The share of a CPU reserved, as the kernel counts it: `runtime /
+    /// period` in fixed point with 20 fractional bits (`to_ratio`).
+    pub fn bandwidth(&self) -> u64 {
+        ratio(self.period_ns, self.runtime_ns)
+    }
+
+    /// The reserved share of a CPU in per cent (for messages).
+    pub fn percent(&self) -> f64 {
+        self.runtime_ns as f64 * 100.0 / self.period_ns.max(1) as f64
+    }
+
+    /// cyclicdeadline's runtime for a task with this deadline: 60 % of it,
+    /// or with more threads than CPUs `80 % × cpus / threads` of it (so that
+    /// the threads together reserve at most 80 % of the CPUs); at least
+    /// [`MIN_RUNTIME_NS`].
+    pub fn default_runtime(deadline_ns: u64, threads: usize, cpus: usize) -> u64 {
+        let percent = if threads > cpus {
+            (cpus as u128 * 80 / threads.max(1) as u128) as u64
+        } else {
+            60
+        };
+        ((u128::from(deadline_ns) * u128::from(percent) / 100) as u64).max(MIN_RUNTIME_NS)
+    }
+
+    /// Makes the calling thread a deadline task with these parameters and
+    /// reads back what the kernel holds. The error is explained in one line
+    /// ([`explain`]).
+    pub fn apply(&self) -> Result<DeadlineParams, DeadlineError> {
+        if let Err(e) = sys::set_deadline(self.runtime_ns, self.deadline_ns, self.period_ns) {
+            return Err(DeadlineError::explained(&e, self));
+        }
+        let a = sys::get_attr().map_err(|e| DeadlineError {
+            errno: e.raw_os_error(),
+            message: format!("cannot read back the SCHED_DEADLINE parameters: {e}"),
+        })?;
+        Ok(DeadlineParams {
+            runtime_ns: a.runtime_ns,
+            deadline_ns: a.deadline_ns,
+            period_ns: a.period_ns,
+        })
+    }
+}
+
+/// The kernel's `to_ratio(period, runtime)`: `runtime / period` with 20
+/// fractional bits (0 for a period of 0).
+fn ratio(period: u64, runtime: u64) -> u64 {
+    if period == 0 {
+        return 0;
+    }
+    ((u128::from(runtime) << 20) / u128::from(period)) as u64
+}
+
+/// The share of each CPU deadline tasks may reserve together:
+/// `kernel.sched_rt_runtime_us / sched_rt_period_us`. `None`: no limit
+/// (a runtime of -1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BandwidthLimit {
+    pub runtime_us: u64,
+    pub period_us: u64,
+}
+
+impl BandwidthLimit {
+    /// This system's limit: `None` when there is none (runtime -1) or the
+    /// files cannot be read.
+    pub fn of_system() -> Option<BandwidthLimit> {
+        let (runtime, period) = rt_sysctls();
+        Self::from_sysctls(runtime?, period?)
+    }
+
+    /// From the two sysctls (a negative runtime is no limit).
+    pub fn from_sysctls(runtime_us: i64, period_us: u64) -> Option<BandwidthLimit> {
+        (runtime_us >= 0).then_some(BandwidthLimit {
+            runtime_us: runtime_us as u64,
+            period_us,
+        })
+    }
+
+    /// The limit in per cent of a CPU.
+    pub fn percent(&self) -> f64 {
+        self.runtime_us as f64 * 100.0 / self.period_us.max(1) as f64
+    }
+
+    /// Whether deadline tasks reserving `params` together fit on `cpus` CPUs
+    /// of one root domain, as admission control counts (`__dl_overflow`:
+    /// the sum of the tasks' bandwidths at most the limit's times the CPUs).
+    /// Other deadline tasks of the system are not counted: the kernel may
+    /// still refuse.
+    pub fn admits(&self, params: &[DeadlineParams], cpus: usize) -> bool {
+        let total: u128 = params.iter().map(|p| u128::from(p.bandwidth())).sum();
+        let limit = u128::from(ratio(self.period_us, self.runtime_us)) * cpus as u128;
+        total <= limit
+    }
+}
+
+/// `kernel.sched_rt_runtime_us` and `sched_rt_period_us`, where readable.
+fn rt_sysctls() -> (Option<i64>, Option<u64>) {
+    let read = |name: &str| std::fs::read_to_string(format!("/proc/sys/kernel/{name}")).ok();
+    (
+        read("sched_rt_runtime_us").and_then(|s| s.trim().parse().ok()),
+        read("sched_rt_period_us").and_then(|s| s.trim().parse().ok()),
+    )
+}
+
+/// A refusal of SCHED_DEADLINE, explained in one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadlineError {
+    /// The kernel's errno, if the kernel refused.
+    pub errno: Option<i32>,
+    pub message: String,
+}
+
+impl std::fmt::Display for DeadlineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for DeadlineError {}
+
+impl DeadlineError {
+    /// The kernel's refusal `e` of `params`, explained with this system's facts.
+    pub fn explained(e: &io::Error, params: &DeadlineParams) -> DeadlineError {
+        DeadlineError {
+            errno: e.raw_os_error(),
+            message: explain(e, params, &DeadlineFacts::gather()),
+        }
+    }
+}
+
+impl From<DeadlineError> for io::Error {
+    fn from(e: DeadlineError) -> io::Error {
+        match e.errno {
+            // The errno stays readable; the text is the explanation.
+            Some(n) => io::Error::new(io::Error::from_raw_os_error(n).kind(), e.message),
+            None => io::Error::other(e.message),
+        }
+    }
+}
+
+/// What explains a refusal of SCHED_DEADLINE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadlineFacts {
+    /// Whether the process runs as root.
+    pub root: bool,
+    /// The CPUs the calling thread may run on.
+    pub allowed_cpus: Vec<usize>,
+    /// The CPUs online.
+    pub online_cpus: Vec<usize>,
+    /// `kernel.sched_rt_runtime_us` (-1: no limit), if readable.
+    pub rt_runtime_us: Option<i64>,
+    /// `kernel.sched_rt_period_us`, if readable.
+    pub rt_period_us: Option<u64>,
+}
+
+impl DeadlineFacts {
+    /// This process's and system's facts.
+    pub fn gather() -> DeadlineFacts {
+        let (rt_runtime_us, rt_period_us) = rt_sysctls();
+        let online_cpus = crate::units::online_cpus();
+        DeadlineFacts {
+            root: sys::geteuid() == 0,
+            allowed_cpus: sys::affinity().unwrap_or_else(|_| online_cpus.clone()),
+            online_cpus,
+            rt_runtime_us,
+            rt_period_us,
+        }
+    }
+}
+
+/// Explains in one line why the kernel refused to make a thread a deadline
+/// task with `p`, and what to do.
+pub fn explain(e: &io::Error, p: &DeadlineParams, facts: &DeadlineFacts) -> String {
+    let asked = format!(
+        "runtime {} every {} (deadline {})",
+        format_ns(p.runtime_ns),
+        format_ns(p.period_ns),
+        format_ns(p.deadline_ns)
+    );
+    match e.raw_os_error() {
+        Some(libc::EPERM) if !facts.root => "not allowed to use SCHED_DEADLINE: it needs root or \
+             CAP_SYS_NICE (RLIMIT_RTPRIO does not grant it): run as root or grant CAP_SYS_NICE \
+             (setcap cap_sys_nice+ep $(which rtscope))"
+            .to_string(),
+        Some(libc::EPERM)
+            if facts
+                .online_cpus
+                .iter()
+                .any(|c| !facts.allowed_cpus.contains(c)) =>
+        {
+            format!(
+                "SCHED_DEADLINE refused: this thread may run only on CPUs {} of {}, and the kernel \
+                 admits a deadline task only where it may run on every CPU of its root domain: run \
+                 rtscope without taskset or a cpuset that narrows it, or make those CPUs an exclusive \
+                 cpuset partition (cgroup v2: cpuset.cpus.partition=root) and run it there",
+                format_cpu_list(&facts.allowed_cpus),
+                format_cpu_list(&facts.online_cpus)
+            )
+        }
+        Some(libc::EPERM) if facts.rt_runtime_us == Some(0) => "SCHED_DEADLINE refused: deadline \
+             tasks may use no CPU time (kernel.sched_rt_runtime_us is 0): set it above 0 \
+             (sysctl kernel.sched_rt_runtime_us=950000)"
+            .to_string(),
+        Some(libc::EPERM) => "SCHED_DEADLINE refused although running as root: in a container or \
+             user namespace root lacks CAP_SYS_NICE, and a cpuset that is not a whole root domain \
+             refuses deadline tasks (run it on the host, or in a cpuset partition)"
+            .to_string(),
+        Some(libc::EBUSY) => {
+            let limit = match (facts.rt_runtime_us, facts.rt_period_us) {
+                (Some(r), Some(per)) if r >= 0 => format!(
+                    "at most {:.0}% of each of the {} CPUs (kernel.sched_rt_runtime_us {r} of \
+                     sched_rt_period_us {per})",
+                    r as f64 * 100.0 / per.max(1) as f64,
+                    facts.online_cpus.len()
+                ),
+                _ => "at most kernel.sched_rt_runtime_us of every sched_rt_period_us".to_string(),
+            };
+            format!(
+                "admission control refused SCHED_DEADLINE {asked}, {:.1}% of a CPU: deadline tasks \
+                 may reserve {limit}, and other deadline tasks (or this run's other threads) hold \
+                 the rest: lower the runtime, lengthen the period, or run fewer threads",
+                p.percent()
+            )
+        }
+        Some(libc::EINVAL) => format!(
+            "SCHED_DEADLINE refused {asked} as invalid: the kernel needs 1024 ns <= runtime <= \
+             deadline <= period and a period within kernel.sched_deadline_period_min_us and \
+             _max_us; a kernel built without SCHED_DEADLINE refuses it the same way"
+        ),
+        Some(libc::ENOSYS) => "this kernel has no sched_setattr system call: SCHED_DEADLINE needs \
+             Linux 3.14 or later"
+            .to_string(),
+        _ => format!("cannot use SCHED_DEADLINE {asked}: {e}"),
+    }
+}
+
+/// Where the kernel's periods of one deadline task begin, as far as its
+/// wake-ups tell (see the module doc). Times are readings of the measuring
+/// clock, ns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grid {
+    /// The start of the period the next wake-up is for.
+    next: u64,
+    /// After a wake-up later than the deadline: the next period's start had
+    /// the kernel not restarted its grid.
+    fallback: Option<u64>,
+    period: u64,
+    deadline: u64,
+    /// Wake-ups that came before their period's start by the grid: the
+    /// grid moved to them.
+    pub reanchored: u64,
+    /// Restarts of the kernel's grid taken from wake-ups later than the
+    /// deadline.
+    pub restarted: u64,
+}
+
+impl Grid {
+    /// The grid of a task whose period 0 began at `anchor` (at the latest).
+    pub fn new(anchor: u64, period_ns: u64, deadline_ns: u64) -> Grid {
+        let period = period_ns.max(1);
+        Grid {
+            next: anchor.saturating_add(period),
+            fallback: None,
+            period,
+            deadline: deadline_ns,
+            reanchored: 0,
+            restarted: 0,
+        }
+    }
+
+    /// The start of the period the next wake-up is for.
+    pub fn next_start(&self) -> u64 {
+        self.next
+    }
+
+    /// Takes in a wake-up at `t`: returns its latency (from its period's
+    /// start) and the periods it overran.
+    #[inline]
+    pub fn observe(&mut self, t: u64) -> (i64, u32) {
+        let mut start = self.next;
+        if let Some(old) = self.fallback.take() {
+            // A restart would have put this wake-up past the old grid's next
+            // deadline (the restart came after the last deadline, and
+            // `start`, the latest restart assumed, is later still).
+            if t <= old.saturating_add(self.deadline) {
+                start = old;
+            } else {
+                self.restarted += 1;
+            }
+        }
+        if t < start {
+            self.reanchored += 1;
+            start = t;
+        }
+        let latency = t - start;
+        self.next = start.saturating_add(self.period);
+        if latency > self.deadline {
+            // The kernel may have restarted its periods at any moment up to
+            // now: the latest is assumed, the old grid kept for the next.
+            self.fallback = Some(self.next);
+            self.next = t.saturating_add(self.period);
+        }
+        let overruns = (latency / self.period).min(u64::from(u32::MAX)) as u32;
+        (latency.min(i64::MAX as u64) as i64, overruns)
+    }
+}
+
+/// A deadline measurement thread's counters, shared with whoever reads
+/// them while it runs (relaxed: each is written by the thread only).
+#[derive(Debug, Default)]
+pub struct GridCounters {
+    /// [`Grid::reanchored`].
+    pub reanchored: AtomicU64,
+    /// [`Grid::restarted`].
+    pub restarted: AtomicU64,
+    /// How long the `sched_setattr` that began period 0 took: the grid's
+    /// start is at most this much before the kernel's.
+    pub anchor_window_ns: AtomicU64,
+}
+
+/// How a deadline measurement thread changes its scheduling and ends its
+/// jobs; a trait so that the loop can be driven with a simulated scheduler.
+pub trait DeadlineTask {
+    /// Sleeps until `t` (absolute, on the run's clock): `Ok(false)` when a
+    /// signal interrupted the sleep.
+    fn sleep_until(&mut self, t: u64) -> io::Result<bool>;
+    /// Stops being a deadline task (SCHED_OTHER).
+    fn leave(&mut self) -> io::Result<()>;
+    /// Becomes a deadline task: period 0 begins during this call.
+    fn enter(&mut self) -> io::Result<()>;
+    /// Ends this period's job: returns when the task runs in its next period.
+    fn yield_period(&mut self) -> io::Result<()>;
+}
+
+/// The calling thread as a SCHED_DEADLINE task with `params`, sleeping on
+/// `clock` until the start.
+pub struct SchedDeadline {
+    pub params: DeadlineParams,
+    pub clock: ClockId,
+}
+
+impl DeadlineTask for SchedDeadline {
+    fn sleep_until(&mut self, t: u64) -> io::Result<bool> {
+        sys::sleep_until_interruptible(self.clock, t)
+    }
+
+    fn leave(&mut self) -> io::Result<()> {
+        sys::set_scheduler(libc::SCHED_OTHER, 0)
+    }
+
+    fn enter(&mut self) -> io::Result<()> {
+        sys::set_deadline(
+            self.params.runtime_ns,
+            self.params.deadline_ns,
+            self.params.period_ns,
+        )
+        .map_err(|e| DeadlineError::explained(&e, &self.params).into())
+    }
+
+    #[inline]
+    fn yield_period(&mut self) -> io::Result<()> {
+        sys::sched_yield()
+    }
+}
+
+/// What a deadline loop needs besides a [`LoopConfig`] (whose times, start
+/// and end, are on the run's clock).
+#[derive(Debug, Clone, Copy)]
+pub struct DeadlineConfig {
+    /// The relative deadline.
+    pub deadline_ns: u64,
+    /// The measuring clock's reading minus the run clock's, at the same
+    /// moment: a reading `t` is `t - offset_ns` on the run's clock.
+    pub offset_ns: i64,
+}
+
+/// A measuring clock's reading on the run's clock.
+#[inline]
+fn on_run_clock(t: u64, offset_ns: i64) -> u64 {
+    t.wrapping_sub(offset_ns as u64)
+}
+
+/// Measures a deadline task's wake-up latency until `loops` samples, the end
+/// time, the stop flag, a break, or an error (see [`crate::cyclic::run_loop`]
+/// for these; the samples' `t_ns` are on the run's clock). The task sleeps to
+/// the start as it is, then becomes a deadline task anew (so that period 0
+/// begins at a known moment), then: yield, read the clock, take the latency
+/// from the [`Grid`], push. `clock` is the measuring clock.
+pub fn run_deadline_loop<T: DeadlineTask, C: Clock, S: SampleSink>(
+    task: &mut T,
+    clock: &C,
+    sink: &mut S,
+    cfg: &LoopConfig,
+    dl: &DeadlineConfig,
+    counters: &GridCounters,
+    stop: &AtomicBool,
+) -> LoopEnd {
+    let period = cfg.period_ns.max(1);
+    let loops = cfg.loops.unwrap_or(u64::MAX);
+    let break_above = cfg.break_above_ns.map_or(i64::MAX, |b| b as i64);
+    let now = on_run_clock(clock.now(), dl.offset_ns);
+    let first = first_deadline(cfg.start_ns, period, now, cfg.start_margin_ns);
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return LoopEnd::Stopped;
+        }
+        if reached(cfg.end_ns, first) {
+            return LoopEnd::Duration;
+        }
+        match task.sleep_until(first) {
+            Ok(true) => break,
+            Ok(false) => continue,
+            Err(e) => return LoopEnd::Error(e),
+        }
+    }
+    if let Err(e) = task.leave() {
+        return LoopEnd::Error(e);
+    }
+    let anchor = clock.now();
+    if let Err(e) = task.enter() {
+        return LoopEnd::Error(e);
+    }
+    counters
+        .anchor_window_ns
+        .store(clock.now().saturating_sub(anchor), Ordering::Relaxed);
+    let mut grid = Grid::new(anchor, period, dl.deadline_ns);
+    let mut seq = 0u64;
+    while seq < loops {
+        if stop.load(Ordering::Relaxed) {
+            return LoopEnd::Stopped;
+        }
+        if reached(cfg.end_ns, on_run_clock(grid.next_start(), dl.offset_ns)) {
+            return LoopEnd::Duration;
+        }
+        if let Err(e) = task.yield_period() {
+            return LoopEnd::Error(e);
+        }
+        let t = clock.now();
+        let (latency, overruns) = grid.observe(t);
+        counters
+            .reanchored
+            .store(grid.reanchored, Ordering::Relaxed);
+        counters.restarted.store(grid.restarted, Ordering::Relaxed);
+        if seq < cfg.warmup {
+            seq += 1;
+            continue;
+        }
+        let cpu = match cfg.fixed_cpu {
+            Some(c) => c,
+            None => sys::current_cpu() as u32,
+        };
+        let t_ns = on_run_clock(t, dl.offset_ns);
+        sink.push(Sample {
+            seq,
+            t_ns,
+            latency_ns: latency,
+            overruns,
+            cpu,
+        });
+        if latency > break_above {
+            stop.store(true, Ordering::Relaxed);
+            return LoopEnd::Break {
+                seq,
+                t_ns,
+                latency_ns: latency,
+            };
+        }
+        seq += 1;
+    }
+    LoopEnd::Loops
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    fn p(runtime_ns: u64, deadline_ns: u64, period_ns: u64) -> DeadlineParams {
+        DeadlineParams {
+            runtime_ns,
+            deadline_ns,
+            period_ns,
+        }
+    }
+
+    const LIMITS: PeriodLimits = PeriodLimits {
+        min_ns: 100_000,
+        max_ns: 4_000_000_000,
+    };
+
+    /// Each rule at its boundary: the value allowed passes, one more (or
+    /// less) is refused by that rule.
+    #[test]
+    fn parameters_are_checked_as_the_kernel_does() {
+        assert_eq!(p(1024, 1024, 100_000).check(&LIMITS), Ok(()));
+        assert_eq!(
+            p(1023, 1023, 100_000).check(&LIMITS),
+            Err(ParamError::RuntimeTooShort)
+        );
+        assert_eq!(p(50_000, 50_000, 100_000).check(&LIMITS), Ok(()));
+        assert_eq!(
+            p(50_001, 50_000, 100_000).check(&LIMITS),
+            Err(ParamError::RuntimeAboveDeadline)
+        );
+        assert_eq!(p(1024, 200_000, 200_000).check(&LIMITS), Ok(()));
+        assert_eq!(
+            p(1024, 200_001, 200_000).check(&LIMITS),
+            Err(ParamError::DeadlineAbovePeriod)
+        );
+        assert_eq!(
+            p(1024, 99_999, 99_999).check(&LIMITS),
+            Err(ParamError::PeriodTooShort(100_000))
+        );
+        assert_eq!(p(1024, 1024, 4_000_000_000).check(&LIMITS), Ok(()));
+        assert_eq!(
+            p(1024, 1024, 4_000_000_001).check(&LIMITS),
+            Err(ParamError::PeriodTooLong(4_000_000_000))
+        );
+        // The runtime is checked first.
+        assert_eq!(p(5, 10, 1).check(&LIMITS), Err(ParamError::RuntimeTooShort));
+        assert_eq!(
+            ParamError::PeriodTooShort(100_000).to_string(),
+            "the period must be at least 100us (kernel.sched_deadline_period_min_us)"
+        );
+        assert_eq!(
+            ParamError::PeriodTooLong(4_194_304_000).to_string(),
+            "the period must be at most 4.194s (kernel.sched_deadline_period_max_us)"
+        );
+        assert_eq!(
+            ParamError::RuntimeTooShort.to_string(),
+            "the runtime must be at least 1024 ns (the kernel counts it in units of 1024 ns)"
+        );
+    }
+
+    #[test]
+    fn the_system_limits_are_read() {
+        let l = PeriodLimits::of_system();
+        assert!(l.min_ns <= l.max_ns, "{l:?}");
+        if let Ok(s) = std::fs::read_to_string("/proc/sys/kernel/sched_deadline_period_min_us") {
+            assert_eq!(l.min_ns, s.trim().parse::<u64>().unwrap() * 1000);
+        }
+        if let Ok(s) = std::fs::read_to_string("/proc/sys/kernel/sched_deadline_period_max_us") {
+            assert_eq!(l.max_ns, s.trim().parse::<u64>().unwrap() * 1000);
+        }
+        assert_eq!(PeriodLimits::DEFAULT.max_ns, 4_194_304_000);
+    }
+
+    #[test]
+    fn bandwidth_is_the_kernels_fixed_point_ratio() {
+        assert_eq!(p(100_000, 1_000_000, 1_000_000).bandwidth(), 104_857);
+        assert_eq!(p(1, 1, 1).bandwidth(), 1 << 20);
+        assert_eq!(ratio(0, 5), 0);
+        assert_eq!(ratio(3, 1), 349_525);
+        assert_eq!(p(250_000, 1_000_000, 2_000_000).percent(), 12.5);
+        assert_eq!(p(1, 1, 0).percent(), 100.0);
+    }
+
+    #[test]
+    fn default_runtime_is_cyclicdeadlines() {
+        assert_eq!(DeadlineParams::default_runtime(1_000_000, 2, 2), 600_000);
+        assert_eq!(DeadlineParams::default_runtime(1_000_000, 1, 2), 600_000);
+        // 3 threads on 2 CPUs: 2 * 80 / 3 = 53 %.
+        assert_eq!(DeadlineParams::default_runtime(1_000_000, 3, 2), 530_000);
+        assert_eq!(DeadlineParams::default_runtime(1_000_000, 4, 2), 400_000);
+        // Never below the kernel's minimum.
+        assert_eq!(DeadlineParams::default_runtime(1_000, 1, 1), MIN_RUNTIME_NS);
+        assert_eq!(
+            DeadlineParams::default_runtime(1_000_000, 1000, 2),
+            MIN_RUNTIME_NS
+        );
+        assert_eq!(
+            DeadlineParams::default_runtime(u64::MAX, 1, 1),
+            (u128::from(u64::MAX) * 60 / 100) as u64
+        );
+    }
+
+    #[test]
+    fn admission_is_counted_as_the_kernel_does() {
+        assert_eq!(BandwidthLimit::from_sysctls(-1, 1_000_000), None);
+        let l = BandwidthLimit::from_sysctls(950_000, 1_000_000).unwrap();
+        assert_eq!(l.percent(), 95.0);
+        let sixty = p(600_000, 1_000_000, 1_000_000);
+        assert!(l.admits(&[sixty, sixty], 2));
+        assert!(l.admits(&[sixty, sixty, sixty], 2));
+        assert!(!l.admits(&[sixty, sixty, sixty, sixty], 2));
+        // Exactly the limit is admitted, a little more is not.
+        let half = BandwidthLimit::from_sysctls(500_000, 1_000_000).unwrap();
+        assert!(half.admits(&[p(500_000, 1_000_000, 1_000_000)], 1));
+        assert!(!half.admits(&[p(500_001, 1_000_000, 1_000_000)], 1));
+        assert!(half.admits(&[], 0));
+        assert!(!half.admits(&[p(1024, 1_000_000, 1_000_000)], 0));
+        assert!(BandwidthLimit::from_sysctls(0, 1_000_000)
+            .unwrap()
+            .admits(&[], 4));
+    }
+
+    fn facts() -> DeadlineFacts {
+        DeadlineFacts {
+            root: true,
+            allowed_cpus: vec![0, 1],
+            online_cpus: vec![0, 1],
+            rt_runtime_us: Some(950_000),
+            rt_period_us: Some(1_000_000),
+        }
+    }
+
+    fn errno(n: i32) -> io::Error {
+        io::Error::from_raw_os_error(n)
+    }
+
+    /// Each refusal names its cause and what to do, in one line.
+    #[test]
+    fn refusals_are_explained() {
+        let asked = p(600_000, 1_000_000, 1_000_000);
+        let say = |n: i32, f: &DeadlineFacts| {
+            let m = explain(&errno(n), &asked, f);
+            assert!(!m.contains('\n'), "{m}");
+            m
+        };
+        let unprivileged = DeadlineFacts {
+            root: false,
+            ..facts()
+        };
+        assert!(say(libc::EPERM, &unprivileged)
+            .starts_with("not allowed to use SCHED_DEADLINE: it needs root or CAP_SYS_NICE"));
+        let narrowed = DeadlineFacts {
+            allowed_cpus: vec![1],
+            ..facts()
+        };
+        assert!(say(libc::EPERM, &narrowed).starts_with(
+            "SCHED_DEADLINE refused: this thread may run only on CPUs 1 of 0-1, and the kernel \
+             admits a deadline task only where it may run on every CPU of its root domain"
+        ));
+        // Allowed on more CPUs than are online (offline ones): not narrowed.
+        let wide = DeadlineFacts {
+            allowed_cpus: vec![0, 1, 2],
+            rt_runtime_us: Some(0),
+            ..facts()
+        };
+        assert!(say(libc::EPERM, &wide).starts_with(
+            "SCHED_DEADLINE refused: deadline tasks may use no CPU time (kernel.sched_rt_runtime_us is 0)"
+        ));
+        assert!(say(libc::EPERM, &facts())
+            .starts_with("SCHED_DEADLINE refused although running as root"));
+        assert_eq!(
+            say(libc::EBUSY, &facts()),
+            "admission control refused SCHED_DEADLINE runtime 600us every 1ms (deadline 1ms), \
+             60.0% of a CPU: deadline tasks may reserve at most 95% of each of the 2 CPUs \
+             (kernel.sched_rt_runtime_us 950000 of sched_rt_period_us 1000000), and other \
+             deadline tasks (or this run's other threads) hold the rest: lower the runtime, \
+             lengthen the period, or run fewer threads"
+        );
+        let unknown = DeadlineFacts {
+            rt_runtime_us: Some(-1),
+            ..facts()
+        };
+        assert!(say(libc::EBUSY, &unknown).contains(
+            "may reserve at most kernel.sched_rt_runtime_us of every sched_rt_period_us"
+        ));
+        let no_period = DeadlineFacts {
+            rt_period_us: None,
+            ..facts()
+        };
+        assert!(say(libc::EBUSY, &no_period).contains("at most kernel.sched_rt_runtime_us"));
+        assert!(say(libc::EINVAL, &facts()).starts_with(
+            "SCHED_DEADLINE refused runtime 600us every 1ms (deadline 1ms) as invalid: the kernel \
+             needs 1024 ns <= runtime <= deadline <= period"
+        ));
+        assert!(say(libc::ENOSYS, &facts()).contains("needs Linux 3.14 or later"));
+        assert_eq!(
+            say(libc::ENOMEM, &facts()),
+            format!(
+                "cannot use SCHED_DEADLINE runtime 600us every 1ms (deadline 1ms): {}",
+                errno(libc::ENOMEM)
+            )
+        );
+        // As an io::Error the errno's kind is kept, the text is the explanation.
+        let e: io::Error = DeadlineError {
+            errno: Some(libc::EPERM),
+            message: "m".into(),
+        }
+        .into();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        assert_eq!(e.to_string(), "m");
+        let e: io::Error = DeadlineError {
+            errno: None,
+            message: "n".into(),
+        }
+        .into();
+        assert_eq!(
+            (e.kind(), e.to_string()),
+            (io::ErrorKind::Other, "n".into())
+        );
+    }
+
+    #[test]
+    fn facts_are_this_systems() {
+        let f = DeadlineFacts::gather();
+        assert_eq!(f.root, sys::geteuid() == 0);
+        assert_eq!(f.online_cpus, crate::units::online_cpus());
+        assert!(!f.allowed_cpus.is_empty());
+    }
+
+    /// On the grid: each wake-up is measured from its period's start.
+    #[test]
+    fn wake_ups_on_the_grid() {
+        let mut g = Grid::new(1000, 1000, 1000);
+        assert_eq!(g.next_start(), 2000);
+        assert_eq!(g.observe(2010), (10, 0));
+        assert_eq!(g.observe(3005), (5, 0));
+        assert_eq!(g.observe(4000), (0, 0));
+        // Late by the deadline (a period here): the grid holds, and the
+        // next period, already begun, is released at once.
+        assert_eq!(g.observe(6000), (1000, 1));
+        assert_eq!(g.next_start(), 6000);
+        assert_eq!(g.observe(6001), (1, 0));
+        assert_eq!((g.reanchored, g.restarted), (0, 0));
+    }
+
+    /// A wake-up before its period's start moves the grid to it.
+    #[test]
+    fn an_early_wake_up_moves_the_grid() {
+        let mut g = Grid::new(1000, 1000, 1000);
+        assert_eq!(g.observe(1990), (0, 0));
+        assert_eq!(g.reanchored, 1);
+        assert_eq!(g.next_start(), 2990);
+        assert_eq!(g.observe(2995), (5, 0));
+        assert_eq!(g.reanchored, 1);
+        // At its start is on time; before it moves the grid again.
+        assert_eq!(g.observe(3990), (0, 0));
+        assert_eq!(g.reanchored, 1);
+        assert_eq!(g.observe(4980), (0, 0));
+        assert_eq!(g.reanchored, 2);
+    }
+
+    /// Later than the deadline by one: the kernel may have restarted; the
+    /// next wake-up on the old grid, within its deadline, keeps it.
+    #[test]
+    fn a_late_wake_up_that_was_no_restart() {
+        // Period 1000, deadline 500.
+        let mut g = Grid::new(0, 1000, 500);
+        assert_eq!(g.observe(1500), (500, 0));
+        assert_eq!(g.next_start(), 2000);
+        assert_eq!(g.observe(2501), (501, 0));
+        // The latest restart assumed: at the wake-up.
+        assert_eq!(g.next_start(), 3501);
+        // The old grid's period 3 began at 3000, its deadline 3500: a wake-up
+        // up to then was no restart.
+        assert_eq!(g.observe(3500), (500, 0));
+        assert_eq!(g.next_start(), 4000);
+        assert_eq!((g.reanchored, g.restarted), (0, 0));
+    }
+
+    /// A job that ran past the next period's start: the kernel releases the
+    /// task again at once for that period (a replay), measured from it.
+    #[test]
+    fn a_replayed_period_is_measured_from_its_own_start() {
+        let mut g = Grid::new(0, 1000, 500);
+        // Period 1 began at 1000: released 1200 late, one period overrun.
+        assert_eq!(g.observe(2200), (1200, 1));
+        // At once again, for period 2 (began 2000).
+        assert_eq!(g.observe(2205), (205, 0));
+        assert_eq!(g.next_start(), 3000);
+        assert_eq!((g.reanchored, g.restarted), (0, 0));
+    }
+
+    /// A restart: the next wake-ups are measured from the restarted grid.
+    #[test]
+    fn a_restart_moves_the_grid_to_the_late_wake_up() {
+        let mut g = Grid::new(9000, 1000, 1000);
+        assert_eq!(g.observe(10_000), (0, 0));
+        // Period 1 began at 11000: 2500 late, 2 periods overrun.
+        assert_eq!(g.observe(13_500), (2500, 2));
+        assert_eq!(g.next_start(), 14_500);
+        // Past the old grid's deadline (13000): the restart holds.
+        assert_eq!(g.observe(14_510), (10, 0));
+        assert_eq!((g.reanchored, g.restarted), (0, 1));
+        assert_eq!(g.next_start(), 15_500);
+        assert_eq!(g.observe(15_520), (20, 0));
+        assert_eq!(g.restarted, 1);
+    }
+
+    /// The kernel restarted before the late wake-up ran: the next wake-up
+    /// comes before the assumed grid and moves it.
+    #[test]
+    fn a_restart_before_the_late_wake_up() {
+        let mut g = Grid::new(0, 1000, 1000);
+        assert_eq!(g.observe(3500), (2500, 2));
+        assert_eq!(g.observe(4450), (0, 0));
+        assert_eq!((g.reanchored, g.restarted), (1, 1));
+        assert_eq!(g.next_start(), 5450);
+        // Just past the old grid's deadline (old next 2000 + 1000 = 3000 < 3001).
+        let mut g = Grid::new(0, 1000, 1000);
+        assert_eq!(g.observe(3000), (2000, 2));
+        assert_eq!(g.observe(3001), (0, 0));
+        assert_eq!((g.reanchored, g.restarted), (1, 1));
+        // Exactly at it: no restart, the replay of period 2 (began 2000).
+        let mut g = Grid::new(0, 1000, 1000);
+        assert_eq!(g.observe(3000), (2000, 2));
+        assert_eq!(g.observe(3000), (1000, 1));
+        assert_eq!((g.reanchored, g.restarted), (0, 0));
+        // Before the old grid's next start: moved there, no restart.
+        let mut g = Grid::new(0, 1000, 500);
+        assert_eq!(g.observe(1600), (600, 0));
+        assert_eq!(g.observe(1700), (0, 0));
+        assert_eq!((g.reanchored, g.restarted), (1, 0));
+        assert_eq!(g.next_start(), 2700);
+    }
+
+    #[test]
+    fn extreme_values_do_not_overflow() {
+        let mut g = Grid::new(u64::MAX - 10, 1000, 1000);
+        assert_eq!(g.next_start(), u64::MAX);
+        assert_eq!(g.observe(u64::MAX), (0, 0));
+        let mut g = Grid::new(0, 0, 0);
+        assert_eq!(g.observe(5), (4, 4));
+        let mut g = Grid::new(0, 1, 1 << 62);
+        assert_eq!(g.observe(u64::MAX), (i64::MAX, u32::MAX));
+    }
+
+    /// A simulated deadline task: sleeping sets the clock, entering takes
+    /// `enter_ns`, each yield returns at the next scripted release.
+    struct Sim<'a> {
+        now: &'a Cell<u64>,
+        releases: Vec<u64>,
+        i: usize,
+        calls: Vec<String>,
+        enter_ns: u64,
+        fail_enter: bool,
+        interrupt_sleep: usize,
+    }
+
+    impl DeadlineTask for Sim<'_> {
+        fn sleep_until(&mut self, t: u64) -> io::Result<bool> {
+            self.calls.push(format!("sleep {t}"));
+            if self.interrupt_sleep > 0 {
+                self.interrupt_sleep -= 1;
+                return Ok(false);
+            }
+            // `t` is on the run's clock, `now` the measuring clock.
+            self.now.set((t as i64 + DL.offset_ns) as u64);
+            Ok(true)
+        }
+        fn leave(&mut self) -> io::Result<()> {
+            self.calls.push("leave".into());
+            Ok(())
+        }
+        fn enter(&mut self) -> io::Result<()> {
+            self.calls.push("enter".into());
+            if self.fail_enter {
+                return Err(io::Error::other("refused"));
+            }
+            self.now.set(self.now.get() + self.enter_ns);
+            Ok(())
+        }
+        fn yield_period(&mut self) -> io::Result<()> {
+            let Some(&r) = self.releases.get(self.i) else {
+                return Err(io::Error::other("no more releases"));
+            };
+            self.i += 1;
+            self.now.set(r.max(self.now.get()));
+            Ok(())
+        }
+    }
+
+    struct SimClock<'a>(&'a Cell<u64>);
+    impl Clock for SimClock<'_> {
+        fn now(&self) -> u64 {
+            self.0.get()
+        }
+    }
+
+    fn sim(now: &Cell<u64>, releases: Vec<u64>) -> Sim<'_> {
+        Sim {
+            now,
+            releases,
+            i: 0,
+            calls: vec![],
+            enter_ns: 3,
+            fail_enter: false,
+            interrupt_sleep: 0,
+        }
+    }
+
+    fn cfg(loops: u64) -> LoopConfig {
+        LoopConfig {
+            period_ns: 1000,
+            start_ns: 10_000,
+            start_margin_ns: 100,
+            warmup: 0,
+            loops: Some(loops),
+            end_ns: None,
+            break_above_ns: None,
+            fixed_cpu: Some(1),
+        }
+    }
+
+    /// The measuring clock runs 500 ns ahead of the run's clock here.
+    const DL: DeadlineConfig = DeadlineConfig {
+        deadline_ns: 1000,
+        offset_ns: 500,
+    };
+
+    fn run(
+        task: &mut Sim,
+        now: &Cell<u64>,
+        c: &LoopConfig,
+        stop: &AtomicBool,
+    ) -> (LoopEnd, Vec<Sample>, GridCounters) {
+        let counters = GridCounters::default();
+        let mut out = Vec::new();
+        let end = run_deadline_loop(task, &SimClock(now), &mut out, c, &DL, &counters, stop);
+        (end, out, counters)
+    }
+
+    #[test]
+    fn the_loop_measures_from_the_grid_it_began() {
+        let now = Cell::new(9_000);
+        // Period 0 begins at the start (10000 on the run clock, 10500 on
+        // the measuring clock); period k at 10500 + 1000 k.
+        let mut task = sim(&now, vec![11_520, 12_503, 13_500, 16_000]);
+        let stop = AtomicBool::new(false);
+        let (end, out, counters) = run(&mut task, &now, &cfg(4), &stop);
+        assert!(matches!(end, LoopEnd::Loops), "{end:?}");
+        assert_eq!(task.calls, ["sleep 10000", "leave", "enter"]);
+        let lat: Vec<(u64, i64, u32)> = out
+            .iter()
+            .map(|s| (s.seq, s.latency_ns, s.overruns))
+            .collect();
+        assert_eq!(lat, [(0, 20, 0), (1, 3, 0), (2, 0, 0), (3, 1500, 1)]);
+        // Times on the run's clock; the CPU as fixed.
+        assert_eq!(out[0].t_ns, 11_020);
+        assert!(out.iter().all(|s| s.cpu == 1));
+        assert_eq!(counters.anchor_window_ns.load(Ordering::Relaxed), 3);
+        assert_eq!(counters.reanchored.load(Ordering::Relaxed), 0);
+        assert!(!stop.load(Ordering::Relaxed));
+    }
+
+    #[test]
+    fn the_loop_counts_grid_moves() {
+        let now = Cell::new(9_000);
+        // An early wake-up (11400 < 11500), then a restart.
+        let mut task = sim(&now, vec![11_400, 14_900, 15_950]);
+        let stop = AtomicBool::new(false);
+        let (_, out, counters) = run(&mut task, &now, &cfg(3), &stop);
+        assert_eq!(out.len(), 3);
+        assert_eq!(out[0].latency_ns, 0);
+        assert_eq!(out[1].latency_ns, 2500);
+        assert_eq!(out[2].latency_ns, 50);
+        assert_eq!(counters.reanchored.load(Ordering::Relaxed), 1);
+        assert_eq!(counters.restarted.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn warmup_break_and_stop() {
+        let now = Cell::new(9_000);
+        let mut c = cfg(10);
+        c.warmup = 1;
+        c.break_above_ns = Some(30);
+        let mut task = sim(&now, vec![11_600, 12_510, 13_530, 14_531, 15_500]);
+        let stop = AtomicBool::new(false);
+        let (end, out, _) = run(&mut task, &now, &c, &stop);
+        // The warm-up's 100 is not pushed nor checked; 30 is not above 30,
+        // 31 is.
+        match end {
+            LoopEnd::Break {
+                seq,
+                t_ns,
+                latency_ns,
+            } => assert_eq!((seq, t_ns, latency_ns), (3, 14_031, 31)),
+            e => panic!("{e:?}"),
+        }
+        assert_eq!(out.iter().map(|s| s.seq).collect::<Vec<_>>(), [1, 2, 3]);
+        assert!(stop.load(Ordering::Relaxed));
+        // A raised stop flag ends the loop before it sleeps.
+        let mut task = sim(&now, vec![]);
+        let (end, out, _) = run(&mut task, &now, &cfg(3), &stop);
+        assert!(matches!(end, LoopEnd::Stopped), "{end:?}");
+        assert!(out.is_empty() && task.calls.is_empty());
+    }
+
+    /// The end time on the run's clock: the loop ends before a period that
+    /// begins at or after it, also before the first.
+    #[test]
+    fn the_end_time_is_kept() {
+        let now = Cell::new(9_000);
+        let mut c = cfg(100);
+        // Period 2 begins at 12000 on the run clock: 2 samples.
+        c.end_ns = Some(12_000);
+        let mut task = sim(&now, vec![11_500, 12_500, 13_500]);
+        let stop = AtomicBool::new(false);
+        let (end, out, _) = run(&mut task, &now, &c, &stop);
+        assert!(matches!(end, LoopEnd::Duration), "{end:?}");
+        assert_eq!(out.len(), 1);
+        c.end_ns = Some(12_001);
+        let now = Cell::new(9_000);
+        let mut task = sim(&now, vec![11_500, 12_500, 13_500]);
+        let (_, out, _) = run(&mut task, &now, &c, &stop);
+        assert_eq!(out.len(), 2);
+        // An end at the start: nothing at all.
+        c.end_ns = Some(10_000);
+        let mut task = sim(&now, vec![]);
+        let (end, _, _) = run(&mut task, &now, &c, &stop);
+        assert!(matches!(end, LoopEnd::Duration), "{end:?}");
+        assert!(task.calls.is_empty());
+    }
+
+    #[test]
+    fn an_interrupted_sleep_is_retried_and_errors_end_the_loop() {
+        let now = Cell::new(9_000);
+        let mut task = sim(&now, vec![11_500]);
+        task.interrupt_sleep = 2;
+        let stop = AtomicBool::new(false);
+        let (end, out, _) = run(&mut task, &now, &cfg(1), &stop);
+        assert!(matches!(end, LoopEnd::Loops), "{end:?}");
+        assert_eq!(out.len(), 1);
+        assert_eq!(task.calls.len(), 5);
+        // A refused entry, a failing yield.
+        let mut task = sim(&now, vec![]);
+        task.fail_enter = true;
+        let (end, _, _) = run(&mut task, &now, &cfg(1), &stop);
+        assert!(matches!(end, LoopEnd::Error(ref e) if e.to_string() == "refused"));
+        let mut task = sim(&now, vec![]);
+        let (end, out, _) = run(&mut task, &now, &cfg(1), &stop);
+        assert!(matches!(end, LoopEnd::Error(ref e) if e.to_string() == "no more releases"));
+        assert!(out.is_empty());
+    }
+
+    /// The real thing, as root: a thread becomes a deadline task, its
+    /// parameters are read back, and it measures a few periods.
+    #[test]
+    fn a_real_deadline_task_measures() {
+        let params = p(200_000, 1_000_000, 1_000_000);
+        let got = std::thread::spawn(move || {
+            let back = params.apply();
+            let Ok(back) = back else {
+                return Err(back.unwrap_err());
+            };
+            let mono = libc::CLOCK_MONOTONIC;
+            let raw = crate::cyclic::PosixClock(libc::CLOCK_MONOTONIC_RAW);
+            let offset = raw.now() as i64 - sys::clock_ns(mono) as i64;
+            let c = LoopConfig {
+                period_ns: 1_000_000,
+                start_ns: sys::clock_ns(mono) + 1_000_000,
+                start_margin_ns: 200_000,
+                warmup: 0,
+                loops: Some(5),
+                end_ns: None,
+                break_above_ns: None,
+                fixed_cpu: None,
+            };
+            let counters = GridCounters::default();
+            let mut out = Vec::new();
+            let end = run_deadline_loop(
+                &mut SchedDeadline {
+                    params,
+                    clock: mono,
+                },
+                &raw,
+                &mut out,
+                &c,
+                &DeadlineConfig {
+                    deadline_ns: 1_000_000,
+                    offset_ns: offset,
+                },
+                &counters,
+                &AtomicBool::new(false),
+            );
+            let policy = sys::get_attr().unwrap().policy;
+            let _ = sys::set_scheduler(libc::SCHED_OTHER, 0);
+            Ok((back, end, out, policy))
+        })
+        .join()
+        .unwrap();
+        match got {
+            Ok((back, end, out, policy)) => {
+                assert_eq!(back, params);
+                assert!(matches!(end, LoopEnd::Loops), "{end:?}");
+                assert_eq!(policy, libc::SCHED_DEADLINE);
+                assert_eq!(out.len(), 5);
+                assert!(out.iter().all(|s| s.latency_ns >= 0));
+                assert!(out.windows(2).all(|w| w[0].t_ns < w[1].t_ns));
+            }
+            // Unprivileged: refused, and told why.
+            Err(e) => {
+                assert!(sys::geteuid() != 0, "{e}");
+                assert_eq!(e.errno, Some(libc::EPERM));
+                assert!(e.message.starts_with("not allowed to use SCHED_DEADLINE"));
+            }
+        }
+    }
+}
