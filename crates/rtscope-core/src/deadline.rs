@@ -8,41 +8,51 @@
 //! next period begins. Its wake-up latency is the time from the start of the
 //! period to the task running. The kernel does not tell a task where its
 //! periods begin (`sched_getattr` gives the relative parameters only), so
-//! the loop keeps the grid itself ([`Grid`]):
+//! the loop starts them at a moment it knows and keeps the grid itself
+//! ([`Grid`]):
 //!
-//! - **Period 0 begins during `sched_setattr`.** A task that becomes a
-//!   deadline task while running gets a new period at the scheduler clock's
-//!   reading in that call. The loop reads its clock just before the call: the
-//!   grid starts there, at most the call's duration before the kernel's
-//!   (recorded as the anchor window), so latencies are never understated by
-//!   the anchor. Period *k* then begins `k × period` later.
-//! - **One wake-up per period.** After a yield the task is released at the
-//!   next period's start, or at once when that start has already passed (a
-//!   job that ran late): each wake-up is for the period after the previous
-//!   one, and is measured from that period's start. A wake-up a period or more
-//!   late counts `latency / period` overruns, as in `rtscope cyclic`.
-//! - **A restart after the deadline.** When a period's runtime is replenished
-//!   after that period's deadline (the replenishment timer or the task came
-//!   too late), the kernel starts a new period at that moment instead ("DL
-//!   replenish lagged too much"). A wake-up later than the relative deadline
-//!   may therefore have moved the kernel's grid to somewhere between the
-//!   deadline and the wake-up. The loop then assumes the latest possible
-//!   restart, the wake-up itself, and keeps the old grid as the alternative:
-//!   the next wake-up decides. Within the deadline of the old grid's next
-//!   period (a restart would have put it past that), the old grid holds;
-//!   otherwise the restart is taken, and counted.
-//! - **A wake-up before its period's start** by the grid (only possible after
-//!   a restart, or when clocks drift apart) moves the grid to it, as
-//!   cyclicdeadline does ("Adjusting period"), and is counted.
+//! - **Period 0 begins during `sched_setattr`.** A running task that becomes
+//!   a deadline task gets a new period at the scheduler clock's reading in
+//!   that call, provided the deadline it had before (from its set-up, which
+//!   checked that the kernel admits it, then made it a normal thread again)
+//!   has passed: the thread sleeps as a normal thread until the start, put at
+//!   least a deadline (plus 200 µs) after the moment it computes it. The loop
+//!   reads its clock just before the call: the grid starts there, at most the
+//!   call's duration (the anchor window, recorded) before the kernel's
+//!   period 0, so latencies are never understated by the anchor. (A deadline
+//!   task that sleeps until the start would get its period 0 at the wake-up,
+//!   somewhere between the timer's expiry and the thread running; and a
+//!   `sched_setattr` while its deadline lies ahead keeps that deadline.)
+//! - **One wake-up per period.** Period *k* begins `k × period` after period
+//!   0; each wake-up is for the period after the last and is measured from
+//!   its start. A wake-up a period or more late counts `latency / period`
+//!   overruns, as in `rtscope cyclic`.
+//! - **After a wake-up later than the deadline, a new period 0.** When a
+//!   period's runtime is replenished after its deadline (the replenishment
+//!   timer or the task came too late), the kernel starts its periods anew at
+//!   that moment ("DL replenish lagged too much"), somewhere between the
+//!   deadline and the wake-up; a task that overran its runtime is postponed by
+//!   whole periods. The late wake-up itself is measured on the grid it was
+//!   due on; then, rather than guess where the kernel's periods went, the
+//!   thread becomes a normal thread, sleeps until a deadline plus 200 µs
+//!   after that wake-up (so that whatever deadline the kernel set has passed)
+//!   and begins a period 0 anew. The periods in between are not measured;
+//!   the re-entries are counted. A wake-up before its period's start by the
+//!   grid (which the anchor rules out, unless the clocks drift apart) is not
+//!   measured either, is counted, and begins a period 0 anew the same way.
+//!   (cyclicdeadline counts periods on from its first wake-up and moves its
+//!   grid to any earlier wake-up: a lower bound from that wake-up on, off by
+//!   a restart's shift after one.)
 //!
 //! The latency is read on CLOCK_MONOTONIC_RAW, as cyclicdeadline does: the
 //! scheduler keeps its periods on its own clock, which like the raw clock is
-//! not slewed by NTP (on CLOCK_MONOTONIC the grid would drift by the slew,
-//! tens of microseconds per second at the worst). Sample times are moved to
-//! the run's clock by the offset between the two taken at the start.
+//! not slewed by NTP (on CLOCK_MONOTONIC the grid would drift by the slew).
+//! Sample times are moved to the run's clock by the offset between the two
+//! taken at the start.
 //!
-//! The hot path is: yield, read the clock, subtract, push, and two relaxed
-//! stores of the grid's counters; no allocation, no lock.
+//! The hot path is: yield, read the clock, subtract, push; no allocation, no
+//! lock. The re-entry after a late wake-up (two `sched_setattr` and a sleep)
+//! is off it.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -401,37 +411,41 @@ pub fn explain(e: &io::Error, p: &DeadlineParams, facts: &DeadlineFacts) -> Stri
     }
 }
 
-/// Where the kernel's periods of one deadline task begin, as far as its
-/// wake-ups tell (see the module doc). Times are readings of the measuring
-/// clock, ns.
+/// Where the periods of a deadline task begin: period 0 at the anchor (see
+/// the module doc), period *k* `k × period` later, each wake-up for the
+/// period after the last. Times are readings of the measuring clock, ns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grid {
     /// The start of the period the next wake-up is for.
     next: u64,
-    /// After a wake-up later than the deadline: the next period's start had
-    /// the kernel not restarted its grid.
-    fallback: Option<u64>,
     period: u64,
     deadline: u64,
-    /// Wake-ups that came before their period's start by the grid: the
-    /// grid moved to them.
-    pub reanchored: u64,
-    /// Restarts of the kernel's grid taken from wake-ups later than the
-    /// deadline.
-    pub restarted: u64,
+}
+
+/// What a wake-up was, by the [`Grid`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// It came before its period's start by the grid: the grid is no longer
+    /// the kernel's, the latency unknown.
+    Early,
+    /// Its latency from its period's start and the periods it overran;
+    /// `late` when that is more than the relative deadline (the kernel may
+    /// have restarted its periods since).
+    Measured {
+        latency_ns: i64,
+        overruns: u32,
+        late: bool,
+    },
 }
 
 impl Grid {
-    /// The grid of a task whose period 0 began at `anchor` (at the latest).
+    /// The grid of a task whose period 0 began at `anchor`.
     pub fn new(anchor: u64, period_ns: u64, deadline_ns: u64) -> Grid {
         let period = period_ns.max(1);
         Grid {
             next: anchor.saturating_add(period),
-            fallback: None,
             period,
             deadline: deadline_ns,
-            reanchored: 0,
-            restarted: 0,
         }
     }
 
@@ -440,35 +454,20 @@ impl Grid {
         self.next
     }
 
-    /// Takes in a wake-up at `t`: returns its latency (from its period's
-    /// start) and the periods it overran.
+    /// Takes in a wake-up at `t`.
     #[inline]
-    pub fn observe(&mut self, t: u64) -> (i64, u32) {
-        let mut start = self.next;
-        if let Some(old) = self.fallback.take() {
-            // A restart would have put this wake-up past the old grid's next
-            // deadline (the restart came after the last deadline, and
-            // `start`, the latest restart assumed, is later still).
-            if t <= old.saturating_add(self.deadline) {
-                start = old;
-            } else {
-                self.restarted += 1;
-            }
-        }
+    pub fn observe(&mut self, t: u64) -> Wake {
+        let start = self.next;
         if t < start {
-            self.reanchored += 1;
-            start = t;
+            return Wake::Early;
         }
         let latency = t - start;
         self.next = start.saturating_add(self.period);
-        if latency > self.deadline {
-            // The kernel may have restarted its periods at any moment up to
-            // now: the latest is assumed, the old grid kept for the next.
-            self.fallback = Some(self.next);
-            self.next = t.saturating_add(self.period);
+        Wake::Measured {
+            latency_ns: latency.min(i64::MAX as u64) as i64,
+            overruns: (latency / self.period).min(u64::from(u32::MAX)) as u32,
+            late: latency > self.deadline,
         }
-        let overruns = (latency / self.period).min(u64::from(u32::MAX)) as u32;
-        (latency.min(i64::MAX as u64) as i64, overruns)
     }
 }
 
@@ -476,12 +475,13 @@ impl Grid {
 /// them while it runs (relaxed: each is written by the thread only).
 #[derive(Debug, Default)]
 pub struct GridCounters {
-    /// [`Grid::reanchored`].
-    pub reanchored: AtomicU64,
-    /// [`Grid::restarted`].
-    pub restarted: AtomicU64,
-    /// How long the `sched_setattr` that began period 0 took: the grid's
-    /// start is at most this much before the kernel's.
+    /// Times the thread became a deadline task anew after a wake-up later
+    /// than its deadline or before its period (its first entry not counted).
+    pub reentered: AtomicU64,
+    /// Wake-ups before their period's start by the grid (not measured).
+    pub early: AtomicU64,
+    /// The longest `sched_setattr` that began a period 0: the grid's start
+    /// is at most this much before the kernel's.
     pub anchor_window_ns: AtomicU64,
 }
 
@@ -491,16 +491,16 @@ pub trait DeadlineTask {
     /// Sleeps until `t` (absolute, on the run's clock): `Ok(false)` when a
     /// signal interrupted the sleep.
     fn sleep_until(&mut self, t: u64) -> io::Result<bool>;
-    /// Stops being a deadline task (SCHED_OTHER).
-    fn leave(&mut self) -> io::Result<()>;
-    /// Becomes a deadline task: period 0 begins during this call.
+    /// Becomes a deadline task: its period 0 begins during this call.
     fn enter(&mut self) -> io::Result<()>;
+    /// Becomes a normal thread (SCHED_OTHER) again.
+    fn leave(&mut self) -> io::Result<()>;
     /// Ends this period's job: returns when the task runs in its next period.
     fn yield_period(&mut self) -> io::Result<()>;
 }
 
-/// The calling thread as a SCHED_DEADLINE task with `params`, sleeping on
-/// `clock` until the start.
+/// The calling thread, a normal thread until the start (sleeping on
+/// `clock`), then a SCHED_DEADLINE task with `params`.
 pub struct SchedDeadline {
     pub params: DeadlineParams,
     pub clock: ClockId,
@@ -511,10 +511,6 @@ impl DeadlineTask for SchedDeadline {
         sys::sleep_until_interruptible(self.clock, t)
     }
 
-    fn leave(&mut self) -> io::Result<()> {
-        sys::set_scheduler(libc::SCHED_OTHER, 0)
-    }
-
     fn enter(&mut self) -> io::Result<()> {
         sys::set_deadline(
             self.params.runtime_ns,
@@ -522,6 +518,10 @@ impl DeadlineTask for SchedDeadline {
             self.params.period_ns,
         )
         .map_err(|e| DeadlineError::explained(&e, &self.params).into())
+    }
+
+    fn leave(&mut self) -> io::Result<()> {
+        sys::set_scheduler(libc::SCHED_OTHER, 0)
     }
 
     #[inline]
@@ -547,12 +547,56 @@ fn on_run_clock(t: u64, offset_ns: i64) -> u64 {
     t.wrapping_sub(offset_ns as u64)
 }
 
+/// Why [`begin_period_zero`] did not give a grid.
+enum NoGrid {
+    Ended(LoopEnd),
+}
+
+/// Sleeps as a normal thread until `at` (run clock; retried when a signal
+/// interrupts it, unless the run stops), then becomes a deadline task: the
+/// grid of its new period 0, anchored at the reading just before.
+fn begin_period_zero<T: DeadlineTask, C: Clock>(
+    task: &mut T,
+    clock: &C,
+    at: u64,
+    cfg: &LoopConfig,
+    dl: &DeadlineConfig,
+    counters: &GridCounters,
+    stop: &AtomicBool,
+) -> Result<Grid, NoGrid> {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Err(NoGrid::Ended(LoopEnd::Stopped));
+        }
+        if reached(cfg.end_ns, at) {
+            return Err(NoGrid::Ended(LoopEnd::Duration));
+        }
+        match task.sleep_until(at) {
+            Ok(true) => break,
+            Ok(false) => continue,
+            Err(e) => return Err(NoGrid::Ended(LoopEnd::Error(e))),
+        }
+    }
+    let anchor = clock.now();
+    if let Err(e) = task.enter() {
+        return Err(NoGrid::Ended(LoopEnd::Error(e)));
+    }
+    counters
+        .anchor_window_ns
+        .fetch_max(clock.now().saturating_sub(anchor), Ordering::Relaxed);
+    Ok(Grid::new(anchor, cfg.period_ns, dl.deadline_ns))
+}
+
 /// Measures a deadline task's wake-up latency until `loops` samples, the end
 /// time, the stop flag, a break, or an error (see [`crate::cyclic::run_loop`]
-/// for these; the samples' `t_ns` are on the run's clock). The task sleeps to
-/// the start as it is, then becomes a deadline task anew (so that period 0
-/// begins at a known moment), then: yield, read the clock, take the latency
-/// from the [`Grid`], push. `clock` is the measuring clock.
+/// for these; the samples' `t_ns` are on the run's clock). The task, a normal
+/// thread, sleeps until the start (the first point of the start's grid a
+/// deadline plus the margin ahead, so that a deadline it had has passed) and
+/// becomes a deadline task (period 0); then: yield, read the clock, take the
+/// latency from the [`Grid`], push. After a wake-up later than the deadline,
+/// or before its period, it becomes a normal thread, sleeps until a deadline
+/// plus the margin later and begins a period 0 anew (see the module doc).
+/// `clock` is the measuring clock.
 pub fn run_deadline_loop<T: DeadlineTask, C: Clock, S: SampleSink>(
     task: &mut T,
     clock: &C,
@@ -565,32 +609,14 @@ pub fn run_deadline_loop<T: DeadlineTask, C: Clock, S: SampleSink>(
     let period = cfg.period_ns.max(1);
     let loops = cfg.loops.unwrap_or(u64::MAX);
     let break_above = cfg.break_above_ns.map_or(i64::MAX, |b| b as i64);
+    // Whatever deadline the task had has passed by a period 0.
+    let margin = cfg.start_margin_ns.saturating_add(dl.deadline_ns);
     let now = on_run_clock(clock.now(), dl.offset_ns);
-    let first = first_deadline(cfg.start_ns, period, now, cfg.start_margin_ns);
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            return LoopEnd::Stopped;
-        }
-        if reached(cfg.end_ns, first) {
-            return LoopEnd::Duration;
-        }
-        match task.sleep_until(first) {
-            Ok(true) => break,
-            Ok(false) => continue,
-            Err(e) => return LoopEnd::Error(e),
-        }
-    }
-    if let Err(e) = task.leave() {
-        return LoopEnd::Error(e);
-    }
-    let anchor = clock.now();
-    if let Err(e) = task.enter() {
-        return LoopEnd::Error(e);
-    }
-    counters
-        .anchor_window_ns
-        .store(clock.now().saturating_sub(anchor), Ordering::Relaxed);
-    let mut grid = Grid::new(anchor, period, dl.deadline_ns);
+    let first = first_deadline(cfg.start_ns, period, now, margin);
+    let mut grid = match begin_period_zero(task, clock, first, cfg, dl, counters, stop) {
+        Ok(g) => g,
+        Err(NoGrid::Ended(end)) => return end,
+    };
     let mut seq = 0u64;
     while seq < loops {
         if stop.load(Ordering::Relaxed) {
@@ -603,36 +629,60 @@ pub fn run_deadline_loop<T: DeadlineTask, C: Clock, S: SampleSink>(
             return LoopEnd::Error(e);
         }
         let t = clock.now();
-        let (latency, overruns) = grid.observe(t);
-        counters
-            .reanchored
-            .store(grid.reanchored, Ordering::Relaxed);
-        counters.restarted.store(grid.restarted, Ordering::Relaxed);
-        if seq < cfg.warmup {
-            seq += 1;
-            continue;
-        }
-        let cpu = match cfg.fixed_cpu {
-            Some(c) => c,
-            None => sys::current_cpu() as u32,
+        let wake = grid.observe(t);
+        let again = match wake {
+            Wake::Early => {
+                counters.early.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            Wake::Measured { late, .. } => late,
         };
-        let t_ns = on_run_clock(t, dl.offset_ns);
-        sink.push(Sample {
-            seq,
-            t_ns,
-            latency_ns: latency,
-            overruns,
-            cpu,
-        });
-        if latency > break_above {
-            stop.store(true, Ordering::Relaxed);
-            return LoopEnd::Break {
+        if let (
+            Wake::Measured {
+                latency_ns,
+                overruns,
+                ..
+            },
+            true,
+        ) = (wake, seq >= cfg.warmup)
+        {
+            let cpu = match cfg.fixed_cpu {
+                Some(c) => c,
+                None => sys::current_cpu() as u32,
+            };
+            let t_ns = on_run_clock(t, dl.offset_ns);
+            sink.push(Sample {
                 seq,
                 t_ns,
-                latency_ns: latency,
-            };
+                latency_ns,
+                overruns,
+                cpu,
+            });
+            if latency_ns > break_above {
+                stop.store(true, Ordering::Relaxed);
+                return LoopEnd::Break {
+                    seq,
+                    t_ns,
+                    latency_ns,
+                };
+            }
         }
+        // A wake-up that was not measured counts towards `loops`, as the
+        // warm-up does.
         seq += 1;
+        if again && seq < loops {
+            // The kernel's periods may have moved: a new period 0, once
+            // the deadline it may have set has passed.
+            if let Err(e) = task.leave() {
+                return LoopEnd::Error(e);
+            }
+            let at = on_run_clock(t, dl.offset_ns).saturating_add(margin);
+            grid = match begin_period_zero(task, clock, at, cfg, dl, counters, stop) {
+                Ok(g) => g,
+                Err(NoGrid::Ended(end)) => return end,
+            };
+            counters.reentered.fetch_add(1, Ordering::Relaxed);
+        }
     }
     LoopEnd::Loops
 }
@@ -868,156 +918,99 @@ mod tests {
         assert!(!f.allowed_cpus.is_empty());
     }
 
+    fn measured(latency_ns: i64, overruns: u32, late: bool) -> Wake {
+        Wake::Measured {
+            latency_ns,
+            overruns,
+            late,
+        }
+    }
+
     /// On the grid: each wake-up is measured from its period's start.
     #[test]
     fn wake_ups_on_the_grid() {
         let mut g = Grid::new(1000, 1000, 1000);
         assert_eq!(g.next_start(), 2000);
-        assert_eq!(g.observe(2010), (10, 0));
-        assert_eq!(g.observe(3005), (5, 0));
-        assert_eq!(g.observe(4000), (0, 0));
-        // Late by the deadline (a period here): the grid holds, and the
-        // next period, already begun, is released at once.
-        assert_eq!(g.observe(6000), (1000, 1));
+        assert_eq!(g.observe(2010), measured(10, 0, false));
+        assert_eq!(g.observe(3005), measured(5, 0, false));
+        assert_eq!(g.observe(4000), measured(0, 0, false));
+        // Late by the deadline (a period here) is not later than it; the
+        // next period has begun already.
+        assert_eq!(g.observe(6000), measured(1000, 1, false));
         assert_eq!(g.next_start(), 6000);
-        assert_eq!(g.observe(6001), (1, 0));
-        assert_eq!((g.reanchored, g.restarted), (0, 0));
+        assert_eq!(g.observe(6001), measured(1, 0, false));
+        // Period 1000, deadline 500: 501 is late.
+        let mut g = Grid::new(0, 1000, 500);
+        assert_eq!(g.observe(1500), measured(500, 0, false));
+        assert_eq!(g.observe(2501), measured(501, 0, true));
+        assert_eq!(g.observe(5000), measured(2000, 2, true));
     }
 
-    /// A wake-up before its period's start moves the grid to it.
+    /// Before its period's start: not measured, the grid left as it was.
     #[test]
-    fn an_early_wake_up_moves_the_grid() {
+    fn an_early_wake_up_is_not_measured() {
         let mut g = Grid::new(1000, 1000, 1000);
-        assert_eq!(g.observe(1990), (0, 0));
-        assert_eq!(g.reanchored, 1);
-        assert_eq!(g.next_start(), 2990);
-        assert_eq!(g.observe(2995), (5, 0));
-        assert_eq!(g.reanchored, 1);
-        // At its start is on time; before it moves the grid again.
-        assert_eq!(g.observe(3990), (0, 0));
-        assert_eq!(g.reanchored, 1);
-        assert_eq!(g.observe(4980), (0, 0));
-        assert_eq!(g.reanchored, 2);
-    }
-
-    /// Later than the deadline by one: the kernel may have restarted; the
-    /// next wake-up on the old grid, within its deadline, keeps it.
-    #[test]
-    fn a_late_wake_up_that_was_no_restart() {
-        // Period 1000, deadline 500.
-        let mut g = Grid::new(0, 1000, 500);
-        assert_eq!(g.observe(1500), (500, 0));
+        assert_eq!(g.observe(1999), Wake::Early);
         assert_eq!(g.next_start(), 2000);
-        assert_eq!(g.observe(2501), (501, 0));
-        // The latest restart assumed: at the wake-up.
-        assert_eq!(g.next_start(), 3501);
-        // The old grid's period 3 began at 3000, its deadline 3500: a wake-up
-        // up to then was no restart.
-        assert_eq!(g.observe(3500), (500, 0));
-        assert_eq!(g.next_start(), 4000);
-        assert_eq!((g.reanchored, g.restarted), (0, 0));
-    }
-
-    /// A job that ran past the next period's start: the kernel releases the
-    /// task again at once for that period (a replay), measured from it.
-    #[test]
-    fn a_replayed_period_is_measured_from_its_own_start() {
-        let mut g = Grid::new(0, 1000, 500);
-        // Period 1 began at 1000: released 1200 late, one period overrun.
-        assert_eq!(g.observe(2200), (1200, 1));
-        // At once again, for period 2 (began 2000).
-        assert_eq!(g.observe(2205), (205, 0));
-        assert_eq!(g.next_start(), 3000);
-        assert_eq!((g.reanchored, g.restarted), (0, 0));
-    }
-
-    /// A restart: the next wake-ups are measured from the restarted grid.
-    #[test]
-    fn a_restart_moves_the_grid_to_the_late_wake_up() {
-        let mut g = Grid::new(9000, 1000, 1000);
-        assert_eq!(g.observe(10_000), (0, 0));
-        // Period 1 began at 11000: 2500 late, 2 periods overrun.
-        assert_eq!(g.observe(13_500), (2500, 2));
-        assert_eq!(g.next_start(), 14_500);
-        // Past the old grid's deadline (13000): the restart holds.
-        assert_eq!(g.observe(14_510), (10, 0));
-        assert_eq!((g.reanchored, g.restarted), (0, 1));
-        assert_eq!(g.next_start(), 15_500);
-        assert_eq!(g.observe(15_520), (20, 0));
-        assert_eq!(g.restarted, 1);
-    }
-
-    /// The kernel restarted before the late wake-up ran: the next wake-up
-    /// comes before the assumed grid and moves it.
-    #[test]
-    fn a_restart_before_the_late_wake_up() {
-        let mut g = Grid::new(0, 1000, 1000);
-        assert_eq!(g.observe(3500), (2500, 2));
-        assert_eq!(g.observe(4450), (0, 0));
-        assert_eq!((g.reanchored, g.restarted), (1, 1));
-        assert_eq!(g.next_start(), 5450);
-        // Just past the old grid's deadline (old next 2000 + 1000 = 3000 < 3001).
-        let mut g = Grid::new(0, 1000, 1000);
-        assert_eq!(g.observe(3000), (2000, 2));
-        assert_eq!(g.observe(3001), (0, 0));
-        assert_eq!((g.reanchored, g.restarted), (1, 1));
-        // Exactly at it: no restart, the replay of period 2 (began 2000).
-        let mut g = Grid::new(0, 1000, 1000);
-        assert_eq!(g.observe(3000), (2000, 2));
-        assert_eq!(g.observe(3000), (1000, 1));
-        assert_eq!((g.reanchored, g.restarted), (0, 0));
-        // Before the old grid's next start: moved there, no restart.
-        let mut g = Grid::new(0, 1000, 500);
-        assert_eq!(g.observe(1600), (600, 0));
-        assert_eq!(g.observe(1700), (0, 0));
-        assert_eq!((g.reanchored, g.restarted), (1, 0));
-        assert_eq!(g.next_start(), 2700);
+        assert_eq!(g.observe(2000), measured(0, 0, false));
     }
 
     #[test]
     fn extreme_values_do_not_overflow() {
         let mut g = Grid::new(u64::MAX - 10, 1000, 1000);
         assert_eq!(g.next_start(), u64::MAX);
-        assert_eq!(g.observe(u64::MAX), (0, 0));
+        assert_eq!(g.observe(u64::MAX), measured(0, 0, false));
         let mut g = Grid::new(0, 0, 0);
-        assert_eq!(g.observe(5), (4, 4));
-        let mut g = Grid::new(0, 1, 1 << 62);
-        assert_eq!(g.observe(u64::MAX), (i64::MAX, u32::MAX));
+        assert_eq!(g.observe(5), measured(4, 4, true));
+        let mut g = Grid::new(0, 1, u64::MAX);
+        assert_eq!(g.observe(u64::MAX), measured(i64::MAX, u32::MAX, false));
     }
 
-    /// A simulated deadline task: sleeping sets the clock, entering takes
-    /// `enter_ns`, each yield returns at the next scripted release.
+    /// A simulated deadline task: a sleep wakes `wake_ns` late, entering
+    /// takes `enter_ns`, each yield returns at the next scripted release.
     struct Sim<'a> {
         now: &'a Cell<u64>,
         releases: Vec<u64>,
         i: usize,
         calls: Vec<String>,
+        wake_ns: u64,
         enter_ns: u64,
+        fail_sleep: bool,
         fail_enter: bool,
+        fail_leave: bool,
         interrupt_sleep: usize,
     }
 
     impl DeadlineTask for Sim<'_> {
         fn sleep_until(&mut self, t: u64) -> io::Result<bool> {
             self.calls.push(format!("sleep {t}"));
+            if self.fail_sleep {
+                return Err(io::Error::other("refused"));
+            }
             if self.interrupt_sleep > 0 {
                 self.interrupt_sleep -= 1;
+                // Time goes on while it sleeps.
+                self.now.set(self.now.get() + 2000);
                 return Ok(false);
             }
             // `t` is on the run's clock, `now` the measuring clock.
-            self.now.set((t as i64 + DL.offset_ns) as u64);
+            let woke = (t as i64 + DL.offset_ns) as u64 + self.wake_ns;
+            self.now.set(woke.max(self.now.get()));
             Ok(true)
-        }
-        fn leave(&mut self) -> io::Result<()> {
-            self.calls.push("leave".into());
-            Ok(())
         }
         fn enter(&mut self) -> io::Result<()> {
             self.calls.push("enter".into());
             if self.fail_enter {
-                return Err(io::Error::other("refused"));
+                return Err(io::Error::other("not admitted"));
             }
             self.now.set(self.now.get() + self.enter_ns);
+            Ok(())
+        }
+        fn leave(&mut self) -> io::Result<()> {
+            self.calls.push("leave".into());
+            if self.fail_leave {
+                return Err(io::Error::other("stuck"));
+            }
             Ok(())
         }
         fn yield_period(&mut self) -> io::Result<()> {
@@ -1043,8 +1036,11 @@ mod tests {
             releases,
             i: 0,
             calls: vec![],
+            wake_ns: 0,
             enter_ns: 3,
+            fail_sleep: false,
             fail_enter: false,
+            fail_leave: false,
             interrupt_sleep: 0,
         }
     }
@@ -1080,6 +1076,12 @@ mod tests {
         (end, out, counters)
     }
 
+    fn latencies(out: &[Sample]) -> Vec<(u64, i64, u32)> {
+        out.iter()
+            .map(|s| (s.seq, s.latency_ns, s.overruns))
+            .collect()
+    }
+
     #[test]
     fn the_loop_measures_from_the_grid_it_began() {
         let now = Cell::new(9_000);
@@ -1089,33 +1091,82 @@ mod tests {
         let stop = AtomicBool::new(false);
         let (end, out, counters) = run(&mut task, &now, &cfg(4), &stop);
         assert!(matches!(end, LoopEnd::Loops), "{end:?}");
-        assert_eq!(task.calls, ["sleep 10000", "leave", "enter"]);
-        let lat: Vec<(u64, i64, u32)> = out
-            .iter()
-            .map(|s| (s.seq, s.latency_ns, s.overruns))
-            .collect();
-        assert_eq!(lat, [(0, 20, 0), (1, 3, 0), (2, 0, 0), (3, 1500, 1)]);
+        // The last one is late, but the loop is done: no new period 0.
+        assert_eq!(task.calls, ["sleep 10000", "enter"]);
+        assert_eq!(
+            latencies(&out),
+            [(0, 20, 0), (1, 3, 0), (2, 0, 0), (3, 1500, 1)]
+        );
         // Times on the run's clock; the CPU as fixed.
         assert_eq!(out[0].t_ns, 11_020);
         assert!(out.iter().all(|s| s.cpu == 1));
         assert_eq!(counters.anchor_window_ns.load(Ordering::Relaxed), 3);
-        assert_eq!(counters.reanchored.load(Ordering::Relaxed), 0);
+        assert_eq!(counters.reentered.load(Ordering::Relaxed), 0);
+        assert_eq!(counters.early.load(Ordering::Relaxed), 0);
         assert!(!stop.load(Ordering::Relaxed));
+        // The grid begins at the reading before entering: a late wake-up
+        // from the sleep moves it. The start is a deadline plus the margin
+        // ahead at least: 9500 on the run clock + 1100 is past 10000, so
+        // the start grid's next point.
+        let now = Cell::new(10_000);
+        let mut task = sim(&now, vec![12_517]);
+        task.wake_ns = 7;
+        let (_, out, _) = run(&mut task, &now, &cfg(1), &stop);
+        assert_eq!(task.calls, ["sleep 11000", "enter"]);
+        assert_eq!(out[0].latency_ns, 10);
+        for (at, first) in [(9_400, "sleep 10000"), (9_401, "sleep 11000")] {
+            let now = Cell::new(at);
+            let mut task = sim(&now, vec![]);
+            let _ = run(&mut task, &now, &cfg(1), &stop);
+            assert_eq!(task.calls, [first, "enter"]);
+        }
     }
 
+    /// After a wake-up later than the deadline: a normal thread until a
+    /// deadline and the margin later, then a new period 0.
     #[test]
-    fn the_loop_counts_grid_moves() {
+    fn a_late_wake_up_begins_a_new_grid() {
         let now = Cell::new(9_000);
-        // An early wake-up (11400 < 11500), then a restart.
-        let mut task = sim(&now, vec![11_400, 14_900, 15_950]);
+        let mut task = sim(&now, vec![11_520, 13_600, 15_710, 16_705]);
+        task.enter_ns = 2;
         let stop = AtomicBool::new(false);
-        let (_, out, counters) = run(&mut task, &now, &cfg(3), &stop);
-        assert_eq!(out.len(), 3);
-        assert_eq!(out[0].latency_ns, 0);
-        assert_eq!(out[1].latency_ns, 2500);
-        assert_eq!(out[2].latency_ns, 50);
-        assert_eq!(counters.reanchored.load(Ordering::Relaxed), 1);
-        assert_eq!(counters.restarted.load(Ordering::Relaxed), 1);
+        let (end, out, counters) = run(&mut task, &now, &cfg(4), &stop);
+        assert!(matches!(end, LoopEnd::Loops), "{end:?}");
+        // 13600 (13100 on the run clock) + 1100.
+        assert_eq!(
+            task.calls,
+            ["sleep 10000", "enter", "leave", "sleep 14200", "enter"]
+        );
+        // The new grid: period 0 at 14700, period 1 at 15700.
+        assert_eq!(
+            latencies(&out),
+            [(0, 20, 0), (1, 1100, 1), (2, 10, 0), (3, 5, 0)]
+        );
+        assert_eq!(counters.reentered.load(Ordering::Relaxed), 1);
+        assert_eq!(counters.anchor_window_ns.load(Ordering::Relaxed), 2);
+        // The longest entry is kept.
+        let now = Cell::new(9_000);
+        let mut task = sim(&now, vec![13_600, 15_705]);
+        let (_, _, c) = run(&mut task, &now, &cfg(2), &stop);
+        assert_eq!(c.anchor_window_ns.load(Ordering::Relaxed), 3);
+        assert_eq!(c.reentered.load(Ordering::Relaxed), 1);
+    }
+
+    /// Before its period: not measured, counted, and a new period 0.
+    #[test]
+    fn an_early_wake_up_begins_a_new_grid() {
+        let now = Cell::new(9_000);
+        let mut task = sim(&now, vec![11_400, 13_510]);
+        let stop = AtomicBool::new(false);
+        let (_, out, counters) = run(&mut task, &now, &cfg(2), &stop);
+        assert_eq!(
+            task.calls,
+            ["sleep 10000", "enter", "leave", "sleep 12000", "enter"]
+        );
+        // It counts towards the loops.
+        assert_eq!(latencies(&out), [(1, 10, 0)]);
+        assert_eq!(counters.early.load(Ordering::Relaxed), 1);
+        assert_eq!(counters.reentered.load(Ordering::Relaxed), 1);
     }
 
     #[test]
@@ -1144,15 +1195,25 @@ mod tests {
         let (end, out, _) = run(&mut task, &now, &cfg(3), &stop);
         assert!(matches!(end, LoopEnd::Stopped), "{end:?}");
         assert!(out.is_empty() && task.calls.is_empty());
+        // A late warm-up wake-up begins a new grid too.
+        let now = Cell::new(9_000);
+        let mut c = cfg(2);
+        c.warmup = 1;
+        let stop = AtomicBool::new(false);
+        let mut task = sim(&now, vec![13_000, 15_109]);
+        let (_, out, counters) = run(&mut task, &now, &c, &stop);
+        assert_eq!(latencies(&out), [(1, 9, 0)]);
+        assert_eq!(counters.reentered.load(Ordering::Relaxed), 1);
     }
 
     /// The end time on the run's clock: the loop ends before a period that
-    /// begins at or after it, also before the first.
+    /// begins at or after it, also before the first and before a new
+    /// period 0.
     #[test]
     fn the_end_time_is_kept() {
         let now = Cell::new(9_000);
         let mut c = cfg(100);
-        // Period 2 begins at 12000 on the run clock: 2 samples.
+        // Period 2 begins at 12000 on the run clock: 1 sample.
         c.end_ns = Some(12_000);
         let mut task = sim(&now, vec![11_500, 12_500, 13_500]);
         let stop = AtomicBool::new(false);
@@ -1170,27 +1231,90 @@ mod tests {
         let (end, _, _) = run(&mut task, &now, &c, &stop);
         assert!(matches!(end, LoopEnd::Duration), "{end:?}");
         assert!(task.calls.is_empty());
+        // A late wake-up whose new period 0 would begin after the end.
+        let now = Cell::new(9_000);
+        c.end_ns = Some(14_200);
+        let mut task = sim(&now, vec![13_600]);
+        let (end, out, _) = run(&mut task, &now, &c, &stop);
+        assert!(matches!(end, LoopEnd::Duration), "{end:?}");
+        assert_eq!(out.len(), 1);
+        assert_eq!(task.calls, ["sleep 10000", "enter", "leave"]);
     }
 
     #[test]
     fn an_interrupted_sleep_is_retried_and_errors_end_the_loop() {
         let now = Cell::new(9_000);
-        let mut task = sim(&now, vec![11_500]);
+        let mut task = sim(&now, vec![14_020]);
         task.interrupt_sleep = 2;
         let stop = AtomicBool::new(false);
-        let (end, out, _) = run(&mut task, &now, &cfg(1), &stop);
+        let (end, out, c) = run(&mut task, &now, &cfg(1), &stop);
         assert!(matches!(end, LoopEnd::Loops), "{end:?}");
-        assert_eq!(out.len(), 1);
-        assert_eq!(task.calls.len(), 5);
-        // A refused entry, a failing yield.
+        // Until the sleep ends; the grid begins when the task enters
+        // (13000, after 2 interrupted sleeps of 2000).
+        assert_eq!(
+            task.calls,
+            ["sleep 10000", "sleep 10000", "sleep 10000", "enter"]
+        );
+        assert_eq!(out[0].latency_ns, 20);
+        assert_eq!(c.anchor_window_ns.load(Ordering::Relaxed), 3);
+        // A failing sleep, a refused entry, a failing yield, a failing leave.
+        let mut task = sim(&now, vec![]);
+        task.fail_sleep = true;
+        let (end, _, _) = run(&mut task, &now, &cfg(1), &stop);
+        assert!(matches!(end, LoopEnd::Error(ref e) if e.to_string() == "refused"));
         let mut task = sim(&now, vec![]);
         task.fail_enter = true;
         let (end, _, _) = run(&mut task, &now, &cfg(1), &stop);
-        assert!(matches!(end, LoopEnd::Error(ref e) if e.to_string() == "refused"));
+        assert!(matches!(end, LoopEnd::Error(ref e) if e.to_string() == "not admitted"));
         let mut task = sim(&now, vec![]);
         let (end, out, _) = run(&mut task, &now, &cfg(1), &stop);
         assert!(matches!(end, LoopEnd::Error(ref e) if e.to_string() == "no more releases"));
         assert!(out.is_empty());
+        let now = Cell::new(9_000);
+        let mut task = sim(&now, vec![13_600]);
+        task.fail_leave = true;
+        let (end, out, _) = run(&mut task, &now, &cfg(3), &stop);
+        assert!(matches!(end, LoopEnd::Error(ref e) if e.to_string() == "stuck"));
+        assert_eq!(out.len(), 1);
+        // A stop while it sleeps until a new period 0.
+        let now = Cell::new(9_000);
+        let mut task = sim(&now, vec![13_600]);
+        task.interrupt_sleep = 0;
+        let stop_now = AtomicBool::new(false);
+        let counters = GridCounters::default();
+        let mut got = Vec::new();
+        struct Stopping<'a, 'b>(Sim<'a>, &'b AtomicBool);
+        impl DeadlineTask for Stopping<'_, '_> {
+            fn sleep_until(&mut self, t: u64) -> io::Result<bool> {
+                if self.0.calls.contains(&"leave".to_string()) {
+                    self.1.store(true, Ordering::Relaxed);
+                    return Ok(false);
+                }
+                self.0.sleep_until(t)
+            }
+            fn enter(&mut self) -> io::Result<()> {
+                self.0.enter()
+            }
+            fn leave(&mut self) -> io::Result<()> {
+                self.0.leave()
+            }
+            fn yield_period(&mut self) -> io::Result<()> {
+                self.0.yield_period()
+            }
+        }
+        let mut stopping = Stopping(task, &stop_now);
+        let end = run_deadline_loop(
+            &mut stopping,
+            &SimClock(&now),
+            &mut got,
+            &cfg(3),
+            &DL,
+            &counters,
+            &stop_now,
+        );
+        assert!(matches!(end, LoopEnd::Stopped), "{end:?}");
+        assert_eq!(got.len(), 1);
+        assert_eq!(counters.reentered.load(Ordering::Relaxed), 0);
     }
 
     /// The real thing, as root: a thread becomes a deadline task, its
@@ -1203,6 +1327,8 @@ mod tests {
             let Ok(back) = back else {
                 return Err(back.unwrap_err());
             };
+            // As the set-up leaves it: a normal thread until the start.
+            sys::set_scheduler(libc::SCHED_OTHER, 0).unwrap();
             let mono = libc::CLOCK_MONOTONIC;
             let raw = crate::cyclic::PosixClock(libc::CLOCK_MONOTONIC_RAW);
             let offset = raw.now() as i64 - sys::clock_ns(mono) as i64;

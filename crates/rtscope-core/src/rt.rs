@@ -94,10 +94,6 @@ pub enum RtError {
         #[source]
         source: io::Error,
     },
-    /// [`ThreadSetup::apply`] was asked for SCHED_DEADLINE, whose parameters
-    /// it does not have ([`crate::deadline::DeadlineParams::apply`] sets it).
-    #[error("SCHED_DEADLINE is set with its runtime, deadline and period (DeadlineParams::apply), not by ThreadSetup")]
-    DeadlineNeedsParams,
 }
 
 /// Explains how to obtain the right to use a real-time policy.
@@ -166,7 +162,16 @@ impl ThreadSetup {
             })?;
         }
         if self.policy == Policy::Deadline {
-            return Err(RtError::DeadlineNeedsParams);
+            // Its parameters are not here: DeadlineParams::apply sets it.
+            return Err(RtError::Scheduler {
+                policy: self.policy.name(),
+                priority: 0,
+                source: io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "SCHED_DEADLINE takes a runtime, deadline and period \
+                     (rtscope_core::deadline::DeadlineParams::apply), not a priority",
+                ),
+            });
         }
         let prio = if self.policy.is_rt() {
             self.priority
@@ -367,7 +372,13 @@ mod tests {
         })
         .join()
         .unwrap();
-        assert!(matches!(r, Err(RtError::DeadlineNeedsParams)), "{r:?}");
+        let e = r.unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "cannot set scheduling policy deadline priority 0: SCHED_DEADLINE takes a runtime"
+            ),
+            "{e}"
+        );
         assert_eq!(after, (libc::SCHED_OTHER, 0));
     }
 

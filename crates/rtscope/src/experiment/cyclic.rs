@@ -33,8 +33,12 @@ use serde::Serialize;
 use serde_json::json;
 
 use rtscope_core::cyclic::{
-    end_time, run_loop, timer_signal, AbsoluteSleep, LoopConfig, LoopEnd, PosixClock,
+    end_time, run_loop, timer_signal, AbsoluteSleep, Clock, LoopConfig, LoopEnd, PosixClock,
     PosixTimerWait, RelativeSleep, TimerfdWait, WakeMethod, START_MARGIN_NS,
+};
+use rtscope_core::deadline::{
+    run_deadline_loop, BandwidthLimit, DeadlineConfig, DeadlineParams, GridCounters, ParamError,
+    PeriodLimits, SchedDeadline,
 };
 use rtscope_core::file::OutFile;
 use rtscope_core::named::MeasureClock;
@@ -70,6 +74,8 @@ pub struct CyclicOptions {
     pub clock: MeasureClock,
     pub wake: WakeMethod,
     pub rt: RtChoice,
+    /// `--dl-runtime`, `--dl-deadline` (with `--policy deadline`).
+    pub deadline: DeadlineAsk,
     pub spikes: usize,
     pub raw: Option<PathBuf>,
     pub histogram: Option<PathBuf>,
@@ -110,6 +116,7 @@ impl Default for CyclicOptions {
                 no_rt: false,
                 default_system: false,
             },
+            deadline: DeadlineAsk::default(),
             spikes: 32,
             raw: None,
             histogram: None,
@@ -128,6 +135,16 @@ impl Default for CyclicOptions {
     }
 }
 
+/// What a user asks of SCHED_DEADLINE (`None`: the default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct DeadlineAsk {
+    /// `--dl-runtime` (default: cyclicdeadline's share of the deadline,
+    /// [`DeadlineParams::default_runtime`]).
+    pub runtime_ns: Option<u64>,
+    /// `--dl-deadline` (default: the thread's period).
+    pub deadline_ns: Option<u64>,
+}
+
 /// One measurement thread as planned.
 #[derive(Debug, Clone, Serialize)]
 pub struct ThreadPlan {
@@ -135,6 +152,9 @@ pub struct ThreadPlan {
     /// CPUs it is pinned to (empty: not pinned).
     pub cpus: Vec<usize>,
     pub period_ns: u64,
+    /// With `--policy deadline`: its runtime, deadline and period.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<DeadlineParams>,
 }
 
 /// Every setting of a cyclic run, defaults included (goes into the result document).
@@ -155,6 +175,10 @@ pub struct CyclicPlan {
     pub clock: MeasureClock,
     pub wake: WakeMethod,
     pub rt: RtChoice,
+    /// `--dl-runtime`, `--dl-deadline` as asked (with `--policy deadline`
+    /// only; each thread's resolved parameters are in `threads`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<DeadlineAsk>,
     pub spikes: usize,
     pub histogram_max_ns: u64,
     pub break_above_ns: Option<u64>,
@@ -194,8 +218,11 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
     }
     let list = requested.unwrap_or_else(|| online.clone());
     let n = a.threads.unwrap_or(list.len());
-    // Pinned unless -t was given without -a (then the scheduler places threads, as in cyclictest).
-    let pin = a.cpus.is_some() || a.threads.is_none();
+    let deadline = a.rt.policy == Policy::Deadline;
+    check_deadline_options(a)?;
+    // Pinned unless -t was given without -a (then the scheduler places
+    // threads, as in cyclictest); deadline tasks are never pinned.
+    let pin = !deadline && (a.cpus.is_some() || a.threads.is_none());
     // About one second of samples per ring at the shortest period, within bounds.
     let ring_capacity = (1_000_000_000 / a.period_ns.max(1)).clamp(4096, 1 << 20) as usize;
     let bins = a.histogram.as_ref().map(|_| a.histogram_max_ns / 1000);
@@ -218,7 +245,21 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
                 vec![]
             },
             period_ns,
+            deadline: None,
         });
+    }
+    if deadline {
+        let periods: Vec<u64> = threads.iter().map(|t| t.period_ns).collect();
+        let params = deadline_params(
+            &a.deadline,
+            &periods,
+            online.len(),
+            &PeriodLimits::of_system(),
+            BandwidthLimit::of_system(),
+        )?;
+        for (t, p) in threads.iter_mut().zip(params) {
+            t.deadline = Some(p);
+        }
     }
     if a.checkpoint_ns.is_some() && a.outputs.json.is_none() {
         return Err(usage("--checkpoint needs --json FILE"));
@@ -247,6 +288,7 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
         clock: a.clock,
         wake: a.wake,
         rt: a.rt,
+        deadline: deadline.then_some(a.deadline),
         spikes: a.spikes,
         histogram_max_ns: a.histogram_max_ns,
         break_above_ns: a.break_above_ns,
@@ -262,6 +304,106 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
     })
 }
 
+/// Refuses what a deadline run cannot honour, and the deadline options
+/// without `--policy deadline`.
+fn check_deadline_options(a: &CyclicOptions) -> Result<()> {
+    if a.rt.policy != Policy::Deadline {
+        return match (a.deadline.runtime_ns, a.deadline.deadline_ns) {
+            (Some(_), _) => Err(usage("--dl-runtime is for --policy deadline")),
+            (None, Some(_)) => Err(usage("--dl-deadline is for --policy deadline")),
+            (None, None) => Ok(()),
+        };
+    }
+    if a.cpus.is_some() {
+        return Err(usage(
+            "--cpus: a deadline task cannot be pinned (the kernel admits it only where it may run \
+             on every CPU of its root domain, and refuses a narrower affinity with EBUSY): leave \
+             --cpus out and the scheduler places the threads, or make those CPUs an exclusive \
+             cpuset partition and run rtscope inside it",
+        ));
+    }
+    if a.wake != WakeMethod::Absolute {
+        return Err(usage(format!(
+            "--wake {}: a deadline thread waits on no timer of its own (the scheduler releases it \
+             each period, sched_yield ends its job): leave --wake out",
+            a.wake
+        )));
+    }
+    if a.clock != MeasureClock::Monotonic {
+        return Err(usage(format!(
+            "--clock {}: a deadline run measures on CLOCK_MONOTONIC_RAW, as the scheduler's \
+             periods do not follow the wall clock: leave --clock out",
+            a.clock
+        )));
+    }
+    if a.trace != super::cyclic_trace::TraceMode::Off || a.trace_outliers_ns.is_some() {
+        return Err(usage(
+            "--trace: the stages are a timer's (expiry, wake-up), and a deadline task is released \
+             by the scheduler's replenishment: trace a fifo run instead",
+        ));
+    }
+    Ok(())
+}
+
+/// Each thread's SCHED_DEADLINE parameters: the asked runtime and deadline
+/// or their defaults, its period; checked as the kernel would, and together
+/// against the share of the CPUs deadline tasks may reserve (`limit`, on
+/// `cpus` CPUs).
+fn deadline_params(
+    ask: &DeadlineAsk,
+    periods: &[u64],
+    cpus: usize,
+    limits: &PeriodLimits,
+    limit: Option<BandwidthLimit>,
+) -> Result<Vec<DeadlineParams>> {
+    let mut out = Vec::with_capacity(periods.len());
+    for &period_ns in periods {
+        let deadline_ns = ask.deadline_ns.unwrap_or(period_ns);
+        let p = DeadlineParams {
+            runtime_ns: ask.runtime_ns.unwrap_or_else(|| {
+                DeadlineParams::default_runtime(deadline_ns, periods.len(), cpus)
+            }),
+            deadline_ns,
+            period_ns,
+        };
+        if let Err(e) = p.check(limits) {
+            let rule = "SCHED_DEADLINE needs runtime <= deadline <= period";
+            return Err(usage(match e {
+                ParamError::RuntimeTooShort => {
+                    format!("--dl-runtime {}: {e}", format_ns(p.runtime_ns))
+                }
+                ParamError::RuntimeAboveDeadline => format!(
+                    "--dl-runtime {} is longer than the deadline {}: {rule}",
+                    format_ns(p.runtime_ns),
+                    format_ns(p.deadline_ns)
+                ),
+                ParamError::DeadlineAbovePeriod => format!(
+                    "--dl-deadline {} is longer than the period {}: {rule}",
+                    format_ns(p.deadline_ns),
+                    format_ns(p.period_ns)
+                ),
+                ParamError::PeriodTooShort(_) | ParamError::PeriodTooLong(_) => format!(
+                    "--period {}: with --policy deadline {e}",
+                    format_ns(p.period_ns)
+                ),
+            }));
+        }
+        out.push(p);
+    }
+    if let Some(l) = limit.filter(|l| !l.admits(&out, cpus)) {
+        let total: f64 = out.iter().map(DeadlineParams::percent).sum();
+        return Err(usage(format!(
+            "the {} deadline threads would reserve {total:.1}% of a CPU, more than the {:.0}% \
+             deadline tasks may have on {cpus} CPUs ({:.0}% of each, kernel.sched_rt_runtime_us): \
+             lower --dl-runtime, lengthen the period or run fewer threads (-t)",
+            out.len(),
+            l.percent() * cpus as f64,
+            l.percent()
+        )));
+    }
+    Ok(out)
+}
+
 /// What a measurement thread needs.
 struct ThreadJob {
     setup: ThreadSetup,
@@ -275,17 +417,44 @@ struct ThreadJob {
     break_above_ns: Option<u64>,
     sink: RingSink,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    ready: mpsc::Sender<(usize, Result<ThreadState, String>)>,
+    ready: mpsc::Sender<(usize, Result<ReadyThread, String>)>,
     start: mpsc::Receiver<Option<u64>>,
     index: usize,
+    /// With `--policy deadline`: the thread's parameters and counters.
+    deadline: Option<(DeadlineParams, std::sync::Arc<GridCounters>)>,
+}
+
+/// A thread ready to measure: what is in force, and the SCHED_DEADLINE
+/// parameters read back from the kernel.
+type ReadyThread = (ThreadState, Option<DeadlineParams>);
+
+/// A deadline thread's set-up, after the rest of it: it becomes a deadline
+/// task, so that a refusal (explained) comes before anything is measured,
+/// and a normal thread again until the start, where it becomes one anew
+/// with its period 0 ([`run_deadline_loop`]).
+fn enter_deadline(mut st: ThreadState, p: &DeadlineParams) -> Result<ReadyThread, String> {
+    let back = p.apply().map_err(|e| e.to_string())?;
+    sys::set_scheduler(libc::SCHED_OTHER, 0)
+        .map_err(|e| format!("cannot leave SCHED_DEADLINE until the start: {e}"))?;
+    st.policy = Policy::Deadline.name().to_string();
+    st.priority = 0;
+    Ok((st, Some(back)))
 }
 
 fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
-    let state = job.setup.apply().map_err(|e| e.to_string()).and_then(|st| {
-        rtscope_core::rt::accept_wake()
-            .map(|_| st)
-            .map_err(|e| format!("cannot make the wait interruptible: {e}"))
-    });
+    let state = job
+        .setup
+        .apply()
+        .map_err(|e| e.to_string())
+        .and_then(|st| match &job.deadline {
+            Some((p, _)) => enter_deadline(st, p),
+            None => Ok((st, None)),
+        })
+        .and_then(|st| {
+            rtscope_core::rt::accept_wake()
+                .map(|_| st)
+                .map_err(|e| format!("cannot make the wait interruptible: {e}"))
+        });
     let ok = state.is_ok();
     let _ = job.ready.send((job.index, state));
     if !ok {
@@ -307,6 +476,31 @@ fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
     };
     let clock = PosixClock(job.clock);
     let (sink, stop) = (&mut job.sink, &*job.stop);
+    if let Some((params, counters)) = &job.deadline {
+        // Measured on the raw clock (see rtscope_core::deadline), times
+        // moved to the run's clock.
+        let raw = PosixClock(libc::CLOCK_MONOTONIC_RAW);
+        let offset_ns = raw.now() as i64 - clock.now() as i64;
+        let end = run_deadline_loop(
+            &mut SchedDeadline {
+                params: *params,
+                clock: job.clock,
+            },
+            &raw,
+            sink,
+            &cfg,
+            &DeadlineConfig {
+                deadline_ns: params.deadline_ns,
+                offset_ns,
+            },
+            counters,
+            stop,
+        );
+        // Back to a normal thread, so that nothing after the loop waits
+        // for a period.
+        let _ = sys::set_scheduler(libc::SCHED_OTHER, 0);
+        return Some(end);
+    }
     Some(match job.wake {
         WakeMethod::Absolute => run_loop(
             &mut AbsoluteSleep { clock: job.clock },
@@ -350,6 +544,9 @@ fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
 struct ThreadView {
     plan: ThreadPlan,
     state: Option<ThreadState>,
+    /// With `--policy deadline`: the parameters the kernel holds, and the
+    /// thread's grid counters.
+    deadline: Option<(DeadlineParams, std::sync::Arc<GridCounters>)>,
     rec: SeriesRecorder,
     last: Option<Sample>,
     us_bins: Option<MicrosecondBins>,
@@ -485,6 +682,7 @@ impl Aggregate {
     fn series(&self) -> (Vec<Series>, Vec<String>) {
         let mut series: Vec<Series> = Vec::new();
         let mut total_dropped = 0;
+        let mut reentries = 0;
         for t in &self.threads {
             let dropped = t.source.dropped();
             total_dropped += dropped;
@@ -498,6 +696,19 @@ impl Aggregate {
                 a.insert("policy".into(), json!(st.policy));
                 a.insert("priority".into(), json!(st.priority));
                 a.insert("timer_slack_ns".into(), json!(st.timer_slack_ns));
+            }
+            if let Some((p, c)) = &t.deadline {
+                let reentered = c.reentered.load(Ordering::Relaxed);
+                reentries += reentered;
+                a.insert("dl_runtime_ns".into(), json!(p.runtime_ns));
+                a.insert("dl_deadline_ns".into(), json!(p.deadline_ns));
+                a.insert("dl_period_ns".into(), json!(p.period_ns));
+                a.insert(
+                    "dl_anchor_window_ns".into(),
+                    json!(c.anchor_window_ns.load(Ordering::Relaxed)),
+                );
+                a.insert("dl_reentered".into(), json!(reentered));
+                a.insert("dl_early".into(), json!(c.early.load(Ordering::Relaxed)));
             }
             series.push(s);
         }
@@ -522,6 +733,9 @@ impl Aggregate {
                 self.all.negative
             ));
         }
+        if let Some(w) = reentry_warning(reentries) {
+            warnings.push(w);
+        }
         (series, warnings)
     }
 
@@ -540,6 +754,18 @@ impl Aggregate {
             samples_above: self.all.above_threshold,
         });
     }
+}
+
+/// The note of a deadline run whose threads began new periods after late
+/// wake-ups: the periods in between were not measured.
+fn reentry_warning(reentries: u64) -> Option<String> {
+    (reentries > 0).then(|| {
+        format!(
+            "{reentries} wake-ups later than the deadline (or before their period) were each \
+             followed by a new period 0, the thread leaving SCHED_DEADLINE for a deadline and \
+             200us: those periods were not measured (dl_reentered per thread; see docs/cyclic.md)"
+        )
+    })
 }
 
 /// What a finished cyclic run produced.
@@ -724,8 +950,17 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         let (sink, source) = ring(plan.ring_capacity);
         let (start_tx, start_rx) = mpsc::channel();
         starts.push(start_tx);
+        let mut setup = plan.rt.thread_setup(tp.cpus.clone(), block.clone());
+        let deadline = tp
+            .deadline
+            .map(|p| (p, std::sync::Arc::new(GridCounters::default())));
+        if deadline.is_some() {
+            // A normal thread until it becomes a deadline task itself.
+            setup.policy = Policy::Other;
+            setup.priority = 0;
+        }
         let job = ThreadJob {
-            setup: plan.rt.thread_setup(tp.cpus.clone(), block.clone()),
+            setup,
             period_ns: tp.period_ns,
             wake: plan.wake,
             clock: plan.clock_id(),
@@ -738,6 +973,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             ready: ready_tx.clone(),
             start: start_rx,
             index: tp.index,
+            deadline: deadline.clone(),
         };
         let h = std::thread::Builder::new()
             .name(format!("rtscope-t{}", tp.index))
@@ -745,14 +981,18 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             .spawn(move || measure_thread(job))
             .context("cannot start a measurement thread")?;
         handles.push(h);
-        pending.push((tp.clone(), source));
+        pending.push((tp.clone(), source, deadline));
     }
     drop(ready_tx);
     let mut states: Vec<Option<ThreadState>> = vec![None; plan.threads.len()];
+    let mut granted: Vec<Option<DeadlineParams>> = vec![None; plan.threads.len()];
     let mut setup_errors = Vec::new();
     for _ in 0..plan.threads.len() {
         match ready_rx.recv() {
-            Ok((i, Ok(st))) => states[i] = Some(st),
+            Ok((i, Ok((st, dl)))) => {
+                states[i] = Some(st);
+                granted[i] = dl;
+            }
             Ok((i, Err(e))) => setup_errors.push(format!("thread {i}: {e}")),
             Err(_) => setup_errors.push("a measurement thread died during setup".into()),
         }
@@ -812,9 +1052,11 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         threads: pending
             .into_iter()
             .zip(states)
-            .map(|((tp, source), state)| ThreadView {
+            .zip(granted)
+            .map(|(((tp, source, dl), state), granted)| ThreadView {
                 plan: tp,
                 state,
+                deadline: dl.map(|(asked, c)| (granted.unwrap_or(asked), c)),
                 rec: new_recorder(),
                 last: None,
                 us_bins: plan
@@ -971,6 +1213,22 @@ fn header(plan: &CyclicPlan) -> String {
         (None, Some(d)) => format_ns(d),
         (None, None) => "until Ctrl-C".into(),
     };
+    if let Some(p) = plan.threads.first().and_then(|t| t.deadline) {
+        return format!(
+            "rtscope {}: {} thread{} ({placement}), period {}{}, SCHED_DEADLINE runtime {} deadline {}, released by the scheduler, latency on CLOCK_MONOTONIC_RAW, {stop}",
+            plan.experiment,
+            plan.threads.len(),
+            if plan.threads.len() == 1 { "" } else { "s" },
+            format_ns(plan.period_ns),
+            if plan.distance_ns > 0 {
+                format!(" (+{} per thread)", format_ns(plan.distance_ns))
+            } else {
+                String::new()
+            },
+            format_ns(p.runtime_ns),
+            format_ns(p.deadline_ns),
+        );
+    }
     format!(
         "rtscope {}: {} thread{} ({placement}), period {}{}, SCHED_{} {}, wake {} on CLOCK_{}, {stop}",
         plan.experiment,
@@ -1001,8 +1259,10 @@ mod aggregate_tests {
                     index: 0,
                     cpus: vec![],
                     period_ns: 1000,
+                    deadline: None,
                 },
                 state: None,
+                deadline: None,
                 rec: SeriesRecorder::new(0, 4, None),
                 last: None,
                 us_bins: None,
@@ -1107,6 +1367,7 @@ mod aggregate_tests {
                 ready: ready_tx,
                 start: start_rx,
                 index: 0,
+                deadline: None,
             };
             let t0 = Instant::now();
             let h = std::thread::spawn(move || measure_thread(job));

@@ -58,7 +58,23 @@ impl Default for RtChoice {
 
 impl RtChoice {
     /// Validates a policy and priority (`--no-rt` forces SCHED_OTHER).
+    /// SCHED_DEADLINE is refused: only `cyclic` runs deadline tasks
+    /// ([`RtChoice::with_deadline`]).
     pub fn new(policy: Policy, priority: u8, no_rt: bool, default_system: bool) -> Result<Self> {
+        if policy == Policy::Deadline && !no_rt {
+            return Err(usage(DEADLINE_ONLY_CYCLIC));
+        }
+        Self::with_deadline(policy, priority, no_rt, default_system)
+    }
+
+    /// [`RtChoice::new`], SCHED_DEADLINE allowed (its priority is 0; its
+    /// runtime, deadline and period are the experiment's to plan).
+    pub fn with_deadline(
+        policy: Policy,
+        priority: u8,
+        no_rt: bool,
+        default_system: bool,
+    ) -> Result<Self> {
         let policy = if no_rt { Policy::Other } else { policy };
         let priority = if policy.is_rt() {
             if !(1..=99).contains(&priority) {
@@ -106,6 +122,10 @@ impl RtChoice {
         }
     }
 }
+
+/// Why an experiment other than `cyclic` refuses `--policy deadline`.
+pub const DEADLINE_ONLY_CYCLIC: &str = "--policy deadline is for rtscope cyclic only (its \
+     measurement threads become deadline tasks); this command takes fifo, rr, other, batch or idle";
 
 /// SIGINT, SIGTERM and SIGHUP (a dropped terminal or ssh session) wired to a
 /// stop flag while this value lives. A second signal ends the process at
@@ -377,7 +397,7 @@ impl Run {
     fn warnings(&self, extra: Vec<String>) -> Vec<String> {
         let mut w = self.system.warnings();
         w.extend(self.env.notes.iter().cloned());
-        if !self.rt.policy.is_rt() {
+        if !self.rt.policy.is_real_time() {
             w.push(format!(
                 "measured as SCHED_{} without real-time priority{}",
                 self.rt.policy.name().to_uppercase(),
@@ -664,6 +684,42 @@ mod tests {
         // No overflow on huge counters.
         let o = Overload::of(&series(u64::MAX / 4, u64::MAX / 4, 0));
         assert!(o.dropped.unwrap().starts_with("50.0%"));
+    }
+
+    /// Only `cyclic` takes SCHED_DEADLINE; `--no-rt` still means SCHED_OTHER.
+    #[test]
+    fn deadline_is_refused_but_where_allowed() {
+        let e = RtChoice::new(Policy::Deadline, 95, false, false).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_USAGE);
+        assert_eq!(e.to_string(), DEADLINE_ONLY_CYCLIC);
+        assert_eq!(
+            RtChoice::new(Policy::Deadline, 95, true, false).unwrap(),
+            RtChoice {
+                policy: Policy::Other,
+                priority: 0,
+                no_rt: true,
+                default_system: false,
+            }
+        );
+        let d = RtChoice::with_deadline(Policy::Deadline, 95, false, true).unwrap();
+        assert_eq!(
+            d,
+            RtChoice {
+                policy: Policy::Deadline,
+                priority: 0,
+                no_rt: false,
+                default_system: true,
+            }
+        );
+        assert_eq!(
+            RtChoice::with_deadline(Policy::Fifo, 80, false, false)
+                .unwrap()
+                .priority,
+            80
+        );
+        assert!(RtChoice::with_deadline(Policy::Fifo, 0, false, false).is_err());
+        // A deadline run is no run without real-time scheduling.
+        assert!(d.check_allowed().is_ok());
     }
 
     #[test]
