@@ -13,16 +13,18 @@
 //!
 //! - **Period 0 begins during `sched_setattr`.** A running task that becomes
 //!   a deadline task gets a new period at the scheduler clock's reading in
-//!   that call, provided the deadline it had before (from its set-up, which
-//!   checked that the kernel admits it, then made it a normal thread again)
-//!   has passed: the thread sleeps as a normal thread until the start, put at
-//!   least a deadline (plus 200 µs) after the moment it computes it. The loop
-//!   reads its clock just before the call: the grid starts there, at most the
-//!   call's duration (the anchor window, recorded) before the kernel's
-//!   period 0, so latencies are never understated by the anchor. (A deadline
-//!   task that sleeps until the start would get its period 0 at the wake-up,
-//!   somewhere between the timer's expiry and the thread running; and a
-//!   `sched_setattr` while its deadline lies ahead keeps that deadline.)
+//!   that call, provided the deadline it had before has passed. The thread is
+//!   a deadline task from its set-up on (so that the kernel admits all of a
+//!   run's threads together before anything is measured); at the start it
+//!   becomes a normal thread, sleeps until the start, put at least a
+//!   deadline (plus 200 µs) after that moment, and becomes a deadline task
+//!   again. The loop reads its clock just before that call: the grid starts
+//!   there, at most the call's duration (the anchor window, recorded) before
+//!   the kernel's period 0, so latencies are never understated by the anchor.
+//!   (A deadline task that sleeps until the start would get its period 0 at
+//!   the wake-up, somewhere between the timer's expiry and the thread
+//!   running; and a `sched_setattr` while its deadline lies ahead keeps that
+//!   deadline.)
 //! - **One wake-up per period.** Period *k* begins `k × period` after period
 //!   0; each wake-up is for the period after the last and is measured from
 //!   its start. A wake-up a period or more late counts `latency / period`
@@ -394,8 +396,9 @@ pub fn explain(e: &io::Error, p: &DeadlineParams, facts: &DeadlineFacts) -> Stri
             };
             format!(
                 "admission control refused SCHED_DEADLINE {asked}, {:.1}% of a CPU: deadline tasks \
-                 may reserve {limit}, and other deadline tasks (or this run's other threads) hold \
-                 the rest: lower the runtime, lengthen the period, or run fewer threads",
+                 may reserve {limit}, and other reservations hold the rest (other deadline tasks, \
+                 this run's other threads, on recent kernels the fair-class server's 5% of each \
+                 CPU): lower the runtime, lengthen the period, or run fewer threads",
                 p.percent()
             )
         }
@@ -411,9 +414,9 @@ pub fn explain(e: &io::Error, p: &DeadlineParams, facts: &DeadlineFacts) -> Stri
     }
 }
 
-/// Where the periods of a deadline task begin: period 0 at the anchor (see
-/// the module doc), period *k* `k × period` later, each wake-up for the
-/// period after the last. Times are readings of the measuring clock, ns.
+/// Where the periods of a deadline task begin: period *k* `k × period`
+/// after the anchor, each wake-up for the period after the last. Times are
+/// readings of the measuring clock, ns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grid {
     /// The start of the period the next wake-up is for.
@@ -425,12 +428,12 @@ pub struct Grid {
 /// What a wake-up was, by the [`Grid`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wake {
-    /// It came before its period's start by the grid: the grid is no longer
-    /// the kernel's, the latency unknown.
+    /// It came before its period's start by the grid: the latency is
+    /// unknown.
     Early,
     /// Its latency from its period's start and the periods it overran;
     /// `late` when that is more than the relative deadline (the kernel may
-    /// have restarted its periods since).
+    /// have moved its periods since).
     Measured {
         latency_ns: i64,
         overruns: u32,
@@ -469,41 +472,129 @@ impl Grid {
             late: latency > self.deadline,
         }
     }
+
+    /// Moves the grid so that the period the next wake-up is for begins at
+    /// `start`.
+    pub fn set_next(&mut self, start: u64) {
+        self.next = start;
+    }
+}
+
+/// How the scheduler's clock, on which the kernel keeps a deadline task's
+/// absolute deadline (`dl.deadline` in `/proc/PID/sched`), maps to the
+/// measuring clock: learnt when the task became a deadline task, whose
+/// period 0 began within that `sched_setattr`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Calibration {
+    /// The scheduler's clock minus the measuring clock read just before the
+    /// call (so that a period start mapped with it is never later than the
+    /// kernel's: latencies are not understated by it).
+    pub offset_ns: i64,
+    /// How long the call took: the mapping is at most this much early.
+    pub window_ns: u64,
+}
+
+impl Calibration {
+    /// The start of the kernel's current period on the measuring clock, from
+    /// its absolute deadline `kernel_deadline` (scheduler's clock).
+    pub fn period_start(&self, kernel_deadline: u64, deadline_ns: u64) -> u64 {
+        (kernel_deadline as i64)
+            .wrapping_sub(deadline_ns as i64)
+            .wrapping_sub(self.offset_ns) as u64
+    }
+}
+
+/// The calling thread's `/proc/thread-self/sched`, where the kernel shows a
+/// deadline task's absolute deadline; read without allocating.
+pub struct SchedFile(std::fs::File);
+
+impl SchedFile {
+    /// Opens the calling thread's file (the thread that reads it must be
+    /// the one that opened it). `None` where `/proc` is not there.
+    pub fn open() -> Option<SchedFile> {
+        std::fs::File::open("/proc/thread-self/sched")
+            .ok()
+            .map(SchedFile)
+    }
+
+    /// The thread's absolute deadline (scheduler's clock), if it is a
+    /// deadline task.
+    pub fn deadline(&self) -> Option<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 8192];
+        let n = self.0.read_at(&mut buf, 0).ok()?;
+        parse_dl_deadline(&buf[..n])
+    }
+}
+
+/// The `dl.deadline` of a `/proc/PID/sched` text (ns on the scheduler's
+/// clock; shown for deadline tasks only).
+pub fn parse_dl_deadline(text: &[u8]) -> Option<u64> {
+    let key = b"dl.deadline";
+    let at = text.windows(key.len()).position(|w| w == key)?;
+    let line = text[at + key.len()..].split(|&b| b == b'\n').next()?;
+    let colon = line.iter().position(|&b| b == b':')?;
+    let value = line[colon + 1..].trim_ascii();
+    if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(value).ok()?.parse().ok()
+}
+
+impl DeadlineParams {
+    /// [`DeadlineParams::apply`], with the calibration of the scheduler's
+    /// clock against `clock` (where `sched` can be read): the calling
+    /// thread must be a normal thread, so that its period 0 begins within
+    /// the call.
+    pub fn apply_calibrated<C: Clock>(
+        &self,
+        clock: &C,
+        sched: Option<&SchedFile>,
+    ) -> Result<(DeadlineParams, Option<Calibration>), DeadlineError> {
+        let before = clock.now();
+        let back = self.apply()?;
+        let window_ns = clock.now().saturating_sub(before);
+        let calibration = sched.and_then(SchedFile::deadline).map(|d| Calibration {
+            offset_ns: (d as i64)
+                .wrapping_sub(self.deadline_ns as i64)
+                .wrapping_sub(before as i64),
+            window_ns,
+        });
+        Ok((back, calibration))
+    }
 }
 
 /// A deadline measurement thread's counters, shared with whoever reads
 /// them while it runs (relaxed: each is written by the thread only).
 #[derive(Debug, Default)]
 pub struct GridCounters {
-    /// Times the thread became a deadline task anew after a wake-up later
-    /// than its deadline or before its period (its first entry not counted).
-    pub reentered: AtomicU64,
+    /// Times the grid was set from the kernel's deadline after a wake-up
+    /// later than the deadline or before its period (the first not counted).
+    pub reanchored: AtomicU64,
     /// Wake-ups before their period's start by the grid (not measured).
     pub early: AtomicU64,
-    /// The longest `sched_setattr` that began a period 0: the grid's start
-    /// is at most this much before the kernel's.
-    pub anchor_window_ns: AtomicU64,
 }
 
-/// How a deadline measurement thread changes its scheduling and ends its
-/// jobs; a trait so that the loop can be driven with a simulated scheduler.
+/// How a deadline measurement thread waits and ends its jobs; a trait so
+/// that the loop can be driven with a simulated scheduler.
 pub trait DeadlineTask {
     /// Sleeps until `t` (absolute, on the run's clock): `Ok(false)` when a
     /// signal interrupted the sleep.
     fn sleep_until(&mut self, t: u64) -> io::Result<bool>;
-    /// Becomes a deadline task: its period 0 begins during this call.
-    fn enter(&mut self) -> io::Result<()>;
-    /// Becomes a normal thread (SCHED_OTHER) again.
-    fn leave(&mut self) -> io::Result<()>;
     /// Ends this period's job: returns when the task runs in its next period.
     fn yield_period(&mut self) -> io::Result<()>;
+    /// The task's absolute deadline as the kernel holds it (on the
+    /// scheduler's clock), where it can be read.
+    fn kernel_deadline(&mut self) -> Option<u64>;
 }
 
-/// The calling thread, a normal thread until the start (sleeping on
-/// `clock`), then a SCHED_DEADLINE task with `params`.
+/// The calling thread, a SCHED_DEADLINE task already
+/// ([`DeadlineParams::apply_calibrated`]).
 pub struct SchedDeadline {
-    pub params: DeadlineParams,
+    /// The clock the start is slept on.
     pub clock: ClockId,
+    /// The thread's own `/proc/thread-self/sched`.
+    pub sched: Option<SchedFile>,
 }
 
 impl DeadlineTask for SchedDeadline {
@@ -511,22 +602,13 @@ impl DeadlineTask for SchedDeadline {
         sys::sleep_until_interruptible(self.clock, t)
     }
 
-    fn enter(&mut self) -> io::Result<()> {
-        sys::set_deadline(
-            self.params.runtime_ns,
-            self.params.deadline_ns,
-            self.params.period_ns,
-        )
-        .map_err(|e| DeadlineError::explained(&e, &self.params).into())
-    }
-
-    fn leave(&mut self) -> io::Result<()> {
-        sys::set_scheduler(libc::SCHED_OTHER, 0)
-    }
-
     #[inline]
     fn yield_period(&mut self) -> io::Result<()> {
         sys::sched_yield()
+    }
+
+    fn kernel_deadline(&mut self) -> Option<u64> {
+        self.sched.as_ref()?.deadline()
     }
 }
 
@@ -539,6 +621,8 @@ pub struct DeadlineConfig {
     /// The measuring clock's reading minus the run clock's, at the same
     /// moment: a reading `t` is `t - offset_ns` on the run's clock.
     pub offset_ns: i64,
+    /// The scheduler's clock against the measuring clock, where known.
+    pub calibration: Option<Calibration>,
 }
 
 /// A measuring clock's reading on the run's clock.
@@ -547,56 +631,18 @@ fn on_run_clock(t: u64, offset_ns: i64) -> u64 {
     t.wrapping_sub(offset_ns as u64)
 }
 
-/// Why [`begin_period_zero`] did not give a grid.
-enum NoGrid {
-    Ended(LoopEnd),
-}
-
-/// Sleeps as a normal thread until `at` (run clock; retried when a signal
-/// interrupts it, unless the run stops), then becomes a deadline task: the
-/// grid of its new period 0, anchored at the reading just before.
-fn begin_period_zero<T: DeadlineTask, C: Clock>(
-    task: &mut T,
-    clock: &C,
-    at: u64,
-    cfg: &LoopConfig,
-    dl: &DeadlineConfig,
-    counters: &GridCounters,
-    stop: &AtomicBool,
-) -> Result<Grid, NoGrid> {
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            return Err(NoGrid::Ended(LoopEnd::Stopped));
-        }
-        if reached(cfg.end_ns, at) {
-            return Err(NoGrid::Ended(LoopEnd::Duration));
-        }
-        match task.sleep_until(at) {
-            Ok(true) => break,
-            Ok(false) => continue,
-            Err(e) => return Err(NoGrid::Ended(LoopEnd::Error(e))),
-        }
-    }
-    let anchor = clock.now();
-    if let Err(e) = task.enter() {
-        return Err(NoGrid::Ended(LoopEnd::Error(e)));
-    }
-    counters
-        .anchor_window_ns
-        .fetch_max(clock.now().saturating_sub(anchor), Ordering::Relaxed);
-    Ok(Grid::new(anchor, cfg.period_ns, dl.deadline_ns))
-}
-
 /// Measures a deadline task's wake-up latency until `loops` samples, the end
 /// time, the stop flag, a break, or an error (see [`crate::cyclic::run_loop`]
-/// for these; the samples' `t_ns` are on the run's clock). The task, a normal
-/// thread, sleeps until the start (the first point of the start's grid a
-/// deadline plus the margin ahead, so that a deadline it had has passed) and
-/// becomes a deadline task (period 0); then: yield, read the clock, take the
-/// latency from the [`Grid`], push. After a wake-up later than the deadline,
-/// or before its period, it becomes a normal thread, sleeps until a deadline
-/// plus the margin later and begins a period 0 anew (see the module doc).
-/// `clock` is the measuring clock.
+/// for these; the samples' `t_ns` are on the run's clock). `clock` is the
+/// measuring clock. The task, a deadline task already, sleeps until the
+/// start (the first point of the start's grid a deadline plus the margin
+/// ahead, so that its deadline has passed and the wake-up begins a period
+/// 0), takes the grid from the kernel's deadline (or, where it cannot be
+/// read, from the start itself), then: yield, read the clock, take the
+/// latency from the [`Grid`], push. After a wake-up later than the deadline
+/// or before its period, the next wake-up is measured from the kernel's
+/// period, read back; without it, from the late wake-up (see the module
+/// doc).
 pub fn run_deadline_loop<T: DeadlineTask, C: Clock, S: SampleSink>(
     task: &mut T,
     clock: &C,
@@ -609,14 +655,33 @@ pub fn run_deadline_loop<T: DeadlineTask, C: Clock, S: SampleSink>(
     let period = cfg.period_ns.max(1);
     let loops = cfg.loops.unwrap_or(u64::MAX);
     let break_above = cfg.break_above_ns.map_or(i64::MAX, |b| b as i64);
-    // Whatever deadline the task had has passed by a period 0.
     let margin = cfg.start_margin_ns.saturating_add(dl.deadline_ns);
     let now = on_run_clock(clock.now(), dl.offset_ns);
     let first = first_deadline(cfg.start_ns, period, now, margin);
-    let mut grid = match begin_period_zero(task, clock, first, cfg, dl, counters, stop) {
-        Ok(g) => g,
-        Err(NoGrid::Ended(end)) => return end,
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return LoopEnd::Stopped;
+        }
+        if reached(cfg.end_ns, first) {
+            return LoopEnd::Duration;
+        }
+        match task.sleep_until(first) {
+            Ok(true) => break,
+            Ok(false) => continue,
+            Err(e) => return LoopEnd::Error(e),
+        }
+    }
+    // Period 0 began when the expired timer woke the task: not before
+    // `first` (a timer never expires early), as the kernel says if it can.
+    let kernel_start = |task: &mut T| {
+        let c = dl.calibration?;
+        Some(c.period_start(task.kernel_deadline()?, dl.deadline_ns))
     };
+    let anchor = kernel_start(task).unwrap_or(first.wrapping_add(dl.offset_ns as u64));
+    let mut grid = Grid::new(anchor, period, dl.deadline_ns);
+    // After a late or early wake-up: where the kernel's periods are is
+    // asked at the next one.
+    let mut unsure = false;
     let mut seq = 0u64;
     while seq < loops {
         if stop.load(Ordering::Relaxed) {
@@ -629,14 +694,30 @@ pub fn run_deadline_loop<T: DeadlineTask, C: Clock, S: SampleSink>(
             return LoopEnd::Error(e);
         }
         let t = clock.now();
+        if unsure {
+            // The kernel's current period, if it has begun: this wake-up's.
+            if let Some(start) = kernel_start(task).filter(|&s| s <= t) {
+                grid.set_next(start);
+                unsure = false;
+                counters.reanchored.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         let wake = grid.observe(t);
-        let again = match wake {
+        match wake {
             Wake::Early => {
                 counters.early.fetch_add(1, Ordering::Relaxed);
-                true
+                // Without the kernel's word, the grid moves to it.
+                grid.set_next(t.saturating_add(period));
+                unsure = true;
             }
-            Wake::Measured { late, .. } => late,
-        };
+            Wake::Measured { late: true, .. } => {
+                // Without the kernel's word, its periods are taken to begin
+                // anew at this wake-up (the latest they can).
+                grid.set_next(t.saturating_add(period));
+                unsure = true;
+            }
+            Wake::Measured { .. } => {}
+        }
         if let (
             Wake::Measured {
                 latency_ns,
@@ -670,19 +751,6 @@ pub fn run_deadline_loop<T: DeadlineTask, C: Clock, S: SampleSink>(
         // A wake-up that was not measured counts towards `loops`, as the
         // warm-up does.
         seq += 1;
-        if again && seq < loops {
-            // The kernel's periods may have moved: a new period 0, once
-            // the deadline it may have set has passed.
-            if let Err(e) = task.leave() {
-                return LoopEnd::Error(e);
-            }
-            let at = on_run_clock(t, dl.offset_ns).saturating_add(margin);
-            grid = match begin_period_zero(task, clock, at, cfg, dl, counters, stop) {
-                Ok(g) => g,
-                Err(NoGrid::Ended(end)) => return end,
-            };
-            counters.reentered.fetch_add(1, Ordering::Relaxed);
-        }
     }
     LoopEnd::Loops
 }
@@ -864,7 +932,8 @@ mod tests {
             "admission control refused SCHED_DEADLINE runtime 600us every 1ms (deadline 1ms), \
              60.0% of a CPU: deadline tasks may reserve at most 95% of each of the 2 CPUs \
              (kernel.sched_rt_runtime_us 950000 of sched_rt_period_us 1000000), and other \
-             deadline tasks (or this run's other threads) hold the rest: lower the runtime, \
+             reservations hold the rest (other deadline tasks, this run's other threads, on \
+             recent kernels the fair-class server's 5% of each CPU): lower the runtime, \
              lengthen the period, or run fewer threads"
         );
         let unknown = DeadlineFacts {
@@ -944,6 +1013,8 @@ mod tests {
         assert_eq!(g.observe(1500), measured(500, 0, false));
         assert_eq!(g.observe(2501), measured(501, 0, true));
         assert_eq!(g.observe(5000), measured(2000, 2, true));
+        g.set_next(7000);
+        assert_eq!(g.observe(7003), measured(3, 0, false));
     }
 
     /// Before its period's start: not measured, the grid left as it was.
@@ -966,19 +1037,33 @@ mod tests {
         assert_eq!(g.observe(u64::MAX), measured(i64::MAX, u32::MAX, false));
     }
 
-    /// A simulated deadline task: a sleep wakes `wake_ns` late, entering
-    /// takes `enter_ns`, each yield returns at the next scripted release.
+    #[test]
+    fn the_calibration_maps_the_kernels_deadline() {
+        let c = Calibration {
+            offset_ns: 1_000_000,
+            window_ns: 3,
+        };
+        assert_eq!(c.period_start(1_011_500, 1000), 10_500);
+        let c = Calibration {
+            offset_ns: -500,
+            window_ns: 3,
+        };
+        assert_eq!(c.period_start(2_000, 1000), 1_500);
+    }
+
+    /// A simulated deadline task: a sleep wakes `wake_ns` late, each yield
+    /// returns at the next scripted release, the kernel's deadline is
+    /// scripted.
     struct Sim<'a> {
         now: &'a Cell<u64>,
         releases: Vec<u64>,
         i: usize,
         calls: Vec<String>,
         wake_ns: u64,
-        enter_ns: u64,
         fail_sleep: bool,
-        fail_enter: bool,
-        fail_leave: bool,
         interrupt_sleep: usize,
+        /// What `kernel_deadline` answers, one after the other (then None).
+        deadlines: Vec<Option<u64>>,
     }
 
     impl DeadlineTask for Sim<'_> {
@@ -998,21 +1083,6 @@ mod tests {
             self.now.set(woke.max(self.now.get()));
             Ok(true)
         }
-        fn enter(&mut self) -> io::Result<()> {
-            self.calls.push("enter".into());
-            if self.fail_enter {
-                return Err(io::Error::other("not admitted"));
-            }
-            self.now.set(self.now.get() + self.enter_ns);
-            Ok(())
-        }
-        fn leave(&mut self) -> io::Result<()> {
-            self.calls.push("leave".into());
-            if self.fail_leave {
-                return Err(io::Error::other("stuck"));
-            }
-            Ok(())
-        }
         fn yield_period(&mut self) -> io::Result<()> {
             let Some(&r) = self.releases.get(self.i) else {
                 return Err(io::Error::other("no more releases"));
@@ -1020,6 +1090,13 @@ mod tests {
             self.i += 1;
             self.now.set(r.max(self.now.get()));
             Ok(())
+        }
+        fn kernel_deadline(&mut self) -> Option<u64> {
+            self.calls.push("deadline?".into());
+            if self.deadlines.is_empty() {
+                return None;
+            }
+            self.deadlines.remove(0)
         }
     }
 
@@ -1037,11 +1114,9 @@ mod tests {
             i: 0,
             calls: vec![],
             wake_ns: 0,
-            enter_ns: 3,
             fail_sleep: false,
-            fail_enter: false,
-            fail_leave: false,
             interrupt_sleep: 0,
+            deadlines: vec![],
         }
     }
 
@@ -1058,11 +1133,35 @@ mod tests {
         }
     }
 
-    /// The measuring clock runs 500 ns ahead of the run's clock here.
+    /// The measuring clock runs 500 ns ahead of the run's clock here; the
+    /// scheduler's clock 1_000_000 ahead of the measuring clock.
     const DL: DeadlineConfig = DeadlineConfig {
         deadline_ns: 1000,
         offset_ns: 500,
+        calibration: Some(Calibration {
+            offset_ns: 1_000_000,
+            window_ns: 2,
+        }),
     };
+
+    /// The kernel's deadline of a period that began at `start` (measuring
+    /// clock), as [`DL`] maps it.
+    fn kd(start: u64) -> Option<u64> {
+        Some(start + 1000 + 1_000_000)
+    }
+
+    fn run_with(
+        task: &mut Sim,
+        now: &Cell<u64>,
+        c: &LoopConfig,
+        dl: &DeadlineConfig,
+        stop: &AtomicBool,
+    ) -> (LoopEnd, Vec<Sample>, GridCounters) {
+        let counters = GridCounters::default();
+        let mut out = Vec::new();
+        let end = run_deadline_loop(task, &SimClock(now), &mut out, c, dl, &counters, stop);
+        (end, out, counters)
+    }
 
     fn run(
         task: &mut Sim,
@@ -1070,10 +1169,7 @@ mod tests {
         c: &LoopConfig,
         stop: &AtomicBool,
     ) -> (LoopEnd, Vec<Sample>, GridCounters) {
-        let counters = GridCounters::default();
-        let mut out = Vec::new();
-        let end = run_deadline_loop(task, &SimClock(now), &mut out, c, &DL, &counters, stop);
-        (end, out, counters)
+        run_with(task, now, c, &DL, stop)
     }
 
     fn latencies(out: &[Sample]) -> Vec<(u64, i64, u32)> {
@@ -1082,91 +1178,120 @@ mod tests {
             .collect()
     }
 
+    /// Period 0 is the kernel's, read back after the start's wake-up; the
+    /// samples are measured from its grid, their times on the run's clock.
     #[test]
-    fn the_loop_measures_from_the_grid_it_began() {
+    fn the_loop_measures_from_the_kernels_period_zero() {
         let now = Cell::new(9_000);
-        // Period 0 begins at the start (10000 on the run clock, 10500 on
-        // the measuring clock); period k at 10500 + 1000 k.
-        let mut task = sim(&now, vec![11_520, 12_503, 13_500, 16_000]);
+        // The start 10000 on the run clock (10500 measuring); the wake-up
+        // 30 late, the kernel's period 0 at 10520.
+        let mut task = sim(&now, vec![11_540, 12_523, 13_520, 16_000]);
+        task.wake_ns = 30;
+        task.deadlines = vec![kd(10_520)];
         let stop = AtomicBool::new(false);
         let (end, out, counters) = run(&mut task, &now, &cfg(4), &stop);
         assert!(matches!(end, LoopEnd::Loops), "{end:?}");
-        // The last one is late, but the loop is done: no new period 0.
-        assert_eq!(task.calls, ["sleep 10000", "enter"]);
+        assert_eq!(task.calls, ["sleep 10000", "deadline?"]);
         assert_eq!(
             latencies(&out),
-            [(0, 20, 0), (1, 3, 0), (2, 0, 0), (3, 1500, 1)]
+            [(0, 20, 0), (1, 3, 0), (2, 0, 0), (3, 1480, 1)]
         );
-        // Times on the run's clock; the CPU as fixed.
-        assert_eq!(out[0].t_ns, 11_020);
+        assert_eq!(out[0].t_ns, 11_040);
         assert!(out.iter().all(|s| s.cpu == 1));
-        assert_eq!(counters.anchor_window_ns.load(Ordering::Relaxed), 3);
-        assert_eq!(counters.reentered.load(Ordering::Relaxed), 0);
+        assert_eq!(counters.reanchored.load(Ordering::Relaxed), 0);
         assert_eq!(counters.early.load(Ordering::Relaxed), 0);
         assert!(!stop.load(Ordering::Relaxed));
-        // The grid begins at the reading before entering: a late wake-up
-        // from the sleep moves it. The start is a deadline plus the margin
-        // ahead at least: 9500 on the run clock + 1100 is past 10000, so
-        // the start grid's next point.
-        let now = Cell::new(10_000);
-        let mut task = sim(&now, vec![12_517]);
-        task.wake_ns = 7;
-        let (_, out, _) = run(&mut task, &now, &cfg(1), &stop);
-        assert_eq!(task.calls, ["sleep 11000", "enter"]);
-        assert_eq!(out[0].latency_ns, 10);
+        // Unknown to the kernel (or no calibration): the start itself.
+        for dl in [
+            DL,
+            DeadlineConfig {
+                calibration: None,
+                ..DL
+            },
+        ] {
+            let now = Cell::new(9_000);
+            let mut task = sim(&now, vec![11_540]);
+            task.wake_ns = 30;
+            if dl.calibration.is_none() {
+                task.deadlines = vec![kd(10_520)];
+            }
+            let (_, out, _) = run_with(&mut task, &now, &cfg(1), &dl, &stop);
+            assert_eq!(latencies(&out), [(0, 40, 0)]);
+        }
+        // The start is a deadline plus the margin ahead at least.
         for (at, first) in [(9_400, "sleep 10000"), (9_401, "sleep 11000")] {
             let now = Cell::new(at);
             let mut task = sim(&now, vec![]);
             let _ = run(&mut task, &now, &cfg(1), &stop);
-            assert_eq!(task.calls, [first, "enter"]);
+            assert_eq!(task.calls[0], first);
         }
     }
 
-    /// After a wake-up later than the deadline: a normal thread until a
-    /// deadline and the margin later, then a new period 0.
+    /// After a late wake-up, the next is measured from the kernel's period,
+    /// read back (a restart, a replay, a postponement alike).
     #[test]
-    fn a_late_wake_up_begins_a_new_grid() {
+    fn after_a_late_wake_up_the_kernels_period_is_read() {
         let now = Cell::new(9_000);
-        let mut task = sim(&now, vec![11_520, 13_600, 15_710, 16_705]);
-        task.enter_ns = 2;
+        // Period 0 at 10500; period 1 at 11500 woken 1100 late; the kernel
+        // then restarted at 12750: the next wake-up 12 after 13750.
+        let mut task = sim(&now, vec![12_600, 13_762, 14_770]);
+        task.deadlines = vec![kd(10_500), kd(13_750)];
         let stop = AtomicBool::new(false);
-        let (end, out, counters) = run(&mut task, &now, &cfg(4), &stop);
-        assert!(matches!(end, LoopEnd::Loops), "{end:?}");
-        // 13600 (13100 on the run clock) + 1100.
-        assert_eq!(
-            task.calls,
-            ["sleep 10000", "enter", "leave", "sleep 14200", "enter"]
-        );
-        // The new grid: period 0 at 14700, period 1 at 15700.
-        assert_eq!(
-            latencies(&out),
-            [(0, 20, 0), (1, 1100, 1), (2, 10, 0), (3, 5, 0)]
-        );
-        assert_eq!(counters.reentered.load(Ordering::Relaxed), 1);
-        assert_eq!(counters.anchor_window_ns.load(Ordering::Relaxed), 2);
-        // The longest entry is kept.
+        let (_, out, c) = run(&mut task, &now, &cfg(3), &stop);
+        assert_eq!(latencies(&out), [(0, 1100, 1), (1, 12, 0), (2, 20, 0)]);
+        assert_eq!(c.reanchored.load(Ordering::Relaxed), 1);
+        // The kernel's period not begun yet (its deadline postponed): the
+        // assumed restart at the late wake-up, and asked again next time.
         let now = Cell::new(9_000);
-        let mut task = sim(&now, vec![13_600, 15_705]);
-        let (_, _, c) = run(&mut task, &now, &cfg(2), &stop);
-        assert_eq!(c.anchor_window_ns.load(Ordering::Relaxed), 3);
-        assert_eq!(c.reentered.load(Ordering::Relaxed), 1);
+        let mut task = sim(&now, vec![12_600, 13_610, 14_605]);
+        task.deadlines = vec![kd(10_500), kd(20_000), kd(14_600)];
+        let (_, out, c) = run(&mut task, &now, &cfg(3), &stop);
+        assert_eq!(latencies(&out), [(0, 1100, 1), (1, 10, 0), (2, 5, 0)]);
+        assert_eq!(c.reanchored.load(Ordering::Relaxed), 1);
+        // A period that began exactly at the wake-up counts.
+        let now = Cell::new(9_000);
+        let mut task = sim(&now, vec![12_600, 13_000]);
+        task.deadlines = vec![kd(10_500), kd(13_000)];
+        let (_, out, _) = run(&mut task, &now, &cfg(2), &stop);
+        assert_eq!(latencies(&out)[1], (1, 0, 0));
+        // Without the kernel's word: from the late wake-up.
+        let now = Cell::new(9_000);
+        let mut task = sim(&now, vec![12_600, 13_610]);
+        task.deadlines = vec![kd(10_500)];
+        let (_, out, c) = run(&mut task, &now, &cfg(2), &stop);
+        assert_eq!(latencies(&out), [(0, 1100, 1), (1, 10, 0)]);
+        assert_eq!(c.reanchored.load(Ordering::Relaxed), 0);
+        // Asked only once after each late wake-up.
+        assert_eq!(task.calls, ["sleep 10000", "deadline?", "deadline?"]);
     }
 
-    /// Before its period: not measured, counted, and a new period 0.
+    /// Before its period: not measured, counted; the grid moves to it and
+    /// the kernel is asked at the next.
     #[test]
-    fn an_early_wake_up_begins_a_new_grid() {
+    fn an_early_wake_up_is_counted_and_the_kernel_asked() {
         let now = Cell::new(9_000);
-        let mut task = sim(&now, vec![11_400, 13_510]);
+        let mut task = sim(&now, vec![11_400, 12_405, 13_404]);
+        task.deadlines = vec![kd(10_500), kd(12_400)];
         let stop = AtomicBool::new(false);
-        let (_, out, counters) = run(&mut task, &now, &cfg(2), &stop);
-        assert_eq!(
-            task.calls,
-            ["sleep 10000", "enter", "leave", "sleep 12000", "enter"]
-        );
+        let (_, out, c) = run(&mut task, &now, &cfg(3), &stop);
         // It counts towards the loops.
-        assert_eq!(latencies(&out), [(1, 10, 0)]);
-        assert_eq!(counters.early.load(Ordering::Relaxed), 1);
-        assert_eq!(counters.reentered.load(Ordering::Relaxed), 1);
+        assert_eq!(latencies(&out), [(1, 5, 0), (2, 4, 0)]);
+        assert_eq!(c.early.load(Ordering::Relaxed), 1);
+        assert_eq!(c.reanchored.load(Ordering::Relaxed), 1);
+        // Without the kernel: measured from the early one.
+        let now = Cell::new(9_000);
+        let mut task = sim(&now, vec![11_400, 12_405]);
+        let (_, out, _) = run_with(
+            &mut task,
+            &now,
+            &cfg(2),
+            &DeadlineConfig {
+                calibration: None,
+                ..DL
+            },
+            &stop,
+        );
+        assert_eq!(latencies(&out), [(1, 5, 0)]);
     }
 
     #[test]
@@ -1195,20 +1320,20 @@ mod tests {
         let (end, out, _) = run(&mut task, &now, &cfg(3), &stop);
         assert!(matches!(end, LoopEnd::Stopped), "{end:?}");
         assert!(out.is_empty() && task.calls.is_empty());
-        // A late warm-up wake-up begins a new grid too.
+        // A late warm-up wake-up has the kernel asked too.
         let now = Cell::new(9_000);
         let mut c = cfg(2);
         c.warmup = 1;
         let stop = AtomicBool::new(false);
-        let mut task = sim(&now, vec![13_000, 15_109]);
+        let mut task = sim(&now, vec![13_000, 14_109]);
+        task.deadlines = vec![kd(10_500), kd(14_100)];
         let (_, out, counters) = run(&mut task, &now, &c, &stop);
         assert_eq!(latencies(&out), [(1, 9, 0)]);
-        assert_eq!(counters.reentered.load(Ordering::Relaxed), 1);
+        assert_eq!(counters.reanchored.load(Ordering::Relaxed), 1);
     }
 
     /// The end time on the run's clock: the loop ends before a period that
-    /// begins at or after it, also before the first and before a new
-    /// period 0.
+    /// begins at or after it, also before the first.
     #[test]
     fn the_end_time_is_kept() {
         let now = Cell::new(9_000);
@@ -1231,106 +1356,66 @@ mod tests {
         let (end, _, _) = run(&mut task, &now, &c, &stop);
         assert!(matches!(end, LoopEnd::Duration), "{end:?}");
         assert!(task.calls.is_empty());
-        // A late wake-up whose new period 0 would begin after the end.
-        let now = Cell::new(9_000);
-        c.end_ns = Some(14_200);
-        let mut task = sim(&now, vec![13_600]);
-        let (end, out, _) = run(&mut task, &now, &c, &stop);
-        assert!(matches!(end, LoopEnd::Duration), "{end:?}");
-        assert_eq!(out.len(), 1);
-        assert_eq!(task.calls, ["sleep 10000", "enter", "leave"]);
     }
 
     #[test]
     fn an_interrupted_sleep_is_retried_and_errors_end_the_loop() {
         let now = Cell::new(9_000);
-        let mut task = sim(&now, vec![14_020]);
+        let mut task = sim(&now, vec![13_020]);
         task.interrupt_sleep = 2;
         let stop = AtomicBool::new(false);
-        let (end, out, c) = run(&mut task, &now, &cfg(1), &stop);
-        assert!(matches!(end, LoopEnd::Loops), "{end:?}");
-        // Until the sleep ends; the grid begins when the task enters
-        // (13000, after 2 interrupted sleeps of 2000).
-        assert_eq!(
-            task.calls,
-            ["sleep 10000", "sleep 10000", "sleep 10000", "enter"]
+        let (end, out, _) = run_with(
+            &mut task,
+            &now,
+            &cfg(1),
+            &DeadlineConfig {
+                calibration: None,
+                ..DL
+            },
+            &stop,
         );
-        assert_eq!(out[0].latency_ns, 20);
-        assert_eq!(c.anchor_window_ns.load(Ordering::Relaxed), 3);
-        // A failing sleep, a refused entry, a failing yield, a failing leave.
+        assert!(matches!(end, LoopEnd::Loops), "{end:?}");
+        // Until the sleep ends (at 13000 measuring, after 2 interrupted
+        // sleeps of 2000); the grid from the start, 10500.
+        assert_eq!(task.calls, ["sleep 10000", "sleep 10000", "sleep 10000"]);
+        assert_eq!(latencies(&out), [(0, 1520, 1)]);
+        // A failing sleep, a failing yield.
         let mut task = sim(&now, vec![]);
         task.fail_sleep = true;
         let (end, _, _) = run(&mut task, &now, &cfg(1), &stop);
         assert!(matches!(end, LoopEnd::Error(ref e) if e.to_string() == "refused"));
         let mut task = sim(&now, vec![]);
-        task.fail_enter = true;
-        let (end, _, _) = run(&mut task, &now, &cfg(1), &stop);
-        assert!(matches!(end, LoopEnd::Error(ref e) if e.to_string() == "not admitted"));
-        let mut task = sim(&now, vec![]);
         let (end, out, _) = run(&mut task, &now, &cfg(1), &stop);
         assert!(matches!(end, LoopEnd::Error(ref e) if e.to_string() == "no more releases"));
         assert!(out.is_empty());
-        let now = Cell::new(9_000);
-        let mut task = sim(&now, vec![13_600]);
-        task.fail_leave = true;
-        let (end, out, _) = run(&mut task, &now, &cfg(3), &stop);
-        assert!(matches!(end, LoopEnd::Error(ref e) if e.to_string() == "stuck"));
-        assert_eq!(out.len(), 1);
-        // A stop while it sleeps until a new period 0.
-        let now = Cell::new(9_000);
-        let mut task = sim(&now, vec![13_600]);
-        task.interrupt_sleep = 0;
-        let stop_now = AtomicBool::new(false);
-        let counters = GridCounters::default();
-        let mut got = Vec::new();
-        struct Stopping<'a, 'b>(Sim<'a>, &'b AtomicBool);
-        impl DeadlineTask for Stopping<'_, '_> {
-            fn sleep_until(&mut self, t: u64) -> io::Result<bool> {
-                if self.0.calls.contains(&"leave".to_string()) {
-                    self.1.store(true, Ordering::Relaxed);
-                    return Ok(false);
-                }
-                self.0.sleep_until(t)
-            }
-            fn enter(&mut self) -> io::Result<()> {
-                self.0.enter()
-            }
-            fn leave(&mut self) -> io::Result<()> {
-                self.0.leave()
-            }
-            fn yield_period(&mut self) -> io::Result<()> {
-                self.0.yield_period()
-            }
-        }
-        let mut stopping = Stopping(task, &stop_now);
-        let end = run_deadline_loop(
-            &mut stopping,
-            &SimClock(&now),
-            &mut got,
-            &cfg(3),
-            &DL,
-            &counters,
-            &stop_now,
-        );
-        assert!(matches!(end, LoopEnd::Stopped), "{end:?}");
-        assert_eq!(got.len(), 1);
-        assert_eq!(counters.reentered.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn the_kernels_deadline_is_read_from_proc() {
+        let text = b"rtscope-t0 (14085, #threads: 3)\n-------\nse.exec_start  :  13152521.995593\npolicy  :  6\ndl.runtime   :   5978798\ndl.deadline      :       13157290646171\n";
+        assert_eq!(parse_dl_deadline(text), Some(13_157_290_646_171));
+        assert_eq!(parse_dl_deadline(b"dl.deadline : 42"), Some(42));
+        assert_eq!(parse_dl_deadline(b"policy : 0\n"), None);
+        assert_eq!(parse_dl_deadline(b"dl.deadline : \n"), None);
+        assert_eq!(parse_dl_deadline(b"dl.deadline : 12x\n"), None);
+        assert_eq!(parse_dl_deadline(b"dl.deadline 12\n"), None);
+        assert_eq!(parse_dl_deadline(b"dl.deadline : -3\n"), None);
+        // A normal thread's shows none.
+        let own = std::fs::read("/proc/thread-self/sched").unwrap();
+        assert_eq!(parse_dl_deadline(&own), None);
     }
 
     /// The real thing, as root: a thread becomes a deadline task, its
-    /// parameters are read back, and it measures a few periods.
+    /// parameters are read back, the scheduler's clock calibrated, and it
+    /// measures a few periods.
     #[test]
     fn a_real_deadline_task_measures() {
         let params = p(200_000, 1_000_000, 1_000_000);
         let got = std::thread::spawn(move || {
-            let back = params.apply();
-            let Ok(back) = back else {
-                return Err(back.unwrap_err());
-            };
-            // As the set-up leaves it: a normal thread until the start.
-            sys::set_scheduler(libc::SCHED_OTHER, 0).unwrap();
-            let mono = libc::CLOCK_MONOTONIC;
             let raw = crate::cyclic::PosixClock(libc::CLOCK_MONOTONIC_RAW);
+            let sched = SchedFile::open();
+            let (back, calibration) = params.apply_calibrated(&raw, sched.as_ref())?;
+            let mono = libc::CLOCK_MONOTONIC;
             let offset = raw.now() as i64 - sys::clock_ns(mono) as i64;
             let c = LoopConfig {
                 period_ns: 1_000_000,
@@ -1345,37 +1430,40 @@ mod tests {
             let counters = GridCounters::default();
             let mut out = Vec::new();
             let end = run_deadline_loop(
-                &mut SchedDeadline {
-                    params,
-                    clock: mono,
-                },
+                &mut SchedDeadline { clock: mono, sched },
                 &raw,
                 &mut out,
                 &c,
                 &DeadlineConfig {
                     deadline_ns: 1_000_000,
                     offset_ns: offset,
+                    calibration,
                 },
                 &counters,
                 &AtomicBool::new(false),
             );
             let policy = sys::get_attr().unwrap().policy;
             let _ = sys::set_scheduler(libc::SCHED_OTHER, 0);
-            Ok((back, end, out, policy))
+            Ok((back, calibration, end, out, policy))
         })
         .join()
         .unwrap();
         match got {
-            Ok((back, end, out, policy)) => {
+            Ok((back, calibration, end, out, policy)) => {
                 assert_eq!(back, params);
+                // Where /proc shows it, the kernel's deadline was read.
+                if std::path::Path::new("/proc/thread-self/sched").exists() {
+                    assert!(calibration.is_some());
+                }
                 assert!(matches!(end, LoopEnd::Loops), "{end:?}");
                 assert_eq!(policy, libc::SCHED_DEADLINE);
-                assert_eq!(out.len(), 5);
+                assert!(!out.is_empty() && out.len() <= 5);
                 assert!(out.iter().all(|s| s.latency_ns >= 0));
                 assert!(out.windows(2).all(|w| w[0].t_ns < w[1].t_ns));
             }
             // Unprivileged: refused, and told why.
             Err(e) => {
+                let e: DeadlineError = e;
                 assert!(sys::geteuid() != 0, "{e}");
                 assert_eq!(e.errno, Some(libc::EPERM));
                 assert!(e.message.starts_with("not allowed to use SCHED_DEADLINE"));

@@ -37,8 +37,8 @@ use rtscope_core::cyclic::{
     PosixTimerWait, RelativeSleep, TimerfdWait, WakeMethod, START_MARGIN_NS,
 };
 use rtscope_core::deadline::{
-    run_deadline_loop, BandwidthLimit, DeadlineConfig, DeadlineParams, GridCounters, ParamError,
-    PeriodLimits, SchedDeadline,
+    run_deadline_loop, BandwidthLimit, Calibration, DeadlineConfig, DeadlineParams, GridCounters,
+    ParamError, PeriodLimits, SchedDeadline, SchedFile,
 };
 use rtscope_core::file::OutFile;
 use rtscope_core::named::MeasureClock;
@@ -424,30 +424,55 @@ struct ThreadJob {
     deadline: Option<(DeadlineParams, std::sync::Arc<GridCounters>)>,
 }
 
-/// A thread ready to measure: what is in force, and the SCHED_DEADLINE
-/// parameters read back from the kernel.
-type ReadyThread = (ThreadState, Option<DeadlineParams>);
+/// What a deadline thread's set-up gives: the parameters the kernel holds,
+/// and its clock against the measuring clock where it can be read.
+#[derive(Debug, Clone, Copy)]
+struct DeadlineReady {
+    granted: DeadlineParams,
+    calibration: Option<Calibration>,
+}
+
+/// A thread ready to measure: what is in force, and with `--policy
+/// deadline` what the kernel holds.
+type ReadyThread = (ThreadState, Option<DeadlineReady>);
+
+/// The clock a deadline thread measures on (see [`rtscope_core::deadline`]).
+const DEADLINE_CLOCK: PosixClock = PosixClock(libc::CLOCK_MONOTONIC_RAW);
 
 /// A deadline thread's set-up, after the rest of it: it becomes a deadline
-/// task, so that a refusal (explained) comes before anything is measured,
-/// and a normal thread again until the start, where it becomes one anew
-/// with its period 0 ([`run_deadline_loop`]).
-fn enter_deadline(mut st: ThreadState, p: &DeadlineParams) -> Result<ReadyThread, String> {
-    let back = p.apply().map_err(|e| e.to_string())?;
-    sys::set_scheduler(libc::SCHED_OTHER, 0)
-        .map_err(|e| format!("cannot leave SCHED_DEADLINE until the start: {e}"))?;
+/// task, and stays one to the end (a thread that left SCHED_DEADLINE while
+/// throttled and came back was seen stuck for good: it never does), so that
+/// the kernel admits the run's threads together and a refusal, explained,
+/// comes before anything is measured. `sched` is its own
+/// `/proc/thread-self/sched`.
+fn enter_deadline(
+    mut st: ThreadState,
+    p: &DeadlineParams,
+    sched: Option<&SchedFile>,
+) -> Result<ReadyThread, String> {
+    let (granted, calibration) = p
+        .apply_calibrated(&DEADLINE_CLOCK, sched)
+        .map_err(|e| e.to_string())?;
     st.policy = Policy::Deadline.name().to_string();
     st.priority = 0;
-    Ok((st, Some(back)))
+    Ok((
+        st,
+        Some(DeadlineReady {
+            granted,
+            calibration,
+        }),
+    ))
 }
 
 fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
+    // Opened by this thread: /proc/thread-self is the opener's.
+    let sched = job.deadline.as_ref().and_then(|_| SchedFile::open());
     let state = job
         .setup
         .apply()
         .map_err(|e| e.to_string())
         .and_then(|st| match &job.deadline {
-            Some((p, _)) => enter_deadline(st, p),
+            Some((p, _)) => enter_deadline(st, p, sched.as_ref()),
             None => Ok((st, None)),
         })
         .and_then(|st| {
@@ -455,6 +480,10 @@ fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
                 .map(|_| st)
                 .map_err(|e| format!("cannot make the wait interruptible: {e}"))
         });
+    let calibration = state
+        .as_ref()
+        .ok()
+        .and_then(|(_, d)| d.and_then(|d| d.calibration));
     let ok = state.is_ok();
     let _ = job.ready.send((job.index, state));
     if !ok {
@@ -479,19 +508,19 @@ fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
     if let Some((params, counters)) = &job.deadline {
         // Measured on the raw clock (see rtscope_core::deadline), times
         // moved to the run's clock.
-        let raw = PosixClock(libc::CLOCK_MONOTONIC_RAW);
-        let offset_ns = raw.now() as i64 - clock.now() as i64;
+        let offset_ns = DEADLINE_CLOCK.now() as i64 - clock.now() as i64;
         let end = run_deadline_loop(
             &mut SchedDeadline {
-                params: *params,
                 clock: job.clock,
+                sched,
             },
-            &raw,
+            &DEADLINE_CLOCK,
             sink,
             &cfg,
             &DeadlineConfig {
                 deadline_ns: params.deadline_ns,
                 offset_ns,
+                calibration,
             },
             counters,
             stop,
@@ -544,9 +573,9 @@ fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
 struct ThreadView {
     plan: ThreadPlan,
     state: Option<ThreadState>,
-    /// With `--policy deadline`: the parameters the kernel holds, and the
-    /// thread's grid counters.
-    deadline: Option<(DeadlineParams, std::sync::Arc<GridCounters>)>,
+    /// With `--policy deadline`: what the kernel holds, and the thread's
+    /// grid counters.
+    deadline: Option<(DeadlineReady, std::sync::Arc<GridCounters>)>,
     rec: SeriesRecorder,
     last: Option<Sample>,
     us_bins: Option<MicrosecondBins>,
@@ -682,7 +711,7 @@ impl Aggregate {
     fn series(&self) -> (Vec<Series>, Vec<String>) {
         let mut series: Vec<Series> = Vec::new();
         let mut total_dropped = 0;
-        let mut reentries = 0;
+        let mut uncalibrated = 0;
         for t in &self.threads {
             let dropped = t.source.dropped();
             total_dropped += dropped;
@@ -697,17 +726,20 @@ impl Aggregate {
                 a.insert("priority".into(), json!(st.priority));
                 a.insert("timer_slack_ns".into(), json!(st.timer_slack_ns));
             }
-            if let Some((p, c)) = &t.deadline {
-                let reentered = c.reentered.load(Ordering::Relaxed);
-                reentries += reentered;
+            if let Some((d, c)) = &t.deadline {
+                let p = &d.granted;
+                uncalibrated += u64::from(d.calibration.is_none());
                 a.insert("dl_runtime_ns".into(), json!(p.runtime_ns));
                 a.insert("dl_deadline_ns".into(), json!(p.deadline_ns));
                 a.insert("dl_period_ns".into(), json!(p.period_ns));
                 a.insert(
-                    "dl_anchor_window_ns".into(),
-                    json!(c.anchor_window_ns.load(Ordering::Relaxed)),
+                    "dl_calibration_window_ns".into(),
+                    json!(d.calibration.map(|c| c.window_ns)),
                 );
-                a.insert("dl_reentered".into(), json!(reentered));
+                a.insert(
+                    "dl_reanchored".into(),
+                    json!(c.reanchored.load(Ordering::Relaxed)),
+                );
                 a.insert("dl_early".into(), json!(c.early.load(Ordering::Relaxed)));
             }
             series.push(s);
@@ -733,7 +765,7 @@ impl Aggregate {
                 self.all.negative
             ));
         }
-        if let Some(w) = reentry_warning(reentries) {
+        if let Some(w) = uncalibrated_warning(uncalibrated) {
             warnings.push(w);
         }
         (series, warnings)
@@ -756,14 +788,15 @@ impl Aggregate {
     }
 }
 
-/// The note of a deadline run whose threads began new periods after late
-/// wake-ups: the periods in between were not measured.
-fn reentry_warning(reentries: u64) -> Option<String> {
-    (reentries > 0).then(|| {
+/// The warning of a deadline run whose threads could not read the kernel's
+/// deadline: their periods were estimated.
+fn uncalibrated_warning(threads: u64) -> Option<String> {
+    (threads > 0).then(|| {
         format!(
-            "{reentries} wake-ups later than the deadline (or before their period) were each \
-             followed by a new period 0, the thread leaving SCHED_DEADLINE for a deadline and \
-             200us: those periods were not measured (dl_reentered per thread; see docs/cyclic.md)"
+            "{threads} deadline threads could not read their deadline from the kernel \
+             (/proc/thread-self/sched): their periods are estimated from the start, where \
+             latencies are at most the start's wake-up latency high, and after a wake-up later \
+             than the deadline from that wake-up, where they are a lower bound (docs/cyclic.md)"
         )
     })
 }
@@ -985,7 +1018,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     }
     drop(ready_tx);
     let mut states: Vec<Option<ThreadState>> = vec![None; plan.threads.len()];
-    let mut granted: Vec<Option<DeadlineParams>> = vec![None; plan.threads.len()];
+    let mut granted: Vec<Option<DeadlineReady>> = vec![None; plan.threads.len()];
     let mut setup_errors = Vec::new();
     for _ in 0..plan.threads.len() {
         match ready_rx.recv() {
@@ -1056,7 +1089,15 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             .map(|(((tp, source, dl), state), granted)| ThreadView {
                 plan: tp,
                 state,
-                deadline: dl.map(|(asked, c)| (granted.unwrap_or(asked), c)),
+                deadline: dl.map(|(asked, c)| {
+                    (
+                        granted.unwrap_or(DeadlineReady {
+                            granted: asked,
+                            calibration: None,
+                        }),
+                        c,
+                    )
+                }),
                 rec: new_recorder(),
                 last: None,
                 us_bins: plan
@@ -1421,5 +1462,275 @@ mod aggregate_tests {
         assert_eq!(agg.threads[0].rec.count(), 3);
         assert_eq!(agg.all.count(), 3);
         assert_eq!(agg.threads[0].last.map(|s| s.seq), Some(2));
+    }
+}
+
+#[cfg(test)]
+mod deadline_tests {
+    use super::*;
+    use crate::error::{exit_code, EXIT_USAGE};
+
+    fn deadline() -> CyclicOptions {
+        CyclicOptions {
+            rt: RtChoice::with_deadline(Policy::Deadline, 95, false, false).unwrap(),
+            ..CyclicOptions::default()
+        }
+    }
+
+    fn refused(o: &CyclicOptions) -> String {
+        let e = plan(o).unwrap_err();
+        assert_eq!(exit_code(&e), EXIT_USAGE, "{e}");
+        let m = e.to_string();
+        assert!(!m.contains('\n'), "{m}");
+        m
+    }
+
+    const LIMITS: PeriodLimits = PeriodLimits {
+        min_ns: 100_000,
+        max_ns: 4_000_000_000,
+    };
+
+    fn ask(runtime_ns: Option<u64>, deadline_ns: Option<u64>) -> DeadlineAsk {
+        DeadlineAsk {
+            runtime_ns,
+            deadline_ns,
+        }
+    }
+
+    fn params(runtime_ns: u64, deadline_ns: u64, period_ns: u64) -> DeadlineParams {
+        DeadlineParams {
+            runtime_ns,
+            deadline_ns,
+            period_ns,
+        }
+    }
+
+    /// The defaults: the period as deadline, cyclicdeadline's runtime, for
+    /// each thread's own period.
+    #[test]
+    fn each_thread_gets_its_parameters() {
+        let p =
+            deadline_params(&ask(None, None), &[1_000_000, 1_500_000], 2, &LIMITS, None).unwrap();
+        assert_eq!(
+            p,
+            [
+                params(600_000, 1_000_000, 1_000_000),
+                params(900_000, 1_500_000, 1_500_000)
+            ]
+        );
+        // More threads than CPUs: 80 % of the CPUs shared.
+        let p = deadline_params(&ask(None, None), &[1_000_000; 4], 2, &LIMITS, None).unwrap();
+        assert_eq!(p[3], params(400_000, 1_000_000, 1_000_000));
+        // As asked.
+        let p = deadline_params(
+            &ask(Some(100_000), Some(500_000)),
+            &[1_000_000],
+            2,
+            &LIMITS,
+            None,
+        )
+        .unwrap();
+        assert_eq!(p, [params(100_000, 500_000, 1_000_000)]);
+        // The default runtime follows the deadline asked.
+        let p = deadline_params(&ask(None, Some(500_000)), &[1_000_000], 2, &LIMITS, None).unwrap();
+        assert_eq!(p, [params(300_000, 500_000, 1_000_000)]);
+    }
+
+    /// Each of the kernel's rules broken: one line naming the option.
+    #[test]
+    fn bad_parameters_are_refused_by_name() {
+        let msg = |a: DeadlineAsk, period: u64| {
+            let e = deadline_params(&a, &[period], 2, &LIMITS, None).unwrap_err();
+            assert_eq!(exit_code(&e), EXIT_USAGE);
+            e.to_string()
+        };
+        assert_eq!(
+            msg(ask(Some(2_000_000), None), 1_000_000),
+            "--dl-runtime 2ms is longer than the deadline 1ms: SCHED_DEADLINE needs runtime <= \
+             deadline <= period"
+        );
+        assert_eq!(
+            msg(ask(None, Some(2_000_000)), 1_000_000),
+            "--dl-deadline 2ms is longer than the period 1ms: SCHED_DEADLINE needs runtime <= \
+             deadline <= period"
+        );
+        assert_eq!(
+            msg(ask(Some(1000), None), 1_000_000),
+            "--dl-runtime 1us: the runtime must be at least 1024 ns (the kernel counts it in units \
+             of 1024 ns)"
+        );
+        assert_eq!(
+            msg(ask(Some(10_000), None), 50_000),
+            "--period 50us: with --policy deadline the period must be at least 100us \
+             (kernel.sched_deadline_period_min_us)"
+        );
+        assert_eq!(
+            msg(ask(Some(10_000), None), 5_000_000_000),
+            "--period 5s: with --policy deadline the period must be at most 4s \
+             (kernel.sched_deadline_period_max_us)"
+        );
+        // The second thread's period (with --distance) breaks it.
+        let e = deadline_params(
+            &ask(None, Some(1_000_000)),
+            &[1_000_000, 900_000],
+            2,
+            &LIMITS,
+            None,
+        )
+        .unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("--dl-deadline 1ms is longer than the period 900us"));
+    }
+
+    /// The threads together against the share deadline tasks may reserve.
+    #[test]
+    fn the_threads_must_fit_the_deadline_bandwidth() {
+        let limit = BandwidthLimit::from_sysctls(950_000, 1_000_000);
+        let sixty = ask(Some(600_000), None);
+        assert!(deadline_params(&sixty, &[1_000_000; 3], 2, &LIMITS, limit).is_ok());
+        let e = deadline_params(&sixty, &[1_000_000; 4], 2, &LIMITS, limit).unwrap_err();
+        assert_eq!(exit_code(&e), EXIT_USAGE);
+        assert_eq!(
+            e.to_string(),
+            "the 4 deadline threads would reserve 240.0% of a CPU, more than the 190% deadline \
+             tasks may have on 2 CPUs (95% of each, kernel.sched_rt_runtime_us): lower \
+             --dl-runtime, lengthen the period or run fewer threads (-t)"
+        );
+        // No limit (sched_rt_runtime_us -1): the kernel admits everything.
+        assert!(deadline_params(&sixty, &[1_000_000; 4], 2, &LIMITS, None).is_ok());
+        // The defaults always fit an idle system.
+        for n in 1..=9 {
+            assert!(
+                deadline_params(&ask(None, None), &vec![1_000_000; n], 2, &LIMITS, limit).is_ok(),
+                "{n}"
+            );
+        }
+    }
+
+    /// What a deadline run cannot honour is named, and the deadline options
+    /// need the policy.
+    #[test]
+    fn options_a_deadline_run_cannot_honour() {
+        let mut o = CyclicOptions::default();
+        o.deadline.runtime_ns = Some(100_000);
+        assert_eq!(refused(&o), "--dl-runtime is for --policy deadline");
+        o.deadline = ask(None, Some(100_000));
+        assert_eq!(refused(&o), "--dl-deadline is for --policy deadline");
+        o.deadline = ask(Some(1), Some(1));
+        assert_eq!(refused(&o), "--dl-runtime is for --policy deadline");
+        let mut o = deadline();
+        o.cpus = Some(vec![0]);
+        assert!(refused(&o).starts_with("--cpus: a deadline task cannot be pinned"));
+        let mut o = deadline();
+        o.wake = WakeMethod::Timerfd;
+        assert!(refused(&o).starts_with("--wake timerfd: a deadline thread waits on no timer"));
+        let mut o = deadline();
+        o.clock = MeasureClock::Realtime;
+        assert!(refused(&o).starts_with("--clock realtime: a deadline run measures on"));
+        let mut o = deadline();
+        o.trace = super::super::cyclic_trace::TraceMode::On;
+        assert!(refused(&o).starts_with("--trace: the stages are a timer's"));
+        let mut o = deadline();
+        o.trace_outliers_ns = Some(1000);
+        assert!(refused(&o).starts_with("--trace: the stages are a timer's"));
+        // Bad parameters through plan().
+        let mut o = deadline();
+        o.deadline = ask(Some(2_000_000), None);
+        assert!(refused(&o).starts_with("--dl-runtime 2ms is longer than the deadline 1ms"));
+    }
+
+    /// The plan: threads unpinned, one per CPU by default, each with its
+    /// parameters; what was asked recorded; nothing of it without the policy.
+    #[test]
+    fn the_plan_records_the_parameters() {
+        let cpus = online_cpus().len();
+        let mut o = deadline();
+        o.deadline = ask(Some(100_000), None);
+        o.distance_ns = 500_000;
+        let p = plan(&o).unwrap();
+        assert_eq!(p.threads.len(), cpus);
+        assert!(p.threads.iter().all(|t| t.cpus.is_empty()));
+        assert_eq!(
+            p.threads[0].deadline,
+            Some(params(100_000, 1_000_000, 1_000_000))
+        );
+        if cpus > 1 {
+            assert_eq!(
+                p.threads[1].deadline,
+                Some(params(100_000, 1_500_000, 1_500_000))
+            );
+        }
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v["rt"]["policy"], "deadline");
+        assert_eq!(v["rt"]["priority"], 0);
+        assert_eq!(
+            v["deadline"],
+            serde_json::json!({"runtime_ns": 100_000, "deadline_ns": null})
+        );
+        assert_eq!(
+            v["threads"][0]["deadline"],
+            serde_json::json!({"runtime_ns": 100_000, "deadline_ns": 1_000_000, "period_ns": 1_000_000})
+        );
+        assert!(header(&p).contains(
+            "period 1ms (+500us per thread), SCHED_DEADLINE runtime 100us deadline 1ms, released \
+             by the scheduler, latency on CLOCK_MONOTONIC_RAW"
+        ));
+        // -t without --cpus: as many, unpinned.
+        o.threads = Some(3);
+        assert_eq!(plan(&o).unwrap().threads.len(), 3);
+        // A fifo plan has none of it.
+        let p = plan(&CyclicOptions::default()).unwrap();
+        let v = serde_json::to_value(&p).unwrap();
+        assert!(v.get("deadline").is_none());
+        assert!(v["threads"][0].get("deadline").is_none());
+        assert!(p.threads.iter().all(|t| t.deadline.is_none()));
+        assert!(header(&p).contains("SCHED_FIFO 95, wake absolute"));
+    }
+
+    #[test]
+    fn the_uncalibrated_warning() {
+        assert_eq!(uncalibrated_warning(0), None);
+        let w = uncalibrated_warning(2).unwrap();
+        assert!(
+            w.starts_with("2 deadline threads could not read their deadline from the kernel"),
+            "{w}"
+        );
+    }
+
+    /// A deadline thread's set-up: admitted, what the kernel holds read back
+    /// (as root; refused with the reason otherwise).
+    #[test]
+    fn a_deadline_thread_is_set_up() {
+        let p = params(100_000, 1_000_000, 1_000_000);
+        let (r, after) = std::thread::spawn(move || {
+            let st = ThreadState {
+                tid: sys::gettid(),
+                policy: "other".into(),
+                priority: 0,
+                cpus: vec![],
+                timer_slack_ns: 1,
+            };
+            let sched = SchedFile::open();
+            let r = enter_deadline(st, &p, sched.as_ref());
+            (r, sys::get_scheduler().unwrap().0)
+        })
+        .join()
+        .unwrap();
+        match r {
+            Ok((st, ready)) => {
+                assert_eq!(after, libc::SCHED_DEADLINE);
+                assert_eq!((st.policy.as_str(), st.priority), ("deadline", 0));
+                let ready = ready.unwrap();
+                assert_eq!(ready.granted, p);
+                // The kernel's deadline read back (where /proc shows it).
+                assert!(ready.calibration.is_some());
+            }
+            Err(e) => {
+                assert_eq!(after, libc::SCHED_OTHER);
+                assert!(sys::geteuid() != 0, "{e}");
+                assert!(e.starts_with("not allowed to use SCHED_DEADLINE"), "{e}");
+            }
+        }
     }
 }

@@ -109,6 +109,9 @@ impl RtChoice {
     /// Refuses a real-time policy this process may not use, with the fix,
     /// before anything is started (a thread tries it and ends).
     pub fn check_allowed(&self) -> Result<()> {
+        if self.policy == Policy::Deadline {
+            return check_deadline_allowed();
+        }
         if !self.policy.is_rt() {
             return Ok(());
         }
@@ -120,6 +123,25 @@ impl RtChoice {
             Err(e @ rt::RtError::Permission(_)) => Err(anyhow::anyhow!(e)),
             _ => Ok(()),
         }
+    }
+}
+
+/// Refuses SCHED_DEADLINE where the kernel says this process may not use
+/// it at all (EPERM: privileges, an affinity narrower than the root domain,
+/// no deadline bandwidth), before anything is started: a thread tries a
+/// reservation of a negligible share (100 µs every second) and ends.
+fn check_deadline_allowed() -> Result<()> {
+    let probe = rtscope_core::deadline::DeadlineParams {
+        runtime_ns: 100_000,
+        deadline_ns: 1_000_000_000,
+        period_ns: 1_000_000_000,
+    };
+    let res = std::thread::spawn(move || probe.apply().map(|_| ()))
+        .join()
+        .unwrap_or(Ok(()));
+    match res {
+        Err(e) if e.errno == Some(libc::EPERM) => Err(anyhow::anyhow!(e.message)),
+        _ => Ok(()),
     }
 }
 
@@ -720,6 +742,38 @@ mod tests {
         assert!(RtChoice::with_deadline(Policy::Fifo, 0, false, false).is_err());
         // A deadline run is no run without real-time scheduling.
         assert!(d.check_allowed().is_ok());
+    }
+
+    /// The deadline probe inherits the caller's affinity: narrowed to one
+    /// CPU of several, root is refused with the reason, before anything runs.
+    #[test]
+    fn deadline_is_refused_before_anything_runs_where_the_kernel_would() {
+        let cpus = rtscope_core::units::online_cpus();
+        if cpus.len() < 2 || sys::geteuid() != 0 {
+            return;
+        }
+        let d = RtChoice::with_deadline(Policy::Deadline, 0, false, false).unwrap();
+        let r = std::thread::spawn(move || {
+            sys::set_affinity(&cpus[..1]).unwrap();
+            d.check_allowed()
+        })
+        .join()
+        .unwrap();
+        let e = r.unwrap_err().to_string();
+        assert!(
+            e.starts_with("SCHED_DEADLINE refused: this thread may run only on CPUs"),
+            "{e}"
+        );
+        // Fifo is not asked about deadline's rules.
+        let f = RtChoice::default();
+        let one = rtscope_core::units::online_cpus()[0];
+        let r = std::thread::spawn(move || {
+            sys::set_affinity(&[one]).unwrap();
+            f.check_allowed()
+        })
+        .join()
+        .unwrap();
+        assert!(r.is_ok());
     }
 
     #[test]
