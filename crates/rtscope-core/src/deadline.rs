@@ -6,55 +6,51 @@
 //! start of each period with its runtime, it does its job, and it gives the
 //! rest of the period back with `sched_yield()`, which throttles it until the
 //! next period begins. Its wake-up latency is the time from the start of the
-//! period to the task running. The kernel does not tell a task where its
-//! periods begin (`sched_getattr` gives the relative parameters only), so
-//! the loop starts them at a moment it knows and keeps the grid itself
-//! ([`Grid`]):
+//! period to the task running. `sched_getattr` gives only the relative
+//! parameters, but the kernel shows a deadline task's absolute deadline as
+//! `dl.deadline` in `/proc/PID/sched`, on the scheduler's clock; the period
+//! began a relative deadline before it. The loop keeps the grid itself
+//! ([`Grid`]) and asks the kernel where it stands when that is in doubt:
 //!
-//! - **Period 0 begins during `sched_setattr`.** A running task that becomes
-//!   a deadline task gets a new period at the scheduler clock's reading in
-//!   that call, provided the deadline it had before has passed. The thread is
-//!   a deadline task from its set-up on (so that the kernel admits all of a
-//!   run's threads together before anything is measured); at the start it
-//!   becomes a normal thread, sleeps until the start, put at least a
-//!   deadline (plus 200 µs) after that moment, and becomes a deadline task
-//!   again. The loop reads its clock just before that call: the grid starts
-//!   there, at most the call's duration (the anchor window, recorded) before
-//!   the kernel's period 0, so latencies are never understated by the anchor.
-//!   (A deadline task that sleeps until the start would get its period 0 at
-//!   the wake-up, somewhere between the timer's expiry and the thread
-//!   running; and a `sched_setattr` while its deadline lies ahead keeps that
-//!   deadline.)
-//! - **One wake-up per period.** Period *k* begins `k × period` after period
-//!   0; each wake-up is for the period after the last and is measured from
-//!   its start. A wake-up a period or more late counts `latency / period`
+//! - **Calibration.** A normal thread that becomes a deadline task gets its
+//!   period 0 at the scheduler's clock reading inside that `sched_setattr`.
+//!   Read back right after, its deadline gives the scheduler's clock against
+//!   the measuring clock read just before the call ([`Calibration`]): a
+//!   period start mapped with it is at most the call's duration early, so
+//!   latencies are never understated by it.
+//! - **Period 0 of the measurement.** The thread stays a deadline task from
+//!   its set-up to its end (one that left SCHED_DEADLINE while throttled and
+//!   came back was seen stuck for good, unkillable until made a normal thread
+//!   from outside). It sleeps until the start, put a deadline plus 200 µs
+//!   ahead so that its deadline has passed: a deadline task waking after its
+//!   deadline gets a new period at the wake-up, whose start it reads back.
+//! - **One wake-up per period.** Period *k* begins `k × period` later; each
+//!   wake-up is for the period after the last and is measured from its
+//!   start. A wake-up a period or more late counts `latency / period`
 //!   overruns, as in `rtscope cyclic`.
-//! - **After a wake-up later than the deadline, a new period 0.** When a
-//!   period's runtime is replenished after its deadline (the replenishment
-//!   timer or the task came too late), the kernel starts its periods anew at
-//!   that moment ("DL replenish lagged too much"), somewhere between the
-//!   deadline and the wake-up; a task that overran its runtime is postponed by
-//!   whole periods. The late wake-up itself is measured on the grid it was
-//!   due on; then, rather than guess where the kernel's periods went, the
-//!   thread becomes a normal thread, sleeps until a deadline plus 200 µs
-//!   after that wake-up (so that whatever deadline the kernel set has passed)
-//!   and begins a period 0 anew. The periods in between are not measured;
-//!   the re-entries are counted. A wake-up before its period's start by the
-//!   grid (which the anchor rules out, unless the clocks drift apart) is not
-//!   measured either, is counted, and begins a period 0 anew the same way.
-//!   (cyclicdeadline counts periods on from its first wake-up and moves its
-//!   grid to any earlier wake-up: a lower bound from that wake-up on, off by
-//!   a restart's shift after one.)
+//! - **After a wake-up later than the deadline**, the kernel may have moved
+//!   its periods: it starts them anew when a replenishment comes after the
+//!   deadline ("DL replenish lagged too much"), postpones a task that overran
+//!   its runtime by whole periods, and releases a task whose job ran into the
+//!   next period again at once. The late wake-up is measured on the grid it
+//!   was due on; at the next one the loop reads the kernel's deadline and
+//!   measures from the period it gives (when that has begun; otherwise it
+//!   asks again at the one after). A wake-up before its period's start by
+//!   the grid is not measured, is counted, and the kernel is asked likewise.
+//! - **Without `/proc`**, the grid begins at the start itself (a timer
+//!   never expires early: latencies at most the start's wake-up latency
+//!   high), and after a late wake-up the kernel's periods are taken to begin
+//!   anew at it, the latest they can (latencies a lower bound from there, as
+//!   all of cyclicdeadline's are: it counts periods from its first wake-up).
 //!
 //! The latency is read on CLOCK_MONOTONIC_RAW, as cyclicdeadline does: the
-//! scheduler keeps its periods on its own clock, which like the raw clock is
-//! not slewed by NTP (on CLOCK_MONOTONIC the grid would drift by the slew).
-//! Sample times are moved to the run's clock by the offset between the two
-//! taken at the start.
+//! scheduler's clock is not slewed by NTP either (on CLOCK_MONOTONIC the
+//! calibration would drift by the slew). Sample times are moved to the run's
+//! clock by the offset between the two taken at the start.
 //!
 //! The hot path is: yield, read the clock, subtract, push; no allocation, no
-//! lock. The re-entry after a late wake-up (two `sched_setattr` and a sleep)
-//! is off it.
+//! lock. The kernel's deadline is read (a `pread` of `/proc`, into a buffer
+//! on the stack) only at the start and after a late or early wake-up.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -785,11 +785,11 @@ fn deadline_refusals_are_one_line() {
                 "--policy",
                 "deadline",
                 "-t",
-                "9",
+                "64",
                 "--dl-runtime",
                 "900us",
             ][..],
-            "the 9 deadline threads would reserve 810.0% of a CPU",
+            "the 64 deadline threads would reserve 5760.0% of a CPU",
         ),
         (
             &["clock", "--policy", "deadline", "-n", "10"][..],
@@ -851,7 +851,7 @@ fn deadline_refusals_are_one_line() {
     }
     // Admission control: a run that holds 90 % of every CPU, then one
     // thread more is refused by the kernel (its own plan fits).
-    let mut holder = std::process::Command::new(rtscope_path())
+    let holder = std::process::Command::new(rtscope_path())
         .args([
             "cyclic",
             "--policy",
