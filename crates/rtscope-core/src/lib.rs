@@ -76,6 +76,7 @@
 
 pub mod clock;
 pub mod cyclic;
+pub mod deadline;
 pub mod file;
 pub mod named;
 pub mod noise;

@@ -568,6 +568,16 @@ pub struct CyclicArgs {
     #[command(flatten)]
     pub rt: RtArgs,
 
+    /// With --policy deadline: CPU time each thread reserves per period (a bare
+    /// number is microseconds) [default: 60% of the deadline, as cyclicdeadline].
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    pub dl_runtime: Option<u64>,
+
+    /// With --policy deadline: the relative deadline, at most the period (a bare
+    /// number is microseconds) [default: the period].
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    pub dl_deadline: Option<u64>,
+
     /// Keep the N worst samples with their timestamps.
     #[arg(long, value_name = "N", default_value_t = 32)]
     pub spikes: usize,
@@ -1256,6 +1266,11 @@ impl RtArgs {
     pub fn choice(&self) -> anyhow::Result<RtChoice> {
         RtChoice::new(self.policy, self.priority, self.no_rt, self.default_system)
     }
+
+    /// [`RtArgs::choice`], `--policy deadline` allowed.
+    pub fn choice_with_deadline(&self) -> anyhow::Result<RtChoice> {
+        RtChoice::with_deadline(self.policy, self.priority, self.no_rt, self.default_system)
+    }
 }
 
 impl NoiseArgs {
@@ -1304,7 +1319,11 @@ impl CyclicArgs {
             warmup: self.warmup,
             clock: self.clock,
             wake: self.wake,
-            rt: self.rt.choice()?,
+            rt: self.rt.choice_with_deadline()?,
+            deadline: crate::experiment::cyclic::DeadlineAsk {
+                runtime_ns: self.dl_runtime,
+                deadline_ns: self.dl_deadline,
+            },
             spikes: self.spikes,
             raw: self.raw.clone(),
             histogram: self.histogram.clone(),

@@ -58,7 +58,23 @@ impl Default for RtChoice {
 
 impl RtChoice {
     /// Validates a policy and priority (`--no-rt` forces SCHED_OTHER).
+    /// SCHED_DEADLINE is refused: only `cyclic` runs deadline tasks
+    /// ([`RtChoice::with_deadline`]).
     pub fn new(policy: Policy, priority: u8, no_rt: bool, default_system: bool) -> Result<Self> {
+        if policy == Policy::Deadline && !no_rt {
+            return Err(usage(DEADLINE_ONLY_CYCLIC));
+        }
+        Self::with_deadline(policy, priority, no_rt, default_system)
+    }
+
+    /// [`RtChoice::new`], SCHED_DEADLINE allowed (its priority is 0; its
+    /// runtime, deadline and period are the experiment's to plan).
+    pub fn with_deadline(
+        policy: Policy,
+        priority: u8,
+        no_rt: bool,
+        default_system: bool,
+    ) -> Result<Self> {
         let policy = if no_rt { Policy::Other } else { policy };
         let priority = if policy.is_rt() {
             if !(1..=99).contains(&priority) {
@@ -93,6 +109,9 @@ impl RtChoice {
     /// Refuses a real-time policy this process may not use, with the fix,
     /// before anything is started (a thread tries it and ends).
     pub fn check_allowed(&self) -> Result<()> {
+        if self.policy == Policy::Deadline {
+            return check_deadline_allowed();
+        }
         if !self.policy.is_rt() {
             return Ok(());
         }
@@ -106,6 +125,29 @@ impl RtChoice {
         }
     }
 }
+
+/// Refuses SCHED_DEADLINE where the kernel says this process may not use
+/// it at all (EPERM: privileges, an affinity narrower than the root domain,
+/// no deadline bandwidth), before anything is started: a thread tries a
+/// reservation of a negligible share (100 µs every second) and ends.
+fn check_deadline_allowed() -> Result<()> {
+    let probe = rtscope_core::deadline::DeadlineParams {
+        runtime_ns: 100_000,
+        deadline_ns: 1_000_000_000,
+        period_ns: 1_000_000_000,
+    };
+    let res = std::thread::spawn(move || probe.apply().map(|_| ()))
+        .join()
+        .unwrap_or(Ok(()));
+    match res {
+        Err(e) if e.errno == Some(libc::EPERM) => Err(anyhow::anyhow!(e.message)),
+        _ => Ok(()),
+    }
+}
+
+/// Why an experiment other than `cyclic` refuses `--policy deadline`.
+pub const DEADLINE_ONLY_CYCLIC: &str = "--policy deadline is for rtscope cyclic only (its \
+     measurement threads become deadline tasks); this command takes fifo, rr, other, batch or idle";
 
 /// SIGINT, SIGTERM and SIGHUP (a dropped terminal or ssh session) wired to a
 /// stop flag while this value lives. A second signal ends the process at
@@ -381,7 +423,7 @@ impl Run {
     fn warnings(&self, extra: Vec<String>) -> Vec<String> {
         let mut w = self.system.warnings();
         w.extend(self.env.notes.iter().cloned());
-        if !self.rt.policy.is_rt() {
+        if !self.rt.policy.is_real_time() {
             w.push(format!(
                 "measured as SCHED_{} without real-time priority{}",
                 self.rt.policy.name().to_uppercase(),
@@ -735,6 +777,74 @@ mod tests {
         s.corrected = Some(Default::default());
         let m = Overload::of(&s).missed.unwrap();
         assert!(m.ends_with("; the figures over the intended periods count each at its lateness, those over the wake-ups leave them out"), "{m}");
+    }
+
+    /// Only `cyclic` takes SCHED_DEADLINE; `--no-rt` still means SCHED_OTHER.
+    #[test]
+    fn deadline_is_refused_but_where_allowed() {
+        let e = RtChoice::new(Policy::Deadline, 95, false, false).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_USAGE);
+        assert_eq!(e.to_string(), DEADLINE_ONLY_CYCLIC);
+        assert_eq!(
+            RtChoice::new(Policy::Deadline, 95, true, false).unwrap(),
+            RtChoice {
+                policy: Policy::Other,
+                priority: 0,
+                no_rt: true,
+                default_system: false,
+            }
+        );
+        let d = RtChoice::with_deadline(Policy::Deadline, 95, false, true).unwrap();
+        assert_eq!(
+            d,
+            RtChoice {
+                policy: Policy::Deadline,
+                priority: 0,
+                no_rt: false,
+                default_system: true,
+            }
+        );
+        assert_eq!(
+            RtChoice::with_deadline(Policy::Fifo, 80, false, false)
+                .unwrap()
+                .priority,
+            80
+        );
+        assert!(RtChoice::with_deadline(Policy::Fifo, 0, false, false).is_err());
+        // A deadline run is no run without real-time scheduling.
+        assert!(d.check_allowed().is_ok());
+    }
+
+    /// The deadline probe inherits the caller's affinity: narrowed to one
+    /// CPU of several, root is refused with the reason, before anything runs.
+    #[test]
+    fn deadline_is_refused_before_anything_runs_where_the_kernel_would() {
+        let cpus = rtscope_core::units::online_cpus();
+        if cpus.len() < 2 || sys::geteuid() != 0 {
+            return;
+        }
+        let d = RtChoice::with_deadline(Policy::Deadline, 0, false, false).unwrap();
+        let r = std::thread::spawn(move || {
+            sys::set_affinity(&cpus[..1]).unwrap();
+            d.check_allowed()
+        })
+        .join()
+        .unwrap();
+        let e = r.unwrap_err().to_string();
+        assert!(
+            e.starts_with("SCHED_DEADLINE refused: this thread may run only on CPUs"),
+            "{e}"
+        );
+        // Fifo is not asked about deadline's rules.
+        let f = RtChoice::default();
+        let one = rtscope_core::units::online_cpus()[0];
+        let r = std::thread::spawn(move || {
+            sys::set_affinity(&[one]).unwrap();
+            f.check_allowed()
+        })
+        .join()
+        .unwrap();
+        assert!(r.is_ok());
     }
 
     #[test]

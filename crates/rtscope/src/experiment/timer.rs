@@ -307,6 +307,9 @@ pub fn plan(o: &TimerOptions) -> Result<TimerPlan> {
     }
     let mut policies = Vec::new();
     for p in &o.policies {
+        if *p == Policy::Deadline && !o.no_rt {
+            return Err(usage(super::run::DEADLINE_ONLY_CYCLIC));
+        }
         let p = if o.no_rt { Policy::Other } else { *p };
         if !policies.contains(&p) {
             policies.push(p);
@@ -1245,6 +1248,24 @@ fn beacon_series(plan: &TimerPlan, mode: BeaconMode, ch: &Chain) -> Series {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// SCHED_DEADLINE in the list of policies is refused, alone or not (the
+    /// first real-time policy alone would not be asked about it).
+    #[test]
+    fn deadline_is_refused_in_the_policies() {
+        for policies in [vec![Policy::Deadline], vec![Policy::Fifo, Policy::Deadline]] {
+            let mut o = opts();
+            o.policies = policies;
+            let e = plan(&o).unwrap_err();
+            assert_eq!(e.to_string(), super::super::run::DEADLINE_ONLY_CYCLIC);
+            assert_eq!(crate::error::exit_code(&e), 2);
+        }
+        // --no-rt makes every policy SCHED_OTHER, deadline too.
+        let mut o = opts();
+        o.policies = vec![Policy::Deadline];
+        o.no_rt = true;
+        assert!(plan(&o).is_ok());
+    }
 
     pub(crate) fn opts() -> TimerOptions {
         TimerOptions {
