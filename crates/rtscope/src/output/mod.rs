@@ -4,6 +4,7 @@ pub mod check;
 pub mod clock;
 pub mod files;
 pub mod histogram;
+pub mod hwlat;
 pub mod ipc;
 pub mod live;
 pub mod loads;

@@ -10,6 +10,7 @@
 pub mod charts;
 pub mod compare;
 pub mod html;
+pub mod hwlat;
 #[cfg(test)]
 mod snapshot_tests;
 pub mod stats;
