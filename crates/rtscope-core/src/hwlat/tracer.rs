@@ -122,8 +122,13 @@ fn writable(file: &str, text: &str) -> String {
 }
 
 /// The choice in force of a multiple-choice file such as
-/// `hwlat_detector/mode` (`none [round-robin] per-cpu`).
+/// `hwlat_detector/mode` (`none [round-robin] per-cpu`); a single word is
+/// the choice itself.
 pub fn mode_in_force(text: &str) -> Option<String> {
+    let mut words = text.split_whitespace();
+    if let (Some(one), None) = (words.next(), words.next()) {
+        return Some(one.trim_matches(|c| c == '[' || c == ']').to_string());
+    }
     text.split_whitespace()
         .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
         .map(str::to_string)
@@ -219,7 +224,14 @@ impl Tracefs {
     /// process's own (unmounted when this value drops).
     pub fn open() -> Result<Tracefs, HwlatError> {
         if let Some(d) = std::env::var_os(TRACEFS_ENV) {
-            return Ok(Tracefs::at(PathBuf::from(d)));
+            let d = PathBuf::from(d);
+            if !d.join("available_tracers").is_file() {
+                return Err(HwlatError::NoTracefs(format!(
+                    "{TRACEFS_ENV}={} is no tracefs (no available_tracers)",
+                    d.display()
+                )));
+            }
+            return Ok(Tracefs::at(d));
         }
         let (root, mount) = crate::trace::find_or_mount_tracefs()
             .map_err(|e| HwlatError::NoTracefs(e.to_string()))?;
@@ -349,8 +361,11 @@ static ACTIVE: Mutex<Option<Active>> = Mutex::new(None);
 /// Gives the tracer back now, from any thread (the stop-signal handler calls
 /// it before the process exits without unwinding). Returns whether a run held it.
 pub fn restore_active() -> bool {
-    let taken = ACTIVE.lock().map(|mut a| a.take()).unwrap_or(None);
-    match taken {
+    // The lock is held while writing: a run giving the tracer back at the
+    // same moment waits, then finds it given back (and the process may end
+    // as soon as this returns, never half-way through the run's own writes).
+    let mut a = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
+    match a.take() {
         Some((root, saved, state)) => {
             if restore(&root, &saved).is_ok() {
                 let _ = std::fs::remove_file(state);
@@ -504,9 +519,8 @@ impl Tracer {
         };
         std::fs::write(&fs.state, serde_json::to_string(&state).unwrap_or_default())
             .map_err(|e| HwlatError::Setting(fs.state.display().to_string(), e))?;
-        if let Ok(mut a) = ACTIVE.lock() {
-            *a = Some((fs.root.clone(), saved.clone(), fs.state.clone()));
-        }
+        *ACTIVE.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((fs.root.clone(), saved.clone(), fs.state.clone()));
         // From here on, an error drops the tracer, which gives everything back.
         let mut t = Tracer {
             fs,
@@ -599,12 +613,20 @@ impl Tracer {
     fn give_back(&mut self) -> Restored {
         self.restored = true;
         self.readers.clear();
-        let err = restore(&self.fs.root, &self.saved).err();
-        if let Ok(mut a) = ACTIVE.lock() {
-            if a.as_ref().is_some_and(|x| x.0 == self.fs.root) {
-                *a = None;
+        let err = {
+            let mut a = ACTIVE.lock().unwrap_or_else(|e| e.into_inner());
+            match a.as_ref() {
+                // Given back already, by restore_active (a second signal:
+                // the process is ending): not written again.
+                None => None,
+                Some(x) if x.0 == self.fs.root => {
+                    let e = restore(&self.fs.root, &self.saved).err();
+                    *a = None;
+                    e
+                }
+                Some(_) => restore(&self.fs.root, &self.saved).err(),
             }
-        }
+        };
         if err.is_none() {
             let _ = std::fs::remove_file(&self.fs.state);
         }
@@ -764,8 +786,13 @@ mod tests {
         assert_eq!(read(d.path(), "hwlat_detector/width"), "500000");
         assert_eq!(read(d.path(), "tracing_on"), "1");
         assert!(!d.path().join(".rtscope-hwlat.state").exists());
-        // The run's own restore afterwards writes the same values again.
-        assert!(t.finish().as_before());
+        // The run's own restore afterwards writes nothing again (the process
+        // is ending; a write half-way would be cut).
+        std::fs::write(d.path().join("tracing_thresh"), "77").unwrap();
+        let r = t.finish();
+        assert_eq!(read(d.path(), "tracing_thresh"), "77");
+        assert_eq!(r.differences, ["tracing_thresh: 0 -> 77"]);
+        assert!(r.error.is_none());
     }
 
     #[test]
@@ -967,6 +994,9 @@ mod tests {
             mode_in_force("none round-robin [per-cpu]").as_deref(),
             Some("per-cpu")
         );
-        assert_eq!(mode_in_force("round-robin"), None);
+        assert_eq!(mode_in_force("round-robin\n").as_deref(), Some("round-robin"));
+        assert_eq!(mode_in_force("[per-cpu]").as_deref(), Some("per-cpu"));
+        assert_eq!(mode_in_force("none round-robin per-cpu"), None);
+        assert_eq!(mode_in_force(""), None);
     }
 }

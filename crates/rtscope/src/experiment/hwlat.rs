@@ -499,7 +499,12 @@ fn run_tracer(
         ));
     }
     let smi_before = smi_read(&plan.cpus);
-    let mut tracer = Tracer::start(fs, s).map_err(|e| usage(e.to_string()))?;
+    // Refusals (someone took the tracer since the check) are usage errors;
+    // a file that cannot be read or written is the machine's (exit 1).
+    let mut tracer = Tracer::start(fs, s).map_err(|e| match e {
+        HwlatError::Setting(..) => anyhow::anyhow!(e),
+        e => usage(e.to_string()),
+    })?;
     let origin = rtscope_core::sys::clock_ns(libc::CLOCK_MONOTONIC);
     // The samples' `ts` is CLOCK_REALTIME: moved to CLOCK_MONOTONIC by the
     // offset between the two now.
