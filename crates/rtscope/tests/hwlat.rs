@@ -166,7 +166,7 @@ fn the_tracer_on_a_fake_tracefs_reads_the_samples_and_gives_it_back() {
     assert_eq!(samples[1]["seq"], 3);
     assert_eq!(samples[1]["inner_ns"], 108_190_000);
     // The SMIs: counted on an Intel CPU with the msr driver, else why not.
-    let smi = &doc["plan"]["smi"];
+    let smi = &doc["plan"]["session"]["smi"];
     assert_eq!(smi["counts"].as_array().unwrap().len(), 1);
     assert_eq!(
         smi["counts"][0].is_null(),
@@ -181,8 +181,11 @@ fn the_tracer_on_a_fake_tracefs_reads_the_samples_and_gives_it_back() {
     assert_eq!(t["threshold_us"], 10);
     assert_eq!(t["cpumask"], "1");
     assert_eq!(t["mode"], "round-robin");
-    assert_eq!(t["restored"]["differences"], serde_json::json!([]));
-    assert!(t["restored"]["error"].is_null());
+    let r = &doc["plan"]["session"]["tracer"]["restored"];
+    assert_eq!(r["differences"], serde_json::json!([]));
+    assert!(r["error"].is_null());
+    assert_eq!(r["before"]["current_tracer"], "nop");
+    assert_eq!(doc["plan"]["session"]["tracer"]["max_latency_us"], 0);
     assert!(
         stdout.contains("tracefs: given back as it was (10 files read before and after)"),
         "{stdout}"
@@ -290,7 +293,10 @@ fn a_killed_runs_tracer_is_given_back_by_the_next_run() {
         "{}",
         doc["warnings"]
     );
-    assert_eq!(doc["plan"]["tracer"]["recovered_from_pid"], child.id());
+    assert_eq!(
+        doc["plan"]["session"]["tracer"]["recovered_from_pid"],
+        child.id()
+    );
     assert_eq!(files(fs.path()), before);
 }
 
@@ -434,7 +440,9 @@ fn from_user_space_here() {
     assert_eq!(doc["experiment"], "hwlat");
     assert_eq!(doc["plan"]["method_used"], "user-space");
     assert!(doc["plan"]["tracer"].is_null());
-    assert_eq!(doc["plan"]["user_space"]["trace"], true);
+    assert!(doc["plan"]["session"]["tracer"].is_null());
+    assert_eq!(doc["plan"]["session"]["why"], "--method user-space");
+    assert_eq!(doc["plan"]["session"]["user_space"]["trace"], true);
     let s = &doc["series"][0];
     assert_eq!(s["label"], format!("cpu {cpu}"));
     let a = &s["attributes"];
@@ -452,7 +460,7 @@ fn from_user_space_here() {
         .as_str()
         .unwrap()
         .starts_with("measured from user space: interrupts were on")));
-    let smi = &doc["plan"]["smi"];
+    let smi = &doc["plan"]["session"]["smi"];
     assert_eq!(
         smi["counts"][0].is_null(),
         smi["reason"].is_string(),

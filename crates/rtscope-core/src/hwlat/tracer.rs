@@ -994,7 +994,10 @@ mod tests {
             mode_in_force("none round-robin [per-cpu]").as_deref(),
             Some("per-cpu")
         );
-        assert_eq!(mode_in_force("round-robin\n").as_deref(), Some("round-robin"));
+        assert_eq!(
+            mode_in_force("round-robin\n").as_deref(),
+            Some("round-robin")
+        );
         assert_eq!(mode_in_force("[per-cpu]").as_deref(), Some("per-cpu"));
         assert_eq!(mode_in_force("none round-robin per-cpu"), None);
         assert_eq!(mode_in_force(""), None);

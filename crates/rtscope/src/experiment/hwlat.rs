@@ -599,11 +599,7 @@ fn run_tracer(
     let doc_plan = Documented {
         plan,
         method_used: "tracer",
-        why: None,
-        smi: &smi,
-        tracer: Some(TracerDoc {
-            tracefs: root,
-            mounted_tracefs: mounted,
+        tracer: Some(TracerSettings {
             window_us: s.window_us,
             width_us: s.width_us,
             threshold_us: s.threshold_us,
@@ -617,41 +613,64 @@ fn run_tracer(
                     .flatten()
                     .and_then(|t| rtscope_core::hwlat::tracer::mode_in_force(&t))
             }),
-            max_latency_us,
-            lost_events: lost,
-            recovered_from_pid: recovered,
-            restored,
         }),
-        user_space: None,
+        session: Session {
+            why: None,
+            smi: &smi,
+            tracer: Some(TracerSession {
+                tracefs: root,
+                mounted_tracefs: mounted,
+                max_latency_us,
+                lost_events: lost,
+                recovered_from_pid: recovered,
+                restored,
+            }),
+            user_space: None,
+        },
     };
     Ok(run.finish("hwlat", &doc_plan, series, end, warnings))
 }
 
-/// The plan as the document records it.
+/// The plan as the document records it: the settings, and what the run
+/// found and did (`session`: not a setting, so `compare` leaves it out of
+/// its plan differences).
 #[derive(Serialize)]
 struct Documented<'a> {
     #[serde(flatten)]
     plan: &'a HwlatPlan,
     /// `tracer` or `user-space`.
     method_used: &'static str,
-    /// Why user space (the tracer is missing, or it was asked for).
-    why: Option<String>,
-    smi: &'a SmiCounts,
-    tracer: Option<TracerDoc>,
-    /// The noise engine's settings and trace session (user space).
-    user_space: Option<serde_json::Value>,
+    /// What the tracer was set to (the tracer method).
+    tracer: Option<TracerSettings>,
+    session: Session<'a>,
 }
 
-/// What the tracer was set to, and how it was given back.
+/// The tracer's settings as written (the kernel's units).
 #[derive(Serialize)]
-struct TracerDoc {
-    tracefs: PathBuf,
-    mounted_tracefs: bool,
+struct TracerSettings {
     window_us: u64,
     width_us: u64,
     threshold_us: u64,
     cpumask: String,
     mode: Option<String>,
+}
+
+/// What a run found and did besides its samples.
+#[derive(Serialize)]
+struct Session<'a> {
+    /// Why user space (the tracer is missing, or it was asked for).
+    why: Option<String>,
+    smi: &'a SmiCounts,
+    tracer: Option<TracerSession>,
+    /// The noise engine's plan: counter, calibration, threads, trace session (user space).
+    user_space: Option<serde_json::Value>,
+}
+
+/// Where the tracer was, and how it was given back.
+#[derive(Serialize)]
+struct TracerSession {
+    tracefs: PathBuf,
+    mounted_tracefs: bool,
     /// `tracing_max_latency` at the end: the kernel's own maximum, µs.
     max_latency_us: Option<u64>,
     lost_events: u64,
@@ -809,10 +828,13 @@ fn run_user_space(plan: &HwlatPlan, why: String) -> Result<Finished> {
     let doc_plan = Documented {
         plan,
         method_used: "user-space",
-        why: Some(why),
-        smi: &smi,
         tracer: None,
-        user_space: Some(user),
+        session: Session {
+            why: Some(why),
+            smi: &smi,
+            tracer: None,
+            user_space: Some(user),
+        },
     };
     f.doc.experiment = "hwlat".into();
     f.doc.plan = serde_json::to_value(&doc_plan)?;

@@ -63,7 +63,12 @@ pub fn summary(doc: &ResultDocument) -> String {
                 u(a.get("smi_count")).map_or("-".into(), |c| c.to_string()),
             ));
         }
-        let r = t.get("restored").cloned().unwrap_or_default();
+        let r = p
+            .get("session")
+            .and_then(|x| x.get("tracer"))
+            .and_then(|x| x.get("restored"))
+            .cloned()
+            .unwrap_or_default();
         let diffs: Vec<&str> = r
             .get("differences")
             .and_then(|d| d.as_array())
@@ -87,7 +92,12 @@ pub fn summary(doc: &ResultDocument) -> String {
     } else {
         s.push_str(&format!(
             "method: user space ({}): interrupts were on, each figure is an upper bound on what the machine did\n",
-            printable(p.get("why").and_then(|w| w.as_str()).unwrap_or("?"))
+            printable(
+                p.get("session")
+                    .and_then(|x| x.get("why"))
+                    .and_then(|w| w.as_str())
+                    .unwrap_or("?")
+            )
         ));
         s.push_str("CPU   gaps      unexplained  max        p99        all gaps max  SMIs\n");
         for x in &doc.series {
@@ -110,7 +120,8 @@ pub fn summary(doc: &ResultDocument) -> String {
         }
     }
     if let Some(r) = p
-        .get("smi")
+        .get("session")
+        .and_then(|x| x.get("smi"))
         .and_then(|m| m.get("reason"))
         .and_then(|r| r.as_str())
     {
@@ -158,8 +169,9 @@ mod tests {
 
     fn tracer_plan(restored: serde_json::Value) -> serde_json::Value {
         json!({"tracer": {"window_us": 1_000_000, "width_us": 950_000, "threshold_us": 10,
-                          "mode": "round-robin", "restored": restored},
-               "smi": {"reason": "AuthenticAMD CPU: MSR_SMI_COUNT (0x34) is Intel's"}})
+                          "mode": "round-robin"},
+               "session": {"tracer": {"restored": restored},
+                           "smi": {"reason": "AuthenticAMD CPU: MSR_SMI_COUNT (0x34) is Intel's"}}})
     }
 
     #[test]
@@ -242,7 +254,7 @@ mod tests {
     fn the_user_space_table() {
         let mut d = doc(
             "user-space",
-            json!({"why": "this kernel has no hwlat tracer", "smi": {"reason": null}}),
+            json!({"session": {"why": "this kernel has no hwlat tracer", "smi": {"reason": null}}}),
             json!({"cpu": 1, "gaps": 5316, "smi_count": 0, "noise": {"max_gap_ns": 64_339_000}}),
             20,
         );

@@ -454,6 +454,8 @@ const OUTPUT_KEYS: &[&str] = &[
     "out",
     "outputs",
     "resume",
+    // hwlat: what the run found and did (tracefs, SMI counts), not a setting.
+    "session",
 ];
 
 /// Settings under which runs are not like for like: a verdict between them
@@ -466,6 +468,7 @@ const CONDITION_KEYS: &[&str] = &[
     "policy",
     "priority",
     "loads",
+    "method_used",
 ];
 
 /// The plan settings that differ between the runs (a header row with the run

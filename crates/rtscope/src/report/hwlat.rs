@@ -13,7 +13,7 @@ use rtscope_core::units::format_ns;
 use super::charts::{latency_unit, log_ticks_125};
 use super::esc;
 use super::html::render_or_note;
-use super::svg::{color, linear_ticks, Axis, Chart, Marker, Scale};
+use super::svg::{color, linear_ticks, Axis, Chart, Line, Marker, Scale};
 
 fn u(v: Option<&serde_json::Value>) -> Option<u64> {
     v.and_then(|x| x.as_u64())
@@ -102,7 +102,7 @@ fn chart(d: &ResultDocument) -> Chart {
     Chart {
         kind: "hwlat-samples",
         title: if tracer {
-            "Every sample: inner and outer gap (each CPU: inner, then outer colour)".into()
+            "Every sample against time: its inner and its outer gap".into()
         } else {
             "The largest gaps no kernel event explains".into()
         },
@@ -127,7 +127,27 @@ fn chart(d: &ResultDocument) -> Chart {
                 .collect(),
             label: format!("latency ({}, log)", unit.name),
         },
-        lines: vec![],
+        // Legend entries only (the samples are markers).
+        lines: d
+            .series
+            .iter()
+            .enumerate()
+            .flat_map(|(i, x)| {
+                let names = if tracer {
+                    vec![format!("{} inner", x.label), format!("{} outer", x.label)]
+                } else {
+                    vec![x.label.clone()]
+                };
+                names.into_iter().enumerate().map(move |(j, label)| Line {
+                    label,
+                    color: color(2 * i + j),
+                    points: vec![],
+                    dashed: false,
+                    width: 2.0,
+                    legend: true,
+                })
+            })
+            .collect(),
         empty_note: markers
             .is_empty()
             .then(|| "no sample above the threshold".to_string()),
@@ -158,7 +178,11 @@ pub fn section(d: &ResultDocument) -> String {
         let _ = writeln!(
             s,
             "<p class=\"sub hwlat-method\">From user space ({}): a busy loop per CPU with interrupts on; of each gap, the time no kernel event explains is kept. Each figure is an <b>upper bound</b> on what the machine did (kernel work no event shows counts in it), and a stall that overlapped an interrupt is counted with the interrupt.</p>",
-            esc(p.get("why").and_then(|w| w.as_str()).unwrap_or("?"))
+            esc(p
+                .get("session")
+                .and_then(|x| x.get("why"))
+                .and_then(|w| w.as_str())
+                .unwrap_or("?"))
         );
     }
     s.push_str("<table class=\"hwlat\"><tr><th>CPU</th><th>samples</th><th>max</th><th>inner max</th><th>outer max</th><th>NMIs</th><th>NMI time</th><th>SMIs</th></tr>\n");
@@ -180,14 +204,15 @@ pub fn section(d: &ResultDocument) -> String {
         );
     }
     s.push_str("</table>\n");
-    if let Some(r) = p
+    let session = p.get("session").cloned().unwrap_or_default();
+    if let Some(r) = session
         .get("smi")
         .and_then(|m| m.get("reason"))
         .and_then(|r| r.as_str())
     {
         let _ = writeln!(s, "<p class=\"sub\">SMIs not counted: {}.</p>", esc(r));
     }
-    if let Some(r) = p.get("tracer").and_then(|t| t.get("restored")) {
+    if let Some(r) = session.get("tracer").and_then(|t| t.get("restored")) {
         let diffs: Vec<&str> = r
             .get("differences")
             .and_then(|d| d.as_array())
@@ -213,10 +238,10 @@ mod tests {
     fn doc(method: &str, series: Vec<Series>) -> ResultDocument {
         let mut d = ResultDocument::new(
             "hwlat",
-            json!({"method_used": method, "why": "no <tracer>",
-                   "tracer": {"width_us": 950_000, "window_us": 1_000_000, "threshold_us": 10,
-                              "restored": {"differences": [], "error": null}},
-                   "smi": {"reason": "AMD"}}),
+            json!({"method_used": method,
+                   "tracer": {"width_us": 950_000, "window_us": 1_000_000, "threshold_us": 10},
+                   "session": {"why": "no <tracer>", "smi": {"reason": "AMD"},
+                               "tracer": {"restored": {"differences": [], "error": null}}}}),
             rtscope_core::system::SystemSnapshot::default(),
             series,
         );
@@ -272,11 +297,49 @@ mod tests {
             p[1].3,
             "cpu 1 #3 at 2.031 s: inner 12.816ms, outer 157.147ms, 0 NMIs"
         );
-        assert_eq!(chart(&d).markers.len(), 3);
+        let c = chart(&d);
+        assert_eq!(c.markers.len(), 3);
+        let legend: Vec<(&str, &str)> = c
+            .lines
+            .iter()
+            .map(|l| (l.label.as_str(), l.color))
+            .collect();
+        assert_eq!(
+            legend,
+            [("cpu 1 inner", color(0)), ("cpu 1 outer", color(1))]
+        );
         // Another experiment has no such section.
         let mut other = d.clone();
         other.experiment = "noise".into();
         assert_eq!(section(&other), "");
+    }
+
+    /// compare: what a run found (tracefs, SMI counts) is no plan
+    /// difference; the method is a condition, named in a warning.
+    #[test]
+    fn compare_leaves_the_session_out_and_names_the_method() {
+        let run = |name: &str, doc: ResultDocument| super::super::Run {
+            name: name.into(),
+            path: name.into(),
+            doc,
+        };
+        let mut a = doc("tracer", vec![tracer_series()]);
+        let mut b = a.clone();
+        b.plan["session"]["tracer"]["restored"]["differences"] = json!(["x"]);
+        b.plan["session"]["smi"]["reason"] = json!("other");
+        let (rows, warnings) =
+            super::super::compare::plan_differences(&[run("a", a.clone()), run("b", b.clone())]);
+        assert!(rows.is_empty(), "{rows:?}");
+        assert!(warnings.is_empty());
+        b.plan["method_used"] = json!("user-space");
+        a.plan["tracer"]["width_us"] = json!(500_000);
+        let (rows, warnings) = super::super::compare::plan_differences(&[run("a", a), run("b", b)]);
+        let keys: Vec<&str> = rows.iter().skip(1).map(|r| r[0].as_str()).collect();
+        assert_eq!(keys, ["method_used", "tracer.width_us"]);
+        assert_eq!(
+            warnings,
+            ["the runs differ in method_used: the verdicts compare unlike conditions, not one change"]
+        );
     }
 
     #[test]
@@ -303,6 +366,8 @@ mod tests {
         assert!((p[0].1 - 0.001).abs() < 1e-12);
         assert!(p[0].3.ends_with("159.106ms no kernel event explains"));
         // Without a sample: the chart's note.
+        assert_eq!(chart(&d).lines[0].label, "cpu 0");
+        assert_eq!(chart(&d).lines.len(), 1);
         let empty = doc("user-space", vec![Series::default()]);
         assert_eq!(
             chart(&empty).empty_note.as_deref(),
