@@ -223,6 +223,17 @@ pub fn plan(a: &HwlatOptions) -> Result<HwlatPlan> {
         }
     }
     a.outputs.check(&[])?;
+    if a.outputs.repeat > 1 {
+        for (flag, set) in [
+            ("--stream", a.outputs.live.stream.is_some()),
+            ("--listen", a.outputs.live.listen.is_some()),
+            ("--live", a.outputs.live.tui),
+        ] {
+            if set {
+                return Err(usage(format!("--repeat cannot be combined with {flag}")));
+            }
+        }
+    }
     crate::load::LoadSet::check(&a.loads, a.load_cpus.as_deref())?;
     Ok(HwlatPlan {
         method: a.method,
@@ -264,12 +275,14 @@ enum Decision {
 
 fn decide(asked: Method, found: Result<(), HwlatError>) -> Result<Decision> {
     match (asked, found) {
+        (Method::Auto | Method::UserSpace, Err(e @ HwlatError::NoTracefs(_))) => {
+            Err(usage(format!(
+                "{e}: rtscope hwlat needs the hwlat tracer or, without it, kernel trace events"
+            )))
+        }
         (Method::UserSpace, _) => Ok(Decision::UserSpace("--method user-space".into())),
         (_, Ok(())) => Ok(Decision::Tracer),
         (Method::Auto, Err(e @ HwlatError::NoTracer(_))) => Ok(Decision::UserSpace(e.to_string())),
-        (Method::Auto, Err(e @ HwlatError::NoTracefs(_))) => Err(usage(format!(
-            "{e}: rtscope hwlat needs the hwlat tracer or, without it, kernel trace events"
-        ))),
         (Method::Tracer, Err(e)) => Err(usage(format!("--method tracer: {e}"))),
         (_, Err(e)) => Err(usage(e.to_string())),
     }
@@ -289,7 +302,10 @@ pub fn execute(plan: &HwlatPlan) -> Result<Finished> {
     let s = settings(plan);
     let mut tracefs = None;
     let found = if plan.method == Method::UserSpace {
-        Ok(())
+        // The events come from the machine's tracefs (a private instance).
+        rtscope_core::trace::find_or_mount_tracefs()
+            .map(|_| ())
+            .map_err(|e| HwlatError::NoTracefs(e.to_string()))
     } else {
         match Tracefs::open() {
             Ok(fs) => {
@@ -905,6 +921,33 @@ mod tests {
     }
 
     #[test]
+    fn repeat_and_live_views_are_refused_together() {
+        let mut o = options();
+        o.outputs.repeat = 2;
+        assert!(plan(&o).is_ok());
+        o.outputs.live.tui = true;
+        assert_eq!(
+            plan(&o).unwrap_err().to_string(),
+            "--repeat cannot be combined with --live"
+        );
+        o.outputs.repeat = 1;
+        assert!(plan(&o).is_ok());
+        o.outputs.repeat = 2;
+        o.outputs.live.tui = false;
+        o.outputs.live.listen = Some("127.0.0.1:0".into());
+        assert_eq!(
+            plan(&o).unwrap_err().to_string(),
+            "--repeat cannot be combined with --listen"
+        );
+        o.outputs.live.listen = None;
+        o.outputs.live.stream = Some("-".into());
+        assert_eq!(
+            plan(&o).unwrap_err().to_string(),
+            "--repeat cannot be combined with --stream"
+        );
+    }
+
+    #[test]
     fn options_of_the_other_method_are_refused_by_name() {
         let mut o = options();
         o.method = Method::Tracer;
@@ -947,6 +990,13 @@ mod tests {
         let e = decide(Method::Auto, Err(busy())).unwrap_err();
         assert_eq!(e.to_string(), busy().to_string());
         assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_USAGE);
+        let e = decide(Method::UserSpace, Err(HwlatError::NoTracefs("x".into()))).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_USAGE);
+        assert!(
+            e.to_string()
+                .starts_with("tracefs is not available: x: rtscope hwlat needs"),
+            "{e}"
+        );
         let e = decide(Method::Auto, Err(HwlatError::NoTracefs("x".into()))).unwrap_err();
         assert!(e
             .to_string()
