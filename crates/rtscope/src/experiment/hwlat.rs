@@ -341,19 +341,37 @@ struct SmiCounts {
 /// Reads the SMI counters of `cpus` (loading the msr module where its
 /// device is missing and modprobe is there), or the reason it cannot.
 fn smi_read(cpus: &[usize]) -> Result<Vec<u64>, String> {
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    if let Some(r) = smi::unsupported(std::env::consts::ARCH, smi::vendor(&info).as_deref()) {
+    smi_read_with(
+        std::env::consts::ARCH,
+        &std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default(),
+        cpus,
+        smi::msr_device,
+        || {
+            let _ = std::process::Command::new("modprobe")
+                .arg("msr")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+        },
+    )
+}
+
+/// [`smi_read`] on this `arch` and `cpuinfo`, the devices `dev` names,
+/// `load` called when the first CPU's device is missing.
+fn smi_read_with(
+    arch: &str,
+    cpuinfo: &str,
+    cpus: &[usize],
+    dev: impl Fn(usize) -> PathBuf,
+    load: impl FnOnce(),
+) -> Result<Vec<u64>, String> {
+    if let Some(r) = smi::unsupported(arch, smi::vendor(cpuinfo).as_deref()) {
         return Err(r);
     }
-    let first = smi::msr_device(cpus.first().copied().unwrap_or(0));
-    if !first.exists() {
-        let _ = std::process::Command::new("modprobe")
-            .arg("msr")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
+    if !dev(cpus.first().copied().unwrap_or(0)).exists() {
+        load();
     }
-    smi::read_counts(cpus, smi::msr_device)
+    smi::read_counts(cpus, dev)
 }
 
 impl SmiCounts {
@@ -726,18 +744,29 @@ impl Unexplained {
     }
 }
 
-impl Observer for Unexplained {
-    fn started(&mut self, run: &mut run::Run) {
-        self.origin = rtscope_core::sys::clock_ns(libc::CLOCK_MONOTONIC);
+impl Unexplained {
+    /// The measurement starts at `origin` (CLOCK_MONOTONIC), with the run's
+    /// live sinks.
+    fn start(&mut self, origin: u64, live: Option<crate::live::Sinks>) {
+        self.origin = origin;
         self.per = self
             .cpus
             .iter()
-            .map(|&c| PerCpu::new(c, self.origin, self.spikes))
+            .map(|&c| PerCpu::new(c, origin, self.spikes))
             .collect();
-        self.live = run.live.take();
+        self.live = live;
         if let Some(l) = self.live.as_mut() {
             l.measuring();
         }
+    }
+}
+
+impl Observer for Unexplained {
+    fn started(&mut self, run: &mut run::Run) {
+        self.start(
+            rtscope_core::sys::clock_ns(libc::CLOCK_MONOTONIC),
+            run.live.take(),
+        );
     }
 
     fn attributed(&mut self, k: usize, g: &Attributed) {
@@ -965,6 +994,14 @@ mod tests {
         assert!(plan(&o).is_ok());
         o.source = Some("nosuch".into());
         assert!(plan(&o).is_err());
+        // The loop needs a monotonic counter.
+        o.source = Some("realtime".into());
+        assert_eq!(
+            plan(&o).unwrap_err().to_string(),
+            "--source realtime: the loop needs a monotonic source"
+        );
+        o.source = Some("monotonic".into());
+        assert_eq!(plan(&o).unwrap().source.as_deref(), Some("monotonic"));
     }
 
     #[test]
@@ -1031,11 +1068,12 @@ mod tests {
             1_000,
         );
         assert_eq!((x.latency_ns, x.t_ns, x.seq, x.cpu), (50_000, 5_000, 0, 3));
-        p.add(
+        let y = p.add(
             &sample(2, 90_000, 10_000, Some(1), 3, Some(7_000)),
             9_000,
             1_000,
         );
+        assert_eq!((y.latency_ns, y.seq), (90_000, 1));
         assert_eq!((p.inner_max_ns, p.outer_max_ns), (90_000, 50_000));
         assert_eq!(
             (p.nmi_count, p.nmi_total_ns, p.above_threshold),
@@ -1068,6 +1106,127 @@ mod tests {
     }
 
     #[test]
+    fn the_smi_counters_are_read_where_the_cpu_has_them() {
+        let d = tempfile::tempdir().unwrap();
+        let mut msr = vec![0u8; 0x40];
+        msr[0x34] = 9;
+        std::fs::write(d.path().join("msr1"), &msr).unwrap();
+        let dev = |c: usize| d.path().join(format!("msr{c}"));
+        let intel = "vendor_id\t: GenuineIntel\n";
+        let loads = std::cell::Cell::new(0);
+        let load = || loads.set(loads.get() + 1);
+        assert_eq!(smi_read_with("x86_64", intel, &[1], dev, load), Ok(vec![9]));
+        assert_eq!(loads.get(), 0, "the device was there: nothing loaded");
+        let e = smi_read_with("x86_64", intel, &[0, 1], dev, load).unwrap_err();
+        assert_eq!(
+            loads.get(),
+            1,
+            "the first CPU's device was missing: the module loaded"
+        );
+        assert!(e.contains("modprobe msr"), "{e}");
+        let e = smi_read_with("x86_64", "vendor_id\t: AuthenticAMD\n", &[1], dev, load);
+        assert!(e.unwrap_err().starts_with("AuthenticAMD CPU"));
+        assert_eq!(loads.get(), 1, "an AMD CPU: nothing tried");
+        // This machine, as the run reads it: the same answer.
+        let here = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let expected = smi_read_with(std::env::consts::ARCH, &here, &[0], smi::msr_device, || {});
+        match (smi_read(&[0]), expected) {
+            (Err(a), Err(b)) => assert_eq!(a, b),
+            (Ok(a), Ok(b)) => assert_eq!(a.len(), b.len()),
+            (a, b) => panic!("{a:?} vs {b:?}"),
+        }
+    }
+
+    #[test]
+    fn settings_in_the_kernels_units_and_the_headers() {
+        let mut o = options();
+        o.window_ns = 2_000_000_000;
+        o.width_ns = 1_500_000_000;
+        o.threshold_ns = 25_000;
+        o.mode = Some(Mode::PerCpu);
+        let p = plan(&o).unwrap();
+        assert_eq!(
+            settings(&p),
+            Settings {
+                window_us: 2_000_000,
+                width_us: 1_500_000,
+                threshold_us: 25,
+                cpus: vec![0],
+                mode: Some("per-cpu".into()),
+            }
+        );
+        assert_eq!(Mode::RoundRobin.name(), "round-robin");
+        assert_eq!(
+            header(&p, true, ""),
+            "rtscope hwlat: the kernel's hwlat tracer on CPUs 0 (per-cpu), 10s, window 2s, width 1.5s (the CPU sampled runs with interrupts off for 1.5s of every 2s), threshold 25us"
+        );
+        let mut q = p.clone();
+        q.mode = None;
+        assert!(header(&q, true, "").contains("CPUs 0 (its mode as set), 10s"));
+        assert_eq!(
+            header(&p, false, "no tracer"),
+            "rtscope hwlat: from user space (no tracer): CPUs 0, 10s, SCHED_FIFO 95 busy loops, kernel events explain what they can, the rest >= 25us is kept; interrupts are on, so each figure is an upper bound on what the machine did"
+        );
+    }
+
+    #[test]
+    fn the_command_line() {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from([
+            "rtscope",
+            "hwlat",
+            "-D",
+            "30s",
+            "--width",
+            "950ms",
+            "--window",
+            "1s",
+            "-T",
+            "20",
+            "--cpu-list",
+            "0",
+            "--mode",
+            "per-cpu",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .unwrap();
+        let crate::cli::Command::Hwlat(a) = cli.command else {
+            panic!("not hwlat")
+        };
+        let o = a.options().unwrap();
+        assert_eq!(o.cpus, Some(vec![0]));
+        assert_eq!(
+            (o.duration_ns, o.width_ns, o.window_ns),
+            (30_000_000_000, 950_000_000, 1_000_000_000)
+        );
+        assert_eq!(o.threshold_ns, 20_000, "a bare number is µs");
+        assert_eq!((o.mode, o.method), (Some(Mode::PerCpu), Method::Auto));
+        assert_eq!(o.given, ["--window", "--width", "--mode"]);
+        assert_eq!(o.outputs.live.listen.as_deref(), Some("127.0.0.1:0"));
+        let cli = crate::cli::Cli::try_parse_from([
+            "rtscope",
+            "hwlat",
+            "--method",
+            "user-space",
+            "-s",
+            "monotonic",
+        ])
+        .unwrap();
+        let crate::cli::Command::Hwlat(a) = cli.command else {
+            panic!("not hwlat")
+        };
+        let o = a.options().unwrap();
+        let d = HwlatOptions::default();
+        assert_eq!(
+            (o.window_ns, o.width_ns, o.threshold_ns),
+            (d.window_ns, d.width_ns, d.threshold_ns)
+        );
+        assert_eq!(o.given, ["--source"]);
+        assert_eq!(o.method, Method::UserSpace);
+    }
+
+    #[test]
     fn smi_counts_or_why_not() {
         let ok = SmiCounts::of(Ok(vec![5, 0xffff_fffe]), Ok(vec![7, 1]), 2);
         assert_eq!(ok.counts, [Some(2), Some(3)]);
@@ -1085,6 +1244,74 @@ mod tests {
         let short = SmiCounts::of(Ok(vec![1]), Ok(vec![1]), 2);
         assert_eq!(short.counts, [None, None]);
         assert!(short.reason.unwrap().contains("every CPU"));
+        for (b, a) in [(vec![1, 2], vec![3]), (vec![1], vec![2, 3])] {
+            let one_short = SmiCounts::of(Ok(b), Ok(a), 2);
+            assert_eq!(one_short.counts, [None, None]);
+        }
+    }
+
+    /// The observer's start makes a recorder per CPU from the origin, and
+    /// its tick publishes to the live sinks (a stream to a file here).
+    #[test]
+    fn the_observer_starts_and_publishes() {
+        use rtscope_core::trace::attrib::Owner;
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("live.jsonl");
+        let opts = crate::live::LiveOptions {
+            stream: Some(file.clone()),
+            stream_every_ns: 1,
+            ..Default::default()
+        };
+        let sinks = crate::live::Sinks::start(
+            &opts,
+            vec!["cpu 1".into()],
+            crate::live::RunInfo::new(
+                "hwlat",
+                &rtscope_core::system::SystemSnapshot::default(),
+                "test",
+            ),
+            vec![],
+            std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            true,
+        )
+        .unwrap();
+        let mut u = Unexplained::new(&[1], 10_000, 4);
+        u.start(5_000, Some(sinks));
+        assert_eq!((u.origin, u.per.len(), u.per[0].cpu), (5_000, 1, 1));
+        u.attributed(
+            0,
+            &Attributed {
+                start_ns: 9_000,
+                len_ns: 30_000,
+                parts: vec![(Owner::Hardware, 30_000)],
+                events: 0,
+            },
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        u.tick();
+        // The snapshot reaches the file before the run ends.
+        let counted = |t: &str| {
+            t.lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .any(|v| {
+                    v["type"] == "snapshot"
+                        && v["series"][0]["label"] == "cpu 1"
+                        && v["series"][0]["count"] == 1
+                })
+        };
+        let t0 = std::time::Instant::now();
+        let text = loop {
+            let t = std::fs::read_to_string(&file).unwrap_or_default();
+            if counted(&t) || t0.elapsed() > std::time::Duration::from_secs(5) {
+                break t;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        assert!(counted(&text), "{text}");
+        // Its timeline counts from the origin.
+        let s = u.per[0].rec.to_series("cpu 1", 0);
+        assert_eq!(s.spikes[0].t_ns, 9_000);
+        assert!(u.live.take().unwrap().finish(Vec::new).is_empty());
     }
 
     #[test]

@@ -741,6 +741,23 @@ mod tests {
     }
 
     #[test]
+    fn the_header_says_what_is_measured() {
+        let mut p = plan(&NoiseOptions {
+            cpus: Some(vec![0]),
+            duration_ns: 2_000_000_000,
+            source: Some("monotonic".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            noise_header(&p),
+            "rtscope noise: CPUs 0, 2s, gaps >= 1us, SCHED_FIFO 95, monotonic loop"
+        );
+        p.trace = true;
+        assert!(noise_header(&p).ends_with("monotonic loop, attributed with kernel trace events"));
+    }
+
+    #[test]
     fn gaps_go_to_the_recorder_and_oslat_counts_as_they_come() {
         let mut p = cpu();
         p.gap(0, 1_500, false);
