@@ -108,6 +108,12 @@ if has_tracer hwlat && has_tracer blk; then
   umount /tmp/tracefs-look
   hwlat_snapshot hwlat-tracefs-after-busy.txt
 fi
+# check --measure: where the tracer is, its short hwlat run is attached to the
+# hwlat row (with the noise and cyclic probes: 1 s each).
+if has_tracer hwlat; then
+  lab_run check-measure 90 check --measure --measure-time 1s --json check-measure.json
+  hwlat_snapshot hwlat-tracefs-after-check.txt
+fi
 lab_run ipc 120 ipc -l 50 -i 2ms --json ipc.json
 
 # Loads stopped by SIGINT in the middle of a run: the document is still

@@ -1440,7 +1440,8 @@ fn console(root: &Root, f: &Facts) -> Check {
 }
 
 /// Whether the kernel has the hwlat tracer: its `available_tracers` where
-/// tracefs is mounted, else its config in `/boot`; `None` when neither says.
+/// tracefs is mounted, else its config in `/boot`, else its symbols; `None`
+/// when none says.
 pub fn hwlat_tracer(root: &Root, f: &Facts) -> Option<(bool, &'static str)> {
     for p in [
         "/sys/kernel/tracing/available_tracers",
@@ -1453,10 +1454,19 @@ pub fn hwlat_tracer(root: &Root, f: &Facts) -> Option<(bool, &'static str)> {
             ));
         }
     }
-    let config = root.read_raw(&format!("/boot/config-{}", f.release))?;
+    if let Some(config) = root.read_raw(&format!("/boot/config-{}", f.release)) {
+        return Some((
+            config.lines().any(|l| l.trim() == "CONFIG_HWLAT_TRACER=y"),
+            "the kernel's config",
+        ));
+    }
+    // The tracer's own init is in the kernel only with it (its output
+    // functions are in every kernel); /proc/kallsyms names it to any reader.
+    let syms = root.read_raw("/proc/kallsyms")?;
     Some((
-        config.lines().any(|l| l.trim() == "CONFIG_HWLAT_TRACER=y"),
-        "the kernel's config",
+        syms.lines()
+            .any(|l| l.split_whitespace().nth(2) == Some("hwlat_tracer_init")),
+        "the kernel's symbols",
     ))
 }
 
@@ -1509,7 +1519,7 @@ fn hwlat(root: &Root, f: &Facts) -> Check {
             "hwlat",
             title,
             Status::Na,
-            format!("hwlat tracer: unknown (tracefs not mounted, no /boot/config-{}); {smi_text}", f.release),
+            format!("hwlat tracer: unknown (tracefs not mounted, no /boot/config-{}, no /proc/kallsyms); {smi_text}", f.release),
         )
         .why(why),
     }
@@ -1540,7 +1550,7 @@ mod tests {
         assert_eq!(st, Status::Na);
         assert!(
             found.starts_with(
-                "hwlat tracer: unknown (tracefs not mounted, no /boot/config-6.1.0-56-rt-amd64)"
+                "hwlat tracer: unknown (tracefs not mounted, no /boot/config-6.1.0-56-rt-amd64, no /proc/kallsyms)"
             ),
             "{found}"
         );
@@ -1592,6 +1602,24 @@ mod tests {
         assert_eq!(
             found,
             "hwlat tracer: yes (available_tracers); SMI counter: 42 SMIs on CPU 0 since boot"
+        );
+        // Neither mounted nor configured: the kernel's symbols (the output
+        // functions are in every kernel, the tracer's init only with it).
+        let (st, found, _) = check(&[(
+            "/proc/kallsyms",
+            b"ffffffff8149fa20 t trace_hwlat_raw\nffffffff814a0240 t trace_hwlat_print\n",
+        )]);
+        assert_eq!(st, Status::Warn);
+        assert!(
+            found.starts_with("hwlat tracer: no (the kernel's symbols)"),
+            "{found}"
+        );
+        let (st, found, _) =
+            check(&[("/proc/kallsyms", b"0000000000000000 t hwlat_tracer_init\n")]);
+        assert_eq!(st, Status::Ok);
+        assert!(
+            found.starts_with("hwlat tracer: yes (the kernel's symbols)"),
+            "{found}"
         );
         let (st, found, _) = check(&[(
             "/sys/kernel/debug/tracing/available_tracers",
