@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Send one QMP command to a qemu monitor socket, HZ times a second, until killed.
+"""Send one QMP command to a qemu monitor socket, HZ times a second, until
+killed or COUNT times.
 
 The kernel lab uses it for GPIO edges on the arm64 virt machine: each
 system_powerdown presses the power button, wired to line 3 of the PL061 GPIO
-chip, which gives one rising and one falling edge on that line.
+chip, which gives one rising and one falling edge on that line; and for NMIs
+(inject-nmi) while the guest runs rtscope hwlat. With COUNT, the answers are
+printed, one line each (an error says the machine has no such command).
 
-    qmp.py SOCKET COMMAND HZ
+    qmp.py SOCKET COMMAND HZ [COUNT]
 """
 import json
 import signal
@@ -16,6 +19,7 @@ import time
 
 def main():
     path, command, hz = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    count = int(sys.argv[4]) if len(sys.argv) > 4 else None
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(path)
@@ -23,6 +27,18 @@ def main():
     json.loads(f.readline())  # the greeting
     f.write(json.dumps({"execute": "qmp_capabilities"}) + "\n")
     f.flush()
+    if count is not None:
+        json.loads(f.readline())  # its answer
+        for _ in range(count):
+            f.write(json.dumps({"execute": command}) + "\n")
+            f.flush()
+            while True:
+                answer = json.loads(f.readline())
+                if "return" in answer or "error" in answer:
+                    break
+            print(json.dumps(answer.get("error", answer.get("return"))))
+            time.sleep(1.0 / hz)
+        return
     sent = 0
     next_at = time.monotonic()
     while True:

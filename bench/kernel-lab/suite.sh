@@ -53,6 +53,67 @@ if [ -w /proc/sys/kernel/perf_user_access ]; then
   echo 0 >/proc/sys/kernel/perf_user_access
 fi
 lab_run noise 60 noise -D 2s --json noise.json
+
+# Hardware latency: the kernel's hwlat tracer where the kernel has it (the RT
+# kernels), the user-space method where not (the standard one), on CPU 1 while
+# the host stops the whole guest (qemu SIGSTOPped: a stall no guest code sees
+# coming) five times, 1.7 s apart, for 150 ms (600 ms on ARM, where the
+# emulator's own stalls reach 300 ms), and on x86 sends five NMIs (QMP
+# inject-nmi; arm's virt machine has none): verify finds them in the samples.
+# A stall while the tracer sleeps (window - width) or while the busy loop is
+# throttled is not seen, hence a wide width and five stalls. tracefs is read (mounted aside, then unmounted: rtscope mounts its
+# own) before and after each run: it must be as it was, after a run that
+# ends and, where the tracer runs, after one stopped by SIGINT or SIGTERM and
+# one refused because another tracer is in use.
+hwlat_snapshot() {
+  mkdir -p /tmp/tracefs-look
+  mount -t tracefs nodev /tmp/tracefs-look
+  for f in current_tracer tracing_on tracing_thresh tracing_max_latency tracing_cpumask \
+           hwlat_detector/width hwlat_detector/window hwlat_detector/mode buffer_size_kb set_event; do
+    echo "$f: $(cat "/tmp/tracefs-look/$f" 2>&1 | tr '\n' ' ')"
+  done >"$1"
+  umount /tmp/tracefs-look
+}
+hwlat_snapshot hwlat-tracefs-before.txt
+hwlat_stall=600
+[ "$arch" = x86_64 ] && hwlat_stall=150 && lab_qmp nmi 5 300 1000
+lab_qmp stall 5 $hwlat_stall 1700 2500
+lab_run hwlat 60 hwlat -a 1 -D 12s --window 1s --width 990ms --threshold 10us --json hwlat.json
+hwlat_snapshot hwlat-tracefs-after.txt
+mount -t tracefs nodev /tmp/tracefs-look
+tracers=$(cat /tmp/tracefs-look/available_tracers)
+umount /tmp/tracefs-look
+has_tracer() { case " $tracers " in *" $1 "*) return 0 ;; esac; return 1; }
+hwlat_sigs=""
+has_tracer hwlat && hwlat_sigs="INT TERM"
+for sig in $hwlat_sigs; do
+  rtscope hwlat -a 1 -D 60s --json hwlat-sig$sig.json >hwlat-sig$sig.out 2>hwlat-sig$sig.err &
+  pid=$!
+  sleep 4
+  kill -$sig "$pid"
+  wait "$pid"
+  echo $? >hwlat-sig$sig.rc
+  hwlat_snapshot hwlat-tracefs-after-sig$sig.txt
+  echo "@@LAB ran hwlat-sig$sig rc=$(cat hwlat-sig$sig.rc): rtscope hwlat -a 1 -D 60s, SIG$sig after 4 s"
+done
+# Someone else's tracer: refused, named, nothing changed. The block tracer
+# (idle without blktrace set up): `function` slows a TCG guest to a crawl.
+if has_tracer hwlat && has_tracer blk; then
+  mount -t tracefs nodev /tmp/tracefs-look
+  echo blk >/tmp/tracefs-look/current_tracer
+  umount /tmp/tracefs-look
+  lab_run hwlat-busy 30 hwlat -a 1 -D 2s
+  mount -t tracefs nodev /tmp/tracefs-look
+  echo nop >/tmp/tracefs-look/current_tracer
+  umount /tmp/tracefs-look
+  hwlat_snapshot hwlat-tracefs-after-busy.txt
+fi
+# check --measure: where the tracer is, its short hwlat run is attached to the
+# hwlat row (with the noise and cyclic probes: 1 s each).
+if has_tracer hwlat; then
+  lab_run check-measure 90 check --measure --measure-time 1s --json check-measure.json
+  hwlat_snapshot hwlat-tracefs-after-check.txt
+fi
 lab_run ipc 120 ipc -l 50 -i 2ms --json ipc.json
 
 # Loads stopped by SIGINT in the middle of a run: the document is still

@@ -6,6 +6,7 @@
 //! - [`sample`]: the sample type and the wait-free rings to the aggregator
 //! - [`record`]: histogram, statistics, timeline, spikes
 //! - [`noise`]: OS noise, oslat's busy loop: gaps above a threshold
+//! - [`hwlat`]: hardware latency: the kernel's hwlat tracer, its trace lines, the SMI counter
 //! - [`trace`]: private tracefs instances, raw event parsing, noise attribution
 //! - [`file`](mod@file): output files written atomically, or through for devices and FIFOs
 //! - [`result`]: the versioned result document
@@ -78,6 +79,7 @@ pub mod clock;
 pub mod cyclic;
 pub mod deadline;
 pub mod file;
+pub mod hwlat;
 pub mod named;
 pub mod noise;
 pub mod record;

@@ -135,6 +135,10 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
     ("rtscope-noise", &[
         ("OS noise on CPU 1 for 30 s, each gap attributed", "rtscope noise -a 1 -D 30s --trace"),
     ]),
+    ("rtscope-hwlat", &[
+        ("Hardware stalls for 10 s, in hwlatdetect's terms: a 950 ms spin of every 1 s window", "rtscope hwlat -D 10s --window 1s --width 950ms --threshold 10us --json hwlat.json"),
+        ("The same on CPU 2 only", "rtscope hwlat -a 2 -D 1m"),
+    ]),
     ("rtscope-irq", &[
         ("Timer interrupt to task, split into its kernel stages", "rtscope irq --source timer -D 60s"),
         ("UDP packets on loopback: kernel receive stamp to task", "rtscope irq --source net --rate 2000 -D 60s"),

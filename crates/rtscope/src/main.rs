@@ -35,6 +35,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Ipc(a) => experiment::ipc::run(&a.options()?),
         Command::Check(a) => check::run(&a.plan()),
         Command::Noise(a) => experiment::noise::run(&a.options()?),
+        Command::Hwlat(a) => experiment::hwlat::run(&a.options()?),
         Command::Irq(a) => experiment::irq::run(&a.options()?),
         Command::Report(a) => report::run_report(a),
         Command::Serve(a) => live::serve::run(&a),

@@ -857,6 +857,7 @@ fn every_option_is_on_its_page() {
         ("load", "loads.md"),
         ("matrix", "loads.md"),
         ("check", "check.md"),
+        ("hwlat", "hwlat.md"),
         ("report", "report.md"),
         ("compare", "report.md"),
         ("serve", "live.md"),

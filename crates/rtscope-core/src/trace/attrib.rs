@@ -106,6 +106,19 @@ impl Attributed {
     pub fn main(&self) -> Owner {
         self.parts.first().map_or(Owner::Hardware, |p| p.0)
     }
+
+    /// The part of the gap no kernel event accounts for: a gap without any
+    /// event, or the time inside it still owned by the measuring thread
+    /// (kernel entry and exit, or the machine stalling the CPU while that
+    /// thread ran: a stall ended by a pending interrupt has the interrupt's
+    /// events at its end, and its time is this thread's).
+    pub fn unexplained_ns(&self) -> u64 {
+        self.parts
+            .iter()
+            .filter(|p| matches!(p.0, Owner::Own | Owner::Hardware))
+            .map(|p| p.1)
+            .sum()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -145,6 +158,9 @@ pub struct Attributor {
     pub gaps: u64,
     worst: Vec<Attributed>,
     keep: usize,
+    /// Every gap attributed since the last [`take_finished`](Self::take_finished),
+    /// when [`keep_finished`](Self::keep_finished) asked for them.
+    finished: Option<Vec<Attributed>>,
 }
 
 const MAX_DEPTH: usize = 16;
@@ -164,7 +180,23 @@ impl Attributor {
             gaps: 0,
             worst: Vec::new(),
             keep,
+            finished: None,
         }
+    }
+
+    /// Keeps every attributed gap until [`take_finished`](Self::take_finished)
+    /// (for a caller that wants each one, not only the longest).
+    pub fn keep_finished(&mut self) {
+        self.finished.get_or_insert_with(Vec::new);
+    }
+
+    /// The gaps attributed since the last call, in the order they ended
+    /// (none unless [`keep_finished`](Self::keep_finished) was called).
+    pub fn take_finished(&mut self) -> Vec<Attributed> {
+        self.finished
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     fn owner(&self) -> Owner {
@@ -261,6 +293,9 @@ impl Attributor {
             parts,
             events: g.events,
         };
+        if let Some(f) = self.finished.as_mut() {
+            f.push(a.clone());
+        }
         if self.keep > 0 {
             if self.worst.len() < self.keep {
                 self.worst.push(a);
@@ -495,6 +530,48 @@ mod tests {
         for g in &w {
             assert_eq!(g.parts.iter().map(|p| p.1).sum::<u64>(), g.len_ns);
         }
+    }
+
+    #[test]
+    fn every_finished_gap_when_asked_and_its_unexplained_part() {
+        let feed = |a: &mut Attributor| {
+            // A stall ended by the timer interrupt that was due in it; a gap
+            // that is an IRQ; a gap without events.
+            a.gap(1000, 100_000);
+            a.gap(200_000, 3_000);
+            a.gap(300_000, 2_000);
+            for e in [
+                ev(100_500, Kind::VectorEntry { vector: 236 }),
+                ev(100_900, Kind::VectorExit { vector: 236 }),
+                ev(200_100, Kind::IrqEntry { irq: 4 }),
+                ev(202_900, Kind::IrqExit { irq: 4 }),
+            ] {
+                a.event(&e);
+            }
+            a.finish(400_000);
+        };
+        let mut a = Attributor::new(OWN, 0, 1);
+        feed(&mut a);
+        assert!(a.take_finished().is_empty(), "not asked for");
+        let mut a = Attributor::new(OWN, 0, 1);
+        a.keep_finished();
+        a.gap(1000, 100_000);
+        a.event(&ev(100_500, Kind::VectorEntry { vector: 236 }));
+        assert!(a.take_finished().is_empty(), "not ended yet");
+        let mut a = Attributor::new(OWN, 0, 1);
+        a.keep_finished();
+        feed(&mut a);
+        let f = a.take_finished();
+        assert_eq!(
+            f.iter().map(|g| g.start_ns).collect::<Vec<_>>(),
+            [1000, 200_000, 300_000]
+        );
+        assert_eq!(f[0].unexplained_ns(), 100_000 - 400);
+        assert_eq!(f[1].unexplained_ns(), 200);
+        assert_eq!(f[2].unexplained_ns(), 2_000);
+        assert!(a.take_finished().is_empty(), "taken once");
+        // Only the longest is kept as worst: the others came out all the same.
+        assert_eq!(a.worst().len(), 1);
     }
 
     #[test]

@@ -196,7 +196,7 @@ pub struct Instance {
     pub events: u64,
     /// Whether rtscope mounted tracefs for this instance.
     pub mounted: bool,
-    _mount: Option<OwnMount>,
+    _mount: Option<TracefsMount>,
 }
 
 fn write_setting(p: &Path, v: &str) -> Result<(), TraceError> {
@@ -243,26 +243,35 @@ pub fn remove_stale(root: &Path) -> Vec<String> {
     removed
 }
 
+/// A tracefs mounted by this process for itself: unmounted when dropped.
+pub struct TracefsMount(#[allow(dead_code)] OwnMount);
+
+/// Where tracefs is mounted ([`find_tracefs`]), or, where it is nowhere,
+/// tracefs mounted in a temporary directory of this process's own (named
+/// `rtscope-tracefs-PID-...`), with the guard that unmounts it.
+pub fn find_or_mount_tracefs() -> Result<(PathBuf, Option<TracefsMount>), TraceError> {
+    if let Some(r) = find_tracefs() {
+        return Ok((r, None));
+    }
+    // Named for this process, so that whoever looks can tell whose it is
+    // (a test, for the run it started).
+    let dir = tempfile::Builder::new()
+        .prefix(&own_mount_prefix(std::process::id()))
+        .tempdir()
+        .map_err(|e| TraceError::NoTracefs(format!("temporary directory: {e}")))?;
+    crate::sys::mount_tracefs(dir.path()).map_err(|e| {
+        TraceError::NoTracefs(format!(
+            "not mounted, and mounting it failed ({e}; root or CAP_SYS_ADMIN needed)"
+        ))
+    })?;
+    let root = dir.path().to_path_buf();
+    Ok((root, Some(TracefsMount(OwnMount { dir: Some(dir) }))))
+}
+
 impl Instance {
     /// Sets up the instance and starts tracing.
     pub fn open(cfg: &TraceConfig) -> Result<Instance, TraceError> {
-        let (root, mount) = match find_tracefs() {
-            Some(r) => (r, None),
-            None => {
-                // Named for this process, so that whoever looks can tell
-                // whose it is (a test, for the run it started).
-                let dir = tempfile::Builder::new()
-                    .prefix(&own_mount_prefix(std::process::id()))
-                    .tempdir()
-                    .map_err(|e| TraceError::NoTracefs(format!("temporary directory: {e}")))?;
-                crate::sys::mount_tracefs(dir.path()).map_err(|e| {
-                    TraceError::NoTracefs(format!(
-                        "not mounted, and mounting it failed ({e}; root or CAP_SYS_ADMIN needed)"
-                    ))
-                })?;
-                (dir.path().to_path_buf(), Some(OwnMount { dir: Some(dir) }))
-            }
-        };
+        let (root, mount) = find_or_mount_tracefs()?;
         remove_stale(&root);
         let name = format!(
             "rtscope-{}-{}",

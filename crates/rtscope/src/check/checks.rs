@@ -130,6 +130,7 @@ pub fn all(root: &Root, f: &Facts) -> Vec<Check> {
         container(root),
         mitigations(root, f),
         console(root, f),
+        hwlat(root, f),
     ]
     .into_iter()
     .map(Check::settle)
@@ -1438,9 +1439,212 @@ fn console(root: &Root, f: &Facts) -> Check {
         .param("loglevel=3")
 }
 
+/// Whether the kernel has the hwlat tracer: its `available_tracers` where
+/// tracefs is mounted, else its config in `/boot`, else its symbols; `None`
+/// when none says.
+pub fn hwlat_tracer(root: &Root, f: &Facts) -> Option<(bool, &'static str)> {
+    for p in [
+        "/sys/kernel/tracing/available_tracers",
+        "/sys/kernel/debug/tracing/available_tracers",
+    ] {
+        if let Some(t) = root.read(p) {
+            return Some((
+                t.split_whitespace().any(|w| w == "hwlat"),
+                "available_tracers",
+            ));
+        }
+    }
+    if let Some(config) = root.read_raw(&format!("/boot/config-{}", f.release)) {
+        return Some((
+            config.lines().any(|l| l.trim() == "CONFIG_HWLAT_TRACER=y"),
+            "the kernel's config",
+        ));
+    }
+    // The tracer's own init is in the kernel only with it (its output
+    // functions are in every kernel); /proc/kallsyms names it to any reader.
+    let syms = root.read_raw("/proc/kallsyms")?;
+    Some((
+        syms.lines()
+            .any(|l| l.split_whitespace().nth(2) == Some("hwlat_tracer_init")),
+        "the kernel's symbols",
+    ))
+}
+
+/// The SMI counter of the first target CPU (or CPU 0): its count, or why
+/// it cannot be read (nothing is loaded: a missing msr driver is said).
+fn smi_counter(root: &Root, f: &Facts) -> (usize, Result<u64, String>) {
+    use rtscope_core::hwlat::smi;
+    let cpu = f.targets.first().copied().unwrap_or(0);
+    let arch = if f.is_x86() {
+        "x86_64"
+    } else {
+        f.arch.as_str()
+    };
+    let vendor = smi::vendor(&root.read_raw("/proc/cpuinfo").unwrap_or_default());
+    if let Some(r) = smi::unsupported(arch, vendor.as_deref()) {
+        return (cpu, Err(r));
+    }
+    let dev = format!("/dev/cpu/{cpu}/msr");
+    let res = smi::read_msr(&root.path(&dev), smi::MSR_SMI_COUNT)
+        .map(|v| v & 0xffff_ffff)
+        .map_err(|e| smi::why(std::path::Path::new(&dev), &e));
+    (cpu, res)
+}
+
+fn hwlat(root: &Root, f: &Facts) -> Check {
+    let title = "hardware latency (hwlat tracer, SMI counter)";
+    let (cpu, smi) = smi_counter(root, f);
+    let smi_text = match &smi {
+        Ok(n) => format!("SMI counter: {n} SMIs on CPU {cpu} since boot"),
+        Err(r) => format!("SMI counter: not readable ({r})"),
+    };
+    let why = "a real-time qualification starts with the machine itself: the kernel's hwlat tracer (rtscope hwlat) measures its stalls (SMIs, firmware, power management, a hypervisor) with interrupts off; MSR_SMI_COUNT counts the SMIs";
+    match hwlat_tracer(root, f) {
+        Some((true, from)) => Check::new(
+            "hwlat",
+            title,
+            Status::Ok,
+            format!("hwlat tracer: yes ({from}); {smi_text}"),
+        )
+        .why(why),
+        Some((false, from)) => Check::new(
+            "hwlat",
+            title,
+            Status::Warn,
+            format!("hwlat tracer: no ({from}); {smi_text}"),
+        )
+        .why(why)
+        .fix("a kernel with CONFIG_HWLAT_TRACER=y (Debian's -rt kernels have it); without it rtscope hwlat measures from user space, with interrupts on: an upper bound"),
+        None => Check::new(
+            "hwlat",
+            title,
+            Status::Na,
+            format!("hwlat tracer: unknown (tracefs not mounted, no /boot/config-{}, no /proc/kallsyms); {smi_text}", f.release),
+        )
+        .why(why),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hwlat check on fake trees: the tracer from available_tracers or
+    /// the kernel's config, the SMI counter by vendor and msr device.
+    #[test]
+    fn the_hwlat_tracer_and_the_smi_counter() {
+        let check = |files: &[(&str, &[u8])]| {
+            let dir = tempfile::tempdir().unwrap();
+            for (path, text) in files {
+                let p = dir.path().join(path.trim_start_matches('/'));
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, text).unwrap();
+            }
+            let root = Root::new(dir.path());
+            let c = hwlat(&root, &Facts::read(&root, None));
+            (c.status, c.found, c.fix)
+        };
+        let intel: &[u8] = b"processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu lm\n";
+        let release: (&str, &[u8]) = ("/proc/sys/kernel/osrelease", b"6.1.0-56-rt-amd64\n");
+        let (st, found, _) = check(&[release]);
+        assert_eq!(st, Status::Na);
+        assert!(
+            found.starts_with(
+                "hwlat tracer: unknown (tracefs not mounted, no /boot/config-6.1.0-56-rt-amd64, no /proc/kallsyms)"
+            ),
+            "{found}"
+        );
+        assert!(
+            found.contains("SMI counter: not readable (the CPU's architecture is unknown)"),
+            "{found}"
+        );
+        let (st, found, fix) = check(&[
+            release,
+            (
+                "/boot/config-6.1.0-56-rt-amd64",
+                b"# CONFIG_HWLAT_TRACER is not set\n",
+            ),
+        ]);
+        assert_eq!(st, Status::Warn);
+        assert!(
+            found.starts_with("hwlat tracer: no (the kernel's config)"),
+            "{found}"
+        );
+        assert!(fix.unwrap().contains("CONFIG_HWLAT_TRACER=y"));
+        let (st, found, fix) = check(&[
+            release,
+            ("/boot/config-6.1.0-56-rt-amd64", b"CONFIG_HWLAT_TRACER=y\n"),
+            ("/proc/cpuinfo", intel),
+        ]);
+        assert_eq!(st, Status::Ok);
+        assert_eq!(
+            found,
+            "hwlat tracer: yes (the kernel's config); SMI counter: not readable (no /dev/cpu/0/msr (the msr driver is not loaded: modprobe msr))"
+        );
+        assert_eq!(fix, None);
+        // available_tracers says first; the counter read through the msr device.
+        let mut msr = vec![0u8; 0x40];
+        msr[0x34] = 42;
+        let (st, found, _) = check(&[
+            release,
+            (
+                "/boot/config-6.1.0-56-rt-amd64",
+                b"# CONFIG_HWLAT_TRACER is not set\n",
+            ),
+            (
+                "/sys/kernel/tracing/available_tracers",
+                b"timerlat osnoise hwlat nop\n",
+            ),
+            ("/proc/cpuinfo", intel),
+            ("/dev/cpu/0/msr", &msr),
+        ]);
+        assert_eq!(st, Status::Ok);
+        assert_eq!(
+            found,
+            "hwlat tracer: yes (available_tracers); SMI counter: 42 SMIs on CPU 0 since boot"
+        );
+        // Neither mounted nor configured: the kernel's symbols (the output
+        // functions are in every kernel, the tracer's init only with it).
+        let (st, found, _) = check(&[(
+            "/proc/kallsyms",
+            b"ffffffff8149fa20 t trace_hwlat_raw\nffffffff814a0240 t trace_hwlat_print\n",
+        )]);
+        assert_eq!(st, Status::Warn);
+        assert!(
+            found.starts_with("hwlat tracer: no (the kernel's symbols)"),
+            "{found}"
+        );
+        let (st, found, _) =
+            check(&[("/proc/kallsyms", b"0000000000000000 t hwlat_tracer_init\n")]);
+        assert_eq!(st, Status::Ok);
+        assert!(
+            found.starts_with("hwlat tracer: yes (the kernel's symbols)"),
+            "{found}"
+        );
+        let (st, found, _) = check(&[(
+            "/sys/kernel/debug/tracing/available_tracers",
+            b"blk function nop\n",
+        )]);
+        assert_eq!(st, Status::Warn);
+        assert!(
+            found.starts_with("hwlat tracer: no (available_tracers)"),
+            "{found}"
+        );
+        // An AMD CPU and an ARM one have no counter to read.
+        let (_, found, _) = check(&[(
+            "/proc/cpuinfo",
+            b"vendor_id\t: AuthenticAMD\nflags\t\t: fpu lm\n",
+        )]);
+        assert!(
+            found.contains("AuthenticAMD CPU: MSR_SMI_COUNT (0x34) is Intel's"),
+            "{found}"
+        );
+        let (_, found, _) = check(&[(
+            "/proc/cpuinfo",
+            b"CPU implementer\t: 0x41\nFeatures\t: fp asimd\n",
+        )]);
+        assert!(found.contains("aarch64 has no SMIs"), "{found}");
+    }
 
     /// The virtual-machine check on fake trees: bare metal, the CPU's
     /// hypervisor flag, DMI, and an ARM guest named by its device tree

@@ -140,6 +140,34 @@ pub fn attach(
         }
         Err(e) => set(checks, "isolcpus", format!("noise probe failed: {e}")),
     }
+    // Hardware latency on the same CPUs, where the kernel has the hwlat
+    // tracer (the hwlat check found it): the machine's own stalls.
+    if checks
+        .iter()
+        .any(|c| c.id == "hwlat" && c.status == super::Status::Ok)
+    {
+        let options = crate::experiment::hwlat::HwlatOptions {
+            cpus: Some(cpus.clone()),
+            duration_ns: window_ns,
+            method: crate::experiment::hwlat::Method::Tracer,
+            outputs: quiet_out.clone(),
+            ..Default::default()
+        };
+        if !quiet {
+            eprintln!(
+                "rtscope check --measure: {} of hardware latency (the kernel's hwlat tracer) on CPUs {}",
+                rtscope_core::units::format_ns(window_ns),
+                rtscope_core::units::format_cpu_list(&cpus)
+            );
+        }
+        let text = match crate::experiment::hwlat::plan(&options)
+            .and_then(|p| crate::experiment::hwlat::execute(&p))
+        {
+            Ok(f) => format!("rtscope hwlat: {}", hwlat_text(&f.doc.series)),
+            Err(e) => format!("hwlat probe failed: {e}"),
+        };
+        set(checks, "hwlat", text);
+    }
     // Wake-up latency on the same CPUs: what a periodic RT task sees there
     // (the evidence for the preemption model, idle states and the VM).
     let options = crate::experiment::cyclic::CyclicOptions {
@@ -236,6 +264,34 @@ fn cyclic_text(series: &[rtscope_core::result::Series]) -> String {
                 format_ns(s.stats.max_ns.max(0) as u64),
                 s.stats.count,
                 s.counters.overruns
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The hwlat probe's figures per CPU: "CPU 1: 3 samples, max 12.0us (inner
+/// 10.0us, outer 12.0us), 0 NMIs, SMIs -".
+fn hwlat_text(series: &[rtscope_core::result::Series]) -> String {
+    use rtscope_core::units::format_ns;
+    let num =
+        |s: &rtscope_core::result::Series, k: &str| s.attributes.get(k).and_then(|v| v.as_u64());
+    series
+        .iter()
+        .map(|s| {
+            format!(
+                "CPU {}: {} samples, max {} (inner {}, outer {}), {} NMIs, SMIs {}",
+                num(s, "cpu").unwrap_or(0),
+                s.stats.count,
+                if s.stats.count > 0 {
+                    format_ns(s.stats.max_ns.max(0) as u64)
+                } else {
+                    "-".into()
+                },
+                format_ns(num(s, "inner_max_ns").unwrap_or(0)),
+                format_ns(num(s, "outer_max_ns").unwrap_or(0)),
+                num(s, "nmi_count").unwrap_or(0),
+                num(s, "smi_count").map_or("-".into(), |n| n.to_string()),
             )
         })
         .collect::<Vec<_>>()
@@ -347,5 +403,28 @@ mod tests {
             series("cpu 1", 80_000, 0),
         ]));
         assert!(rt.unwrap().contains("lost 12ms"));
+    }
+
+    #[test]
+    fn the_hwlat_probes_figures() {
+        let mut a = rtscope_core::result::Series::default();
+        a.stats.count = 3;
+        a.stats.max_ns = 12_000;
+        for (k, v) in [
+            ("cpu", serde_json::json!(1)),
+            ("inner_max_ns", serde_json::json!(10_000)),
+            ("outer_max_ns", serde_json::json!(12_000)),
+            ("nmi_count", serde_json::json!(2)),
+            ("smi_count", serde_json::json!(4)),
+        ] {
+            a.attributes.insert(k.into(), v);
+        }
+        let mut b = rtscope_core::result::Series::default();
+        b.attributes.insert("cpu".into(), serde_json::json!(3));
+        assert_eq!(
+            hwlat_text(&[a, b]),
+            "CPU 1: 3 samples, max 12us (inner 10us, outer 12us), 2 NMIs, SMIs 4; \
+             CPU 3: 0 samples, max - (inner 0ns, outer 0ns), 0 NMIs, SMIs -"
+        );
     }
 }

@@ -8,6 +8,7 @@ pub mod clock;
 pub mod cyclic;
 pub mod cyclic_trace;
 pub mod cyclictest;
+pub mod hwlat;
 pub mod ipc;
 pub mod irq;
 pub mod irq_gpio;

@@ -26,7 +26,7 @@ use rtscope_core::noise::{busy_loop_on, gap_ring, LoopTotals, TickMap};
 use rtscope_core::record::SeriesRecorder;
 use rtscope_core::result::{EndReason, Series};
 use rtscope_core::sample::Sample;
-use rtscope_core::trace::attrib::{Attributor, Owner};
+use rtscope_core::trace::attrib::{Attributed, Attributor, Owner};
 use rtscope_core::trace::{Event, Instance, TraceConfig};
 use rtscope_core::units::{format_cpu_list, format_ns, online_cpus};
 
@@ -156,6 +156,27 @@ pub fn plan(a: &NoiseOptions) -> Result<NoisePlan> {
         load_cpus: a.load_cpus.clone(),
         outputs: a.outputs.clone(),
     })
+}
+
+/// What another experiment run on this engine asks of it (`hwlat`'s
+/// user-space method): its header and live sinks, and every attributed gap.
+#[derive(Default)]
+pub struct Engine<'a> {
+    /// The run's header (default: noise's).
+    pub header: Option<String>,
+    /// Live sinks to start with the run (taken by the observer).
+    pub live: Option<run::LiveSetup<'a>>,
+    pub observer: Option<&'a mut dyn Observer>,
+}
+
+/// Called on the aggregator thread of a run of the engine.
+pub trait Observer {
+    /// The run has begun (its live sinks are in `run.live`).
+    fn started(&mut self, run: &mut run::Run);
+    /// A gap of CPU `k` (the plan's `cpus[k]`) attributed (`--trace` only).
+    fn attributed(&mut self, k: usize, gap: &Attributed);
+    /// Once a drain of the rings (every 20 ms).
+    fn tick(&mut self);
 }
 
 /// Runs the experiment from the command line.
@@ -306,7 +327,12 @@ impl PerCpu {
 
 /// Measures and builds the result document.
 pub fn execute(plan: &NoisePlan) -> Result<Finished> {
-    let header = format!(
+    execute_with(plan, Engine::default())
+}
+
+/// The header of a noise run.
+fn noise_header(plan: &NoisePlan) -> String {
+    format!(
         "rtscope noise: CPUs {}, {}, gaps >= {}, SCHED_{} {}, {} loop{}",
         format_cpu_list(&plan.cpus),
         format_ns(plan.duration_ns),
@@ -319,7 +345,17 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
         } else {
             ""
         }
-    );
+    )
+}
+
+/// [`execute`] for another experiment run on this engine (see [`Engine`]).
+pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
+    let Engine {
+        header,
+        live,
+        mut observer,
+    } = engine;
+    let header = header.unwrap_or_else(|| noise_header(plan));
     let mut warnings = Vec::new();
     if plan.rt.policy.is_rt() && plan.cpus.len() >= online_cpus().len() {
         warnings.push(
@@ -339,10 +375,14 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
     } else {
         None
     };
-    let run = run::begin(
+    let mut run = run::begin_live(
         &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
         &header,
+        live,
     )?;
+    if let Some(o) = observer.as_mut() {
+        o.started(&mut run);
+    }
     if let Some(i) = &inst {
         if !i.missing.is_empty() && !plan.outputs.quiet {
             eprintln!(
@@ -404,10 +444,12 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
     // rings nor the trace buffers fill up) and attributed as they settle.
     let cpus = &plan.cpus;
     let trace = inst.is_some();
+    let observing = observer.is_some();
     let drain = |rings: &mut [rtscope_core::noise::GapConsumer],
                  inst: &mut Option<Instance>,
                  map: &TickMap,
                  per: &mut [PerCpu],
+                 observer: &mut Option<&mut dyn Observer>,
                  until: u64| {
         for (k, r) in rings.iter_mut().enumerate() {
             while let Ok(g) = r.pop() {
@@ -424,11 +466,23 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
                 if p.attrib.is_none() {
                     let tid = shared[k].tid.load(Ordering::Acquire);
                     if tid != 0 {
-                        p.attrib = Some(Attributor::new(tid, origin, plan.spikes));
+                        let mut a = Attributor::new(tid, origin, plan.spikes);
+                        if observing {
+                            a.keep_finished();
+                        }
+                        p.attrib = Some(a);
                     }
                 }
                 p.attribute(until);
+                if let (Some(o), Some(a)) = (observer.as_mut(), p.attrib.as_mut()) {
+                    for g in a.take_finished() {
+                        o.attributed(k, &g);
+                    }
+                }
             }
+        }
+        if let Some(o) = observer.as_mut() {
+            o.tick();
         }
     };
     let per_ref: &[Shared] = &shared;
@@ -471,6 +525,7 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
                     &mut inst,
                     &map,
                     &mut per,
+                    &mut observer,
                     now.saturating_sub(ATTRIBUTION_LAG_NS),
                 );
                 if all_done {
@@ -500,7 +555,14 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
     if let Some(i) = inst.as_mut() {
         i.stop();
     }
-    drain(&mut rings, &mut inst, &map, &mut per, u64::MAX);
+    drain(
+        &mut rings,
+        &mut inst,
+        &map,
+        &mut per,
+        &mut observer,
+        u64::MAX,
+    );
     let mut trace_doc = None;
     if let Some(i) = inst.take() {
         let symbols = kallsyms_resolver();
@@ -508,10 +570,19 @@ pub fn execute(plan: &NoisePlan) -> Result<Finished> {
         for (k, p) in per.iter_mut().enumerate() {
             let t = &totals[k];
             let own = shared[k].tid.load(Ordering::Acquire);
-            let a = p
-                .attrib
-                .get_or_insert_with(|| Attributor::new(own, origin, plan.spikes));
+            let a = p.attrib.get_or_insert_with(|| {
+                let mut a = Attributor::new(own, origin, plan.spikes);
+                if observing {
+                    a.keep_finished();
+                }
+                a
+            });
             a.finish(map.to_mono(t.last));
+            if let Some(o) = observer.as_mut() {
+                for g in a.take_finished() {
+                    o.attributed(k, &g);
+                }
+            }
             let d = &i.decoder;
             let name = |o: &Owner| o.name(d, &|f| symbols.get(&f).cloned());
             let top: Vec<serde_json::Value> = a
@@ -809,6 +880,23 @@ mod tests {
                 "fed in steps {steps:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_header_says_what_is_measured() {
+        let mut p = plan(&NoiseOptions {
+            cpus: Some(vec![0]),
+            duration_ns: 2_000_000_000,
+            source: Some("monotonic".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            noise_header(&p),
+            "rtscope noise: CPUs 0, 2s, gaps >= 1us, SCHED_FIFO 95, monotonic loop"
+        );
+        p.trace = true;
+        assert!(noise_header(&p).ends_with("monotonic loop, attributed with kernel trace events"));
     }
 
     #[test]

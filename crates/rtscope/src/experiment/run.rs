@@ -186,6 +186,9 @@ impl StopSignals {
                         // Paused (SIGSTOPped) loads act on their
                         // parent-death SIGTERM only once continued.
                         crate::load::supervisor::continue_paused_groups();
+                        // exit() unwinds nothing: the hwlat tracer of a
+                        // run is given back here.
+                        rtscope_core::hwlat::tracer::restore_active();
                         std::process::exit(130);
                     }
                     seen = true;

@@ -5,6 +5,7 @@ pub mod clock;
 pub mod cyclictest;
 pub mod files;
 pub mod histogram;
+pub mod hwlat;
 pub mod ipc;
 pub mod live;
 pub mod loads;

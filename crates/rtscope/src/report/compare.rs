@@ -543,6 +543,8 @@ const OUTPUT_KEYS: &[&str] = &[
     "resume",
     // Where an import came from (cyclictest's version, its command line).
     "imported",
+    // hwlat: what the run found and did (tracefs, SMI counts), not a setting.
+    "session",
 ];
 
 /// Settings under which runs are not like for like: a verdict between them
@@ -555,6 +557,7 @@ const CONDITION_KEYS: &[&str] = &[
     "policy",
     "priority",
     "loads",
+    "method_used",
 ];
 
 /// The plan settings that differ between the runs (a header row with the run

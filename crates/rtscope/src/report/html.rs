@@ -178,6 +178,7 @@ pub fn run_section(r: &Run) -> String {
     if d.experiment == "timer" {
         s.push_str(&super::timer_chart::section(d));
     }
+    s.push_str(&super::hwlat::section(d));
     let (shown, note) = chart_selection(&d.series);
     if let Some(note) = note {
         let _ = writeln!(s, "<p class=\"sub chart-selection\">{}</p>", esc(&note));

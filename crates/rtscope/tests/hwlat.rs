@@ -1,0 +1,539 @@
+//! `rtscope hwlat`: the user-space method on this machine (whose kernel has
+//! no hwlat tracer), and the tracer method on a fake tracefs
+//! (`RTSCOPE_HWLAT_TRACEFS`) whose per-CPU pipe is a FIFO fed with lines the
+//! 6.1 RT guest of the kernel lab printed: the document, the live gauges,
+//! and tracefs byte for byte as it was after every way out (the end,
+//! SIGINT, SIGTERM, a second SIGINT, an error, a refusal, a run killed
+//! outright and the next one). Never a latency bound.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{
+    alongside, assert_exit, assert_one_line, catches_sigint_within, instances_of,
+    own_tracefs_mounts_of, read_result, rtscope, rtscope_path,
+};
+use serde_json::Value;
+
+fn last_cpu() -> usize {
+    *rtscope_core::units::online_cpus().last().unwrap()
+}
+
+/// Lines of the kernel lab's 6.1 PREEMPT_RT x86-64 guest (per-CPU
+/// trace_pipe of CPU 1): two stalls of the host, NMIs.
+const LINES: &str = "\
+           <...>-167     [001] dn.....     5.652892: #1     inner/outer(us): 2967/8276  ts:1795648606.299571570 count:846
+           <...>-167     [001] dn.....     7.768887: #3     inner/outer(us): 108190/14203 ts:1795648608.452362880 count:219 nmi-total:10297 nmi-count:3
+           <...>-167     [001] d......     7.944639: #4     inner/outer(us): 109772/32116 ts:1795648609.526552000 count:342 nmi-total:361 nmi-count:2
+";
+
+/// A fake tracefs as the 6.1 RT guest has it, its files without a final
+/// newline so that what rtscope writes back is byte for byte what it read;
+/// CPU 0's trace_pipe is a FIFO.
+fn fake_tracefs() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    for (f, v) in [
+        (
+            "available_tracers",
+            "timerlat osnoise hwlat blk function nop",
+        ),
+        ("current_tracer", "nop"),
+        ("tracing_on", "1"),
+        ("tracing_thresh", "0"),
+        ("tracing_max_latency", "0"),
+        ("tracing_cpumask", "3"),
+        ("buffer_size_kb", "1410"),
+        ("set_event", ""),
+        ("hwlat_detector/width", "500000"),
+        ("hwlat_detector/window", "1000000"),
+        ("hwlat_detector/mode", "round-robin"),
+    ] {
+        let p = d.path().join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, v).unwrap();
+    }
+    std::fs::create_dir_all(d.path().join("per_cpu/cpu0")).unwrap();
+    let ok = std::process::Command::new("mkfifo")
+        .arg(d.path().join("per_cpu/cpu0/trace_pipe"))
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    d
+}
+
+/// Every regular file of a tree with its bytes (the FIFO left out), as
+/// text where it is (byte for byte either way).
+fn files(root: &Path) -> Vec<(PathBuf, Result<String, Vec<u8>>)> {
+    let mut v = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                dirs.push(e.path());
+            } else if t.is_file() {
+                let b = std::fs::read(e.path()).unwrap();
+                v.push((e.path(), String::from_utf8(b).map_err(|e| e.into_bytes())));
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+fn spawn(tracefs: &Path, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(rtscope_path())
+        .env("RTSCOPE_HWLAT_TRACEFS", tracefs)
+        .arg("hwlat")
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until the fake tracer is set (`current_tracer` hwlat).
+fn until_set(tracefs: &Path) {
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(tracefs.join("current_tracer")).unwrap() != "hwlat" {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the tracer was never set"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Feeds the recorded lines into CPU 0's pipe (blocks until rtscope reads it).
+fn feed(tracefs: &Path) -> std::thread::JoinHandle<()> {
+    let p = tracefs.join("per_cpu/cpu0/trace_pipe");
+    std::thread::spawn(move || {
+        let mut f = std::fs::OpenOptions::new().write(true).open(p).unwrap();
+        f.write_all(LINES.as_bytes()).unwrap();
+    })
+}
+
+#[test]
+fn the_tracer_on_a_fake_tracefs_reads_the_samples_and_gives_it_back() {
+    let _turn = alongside();
+    let fs = fake_tracefs();
+    let before = files(fs.path());
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("h.json");
+    let child = spawn(
+        fs.path(),
+        &[
+            "-a",
+            "0",
+            "-D",
+            "2s",
+            "--window",
+            "1s",
+            "--width",
+            "950ms",
+            "--threshold",
+            "10us",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let feeder = feed(fs.path());
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    assert_exit(&out, 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let doc = read_result(&json);
+    assert_eq!(doc["experiment"], "hwlat");
+    assert_eq!(doc["plan"]["method_used"], "tracer");
+    assert_eq!(doc["end_reason"], "duration");
+    let s = &doc["series"][0];
+    assert_eq!(s["label"], "cpu 0");
+    assert_eq!(s["stats"]["count"], 3);
+    assert_eq!(s["stats"]["max_ns"], 109_772_000);
+    let a = &s["attributes"];
+    assert_eq!(a["method"], "tracer");
+    assert_eq!(a["inner_max_ns"], 109_772_000);
+    assert_eq!(a["outer_max_ns"], 32_116_000);
+    assert_eq!(a["nmi_count"], 5);
+    assert_eq!(a["nmi_total_ns"], 10_658_000);
+    assert_eq!(a["above_threshold"], 846 + 219 + 342);
+    let samples = a["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 3);
+    assert_eq!(samples[1]["seq"], 3);
+    assert_eq!(samples[1]["inner_ns"], 108_190_000);
+    // The SMIs: counted on an Intel CPU with the msr driver, else why not.
+    let smi = &doc["plan"]["session"]["smi"];
+    assert_eq!(smi["counts"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        smi["counts"][0].is_null(),
+        smi["reason"].is_string(),
+        "{smi}"
+    );
+    assert_eq!(a["smi_count"], smi["counts"][0]);
+    // What the tracer was set to, and the run's own check of the restore.
+    let t = &doc["plan"]["tracer"];
+    assert_eq!(t["width_us"], 950_000);
+    assert_eq!(t["window_us"], 1_000_000);
+    assert_eq!(t["threshold_us"], 10);
+    assert_eq!(t["cpumask"], "1");
+    assert_eq!(t["mode"], "round-robin");
+    let r = &doc["plan"]["session"]["tracer"]["restored"];
+    assert_eq!(r["differences"], serde_json::json!([]));
+    assert!(r["error"].is_null());
+    assert_eq!(r["before"]["current_tracer"], "nop");
+    assert_eq!(doc["plan"]["session"]["tracer"]["max_latency_us"], 0);
+    assert!(
+        stdout.contains("tracefs: given back as it was (10 files read before and after)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("method: the kernel's hwlat tracer (window 1s, width 950ms, threshold 10us, round-robin)"), "{stdout}");
+    // Byte for byte as it was, the state file gone.
+    assert_eq!(files(fs.path()), before);
+}
+
+#[test]
+fn every_way_out_gives_the_tracer_back() {
+    let _turn = alongside();
+    for (what, signals) in [
+        ("SIGINT", vec![libc::SIGINT]),
+        ("SIGTERM", vec![libc::SIGTERM]),
+        // Two of one kind sent at once would be one (they do not queue).
+        ("a second signal", vec![libc::SIGINT, libc::SIGTERM]),
+    ] {
+        let fs = fake_tracefs();
+        let before = files(fs.path());
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("h.json");
+        let child = spawn(
+            fs.path(),
+            &[
+                "-a",
+                "0",
+                "-D",
+                "60s",
+                "--width",
+                "900ms",
+                "-q",
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        );
+        catches_sigint_within(child.id(), Duration::from_secs(30));
+        until_set(fs.path());
+        assert_eq!(
+            std::fs::read_to_string(fs.path().join("hwlat_detector/width")).unwrap(),
+            "900000"
+        );
+        for sig in &signals {
+            rtscope_core::sys::kill(child.id() as i32, *sig).unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        let code = out.status.code();
+        if signals.len() == 1 {
+            assert_exit(&out, 0);
+            assert_eq!(read_result(&json)["end_reason"], "interrupted", "{what}");
+        } else {
+            // The second signal ends the process at once, without unwinding.
+            assert_eq!(code, Some(130), "{what}");
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("exiting at once"),
+                "{what}"
+            );
+        }
+        assert_eq!(files(fs.path()), before, "{what}");
+    }
+}
+
+#[test]
+fn a_killed_runs_tracer_is_given_back_by_the_next_run() {
+    let _turn = alongside();
+    let fs = fake_tracefs();
+    let before = files(fs.path());
+    let mut child = spawn(fs.path(), &["-a", "0", "-D", "60s", "-q"]);
+    until_set(fs.path());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Left set, with the state file that says by whom.
+    assert_eq!(
+        std::fs::read_to_string(fs.path().join("current_tracer")).unwrap(),
+        "hwlat"
+    );
+    assert!(fs.path().join(".rtscope-hwlat.state").exists());
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("h.json");
+    let out = spawn(
+        fs.path(),
+        &[
+            "-a",
+            "0",
+            "-D",
+            "300ms",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    )
+    .wait_with_output()
+    .unwrap();
+    assert_exit(&out, 0);
+    let doc = read_result(&json);
+    assert!(
+        doc["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains(&format!(
+                "left set by a run that was killed (pid {})",
+                child.id()
+            ))),
+        "{}",
+        doc["warnings"]
+    );
+    assert_eq!(
+        doc["plan"]["session"]["tracer"]["recovered_from_pid"],
+        child.id()
+    );
+    assert_eq!(files(fs.path()), before);
+}
+
+#[test]
+fn someone_elses_tracer_is_refused_and_left_alone() {
+    let _turn = alongside();
+    let fs = fake_tracefs();
+    std::fs::write(fs.path().join("current_tracer"), "function").unwrap();
+    let before = files(fs.path());
+    let out = spawn(fs.path(), &["-a", "0", "-D", "1s"])
+        .wait_with_output()
+        .unwrap();
+    assert_exit(&out, 2);
+    let line = assert_one_line(&out.stderr);
+    assert!(line.contains("current_tracer is 'function'"), "{line}");
+    assert_eq!(files(fs.path()), before);
+    // Top-level events: someone is tracing.
+    std::fs::write(fs.path().join("current_tracer"), "nop").unwrap();
+    std::fs::write(fs.path().join("set_event"), "sched:sched_switch").unwrap();
+    let before = files(fs.path());
+    let out = spawn(fs.path(), &["-a", "0", "-D", "1s"])
+        .wait_with_output()
+        .unwrap();
+    assert_exit(&out, 2);
+    let line = assert_one_line(&out.stderr);
+    assert!(
+        line.contains("(sched:sched_switch): someone is tracing"),
+        "{line}"
+    );
+    assert_eq!(files(fs.path()), before);
+    // No mode file: --mode refused.
+    std::fs::write(fs.path().join("set_event"), "").unwrap();
+    std::fs::remove_file(fs.path().join("hwlat_detector/mode")).unwrap();
+    let out = spawn(fs.path(), &["-a", "0", "--mode", "per-cpu"])
+        .wait_with_output()
+        .unwrap();
+    assert_exit(&out, 2);
+    assert!(assert_one_line(&out.stderr).contains("has no hwlat_detector/mode"));
+    // A CPU without a pipe: an error of the machine's half-way (exit 1),
+    // everything given back.
+    if last_cpu() > 0 {
+        let cpu = last_cpu().to_string();
+        let before = files(fs.path());
+        let out = spawn(fs.path(), &["-a", &cpu, "-D", "1s"])
+            .wait_with_output()
+            .unwrap();
+        assert_exit(&out, 1);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("error: per_cpu/cpu{cpu}/trace_pipe: No such file")),
+            "{err}"
+        );
+        assert_eq!(files(fs.path()), before);
+    }
+}
+
+#[test]
+fn live_gauges_of_the_tracers_samples() {
+    let _turn = alongside();
+    let fs = fake_tracefs();
+    let mut child = spawn(
+        fs.path(),
+        &["-a", "0", "-D", "4s", "--listen", "127.0.0.1:0"],
+    );
+    let mut stderr = child.stderr.take().unwrap();
+    let mut addr = String::new();
+    let mut seen = String::new();
+    let t0 = std::time::Instant::now();
+    while addr.is_empty() && t0.elapsed() < Duration::from_secs(30) {
+        let mut b = [0u8; 256];
+        let n = stderr.read(&mut b).unwrap();
+        if n == 0 {
+            break;
+        }
+        seen.push_str(&String::from_utf8_lossy(&b[..n]));
+        if let Some(rest) = seen.split("listening on http://").nth(1) {
+            if let Some(a) = rest.split('/').next().filter(|_| rest.contains('/')) {
+                addr = a.to_string();
+            }
+        }
+    }
+    assert!(!addr.is_empty(), "no address in {seen:?}");
+    feed(fs.path()).join().unwrap();
+    // The samples reach the gauges within a snapshot or two.
+    let mut metrics = String::new();
+    for _ in 0..40 {
+        std::thread::sleep(Duration::from_millis(100));
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        metrics.clear();
+        let _ = s.read_to_string(&mut metrics);
+        if metrics.contains("rtscope_latency_max_seconds{series=\"cpu 0\"} 0.109772") {
+            break;
+        }
+    }
+    assert!(metrics.contains("experiment=\"hwlat\""), "{metrics}");
+    assert!(
+        metrics.contains("rtscope_latency_max_seconds{series=\"cpu 0\"} 0.109772"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("rtscope_samples_total{series=\"cpu 0\"} 3"),
+        "{metrics}"
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 0);
+}
+
+#[test]
+fn from_user_space_here() {
+    let _turn = alongside();
+    let cpu = last_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("h.json");
+    let child = std::process::Command::new(rtscope_path())
+        .args([
+            "hwlat",
+            "--method",
+            "user-space",
+            "-a",
+            &cpu.to_string(),
+            "-D",
+            "1s",
+            "--calibrate",
+            "50ms",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("method: user space (--method user-space): interrupts were on, each figure is an upper bound"), "{stdout}");
+    let doc: Value = read_result(&json);
+    assert_eq!(doc["experiment"], "hwlat");
+    assert_eq!(doc["plan"]["method_used"], "user-space");
+    assert!(doc["plan"]["tracer"].is_null());
+    assert!(doc["plan"]["session"]["tracer"].is_null());
+    assert_eq!(doc["plan"]["session"]["why"], "--method user-space");
+    assert_eq!(doc["plan"]["session"]["user_space"]["trace"], true);
+    let s = &doc["series"][0];
+    assert_eq!(s["label"], format!("cpu {cpu}"));
+    let a = &s["attributes"];
+    assert_eq!(a["method"], "user-space");
+    let (gaps, kept) = (
+        a["gaps"].as_u64().unwrap(),
+        a["gaps_unexplained"].as_u64().unwrap(),
+    );
+    assert!(kept <= gaps, "{a}");
+    assert_eq!(s["stats"]["count"].as_u64().unwrap(), kept);
+    // The engine's own figures of the same CPU: every gap the loop saw.
+    assert!(a["noise"]["iterations"].as_u64().unwrap() > 0, "{a}");
+    assert!(a["noise"]["gaps"].as_u64().unwrap() >= gaps, "{a}");
+    assert!(doc["warnings"].as_array().unwrap().iter().any(|w| w
+        .as_str()
+        .unwrap()
+        .starts_with("measured from user space: interrupts were on")));
+    let smi = &doc["plan"]["session"]["smi"];
+    assert_eq!(
+        smi["counts"][0].is_null(),
+        smi["reason"].is_string(),
+        "{smi}"
+    );
+    // Its trace instance and mount are gone.
+    assert!(instances_of(pid).is_empty());
+    assert!(own_tracefs_mounts_of(pid).is_empty());
+}
+
+#[test]
+fn without_the_tracer_auto_says_why() {
+    let _turn = alongside();
+    let fs = fake_tracefs();
+    std::fs::write(fs.path().join("available_tracers"), "blk function nop").unwrap();
+    // --method tracer: refused; auto: user space, with the reason (the run
+    // itself needs the real tracefs for its events: asked, not made here).
+    let out = spawn(fs.path(), &["-a", "0", "--method", "tracer"])
+        .wait_with_output()
+        .unwrap();
+    assert_exit(&out, 2);
+    let line = assert_one_line(&out.stderr);
+    assert!(line.contains("--method tracer: this kernel has no hwlat tracer: it needs CONFIG_HWLAT_TRACER; available_tracers: blk function nop"), "{line}");
+    let out = rtscope()
+        .env("RTSCOPE_HWLAT_TRACEFS", "/nonexistent-tracefs")
+        .args(["hwlat", "-a", "0"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    let line = assert_one_line(&out.stderr);
+    assert!(
+        line.contains("is no tracefs (no available_tracers)"),
+        "{line}"
+    );
+    assert!(
+        line.contains("needs the hwlat tracer or, without it, kernel trace events"),
+        "{line}"
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_exit_2() {
+    let _turn = alongside();
+    for args in [
+        vec!["hwlat", "--width", "1s", "--window", "1s"],
+        vec!["hwlat", "--width", "2s"],
+        vec!["hwlat", "-a", "4095"],
+        vec!["hwlat", "-a", "x"],
+        vec!["hwlat", "-D", "0"],
+        vec!["hwlat", "-D", "99999999999999h"],
+        vec!["hwlat", "--window", "99999999999999999999"],
+        vec!["hwlat", "--threshold", "500ns"],
+        vec!["hwlat", "--mode", "sideways"],
+        vec!["hwlat", "--method", "tracer", "--source", "tsc"],
+        vec!["hwlat", "--method", "user-space", "--width", "100ms"],
+        vec!["hwlat", "--json", "/nonexistent/dir/h.json"],
+    ] {
+        let out = rtscope().args(&args).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_one_line(&out.stderr);
+    }
+    let out = rtscope()
+        .args(["hwlat", "--width", "1s", "--window", "1s"])
+        .output()
+        .unwrap();
+    let line = assert_one_line(&out.stderr);
+    assert!(
+        line.contains("the CPU sampled runs with interrupts off for --width of every --window"),
+        "{line}"
+    );
+}
