@@ -122,12 +122,17 @@ impl Budget {
         self.lost_ns / 25
     }
 
-    /// The whole number of periods nearest to `d`, if one to three (one or
-    /// two periods without throttling may lie between two episodes).
+    /// The whole number of periods nearest to `d`, if at least one.
     fn periods(&self, d: u64) -> Option<u64> {
         let p = self.period_ns.max(1);
         let k = (d + p / 2) / p;
-        (1..=3).contains(&k).then_some(k * p)
+        (k >= 1).then_some(k * p)
+    }
+
+    /// How far apart two linked episodes may end: three periods and the
+    /// tolerance (one or two periods without throttling may lie between them).
+    pub fn reach_ns(&self) -> u64 {
+        3 * self.period_ns + self.tolerance_ns()
     }
 
     /// Whether two fitting episodes ending `d` ns apart recur with the period.
@@ -233,8 +238,8 @@ pub struct Found {
 /// in time order, form episodes (a gap starting within [`Budget::join_ns`]
 /// of the previous one's end joins its episode); episodes
 /// [`too_long`](Budget::too_long) for the budget are left out. Two episodes
-/// whose noise [`fits`](Budget::fits) and that end one to three periods apart
-/// ([`Budget::periodic`]) are throttling, and so is a shorter episode that
+/// whose noise [`fits`](Budget::fits) and that end whole periods apart
+/// ([`Budget::periodic`]), up to three ([`Budget::reach_ns`]), are throttling, and so is a shorter episode that
 /// ends on the phase of a fitting one ([`Budget::aligned`]: a throttle cut
 /// short because other noise used part of the period) — unless that makes
 /// more than one a period (then it is noise that mimics the pattern). In a
@@ -274,16 +279,16 @@ pub fn classify(gaps: &[(u64, u64)], budgets: &[Budget], run_ns: u64) -> (Vec<bo
         }
         eps.retain(|(e, _)| !b.too_long(e.noise_ns));
         let fits: Vec<bool> = eps.iter().map(|(e, _)| b.fits(e.noise_ns)).collect();
-        // Links between episodes that end whole periods apart: two that fit,
-        // or one that fits and a shorter one on its phase. Episodes are in
-        // time order: only those up to three periods (and the tolerance)
-        // later are looked at.
+        // Links between episodes that end whole periods apart, up to
+        // [`Budget::reach_ns`]: two that fit, or one that fits and a shorter
+        // one on its phase. Episodes are in time order (each starts after
+        // the one before it ends).
         let mut linked = vec![false; eps.len()];
-        let reach = 3 * b.period_ns + b.tolerance_ns();
-        for i in 0..eps.len() {
-            for j in i + 1..eps.len() {
-                let d = eps[j].0.end_ns.saturating_sub(eps[i].0.end_ns);
-                if d > reach {
+        let mut rest = eps.iter().enumerate();
+        while let Some((i, (first, _))) = rest.next() {
+            for (j, (later, _)) in rest.clone() {
+                let d = later.end_ns.saturating_sub(first.end_ns);
+                if d > b.reach_ns() {
                     break;
                 }
                 let link = match (fits[i], fits[j]) {
@@ -334,6 +339,8 @@ pub struct FoundReport {
     pub episodes: u64,
     pub gaps: u64,
     pub noise_ns: u64,
+    /// `noise_ns` as a share of the run, per cent.
+    pub pct: f64,
     pub mean_episode_ns: u64,
     pub max_episode_ns: u64,
 }
@@ -353,6 +360,15 @@ pub struct Report {
     pub found: Vec<FoundReport>,
 }
 
+/// `part` of a run of `run_ns`, per cent (0 for a run of no length).
+fn share(part: u64, run_ns: u64) -> f64 {
+    if run_ns > 0 {
+        100.0 * part as f64 / run_ns as f64
+    } else {
+        0.0
+    }
+}
+
 impl Report {
     /// The report of what [`classify`] found with `budgets` in a run of `run_ns`.
     pub fn new(budgets: &[Budget], found: &[Found], run_ns: u64) -> Report {
@@ -367,6 +383,7 @@ impl Report {
                     episodes: n,
                     gaps: f.episodes.iter().map(|e| e.gaps).sum(),
                     noise_ns: noise,
+                    pct: share(noise, run_ns),
                     mean_episode_ns: noise / n.max(1),
                     max_episode_ns: f.episodes.iter().map(|e| e.noise_ns).max().unwrap_or(0),
                 }
@@ -378,11 +395,7 @@ impl Report {
             episodes: found.iter().map(|f| f.episodes).sum(),
             gaps: found.iter().map(|f| f.gaps).sum(),
             noise_ns,
-            pct: if run_ns > 0 {
-                100.0 * noise_ns as f64 / run_ns as f64
-            } else {
-                0.0
-            },
+            pct: share(noise_ns, run_ns),
             found,
         }
     }
@@ -543,14 +556,15 @@ mod tests {
         assert!(b.fits(25 * MS));
         assert!(b.fits(75 * MS));
         assert!(!b.fits(75 * MS + 1));
-        // One to three periods apart, within 100 ms.
+        // Whole periods apart, within 100 ms; linked up to 3.1 s.
+        assert_eq!(b.reach_ns(), 3_100 * MS);
         assert!(b.periodic(S));
         assert!(b.periodic(900 * MS));
         assert!(!b.periodic(900 * MS - 1));
         assert!(b.periodic(1_100 * MS));
         assert!(!b.periodic(1_100 * MS + 1));
         assert!(b.periodic(3 * S + 100 * MS));
-        assert!(!b.periodic(4 * S));
+        assert!(b.periodic(4 * S));
         assert!(!b.periodic(0));
         assert!(!b.periodic(500 * MS));
         assert!(b.periodic(2 * S - 50 * MS));
@@ -562,7 +576,7 @@ mod tests {
         assert!(!b.aligned(S - 2 * MS - 1));
         assert!(b.aligned(3 * S + 2 * MS));
         assert!(!b.aligned(3 * S + 2 * MS + 1));
-        assert!(!b.aligned(4 * S));
+        assert!(b.aligned(4 * S));
         assert!(!b.aligned(2 * MS));
         // Above 75 ms is more than throttling.
         assert!(!b.too_long(75 * MS));
@@ -770,17 +784,21 @@ mod tests {
                 episodes: 3,
                 gaps: 3,
                 noise_ns: 147 * MS,
+                pct: 1.47,
                 mean_episode_ns: 49 * MS,
                 max_episode_ns: 50 * MS,
             }
         );
         assert_eq!(r.found[1].mean_episode_ns, 201 * MS);
+        assert!((r.found[1].pct - 2.01).abs() < 1e-9, "{}", r.found[1].pct);
         assert_eq!(r.found[1].gaps, 20);
         // Nothing found: zeros; a run of no length: 0 %.
-        let none = Report::new(&[rt()], &[], 0);
+        let none = Report::new(&[rt()], &[], 3 * S);
         assert_eq!((none.episodes, none.gaps, none.noise_ns), (0, 0, 0));
         assert_eq!(none.pct, 0.0);
         assert!(none.found.is_empty());
+        let empty = Report::new(&[rt(), fair], &found, 0);
+        assert_eq!((empty.pct, empty.found[0].pct), (0.0, 0.0));
         // As the document holds it.
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["found"][0]["budget"]["mechanism"], "rt_runtime");
@@ -820,11 +838,17 @@ mod tests {
 
     #[test]
     fn episodes_are_linked_up_to_three_periods_apart() {
-        // Fitting episodes at 1 s and 4.05 s (three periods and 50 ms), and
-        // at 1 s and 5 s (four): only the first pair.
-        let g = [(S - 50 * MS, 50 * MS), (4_050 * MS - 50 * MS, 50 * MS)];
-        assert_eq!(classify(&g, &[rt()], 6 * S).0, vec![true, true]);
-        let g = [(S - 50 * MS, 50 * MS), (5 * S - 50 * MS, 50 * MS)];
+        // Fitting episodes ending 1 s and 4.05 s (three periods and 50 ms),
+        // 1 s and 4.1 s (the reach), 1 s and 5 s (four periods): not the last.
+        let pair = |end: u64| {
+            let g = [(S - 50 * MS, 50 * MS), (end - 50 * MS, 50 * MS)];
+            classify(&g, &[rt()], 6 * S).0
+        };
+        assert_eq!(pair(4_050 * MS), vec![true, true]);
+        assert_eq!(pair(4_100 * MS), vec![true, true]);
+        assert_eq!(pair(5 * S), vec![false, false]);
+        // A short one on the phase four periods away: not linked either.
+        let g = [(S - 50 * MS, 50 * MS), (5 * S - 20 * MS, 20 * MS)];
         assert_eq!(classify(&g, &[rt()], 6 * S).0, vec![false, false]);
         // Many short episodes in between do not stop the search.
         let mut g: Vec<(u64, u64)> = (1..200).map(|k| (k * 15 * MS, 2 * MS)).collect();

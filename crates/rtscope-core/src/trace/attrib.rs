@@ -225,10 +225,12 @@ impl Attributor {
     /// finishes the gaps that end by `to`.
     fn credit(&mut self, to: u64, owner: Option<Owner>) {
         loop {
-            let stop = match self.pending.front() {
-                Some(g) if g.end > self.last && g.end < to => g.end,
-                _ => to,
-            };
+            // The next gap's end, if before `to` (a gap that ended by
+            // `self.last`, pushed late, is finished first).
+            let stop = self
+                .pending
+                .front()
+                .map_or(to, |g| g.end.max(self.last).min(to));
             let o = owner.unwrap_or_else(|| self.owner());
             self.credit_span(stop, o);
             if stop >= to {

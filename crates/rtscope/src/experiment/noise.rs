@@ -265,6 +265,12 @@ impl PerCpu {
         }
     }
 
+    /// The gaps of the noise: every gap but those of throttling, and those
+    /// that did not fit in the ring (`dropped`, counted, not recorded).
+    fn noise_gaps(&self, dropped: u64) -> u64 {
+        self.gaps + dropped
+    }
+
     /// oslat's histogram of a loop of `iterations`: the buckets of every gap
     /// received (throttling included, as oslat counts it), every other
     /// iteration in bucket 0.
@@ -323,6 +329,26 @@ impl PerCpu {
             self.pend_gaps.pop_front();
         }
     }
+}
+
+/// The bandwidth limits that may stop a loop of `policy` on `cpu` (see
+/// [`throttle::budgets`]): none unless it is real-time; the fair server's
+/// settings from `debugfs` where readable.
+fn budgets_for(
+    policy: rtscope_core::rt::Policy,
+    sys: &rtscope_core::system::SystemSnapshot,
+    debugfs: &std::path::Path,
+    cpu: usize,
+) -> Vec<Budget> {
+    if !policy.is_rt() {
+        return Vec::new();
+    }
+    throttle::budgets(
+        sys.sched_rt_period_us,
+        sys.sched_rt_runtime_us,
+        throttle::read_fair_server(debugfs, cpu),
+        throttle::fair_server_kernel(&sys.kernel_release),
+    )
 }
 
 /// Measures and builds the result document.
@@ -400,22 +426,16 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
     let mut map = TickMap::new(scale, id.width_bits());
     map.sample(&src);
     let origin = rtscope_core::sys::clock_ns(libc::CLOCK_MONOTONIC);
-    let sys = &run.system;
     let mut per: Vec<PerCpu> = plan
         .cpus
         .iter()
         .map(|&cpu| {
-            // Only a real-time loop is throttled.
-            let budgets = if plan.rt.policy.is_rt() {
-                throttle::budgets(
-                    sys.sched_rt_period_us,
-                    sys.sched_rt_runtime_us,
-                    throttle::read_fair_server(std::path::Path::new(DEBUGFS), cpu),
-                    throttle::fair_server_kernel(&sys.kernel_release),
-                )
-            } else {
-                Vec::new()
-            };
+            let budgets = budgets_for(
+                plan.rt.policy,
+                &run.system,
+                std::path::Path::new(DEBUGFS),
+                cpu,
+            );
             PerCpu::new(cpu, origin, plan.spikes, budgets)
         })
         .collect();
@@ -646,9 +666,7 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
         a.insert("loop_min_ns".into(), json!(loop_min_ns));
         a.insert("loop_mean_ns".into(), json!(loop_mean_ns));
         a.insert("max_iteration_ns".into(), json!(map.len_ns(t.max_ticks)));
-        // The noise: every gap but those of throttling (and those that did
-        // not fit in the ring, counted in `dropped`).
-        a.insert("gaps".into(), json!(p.gaps + t.dropped));
+        a.insert("gaps".into(), json!(p.noise_gaps(t.dropped)));
         a.insert("noise_ns".into(), json!(gap_ns));
         a.insert("throttling".into(), json!(throttling));
         a.insert(
@@ -662,7 +680,7 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
         a.insert(
             "gaps_per_s".into(),
             json!(if secs > 0.0 {
-                (p.gaps + t.dropped) as f64 / secs
+                p.noise_gaps(t.dropped) as f64 / secs
             } else {
                 0.0
             }),
@@ -781,6 +799,8 @@ mod tests {
         assert_eq!((r.episodes, r.gaps, r.noise_ns), (3, 3, 3 * 48_700_000));
         assert!(p.held.is_empty());
         assert_eq!((p.gaps, p.noise_ns), (2, 1_500 + 2 * MS));
+        // With 5 gaps that did not fit in the ring: 7 gaps of noise.
+        assert_eq!(p.noise_gaps(5), 7);
         let s = p.rec.to_series("cpu 1", 0);
         assert_eq!(s.stats.count, 2);
         assert_eq!(s.stats.max_ns, 2 * MS as i64);
@@ -792,6 +812,37 @@ mod tests {
         let b = p.oslat_buckets(1000);
         assert_eq!((b[0], b[1], b[31]), (995, 1, 4));
         assert_eq!(b.iter().sum::<u64>(), 1000);
+    }
+
+    #[test]
+    fn only_a_real_time_loop_has_limits() {
+        use rtscope_core::rt::Policy;
+        let sys = rtscope_core::system::SystemSnapshot {
+            kernel_release: "6.18.44-fc-v657".into(),
+            sched_rt_runtime_us: Some(950_000),
+            sched_rt_period_us: Some(1_000_000),
+            ..Default::default()
+        };
+        let d = tempfile::tempdir().unwrap();
+        let rt = Budget::rt(1_000_000, 950_000).unwrap();
+        let assumed = Budget::fair_server(S, 50 * MS, true).unwrap();
+        for policy in [Policy::Fifo, Policy::Rr] {
+            assert_eq!(budgets_for(policy, &sys, d.path(), 1), vec![rt, assumed]);
+        }
+        for policy in [Policy::Other, Policy::Batch, Policy::Idle] {
+            assert!(budgets_for(policy, &sys, d.path(), 1).is_empty());
+        }
+        // The fair server as debugfs gives it, for that CPU.
+        let dir = d.path().join("sched/fair_server/cpu1");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("period"), "500000000\n").unwrap();
+        std::fs::write(dir.join("runtime"), "20000000\n").unwrap();
+        let read = Budget::fair_server(500 * MS, 20 * MS, false).unwrap();
+        assert_eq!(budgets_for(Policy::Fifo, &sys, d.path(), 1), vec![rt, read]);
+        assert_eq!(
+            budgets_for(Policy::Fifo, &sys, d.path(), 0),
+            vec![rt, assumed]
+        );
     }
 
     #[test]

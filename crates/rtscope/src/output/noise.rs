@@ -31,11 +31,11 @@ fn typical(ns: u64) -> u64 {
 }
 
 /// `RT throttling: 3 gaps of ~48.7ms, 4.87% of the time (every 1s)`, one
-/// line per limit whose throttling was found; none when nothing was.
+/// line per limit whose throttling was found (each holds at least one
+/// episode); none when nothing was.
 pub fn throttling_lines(r: &Report) -> Vec<String> {
     r.found
         .iter()
-        .filter(|f| f.gaps > 0)
         .map(|f| {
             let what = match f.budget.mechanism {
                 Mechanism::RtRuntime => "RT throttling",
@@ -51,11 +51,6 @@ pub fn throttling_lines(r: &Report) -> Vec<String> {
                     f.gaps
                 )
             };
-            let pct = if r.noise_ns > 0 {
-                r.pct * f.noise_ns as f64 / r.noise_ns as f64
-            } else {
-                0.0
-            };
             let seen = match f.evidence {
                 Evidence::Period => format!("every {}", format_ns(f.budget.period_ns)),
                 Evidence::Length => format!(
@@ -63,7 +58,7 @@ pub fn throttling_lines(r: &Report) -> Vec<String> {
                     format_ns(f.budget.period_ns)
                 ),
             };
-            format!("{what}: {count}, {pct:.2}% of the time ({seen})")
+            format!("{what}: {count}, {:.2}% of the time ({seen})", f.pct)
         })
         .collect()
 }
@@ -95,7 +90,7 @@ fn budget_text(b: &Budget) -> String {
 pub fn throttling_advice(doc: &ResultDocument) -> Vec<String> {
     let reports: Vec<Report> = doc.series.iter().filter_map(throttling).collect();
     let mut found: Vec<Budget> = Vec::new();
-    for f in reports.iter().flat_map(|r| &r.found).filter(|f| f.gaps > 0) {
+    for f in reports.iter().flat_map(|r| &r.found) {
         if !found.contains(&f.budget) {
             found.push(f.budget);
         }
