@@ -855,6 +855,27 @@ mod tests {
         );
     }
 
+    /// The system's limit is what its two files say.
+    #[test]
+    fn the_rt_sysctls_are_read() {
+        let read = |name: &str| {
+            std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+                .ok()
+                .map(|s| s.trim().to_string())
+        };
+        let runtime = read("sched_rt_runtime_us").and_then(|s| s.parse::<i64>().ok());
+        let period = read("sched_rt_period_us").and_then(|s| s.parse::<u64>().ok());
+        assert_eq!(rt_sysctls(), (runtime, period));
+        let expected = match (runtime, period) {
+            (Some(r), Some(p)) => BandwidthLimit::from_sysctls(r, p),
+            _ => None,
+        };
+        assert_eq!(BandwidthLimit::of_system(), expected);
+        if runtime == Some(950_000) && period == Some(1_000_000) {
+            assert_eq!(BandwidthLimit::of_system().unwrap().percent(), 95.0);
+        }
+    }
+
     #[test]
     fn admission_is_counted_as_the_kernel_does() {
         assert_eq!(BandwidthLimit::from_sysctls(-1, 1_000_000), None);
@@ -956,6 +977,11 @@ mod tests {
                 errno(libc::ENOMEM)
             )
         );
+        let shown = DeadlineError {
+            errno: Some(libc::EBUSY),
+            message: "why".into(),
+        };
+        assert_eq!(shown.to_string(), "why");
         // As an io::Error the errno's kind is kept, the text is the explanation.
         let e: io::Error = DeadlineError {
             errno: Some(libc::EPERM),
@@ -1396,6 +1422,8 @@ mod tests {
         assert_eq!(parse_dl_deadline(b"dl.deadline : 12x\n"), None);
         assert_eq!(parse_dl_deadline(b"dl.deadline 12\n"), None);
         assert_eq!(parse_dl_deadline(b"dl.deadline : -3\n"), None);
+        // What u64's parser would take, but the kernel never writes.
+        assert_eq!(parse_dl_deadline(b"dl.deadline : +12\n"), None);
         // A normal thread's shows none.
         let own = std::fs::read("/proc/thread-self/sched").unwrap();
         assert_eq!(parse_dl_deadline(&own), None);
@@ -1411,6 +1439,7 @@ mod tests {
             let raw = crate::cyclic::PosixClock(libc::CLOCK_MONOTONIC_RAW);
             let sched = SchedFile::open();
             let (back, calibration) = params.apply_calibrated(&raw, sched.as_ref())?;
+            let first_deadline = sched.as_ref().and_then(SchedFile::deadline);
             let mono = libc::CLOCK_MONOTONIC;
             let offset = raw.now() as i64 - sys::clock_ns(mono) as i64;
             let c = LoopConfig {
@@ -1425,8 +1454,12 @@ mod tests {
             };
             let counters = GridCounters::default();
             let mut out = Vec::new();
+            let mut task = SchedDeadline { clock: mono, sched };
+            // The task's own reading is the file's.
+            let own = task.kernel_deadline();
+            assert_eq!(own, task.sched.as_ref().and_then(SchedFile::deadline));
             let end = run_deadline_loop(
-                &mut SchedDeadline { clock: mono, sched },
+                &mut task,
                 &raw,
                 &mut out,
                 &c,
@@ -1439,18 +1472,36 @@ mod tests {
                 &AtomicBool::new(false),
             );
             let policy = sys::get_attr().unwrap().policy;
+            let last_deadline = task.kernel_deadline();
             let _ = sys::set_scheduler(libc::SCHED_OTHER, 0);
-            Ok((back, calibration, end, out, policy))
+            Ok((
+                back,
+                calibration,
+                end,
+                out,
+                policy,
+                (first_deadline, own, last_deadline),
+                c.start_ns,
+            ))
         })
         .join()
         .unwrap();
         match got {
-            Ok((back, calibration, end, out, policy)) => {
+            Ok((back, calibration, end, out, policy, deadlines, start)) => {
                 assert_eq!(back, params);
-                // Where /proc shows it, the kernel's deadline was read.
+                // Where /proc shows it, the kernel's deadline was read: on
+                // the scheduler's clock (well past a second after boot),
+                // and moved on by a period at each of the 5 yields at least.
                 if std::path::Path::new("/proc/thread-self/sched").exists() {
                     assert!(calibration.is_some());
+                    let (first, own, last) = deadlines;
+                    let first = first.unwrap();
+                    assert!(first > 1_000_000_000, "{first}");
+                    assert_eq!(own, Some(first));
+                    assert!(last.unwrap() >= first + 5 * 1_000_000, "{deadlines:?}");
                 }
+                // The loop slept until the start.
+                assert!(out[0].t_ns >= start, "{} {start}", out[0].t_ns);
                 assert!(matches!(end, LoopEnd::Loops), "{end:?}");
                 assert_eq!(policy, libc::SCHED_DEADLINE);
                 assert!(!out.is_empty() && out.len() <= 5);

@@ -209,17 +209,22 @@ mod tests {
     #[test]
     fn affinity_is_read_back() {
         let cpus = crate::units::online_cpus();
-        let last = *cpus.last().unwrap();
+        let (first, last) = (cpus[0], *cpus.last().unwrap());
         let got = std::thread::spawn(move || {
             let before = affinity().unwrap();
-            set_affinity(&[last]).unwrap();
+            set_affinity(&[first]).unwrap();
             let inherited = std::thread::spawn(|| affinity().unwrap()).join().unwrap();
-            (before, affinity().unwrap(), inherited)
+            set_affinity(&[last]).unwrap();
+            (before, inherited, affinity().unwrap())
         })
         .join()
         .unwrap();
-        assert!(got.0.contains(&last), "{:?}", got.0);
-        assert_eq!(got.1, vec![last]);
+        assert!(
+            got.0.contains(&first) && got.0.contains(&last),
+            "{:?}",
+            got.0
+        );
+        assert_eq!(got.1, vec![first]);
         assert_eq!(got.2, vec![last]);
     }
 
@@ -232,7 +237,18 @@ mod tests {
             let other = get_attr().unwrap();
             let bad = set_deadline(200_000, 100_000, 1_000_000).unwrap_err();
             let set = set_deadline(100_000, 900_000, 2_000_000).map(|()| {
+                // A yield ends the period: the kernel's deadline moves on.
+                let deadline = || {
+                    crate::deadline::parse_dl_deadline(
+                        &std::fs::read("/proc/thread-self/sched").unwrap_or_default(),
+                    )
+                };
+                let before = deadline();
                 sched_yield().unwrap();
+                let after = deadline();
+                if let (Some(b), Some(a)) = (before, after) {
+                    assert!(a >= b + 2_000_000, "{b} {a}");
+                }
                 let a = get_attr().unwrap();
                 set_scheduler(libc::SCHED_OTHER, 0).unwrap();
                 a
