@@ -289,6 +289,25 @@ mod tests {
     }
 
     #[test]
+    fn fields_are_read_by_name_in_any_order_and_new_ones_pass() {
+        // A later kernel may add fields or move them: read by their names.
+        let l =
+            "#9 inner/outer(us): 7/70 nmi-count:2 future:3 count:4 nmi-total:11 ts:5.000000001 x";
+        assert_eq!(
+            parse_line(l),
+            Line::Sample(Sample {
+                seq: 9,
+                inner_ns: 7_000,
+                outer_ns: 70_000,
+                ts_ns: 5_000_000_001,
+                count: Some(4),
+                nmi_count: 2,
+                nmi_total_ns: Some(11_000),
+            })
+        );
+    }
+
+    #[test]
     fn lost_events_and_other_lines() {
         assert_eq!(parse_line("CPU:1 [LOST 17 EVENTS]"), Line::Lost(17));
         assert_eq!(parse_line("CPU:1 [LOST] EVENTS"), Line::Other);

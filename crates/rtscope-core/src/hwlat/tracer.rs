@@ -223,7 +223,12 @@ impl Tracefs {
     /// mountinfo says, else mounted in a temporary directory of this
     /// process's own (unmounted when this value drops).
     pub fn open() -> Result<Tracefs, HwlatError> {
-        if let Some(d) = std::env::var_os(TRACEFS_ENV) {
+        Tracefs::open_from(std::env::var_os(TRACEFS_ENV))
+    }
+
+    /// [`open`](Self::open) with `env` as the value of [`TRACEFS_ENV`].
+    fn open_from(env: Option<std::ffi::OsString>) -> Result<Tracefs, HwlatError> {
+        if let Some(d) = env {
             let d = PathBuf::from(d);
             if !d.join("available_tracers").is_file() {
                 return Err(HwlatError::NoTracefs(format!(
@@ -796,9 +801,61 @@ mod tests {
     }
 
     #[test]
+    fn the_state_file_and_the_environments_tracefs() {
+        let _one = one_at_a_time();
+        let st = default_state();
+        assert!(st.ends_with("rtscope-hwlat.state"), "{st:?}");
+        assert!(st.starts_with("/run") || st.starts_with("/tmp"), "{st:?}");
+        // RTSCOPE_HWLAT_TRACEFS names a tracefs (a tree with
+        // available_tracers), or is refused as none.
+        let d = fake();
+        let fs = Tracefs::open_from(Some(d.path().into()));
+        let none = Tracefs::open_from(Some(d.path().join("hwlat_detector").into()));
+        let fs = fs.unwrap();
+        assert_eq!(fs.root, d.path());
+        assert_eq!(fs.state, d.path().join(".rtscope-hwlat.state"));
+        assert!(!fs.mounted);
+        let e = none.err().unwrap();
+        assert!(
+            matches!(&e, HwlatError::NoTracefs(m) if m.ends_with("is no tracefs (no available_tracers)")),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn another_tracer_or_top_level_events_are_refused() {
         let _one = one_at_a_time();
         let d = fake();
+        // Another tracer with a live rtscope's state file: not that run's
+        // hwlat, so no pid is named.
+        std::fs::write(
+            d.path().join(".rtscope-hwlat.state"),
+            serde_json::to_string(&State {
+                pid: std::process::id() as i32,
+                root: d.path().into(),
+                saved: vec![],
+                set: vec![],
+            })
+            .unwrap(),
+        )
+        .unwrap();
+        std::fs::write(d.path().join("current_tracer"), "wakeup_rt\n").unwrap();
+        let e = Tracefs::at(d.path().into()).check(&settings()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the kernel's tracer is in use: current_tracer is 'wakeup_rt'; rtscope hwlat takes it only when it is 'nop', and never from someone else"
+        );
+        std::fs::remove_file(d.path().join(".rtscope-hwlat.state")).unwrap();
+        // Three events: named, no count.
+        std::fs::write(d.path().join("current_tracer"), "nop\n").unwrap();
+        std::fs::write(d.path().join("set_event"), "a:b\nc:d\ne:f\n").unwrap();
+        let e = Tracefs::at(d.path().into()).check(&settings()).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("trace events are enabled at the top level (a:b, c:d, e:f): "),
+            "{e}"
+        );
+        std::fs::write(d.path().join("set_event"), "").unwrap();
         std::fs::write(d.path().join("current_tracer"), "function\n").unwrap();
         let e = Tracer::start(Tracefs::at(d.path().into()), &settings())
             .err()
@@ -929,7 +986,39 @@ mod tests {
         assert_eq!(got, [(1, 3, 108_190_000), (1, 4, 6_000)]);
         assert_eq!((t.samples, t.lost), (2, 2));
         assert_eq!(t.max_latency_us(), Some(0));
+        // The kernel's own maximum, as it reads at the end.
+        std::fs::write(d.path().join("tracing_max_latency"), "157\n").unwrap();
+        assert_eq!(t.max_latency_us(), Some(157));
+        assert_eq!(t.root(), d.path());
+        assert!(!t.mounted());
+        // Stopped: sampling off, what is buffered still readable.
+        t.stop();
+        assert_eq!(read(d.path(), "tracing_on"), "0");
         assert!(t.finish().as_before());
+        // A tracefs this run mounted says so.
+        let d = fake();
+        let mut fs = Tracefs::at(d.path().into());
+        fs.mounted = true;
+        let t = Tracer::start(fs, &settings()).unwrap();
+        assert!(t.mounted());
+        assert!(t.finish().as_before());
+    }
+
+    /// Two runs at once in one process (never done, but safe): each gives its
+    /// own tracefs back, and the registration stays the later one's.
+    #[test]
+    fn each_run_gives_back_its_own() {
+        let _one = one_at_a_time();
+        let (a, b) = (fake(), fake());
+        let ta = Tracer::start(Tracefs::at(a.path().into()), &settings()).unwrap();
+        let tb = Tracer::start(Tracefs::at(b.path().into()), &settings()).unwrap();
+        assert!(ta.finish().as_before());
+        assert_eq!(read(a.path(), "current_tracer"), "nop");
+        assert_eq!(read(b.path(), "current_tracer"), "hwlat");
+        // b is still registered: a second signal now gives it back.
+        assert!(restore_active());
+        assert_eq!(read(b.path(), "current_tracer"), "nop");
+        std::mem::forget(tb);
     }
 
     #[test]
@@ -947,6 +1036,15 @@ mod tests {
 
     #[test]
     fn the_differences_and_the_kernels_buffer_expansion() {
+        // A buffer size someone changed is no expansion of the kernel's.
+        let mut b = Snapshot::new();
+        b.insert("buffer_size_kb".into(), Some("1410\n".into()));
+        let mut a = b.clone();
+        a.insert("buffer_size_kb".into(), Some("2048\n".into()));
+        assert_eq!(
+            differences(&b, &a),
+            [("buffer_size_kb: 1410 -> 2048".to_string(), false)]
+        );
         let mut b = Snapshot::new();
         b.insert("buffer_size_kb".into(), Some("7 (expanded: 1408)\n".into()));
         b.insert("tracing_on".into(), Some("1\n".into()));
