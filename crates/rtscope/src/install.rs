@@ -131,6 +131,10 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
     ("rtscope-noise", &[
         ("OS noise on CPU 1 for 30 s, each gap attributed", "rtscope noise -a 1 -D 30s --trace"),
     ]),
+    ("rtscope-hwlat", &[
+        ("The machine's own stalls: the kernel's hwlat tracer, SMIs counted", "rtscope hwlat -D 10s --window 1s --width 950ms --threshold 10us --json out.json"),
+        ("Where the kernel has no hwlat tracer: from user space on CPU 1 (an upper bound)", "rtscope hwlat --method user-space -a 1 -D 30s"),
+    ]),
     ("rtscope-irq", &[
         ("Timer interrupt to task, split into its kernel stages", "rtscope irq --source timer -D 60s"),
         ("UDP packets on loopback: kernel receive stamp to task", "rtscope irq --source net --rate 2000 -D 60s"),
