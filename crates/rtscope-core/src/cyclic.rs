@@ -68,6 +68,17 @@ pub trait Waiter {
     /// a signal handler interrupted the wait (see [`crate::rt::wake_thread`])
     /// and there is no activation to measure.
     fn wait(&mut self, deadline: u64) -> io::Result<Option<u64>>;
+
+    /// The periods the last activation skipped, given its `latency` (ns,
+    /// at least 0) and the period: by default every deadline that passed
+    /// before the clock was read (`latency / period`). Kernel timers count
+    /// their expirations themselves: theirs is the expirations the wake-up
+    /// consumed beyond the one it was woken for, so that a clock read that
+    /// comes after the next expiration does not count that one twice.
+    #[inline]
+    fn skipped(&self, latency: u64, period: u64) -> u64 {
+        latency / period
+    }
 }
 
 /// The wake methods rtscope offers.
@@ -151,6 +162,8 @@ impl Waiter for RelativeSleep {
 struct Grid {
     next: u64,
     period: u64,
+    /// Expirations the last wake-up consumed (at least 1).
+    last: u64,
 }
 
 impl Grid {
@@ -159,8 +172,16 @@ impl Grid {
     #[inline]
     fn consume(&mut self, n: u64) -> u64 {
         let intended = self.next;
-        self.next += n.max(1) * self.period;
+        self.last = n.max(1);
+        self.next += self.last * self.period;
         intended
+    }
+
+    /// The periods the last wake-up skipped: the expirations it consumed
+    /// beyond the first.
+    #[inline]
+    fn skipped(&self) -> u64 {
+        self.last - 1
     }
 }
 
@@ -185,6 +206,7 @@ impl TimerfdWait {
             grid: Grid {
                 next: 0,
                 period: period_ns,
+                last: 1,
             },
         }
     }
@@ -205,6 +227,11 @@ impl Waiter for TimerfdWait {
     fn wait(&mut self, _deadline: u64) -> io::Result<Option<u64>> {
         let fd = self.fd.as_ref().ok_or_else(not_started)?;
         Ok(sys::timerfd_wait_interruptible(fd)?.map(|n| self.grid.consume(n)))
+    }
+
+    #[inline]
+    fn skipped(&self, _latency: u64, _period: u64) -> u64 {
+        self.grid.skipped()
     }
 }
 
@@ -284,6 +311,7 @@ impl<T: TimerSignal> PosixTimerWait<T> {
             grid: Grid {
                 next: 0,
                 period: period_ns,
+                last: 1,
             },
         }
     }
@@ -303,6 +331,11 @@ impl<T: TimerSignal> Waiter for PosixTimerWait<T> {
             .signal
             .wait()?
             .map(|overrun| self.grid.consume(1 + u64::from(overrun))))
+    }
+
+    #[inline]
+    fn skipped(&self, _latency: u64, _period: u64) -> u64 {
+        self.grid.skipped()
     }
 }
 
@@ -420,7 +453,7 @@ pub fn run_loop<W: Waiter, C: Clock, S: SampleSink>(
         let now = clock.now();
         let latency = now.wrapping_sub(intended) as i64;
         let missed = if latency >= period as i64 {
-            latency as u64 / period
+            waiter.skipped(latency as u64, period)
         } else {
             0
         };
@@ -1048,10 +1081,57 @@ mod tests {
         let mut g = Grid {
             next: 100,
             period: 10,
+            last: 1,
         };
         assert_eq!(g.consume(1), 100);
+        assert_eq!(g.skipped(), 0);
         assert_eq!(g.consume(3), 110);
+        assert_eq!(g.skipped(), 2);
         assert_eq!(g.consume(1), 140);
+        assert_eq!(g.skipped(), 0);
+        // A read that reports no expiration still stands for one.
+        assert_eq!(g.consume(0), 150);
+        assert_eq!(g.skipped(), 0);
+    }
+
+    /// A kernel timer's wake-up skipped the expirations it consumed beyond
+    /// the first, even when the clock is read after the next expiration
+    /// (1.5 periods after the last one consumed): counting `latency /
+    /// period` there counted that next expiration twice, once as skipped
+    /// and once as the next wake-up's own (timerfd and posix-timer runs at
+    /// 1-10 µs counted up to twice the periods they had).
+    #[test]
+    fn kernel_timers_count_the_expirations_they_consumed() {
+        let now = Cell::new(0);
+        let signal = SimSignal {
+            now: &now,
+            script: vec![(0, 10), (1, 1_500), (0, 2_300), (3, 999), (0, 10)],
+            i: 0,
+            first: 0,
+            period: 0,
+            expiries: 0,
+        };
+        let mut w = PosixTimerWait::with_signal(libc::CLOCK_MONOTONIC, 1000, signal);
+        let mut out = Vec::new();
+        run_loop(
+            &mut w,
+            &SimClock(&now),
+            &mut out,
+            &cfg(5),
+            &AtomicBool::new(false),
+        );
+        assert_eq!(
+            out.iter().map(|s| s.latency_ns).collect::<Vec<_>>(),
+            vec![10, 2_500, 2_300, 3_999, 10]
+        );
+        // Not [0, 2, 2, 3, 0]: the (1, 1500) wake-up consumed 2 expirations,
+        // the (0, 2300) one a single one however late it was read.
+        assert_eq!(
+            out.iter().map(|s| s.overruns).collect::<Vec<_>>(),
+            vec![0, 1, 0, 3, 0]
+        );
+        // The grid followed the expirations: 1 + 2 + 1 + 4 consumed.
+        assert_eq!(out[4].t_ns - out[4].latency_ns as u64, 10_000 + 8 * 1000);
     }
 
     #[test]

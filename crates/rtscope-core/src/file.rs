@@ -62,12 +62,55 @@ fn plain(e: io::Error) -> io::Error {
     }
 }
 
+/// Opens a device or FIFO for writing in place. A FIFO without a reader
+/// would block the open for ever (and a signal restarts it): it is opened
+/// without blocking, again every 20 ms until a reader comes, at most `wait`,
+/// then switched back to blocking writes.
+fn open_through(path: &Path, wait: std::time::Duration) -> io::Result<File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let fifo = std::fs::metadata(path)?.file_type().is_fifo();
+    if !fifo {
+        return OpenOptions::new().write(true).truncate(true).open(path);
+    }
+    let t0 = std::time::Instant::now();
+    let f = loop {
+        match OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+        {
+            Ok(f) => break f,
+            // ENXIO: nobody has the FIFO open for reading yet.
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                if t0.elapsed() >= wait {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "a FIFO nobody reads: no reader came in {}; {INPUT_WAIT_ENV} sets the wait",
+                            humantime::format_duration(wait)
+                        ),
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    // SAFETY: fcntl on an fd this function owns.
+    let fl = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
+    if fl < 0 || unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETFL, fl & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(f)
+}
+
 impl OutFile {
     /// Starts writing `path`.
     pub fn create(path: &Path) -> io::Result<Self> {
         let real = resolve(path);
         if is_special(&real) {
-            let f = OpenOptions::new().write(true).truncate(true).open(&real)?;
+            let f = open_through(&real, input_wait()?)?;
             return Ok(OutFile {
                 w: BufWriter::with_capacity(1 << 16, f),
                 target: Target::Through,
@@ -209,8 +252,9 @@ pub fn check_writable(path: &Path) -> io::Result<()> {
 }
 
 /// How long a read of an input that is not a regular file (a FIFO, a pipe, a
-/// terminal, a device) waits for its next bytes by default: a FIFO that nobody
-/// writes to ends in an error instead of blocking for ever.
+/// terminal, a device) waits for its next bytes by default, and how long an
+/// output FIFO waits for a reader: a FIFO nobody writes to, or reads from,
+/// ends in an error instead of blocking for ever.
 pub const INPUT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The environment variable that sets that wait (`10s`, `5m`, or seconds).
@@ -358,6 +402,39 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(kernel_filesystem_of(dir.path()), None);
         check_writable(&dir.path().join("r.json")).unwrap();
+    }
+
+    #[test]
+    fn an_output_fifo_waits_for_its_reader_for_a_while_only() {
+        use std::io::Read;
+        use std::time::{Duration, Instant};
+        let (_dir, p) = fifo();
+        let t0 = Instant::now();
+        let e = open_through(&p, Duration::from_millis(150)).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert!(
+            e.to_string()
+                .starts_with("a FIFO nobody reads: no reader came in 150ms"),
+            "{e}"
+        );
+        assert!(t0.elapsed() >= Duration::from_millis(150));
+        // A reader that comes late: the writer gets it, and writes block again.
+        let r = {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(60));
+                let mut s = String::new();
+                File::open(&p).unwrap().read_to_string(&mut s).unwrap();
+                s
+            })
+        };
+        let mut f = open_through(&p, Duration::from_secs(30)).unwrap();
+        use std::os::fd::AsRawFd;
+        let fl = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
+        assert_eq!(fl & libc::O_NONBLOCK, 0);
+        f.write_all(b"through").unwrap();
+        drop(f);
+        assert_eq!(r.join().unwrap(), "through");
     }
 
     #[test]

@@ -77,6 +77,7 @@
 
 pub mod clock;
 pub mod cyclic;
+pub mod deadline;
 pub mod file;
 pub mod hwlat;
 pub mod named;

@@ -119,7 +119,7 @@ mod tests {
         let e = "fifo2".parse::<Policy>().unwrap_err().to_string();
         assert_eq!(
             e,
-            "unknown policy 'fifo2' (one of: fifo, rr, other, batch, idle)"
+            "unknown policy 'fifo2' (one of: fifo, rr, other, batch, idle, deadline)"
         );
     }
 }

@@ -16,6 +16,8 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+pub mod throttle;
+
 use crate::clock::{with_counter, Counter, Scale, Source};
 
 /// One gap: the reading before it and its length, in counter ticks.

@@ -220,6 +220,12 @@ pub struct LoadReport {
     /// (`every=`, `for=`, `start=`); absent for a load on all the time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule: Option<LoadSchedule>,
+    /// Whether the load delivered less than it was asked for, beyond the
+    /// tolerance: an instance's CPU share below `level`, or a paced `net`
+    /// instance's packet rate below `rate=` (the run's warnings say by how
+    /// much). Judged when the run ends; `false` in documents made before
+    /// rtscope judged it.
+    pub fell_short: bool,
 }
 
 /// When a scheduled load was on. Its CPU shares (`achieved_cpu_percent`)
@@ -323,6 +329,60 @@ pub struct Series {
     /// full series of its own (without further repetitions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repetitions: Vec<Series>,
+    /// A periodic series (`cyclic`): the distribution over the intended
+    /// periods, missed ones included (absent elsewhere and in documents of
+    /// older versions; see [`Series::over_intended_periods`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrected: Option<Corrected>,
+}
+
+/// A periodic series' figures over its intended periods: every wake-up, and
+/// every period a late wake-up skipped counted at the lateness it had when
+/// the wake-up came (`latency - k * period` for the `k`-th skipped one), so
+/// that `stats.count` is `count + counters.overruns` of the series. The
+/// correction for coordinated omission (HdrHistogram's `record_correct`,
+/// counting the last skipped period too: `docs/cyclic.md`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Corrected {
+    pub stats: Stats,
+    pub histogram: HistogramExport,
+    /// Per-block histograms, each skipped period in the block of its deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks: Option<BlockHistograms>,
+    /// Periods above `--fail-above`, when it is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub above_threshold: Option<u64>,
+}
+
+impl Series {
+    /// The series as seen over its intended periods: its statistics,
+    /// histogram, blocks and threshold count replaced by those of
+    /// [`Series::corrected`] (repetitions likewise); `None` when it (or one
+    /// of its repetitions) has none. Timeline, spikes and the other
+    /// counters stay those of the wake-ups.
+    pub fn over_intended_periods(&self) -> Option<Series> {
+        let c = self.corrected.as_ref()?;
+        let repetitions = self
+            .repetitions
+            .iter()
+            .map(Series::over_intended_periods)
+            .collect::<Option<Vec<_>>>()?;
+        Some(Series {
+            label: self.label.clone(),
+            attributes: self.attributes.clone(),
+            stats: c.stats.clone(),
+            counters: SeriesCounters {
+                above_threshold: c.above_threshold,
+                ..self.counters.clone()
+            },
+            histogram: c.histogram.clone(),
+            timeline: self.timeline.clone(),
+            spikes: self.spikes.clone(),
+            blocks: c.blocks.clone(),
+            repetitions,
+            corrected: None,
+        })
+    }
 }
 
 /// The run cut into consecutive time blocks, each with a compact histogram
@@ -991,6 +1051,64 @@ mod tests {
             ResultDocument::read(&dir.path().join("missing.json")),
             Err(DocError::Io { .. })
         ));
+    }
+
+    /// The view over the intended periods takes the corrected figures
+    /// (repetitions too) and keeps the rest; a series, or a repetition,
+    /// without them has none; a document without them reads back as such
+    /// and writes no field.
+    #[test]
+    fn the_series_over_its_intended_periods() {
+        let mut rec = SeriesRecorder::new(0, 4, Some(1_000)).over_intended_periods(1_000);
+        for (i, (lat, missed)) in [(100, 0), (4_500, 4), (300, 0)].into_iter().enumerate() {
+            rec.record(&Sample {
+                seq: i as u64,
+                t_ns: 10_000 * (i as u64 + 1),
+                latency_ns: lat,
+                overruns: missed,
+                cpu: 0,
+            });
+        }
+        let mut s = rec.to_series("thread 0", 2);
+        let c = s.corrected.clone().unwrap();
+        let v = s.over_intended_periods().unwrap();
+        assert_eq!(v.stats, c.stats);
+        assert_eq!(v.stats.count, 7);
+        assert_eq!(v.histogram, c.histogram);
+        assert_eq!(v.blocks, c.blocks);
+        assert_eq!(v.counters.above_threshold, Some(4));
+        assert_eq!(v.counters.overruns, 4);
+        assert_eq!(v.counters.dropped, 2);
+        assert_eq!(
+            (v.timeline.clone(), v.spikes.clone()),
+            (s.timeline.clone(), s.spikes.clone())
+        );
+        assert!(v.corrected.is_none());
+        // Repetitions: each seen over its periods; one without: none at all.
+        s.repetitions = vec![s.clone(), s.clone()];
+        let v = s.over_intended_periods().unwrap();
+        assert_eq!(v.repetitions.len(), 2);
+        assert_eq!(v.repetitions[1].stats.count, 7);
+        s.repetitions[1].corrected = None;
+        assert!(s.over_intended_periods().is_none());
+        s.repetitions.clear();
+        // Through JSON, and from a document that has no such field.
+        let mut d = doc();
+        d.series = vec![s.clone()];
+        let j = serde_json::to_value(&d).unwrap();
+        assert_eq!(j["series"][0]["corrected"]["stats"]["count"], 7);
+        let back: ResultDocument = serde_json::from_value(j.clone()).unwrap();
+        assert_eq!(back, d);
+        let mut old = j;
+        old["series"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("corrected");
+        let back: ResultDocument = serde_json::from_value(old).unwrap();
+        assert!(back.series[0].corrected.is_none());
+        let again = serde_json::to_value(&back).unwrap();
+        assert!(again["series"][0].get("corrected").is_none());
+        assert!(back.series[0].over_intended_periods().is_none());
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub enum Policy {
     Other,
     Batch,
     Idle,
+    /// SCHED_DEADLINE: runtime, deadline and period instead of a priority
+    /// ([`crate::deadline`]); [`ThreadSetup::apply`] does not set it.
+    Deadline,
 }
 
 impl Policy {
@@ -35,6 +38,7 @@ impl Policy {
             Policy::Other => libc::SCHED_OTHER,
             Policy::Batch => libc::SCHED_BATCH,
             Policy::Idle => libc::SCHED_IDLE,
+            Policy::Deadline => libc::SCHED_DEADLINE,
         }
     }
 
@@ -46,6 +50,7 @@ impl Policy {
             libc::SCHED_OTHER => Policy::Other,
             libc::SCHED_BATCH => Policy::Batch,
             libc::SCHED_IDLE => Policy::Idle,
+            libc::SCHED_DEADLINE => Policy::Deadline,
             _ => return None,
         })
     }
@@ -53,6 +58,12 @@ impl Policy {
     /// Whether this is a real-time policy (takes a priority 1..=99).
     pub fn is_rt(self) -> bool {
         matches!(self, Policy::Fifo | Policy::Rr)
+    }
+
+    /// Whether threads of this policy run before every normal thread: the
+    /// real-time policies and SCHED_DEADLINE (which takes no priority).
+    pub fn is_real_time(self) -> bool {
+        self.is_rt() || self == Policy::Deadline
     }
 }
 
@@ -62,6 +73,7 @@ crate::named_enum!(Policy, "policy", {
     Policy::Other => "other",
     Policy::Batch => "batch",
     Policy::Idle => "idle",
+    Policy::Deadline => "deadline",
 });
 
 /// Why the real-time environment could not be set up.
@@ -148,6 +160,18 @@ impl ThreadSetup {
                 cpus: crate::units::format_cpu_list(&self.cpus),
                 source,
             })?;
+        }
+        if self.policy == Policy::Deadline {
+            // Its parameters are not here: DeadlineParams::apply sets it.
+            return Err(RtError::Scheduler {
+                policy: self.policy.name(),
+                priority: 0,
+                source: io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "SCHED_DEADLINE takes a runtime, deadline and period \
+                     (rtscope_core::deadline::DeadlineParams::apply), not a priority",
+                ),
+            });
         }
         let prio = if self.policy.is_rt() {
             self.priority
@@ -313,10 +337,49 @@ mod tests {
             Policy::Other,
             Policy::Batch,
             Policy::Idle,
+            Policy::Deadline,
         ] {
             assert_eq!(Policy::from_raw(p.as_raw()), Some(p));
         }
+        assert_eq!(Policy::Deadline.as_raw(), 6);
+        assert_eq!(Policy::from_raw(7), None);
         assert!(Policy::Fifo.is_rt() && !Policy::Other.is_rt());
+        // Deadline takes no priority, but is real-time.
+        assert!(!Policy::Deadline.is_rt());
+        let real_time: Vec<Policy> = Policy::ALL
+            .iter()
+            .copied()
+            .filter(|p| p.is_real_time())
+            .collect();
+        assert_eq!(real_time, [Policy::Fifo, Policy::Rr, Policy::Deadline]);
+    }
+
+    /// SCHED_DEADLINE needs its parameters: ThreadSetup refuses it, before
+    /// touching the thread.
+    #[test]
+    fn thread_setup_refuses_deadline() {
+        let (r, after) = std::thread::spawn(|| {
+            let r = ThreadSetup {
+                policy: Policy::Deadline,
+                priority: 0,
+                cpus: vec![],
+                timer_slack_ns: None,
+                prefault_stack: 0,
+                block_signals: vec![],
+            }
+            .apply();
+            (r, sys::get_scheduler().unwrap())
+        })
+        .join()
+        .unwrap();
+        let e = r.unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "cannot set scheduling policy deadline priority 0: SCHED_DEADLINE takes a runtime"
+            ),
+            "{e}"
+        );
+        assert_eq!(after, (libc::SCHED_OTHER, 0));
     }
 
     /// A thread that accepted the wake signal, sleeping for 30 s, is woken

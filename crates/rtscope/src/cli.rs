@@ -37,6 +37,10 @@ pub struct Cli {
 pub enum Command {
     /// Periodic wake-up latency (what cyclictest measures), with missed periods counted.
     Cyclic(CyclicArgs),
+    /// A cyclictest command line run unchanged (its options, its output), with rtscope's
+    /// result document too; `rtscope cyclictest --help` lists what each option does.
+    #[command(disable_help_flag = true)]
+    Cyclictest(CyclictestArgs),
     /// Time sources: what reading each clock costs, counter calibration, cross-CPU check.
     Clock(ClockArgs),
     /// A periodic loop's period as each time source observes it: mean, error, jitter.
@@ -78,6 +82,18 @@ pub enum Command {
     /// Internal: one instance of a background load (started by rtscope itself).
     #[command(name = "__load-worker", hide = true)]
     LoadWorker(LoadWorkerArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CyclictestArgs {
+    /// cyclictest's options as cyclictest takes them (-h is its histogram; --help lists them).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        num_args = 0..,
+        value_name = "CYCLICTEST OPTIONS"
+    )]
+    pub args: Vec<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -196,6 +212,12 @@ pub struct ImportCyclictestArgs {
     /// The histogram was written by `cyclictest -N`: bins and values are ns, not µs.
     #[arg(long, requires = "histogram")]
     pub nsecs: bool,
+
+    /// The cyclictest command line the histogram came from (`--cmdline "cyclictest -m -p 90
+    /// -h 150 -q"`): its settings go into the plan as `rtscope cyclictest` records them, so
+    /// that `compare` sees equal settings as equal (a --json file carries its own).
+    #[arg(long, value_name = "LINE", requires = "histogram")]
+    pub cmdline: Option<String>,
 
     /// Write the result document to FILE.
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -548,6 +570,16 @@ pub struct CyclicArgs {
 
     #[command(flatten)]
     pub rt: RtArgs,
+
+    /// With --policy deadline: CPU time each thread reserves per period (a bare
+    /// number is microseconds) [default: 60% of the deadline, as cyclicdeadline].
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    pub dl_runtime: Option<u64>,
+
+    /// With --policy deadline: the relative deadline, at most the period (a bare
+    /// number is microseconds) [default: the period].
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    pub dl_deadline: Option<u64>,
 
     /// Keep the N worst samples with their timestamps.
     #[arg(long, value_name = "N", default_value_t = 32)]
@@ -1341,6 +1373,11 @@ impl RtArgs {
     pub fn choice(&self) -> anyhow::Result<RtChoice> {
         RtChoice::new(self.policy, self.priority, self.no_rt, self.default_system)
     }
+
+    /// [`RtArgs::choice`], `--policy deadline` allowed.
+    pub fn choice_with_deadline(&self) -> anyhow::Result<RtChoice> {
+        RtChoice::with_deadline(self.policy, self.priority, self.no_rt, self.default_system)
+    }
 }
 
 impl NoiseArgs {
@@ -1389,7 +1426,11 @@ impl CyclicArgs {
             warmup: self.warmup,
             clock: self.clock,
             wake: self.wake,
-            rt: self.rt.choice()?,
+            rt: self.rt.choice_with_deadline()?,
+            deadline: crate::experiment::cyclic::DeadlineAsk {
+                runtime_ns: self.dl_runtime,
+                deadline_ns: self.dl_deadline,
+            },
             spikes: self.spikes,
             raw: self.raw.clone(),
             histogram: self.histogram.clone(),
@@ -1414,6 +1455,7 @@ impl CyclicArgs {
             },
             trace_outliers_ns: self.trace_outliers,
             trace_buffer_kb: self.trace_buffer_kb,
+            cyclictest: None,
         })
     }
 }

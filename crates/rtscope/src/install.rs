@@ -101,6 +101,10 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         ("Which kernel stage the worst wake-ups lost their time in", "rtscope cyclic -D 1m --trace-outliers 100us"),
         ("A CI gate: exit 3 when the worst wake-up exceeds 200 us", "rtscope cyclic -D 5m -q --fail-above 200us"),
     ]),
+    ("rtscope-cyclictest", &[
+        ("A cyclictest command line, unchanged: its output, and rtscope's document beside it", "rtscope cyclictest -m -S -p 95 -i 1000 -h 400 -D 2m"),
+        ("The OSADL-style long run, quiet, with its histogram", "rtscope cyclictest -l100000000 -m -Sp99 -i200 -h400 -q"),
+    ]),
     ("rtscope-clock", &[
         ("What reading each time source costs", "rtscope clock"),
         ("Sparse reads, as a program that reads the clock now and then sees it", "rtscope clock --mode sparse --every 100ms --pairs 20"),
@@ -132,7 +136,8 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         ("OS noise on CPU 1 for 30 s, each gap attributed", "rtscope noise -a 1 -D 30s --trace"),
     ]),
     ("rtscope-hwlat", &[
-        ("The machine's own stalls: the kernel's hwlat tracer, SMIs counted", "rtscope hwlat -D 10s --window 1s --width 950ms --threshold 10us --json out.json"),
+        ("Hardware stalls for 10 s, in hwlatdetect's terms: a 950 ms spin of every 1 s window", "rtscope hwlat -D 10s --window 1s --width 950ms --threshold 10us --json hwlat.json"),
+        ("The same on CPU 2 only", "rtscope hwlat -a 2 -D 1m"),
         ("Where the kernel has no hwlat tracer: from user space on CPU 1 (an upper bound)", "rtscope hwlat --method user-space -a 1 -D 30s"),
     ]),
     ("rtscope-irq", &[
@@ -201,7 +206,7 @@ fn extra_sections(name: &str, siblings: &[String]) -> String {
     }
     r.control("SH", ["SEE ALSO"]);
     let mut refs: Vec<String> = siblings.iter().map(|s| format!("{s}(1)")).collect();
-    if name == "rtscope-cyclic" || name.starts_with("rtscope-import") {
+    if name.starts_with("rtscope-cyclic") || name.starts_with("rtscope-import") {
         refs.push("cyclictest(8)".into());
     }
     r.text([roman(refs.join(", "))]);

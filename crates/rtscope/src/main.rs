@@ -29,6 +29,7 @@ use cli::{Cli, Command};
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Cyclic(a) => experiment::cyclic::run(&a.options()?),
+        Command::Cyclictest(a) => experiment::cyclictest::run(&a.args),
         Command::Ipc(a) if a.list => experiment::ipc::list(),
         Command::Ipc(a) if a.cleanup => experiment::ipc::cleanup(),
         Command::Ipc(a) => experiment::ipc::run(&a.options()?),

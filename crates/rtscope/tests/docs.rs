@@ -251,6 +251,9 @@ fn short_periods(list: &str) -> String {
 /// the output (series, columns, cells) stays what the documented command gives.
 fn shorten(mut args: Vec<String>) -> Vec<String> {
     let sub = args.first().cloned().unwrap_or_default();
+    if sub == "cyclictest" {
+        return shorten_cyclictest(args);
+    }
     let mut i = 1;
     while i < args.len() {
         let v = args.get(i + 1).cloned().unwrap_or_default();
@@ -351,16 +354,67 @@ fn shorten(mut args: Vec<String>) -> Vec<String> {
     args
 }
 
-/// Splits the command into arguments after `rtscope` (no quoting is used in
-/// the docs); `$(uname -r)` becomes a fixed name.
+/// `rtscope cyclictest` reads cyclictest's options: `-D` is seconds (a
+/// suffix m, h or d), `-l` may be bundled (`-l100000000`). Loops are capped
+/// at 300, a duration becomes 1 s, and a line with neither gets `-D 1`.
+fn shorten_cyclictest(args: Vec<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut ends = false;
+    let mut it = args.into_iter().peekable();
+    while let Some(a) = it.next() {
+        let loops = a
+            .strip_prefix("-l")
+            .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+        // A duration as cyclictest reads one (a misread one is kept: its example shows the error).
+        let valid = |v: &str| {
+            let n = v.trim_end_matches(['s', 'm', 'h', 'd', 'S', 'M', 'H', 'D']);
+            !n.is_empty() && n.len() + 1 >= v.len() && n.chars().all(|c| c.is_ascii_digit())
+        };
+        let bundled = a
+            .strip_prefix("--duration=")
+            .or_else(|| a.strip_prefix("-D").filter(|v| !v.is_empty()));
+        if (a == "-D" || a == "--duration") && it.peek().is_some_and(|v| valid(v)) {
+            it.next();
+            out.extend([a, "1".to_string()]);
+            ends = true;
+        } else if bundled.is_some_and(valid) {
+            out.push("--duration=1".into());
+            ends = true;
+        } else if a == "-l" || a == "--loops" {
+            let v = it.next().unwrap_or_default();
+            out.extend([a, cap(&v, 300)]);
+            ends = true;
+        } else if let Some(n) = loops.or_else(|| a.strip_prefix("--loops=")) {
+            out.push(format!("--loops={}", cap(n, 300)));
+            ends = true;
+        } else {
+            out.push(a);
+        }
+    }
+    if !ends {
+        out.extend(["-D".into(), "1".into()]);
+    }
+    out
+}
+
+/// Splits the command into arguments after `rtscope` (a "quoted" word keeps
+/// its blanks); `$(uname -r)` becomes a fixed name.
 fn arguments(command: &str) -> Vec<String> {
     let command = command.replace("$(uname -r)", "kernel");
-    let mut words = command.split_whitespace().peekable();
-    if words.peek() == Some(&"sudo") {
+    let mut split = Vec::new();
+    for (i, part) in command.split('"').enumerate() {
+        if i % 2 == 1 {
+            split.push(part.to_string());
+        } else {
+            split.extend(part.split_whitespace().map(str::to_string));
+        }
+    }
+    let mut words = split.into_iter().peekable();
+    if words.peek().map(String::as_str) == Some("sudo") {
         words.next();
     }
-    assert_eq!(words.next(), Some("rtscope"), "{command}");
-    words.map(str::to_string).collect()
+    assert_eq!(words.next().as_deref(), Some("rtscope"), "{command}");
+    words.collect()
 }
 
 /// Numbers become `#` (with a k/M/G suffix, a sign, a decimal part, thousands
@@ -423,7 +477,10 @@ fn redact(line: &str) -> String {
             while i < chars.len() && chars[i].is_whitespace() {
                 i += 1;
             }
-            out.push(' ');
+            // Padding inside a parenthesis (cyclictest's `(%5d)` thread id).
+            if !out.ends_with('(') {
+                out.push(' ');
+            }
             continue;
         }
         out.push(c);
@@ -588,6 +645,11 @@ fn redaction_keeps_words_and_units() {
         redact("stage sched   1999  4.1   7.2  0")
     );
     assert_eq!(redact("passed – rtscope–kernel"), "passed # rtscope–kernel");
+    // A right-aligned number in parentheses matches at any width.
+    assert_eq!(
+        redact("T: 0 ( 2054) P:80 I:10000 C:  10000"),
+        redact("T: 1 (124054) P:80 I:1000 C:      5")
+    );
 }
 
 #[test]
@@ -603,6 +665,34 @@ fn shortening_keeps_the_shape() {
         "ipc --period 200us,600us,1000us --repetitions 2 -l 20"
     );
     assert_eq!(s("sudo rtscope cyclic"), "cyclic -D 300ms");
+    assert_eq!(
+        s("rtscope cyclictest -l100000000 -m -Sp99 -i200 -h400 -q"),
+        "cyclictest --loops=300 -m -Sp99 -i200 -h400 -q"
+    );
+    assert_eq!(
+        s("rtscope cyclictest -m -S -p 95 -D 2m"),
+        "cyclictest -m -S -p 95 -D 1"
+    );
+    assert_eq!(
+        s("rtscope cyclictest -a -t -p99"),
+        "cyclictest -a -t -p99 -D 1"
+    );
+    assert_eq!(
+        s("rtscope cyclictest -l 50 -D2h"),
+        "cyclictest -l 50 --duration=1"
+    );
+    assert_eq!(s("rtscope cyclictest -D 10ms"), "cyclictest -D 10ms -D 1");
+    assert_eq!(
+        arguments("rtscope import cyclictest --cmdline \"cyclictest -m -q\" -o x.json"),
+        [
+            "import",
+            "cyclictest",
+            "--cmdline",
+            "cyclictest -m -q",
+            "-o",
+            "x.json"
+        ]
+    );
     assert_eq!(
         s("rtscope cyclic -D 30d --listen 127.0.0.1:9464"),
         "cyclic -D 300ms --listen 127.0.0.1:0"
@@ -759,6 +849,7 @@ fn documented(page: &str, short: Option<&str>, long: &str) -> bool {
 fn every_option_is_on_its_page() {
     let pages = [
         ("cyclic", "cyclic.md"),
+        ("cyclictest", "cyclictest.md"),
         ("ipc", "ipc.md"),
         ("clock", "clock.md"),
         ("period", "clock.md"),

@@ -757,10 +757,10 @@ fn a_receiver_process_that_dies_ends_the_run_without_hanging() {
             .spawn()
             .unwrap();
         let kids = wait_for_child(child.id());
-        // Long enough for the first samples on a busy machine (the receiver
-        // sets itself up after the fork).
-        std::thread::sleep(Duration::from_millis(1000));
         assert_eq!(kids.len(), 1, "{mech}: one receiver process");
+        // Until the receiver has taken part in a few hundred exchanges (each
+        // wakes it), however long a busy machine makes that take.
+        wait_for_wakeups(kids[0], 300);
         rtscope_core::sys::kill(kids[0], libc::SIGKILL).unwrap();
         let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(1), "{mech}");
@@ -771,6 +771,27 @@ fn a_receiver_process_that_dies_ends_the_run_without_hanging() {
         let n = latency_series(&doc)[0]["stats"]["count"].as_u64().unwrap();
         assert_eq!(n > 0, keeps_samples, "{mech}: {n} samples");
     }
+}
+
+/// Polls (up to 30 s) until process `pid` has been woken `n` times
+/// (`voluntary_ctxt_switches`).
+fn wait_for_wakeups(pid: i32, n: u64) {
+    let switches = || {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()?
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))?
+            .trim()
+            .parse::<u64>()
+            .ok()
+    };
+    for _ in 0..600 {
+        if switches().is_some_and(|s| s >= n) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("process {pid} was woken {:?} times in 30 s", switches());
 }
 
 /// Polls (up to 20 s) until process `pid` has a child; returns its children.

@@ -245,24 +245,40 @@ fn listen_serves_metrics_snapshot_and_page() {
     }
     assert!(!addr.is_empty(), "no 'listening on' line");
     std::thread::sleep(Duration::from_millis(1500));
-    let (code, head, body) = get(&addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    // OpenMetrics when asked for, the text format otherwise.
+    let (code, head, body) = get(
+        &addr,
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text\r\n\r\n",
+    );
     assert_eq!(code, 200, "{head}");
     assert!(head.contains("application/openmetrics-text; version=1.0.0; charset=utf-8"));
     assert!(body.ends_with("# EOF\n"), "{body}");
+    assert!(body.contains("# TYPE rtscope_samples counter\n"), "{body}");
+    let (code, head, body) = get(&addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(code, 200, "{head}");
+    assert!(
+        head.contains("text/plain; version=0.0.4; charset=utf-8"),
+        "{head}"
+    );
+    assert!(!body.contains("# EOF"), "{body}");
     for needle in [
         "# TYPE rtscope_latency_seconds histogram",
-        "rtscope_latency_seconds_bucket{le=\"0.000001\",series=\"thread 0\"}",
-        "rtscope_latency_seconds_bucket{le=\"+Inf\",series=\"all\"}",
-        "rtscope_latency_seconds_count{series=\"all\"}",
+        "# TYPE rtscope_samples_total counter",
+        "rtscope_latency_seconds_bucket{series=\"thread 0\",le=\"0.000001\"}",
+        "rtscope_latency_seconds_bucket{series=\"thread 0\",le=\"+Inf\"}",
+        "rtscope_latency_seconds_count{series=\"thread 0\"}",
         "rtscope_samples_total{series=\"thread 0\"}",
-        "rtscope_overruns_total{series=\"all\"}",
-        "rtscope_dropped_total{series=\"all\"}",
-        "rtscope_latency_max_seconds{series=\"all\"}",
-        "rtscope_interval_latency_max_seconds{series=\"all\"}",
+        "rtscope_overruns_total{series=\"thread 0\"}",
+        "rtscope_dropped_total{series=\"thread 0\"}",
+        "rtscope_latency_max_seconds{series=\"thread 0\"}",
+        "rtscope_window_latency_max_seconds{series=\"thread 0\"}",
+        "rtscope_window_latency_p99_seconds{series=\"thread 0\"}",
         "rtscope_run_info{experiment=\"cyclic\"",
     ] {
         assert!(body.contains(needle), "{needle} missing from\n{body}");
     }
+    // The union of the threads is PromQL's sum, not a series of its own.
+    assert!(!body.contains("series=\"all\""), "{body}");
     let (code, head, body) = get(&addr, "GET /api/snapshot HTTP/1.1\r\n\r\n");
     assert_eq!(code, 200, "{head}");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -626,6 +642,24 @@ fn prometheus_scrapes_listen() {
         }
         std::thread::sleep(Duration::from_millis(500));
     }
+    // Prometheus asked for OpenMetrics and got it: the run is an `info`
+    // family in its metadata (the text format would make it a gauge named
+    // rtscope_run_info).
+    let metadata = |name: &str| -> serde_json::Value {
+        let buf = get(&format!("/api/v1/metadata?metric={name}"));
+        let body = buf.split_once("\r\n\r\n").map_or("", |x| x.1);
+        serde_json::from_str::<serde_json::Value>(body).unwrap_or_default()["data"][name][0].clone()
+    };
+    let mut run_meta = serde_json::Value::Null;
+    while t0.elapsed() < Duration::from_secs(40) {
+        run_meta = metadata("rtscope_run");
+        if !run_meta.is_null() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(run_meta["type"], "info", "{run_meta}");
+    assert_eq!(metadata("rtscope_latency_seconds")["unit"], "seconds");
     rtscope_core::sys::kill(rt.id() as i32, libc::SIGINT).unwrap();
     let out = rt.wait_with_output().unwrap();
     assert_exit(&out, 0);
@@ -637,10 +671,11 @@ fn prometheus_scrapes_listen() {
         .iter()
         .map(|r| r["metric"]["series"].as_str().unwrap_or("").to_string())
         .collect();
-    assert!(series.contains(&"all".to_string()), "{series:?}");
+    // One series per thread; the union is left to PromQL.
+    assert_eq!(series, vec!["thread 0".to_string()], "{series:?}");
     assert!(samples.iter().all(|r| r["metric"]["job"] == "rtscope"));
-    // 16 bounds and +Inf, for each of the two series.
-    assert_eq!(buckets.len(), 2 * 17, "{buckets:?}");
+    // 16 bounds and +Inf, for the thread.
+    assert_eq!(buckets.len(), 17, "{buckets:?}");
     assert!(buckets.iter().any(|r| r["metric"]["le"] == "+Inf"));
     // The 1 µs bound, as exposed (newer Prometheus versions normalise it).
     assert!(buckets

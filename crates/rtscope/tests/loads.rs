@@ -415,6 +415,154 @@ fn matrix_runs_and_resumes() {
     assert_eq!(err.matches("complete, skipped").count(), 6, "{err}");
 }
 
+/// Three `cpu:100` instances pinned to one CPU get a third of it each at
+/// most: the load falls short of its level whatever else runs, and says so
+/// (under the loads table, with `-q` too), records it (`fell_short`, a
+/// warning), and a paced `net` load that cannot reach its rate (10^8
+/// packets/s) the same.
+#[test]
+fn a_load_that_falls_short_says_so_and_records_it() {
+    let _g = CPUS.read().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("short.json");
+    let out = rtscope()
+        .args([
+            "load",
+            "cpu:100,instances=3",
+            "net,rate=100000000,instances=1",
+            "--load-cpus",
+            "0",
+            "--duration",
+            "1s",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    let said: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("WARNING: load "))
+        .collect();
+    assert_eq!(said.len(), 2, "{stdout}");
+    assert!(
+        said[0].starts_with("WARNING: load cpu:100,instances=3 reached ")
+            && said[0].contains(" % CPU of the 100 % asked (instance "),
+        "{stdout}"
+    );
+    assert!(
+        said[1].starts_with("WARNING: load net,rate=100000000,instances=1 sent ")
+            && said[1].contains("packets/s per instance of the 100000000 asked"),
+        "{stdout}"
+    );
+    let doc = read_json(&json);
+    for l in doc["loads"].as_array().unwrap() {
+        assert_eq!(l["fell_short"], true, "{l}");
+    }
+    let warnings: Vec<&str> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .filter(|w| w.contains(" asked"))
+        .collect();
+    assert_eq!(warnings, [&said[0][9..], &said[1][9..]]);
+}
+
+/// An experiment's summary says a shortfall once, under the loads table,
+/// although it is also one of the document's warnings, which the `period`
+/// summary lists.
+#[test]
+fn an_experiment_says_a_shortfall_once() {
+    let _g = CPUS.read().unwrap();
+    let out = rtscope()
+        .args([
+            "period",
+            "--no-rt",
+            "-i",
+            "1ms",
+            "-l",
+            "500",
+            "-s",
+            "monotonic",
+            "--calibrate",
+            "0.1",
+            "--load",
+            "cpu:100,instances=3",
+            "--load-cpus",
+            "0",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        stdout.matches("load cpu:100,instances=3 reached ").count(),
+        1,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\nWARNING: load cpu:100,instances=3 reached "),
+        "{stdout}"
+    );
+}
+
+/// A matrix cell whose load fell short is marked (table, summary files,
+/// index), also with `-q`.
+#[test]
+fn matrix_marks_a_cell_whose_load_fell_short() {
+    let _g = CPUS.read().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let outdir = dir.path().join("m");
+    let out = rtscope()
+        .args([
+            "matrix",
+            "--no-rt",
+            "-q",
+            "--loads",
+            "cpu:100,instances=3",
+            "--load-cpus",
+            "0",
+            "--samples",
+            "300",
+            "--out",
+        ])
+        .arg(&outdir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    let id = "p1ms-cpu-instances3-100";
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{id} ")))
+        .unwrap();
+    assert!(row.ends_with("  done, load short"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "\nload short: {id}: cpu:100,instances=3 fell short of its level ("
+        )),
+        "{stdout}"
+    );
+    let idx: Value =
+        serde_json::from_str(&std::fs::read_to_string(outdir.join("matrix.json")).unwrap())
+            .unwrap();
+    common::assert_valid(&idx, "matrix-schema.json");
+    let cell = &idx["cells"][0];
+    assert_eq!(cell["status"], "done");
+    assert_eq!(cell["summary"]["load_fell_short"], true, "{cell}");
+    let doc = read_json(&outdir.join(format!("{id}.json")));
+    assert_eq!(doc["loads"][0]["fell_short"], true);
+    let csv = std::fs::read_to_string(outdir.join("summary.csv")).unwrap();
+    assert!(csv.lines().nth(1).unwrap().ends_with(",done,true"), "{csv}");
+    let md = std::fs::read_to_string(outdir.join("summary.md")).unwrap();
+    assert!(md.contains(" | done, load short |"), "{md}");
+    assert!(md.contains(&format!("\n- load short: {id}: ")), "{md}");
+}
+
 /// Busy and total jiffies of one CPU from /proc/stat.
 fn cpu_jiffies(cpu: usize) -> (u64, u64) {
     let s = std::fs::read_to_string("/proc/stat").unwrap();

@@ -96,6 +96,36 @@ fn check_series(doc: &Value, cpu: usize) -> &Value {
         .map(|x| x.as_u64().unwrap())
         .sum();
     assert_eq!(b, a["iterations"].as_u64().unwrap());
+    // Throttling is apart from the noise: the gaps beyond oslat's first
+    // bucket (every gap, as oslat counts them) are the noise's and
+    // throttling's.
+    let t = &a["throttling"];
+    let throttled = if t.is_null() {
+        0
+    } else {
+        for k in ["episodes", "gaps", "noise_ns"] {
+            assert!(t[k].is_u64(), "throttling {k}: {t}");
+        }
+        assert!(t["pct"].is_number() && t["budgets"].is_array(), "{t}");
+        let found = t["found"].as_array().unwrap();
+        let by_found: u64 = found.iter().map(|f| f["gaps"].as_u64().unwrap()).sum();
+        assert_eq!(by_found, t["gaps"].as_u64().unwrap(), "{t}");
+        for f in found {
+            assert!(
+                ["period", "length"].contains(&f["evidence"].as_str().unwrap()),
+                "{f}"
+            );
+        }
+        t["gaps"].as_u64().unwrap()
+    };
+    let beyond_first: u64 = a["oslat_buckets_us"].as_array().unwrap()[1..]
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        beyond_first,
+        s["stats"]["count"].as_u64().unwrap() + throttled
+    );
     s
 }
 
@@ -109,6 +139,64 @@ fn untraced_run_document() {
     assert!(doc["plan"]["trace_session"].is_null());
     assert_eq!(doc["plan"]["trace"], false);
     assert!(out.contains("available"), "{out}");
+}
+
+/// Issue 26: a real-time loop's run looks for the bandwidth limits its
+/// kernel settings name (as the document's own `system` records them); a
+/// normal-priority loop is not throttled, and nothing is looked for.
+#[test]
+fn throttling_is_looked_for_only_for_a_real_time_loop() {
+    let _turn = alongside();
+    let cpu = last_cpu().to_string();
+    let (doc, _) = run_noise(&["-a", &cpu]);
+    let s = check_series(&doc, last_cpu());
+    let (runtime, period) = (
+        doc["system"]["sched_rt_runtime_us"].as_i64(),
+        doc["system"]["sched_rt_period_us"]
+            .as_i64()
+            .unwrap_or(1_000_000),
+    );
+    let budgets = s["attributes"]["throttling"]["budgets"].as_array();
+    let rt_budget = budgets.and_then(|b| b.iter().find(|b| b["mechanism"] == "rt_runtime"));
+    match runtime {
+        Some(r) if (0..period).contains(&r) => {
+            let b = rt_budget.expect("an RT throttling budget");
+            assert_eq!(b["lost_ns"].as_i64().unwrap(), (period - r) * 1000);
+            assert_eq!(b["period_ns"].as_i64().unwrap(), period * 1000);
+        }
+        _ => assert!(rt_budget.is_none()),
+    }
+    let (doc, _) = run_noise(&["-a", &cpu, "--policy", "other"]);
+    let s = check_series(&doc, last_cpu());
+    assert!(
+        s["attributes"]["throttling"].is_null(),
+        "{}",
+        s["attributes"]
+    );
+}
+
+/// Issue 26: the warnings printed when the run starts are not printed again
+/// after the summary.
+#[test]
+fn warnings_are_printed_once() {
+    let _turn = alongside();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("n.json");
+    let out = rtscope()
+        .args(["noise", "-D", "300ms", "--calibrate", "50ms", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    for w in read_result(&json)["warnings"].as_array().unwrap() {
+        let line = format!("warning: {}\n", w.as_str().unwrap());
+        assert_eq!(all.matches(&line).count(), 1, "{line:?} in:\n{all}");
+    }
 }
 
 #[test]

@@ -171,8 +171,8 @@ fn histogram_text_import_matches_json_import_of_the_same_run() {
             );
         }
     }
-    assert_eq!(h.plan["total_line"], Value::from(true));
-    assert_eq!(st.plan["total_line"], Value::from(false));
+    assert_eq!(h.plan["imported"]["total_line"], Value::from(true));
+    assert_eq!(st.plan["imported"]["total_line"], Value::from(false));
 }
 
 #[test]

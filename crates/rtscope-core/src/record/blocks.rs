@@ -125,6 +125,13 @@ impl BlockRecorder {
     /// Adds a latency observed at absolute time `t_ns`.
     #[inline]
     pub fn push(&mut self, t_ns: u64, latency_ns: u64) {
+        let idx = self.block_index(t_ns);
+        add_to(&mut self.blocks[idx], bucket_of(latency_ns), 1);
+    }
+
+    /// The index of the block that holds time `t_ns`, coarsening first when
+    /// it lies beyond the blocks kept; the block exists on return.
+    fn block_index(&mut self, t_ns: u64) -> usize {
         let rel = t_ns.saturating_sub(self.origin_ns);
         let mut idx = (rel / self.block_ns) as usize;
         while idx >= self.max_blocks {
@@ -134,12 +141,65 @@ impl BlockRecorder {
         if idx >= self.blocks.len() {
             self.blocks.resize_with(idx + 1, Vec::new);
         }
-        add_to(&mut self.blocks[idx], bucket_of(latency_ns), 1);
+        idx
+    }
+
+    /// Adds the periods a late wake-up skipped, each in the block of its
+    /// own deadline: the wake-up was due at `intended_ns` and came `latency`
+    /// later; the `missed` deadlines after it (`period` apart, never more
+    /// than `latency / period`) had the lateness `latency - k * period` at
+    /// `intended_ns + k * period`. One step per block and bucket they fall
+    /// in, not one per period.
+    pub fn push_missed(&mut self, intended_ns: u64, latency: u64, period: u64, missed: u64) {
+        if period == 0 {
+            return;
+        }
+        let mut left = missed.min(latency / period);
+        let mut k = 1u64;
+        while left > 0 {
+            let t = intended_ns.saturating_add(k * period);
+            let v = latency - k * period;
+            let idx = self.block_index(t);
+            // Deadlines left in this block, and values left in v's bucket
+            // (they fall as k grows).
+            let block_end = self.origin_ns + (idx as u64 + 1) * self.block_ns;
+            let in_block = (block_end.saturating_sub(t) - 1) / period + 1;
+            let bucket = bucket_of(v);
+            let in_bucket = (v - bucket_range(bucket).0) / period + 1;
+            let n = left.min(in_block).min(in_bucket);
+            add_to(&mut self.blocks[idx], bucket, n);
+            left -= n;
+            k += n;
+        }
     }
 
     fn coarsen(&mut self) {
         self.blocks = halve(&self.blocks);
         self.block_ns *= 2;
+    }
+
+    /// Both recorders' blocks together (the same origin): the one with the
+    /// shorter blocks is coarsened to the other's length first.
+    pub fn merged(&self, other: &BlockRecorder) -> BlockRecorder {
+        let (mut a, mut b) = (self.clone(), other.clone());
+        while a.block_ns < b.block_ns {
+            a.coarsen();
+        }
+        while b.block_ns < a.block_ns {
+            b.coarsen();
+        }
+        if b.blocks.len() > a.blocks.len() {
+            std::mem::swap(&mut a, &mut b);
+        }
+        for (x, y) in a.blocks.iter_mut().zip(&b.blocks) {
+            *x = merge(x, y);
+        }
+        a
+    }
+
+    /// The time the first block starts at, ns.
+    pub fn origin_ns(&self) -> u64 {
+        self.origin_ns
     }
 
     /// Current block length, ns.
@@ -304,6 +364,68 @@ mod tests {
         assert_eq!(d[2], vec![(50, 1)]);
         let total: u64 = d.iter().flatten().map(|e| e.1).sum();
         assert_eq!(total, 5);
+    }
+
+    /// Missed periods land in the blocks of their deadlines and the
+    /// buckets of their lateness, as pushing them one by one puts them.
+    #[test]
+    fn missed_periods_as_pushed_one_by_one() {
+        // (origin, block, max blocks, intended, latency, period, missed)
+        let cases: [(u64, u64, usize, u64, u64, u64, u64); 7] = [
+            (1_000, 100, 64, 1_050, 2_500, 10, 250),
+            (0, 100, 4, 30, 1_000, 7, 142),
+            (0, 1_000_000, 512, 5_000, 3_000_000, 1_000, 3_000),
+            (0, 100, 64, 0, 99, 100, 3),
+            (0, 100, 64, 40, 100, 100, 1),
+            (0, 100, 64, 40, 250, 60, 9),
+            (500, 50, 8, 400, 333, 1, 333),
+        ];
+        for (origin, block, max, intended, lat, period, missed) in cases {
+            let mut fast = BlockRecorder::new(origin, block, max);
+            let mut slow = BlockRecorder::new(origin, block, max);
+            fast.push_missed(intended, lat, period, missed);
+            let mut k = 1;
+            while k <= missed && k * period <= lat {
+                slow.push(intended + k * period, lat - k * period);
+                k += 1;
+            }
+            let (f, s) = (fast.export(), slow.export());
+            assert_eq!(f, s, "{intended} {lat} {period} {missed}");
+            let n: u64 = decode(&f).unwrap().iter().flatten().map(|e| e.1).sum();
+            assert_eq!(n, k - 1);
+        }
+        let mut r = BlockRecorder::new(0, 100, 8);
+        r.push_missed(0, 5_000, 0, 3);
+        assert!(
+            r.export().blocks.is_empty(),
+            "a period of 0 fills in nothing"
+        );
+    }
+
+    /// Merged recorders hold every value of both, coarsened to the longer
+    /// block; merging with an empty one keeps the other as it is.
+    #[test]
+    fn merged_recorders_hold_both() {
+        let mut a = BlockRecorder::new(0, 10, 4);
+        let mut b = BlockRecorder::new(0, 10, 4);
+        a.push(5, 100);
+        a.push(15, 100);
+        b.push(5, 100);
+        b.push(25, 7);
+        // b's last push coarsens it: blocks of 20.
+        b.push(75, 7);
+        assert_eq!(b.block_ns(), 20);
+        for m in [a.merged(&b), b.merged(&a)] {
+            assert_eq!(m.block_ns(), 20);
+            let d = decode(&m.export()).unwrap();
+            assert_eq!(d[0], vec![(bucket_of(100), 3)]);
+            assert_eq!(d[1], vec![(7, 1)]);
+            assert_eq!(d[3], vec![(7, 1)]);
+            assert_eq!(d.iter().flatten().map(|e| e.1).sum::<u64>(), 5);
+        }
+        let empty = BlockRecorder::new(0, 10, 4);
+        assert_eq!(a.merged(&empty).export(), a.export());
+        assert_eq!(empty.merged(&a).export(), a.export());
     }
 
     #[test]

@@ -47,6 +47,33 @@ impl LatencyHistogram {
         self.h.saturating_record_n(ns, count);
     }
 
+    /// Records the lateness of the periods a late wake-up skipped: with
+    /// `latency` and `missed` as the loop reports them (`missed` deadlines
+    /// passed before the wake-up, `period` apart), the values `latency - k *
+    /// period` for `k` in `1..=missed` (never more than `latency / period`,
+    /// so none is negative). The counts are those of recording each value;
+    /// the work is one step per bucket the values fall in, not one per value.
+    pub fn record_missed(&mut self, latency: u64, period: u64, missed: u64) {
+        if period == 0 {
+            return;
+        }
+        let mut left = missed.min(latency / period);
+        // The smallest of them first, then up by one period at a time.
+        let mut v = latency - left * period;
+        while left > 0 {
+            // Beyond the counts (about 100 s): clamped to the highest
+            // trackable value, as `record` does, and so is every larger one.
+            if v > self.h.high() && self.h.record_n(v, 0).is_err() {
+                self.h.saturating_record_n(v, left);
+                return;
+            }
+            let n = ((self.h.highest_equivalent(v) - v) / period + 1).min(left);
+            self.h.saturating_record_n(v, n);
+            left -= n;
+            v += n * period;
+        }
+    }
+
     /// Total number of values recorded.
     pub fn len(&self) -> u64 {
         self.h.len()
@@ -132,6 +159,42 @@ mod tests {
         a.add(&b);
         assert_eq!(a.len(), 4);
         assert_eq!(a.quantile(1.0), b.quantile(1.0));
+    }
+
+    /// The missed periods' lateness, one step per bucket, counts exactly
+    /// what recording them one by one counts: small and large periods, a
+    /// count beyond `latency / period`, values past the highest trackable one.
+    #[test]
+    fn missed_periods_count_as_recorded_one_by_one() {
+        let cases: [(u64, u64, u64); 9] = [
+            (2_500, 1_000, 2),
+            (1_000, 1_000, 1),
+            (999, 1_000, 0),
+            (5_000_000_000, 1_000_000, 5_000),
+            (3_000_000_017, 1_000, 3_000_000),
+            (7_777, 3, 2_592),
+            // More than latency / period: only those with a lateness >= 0.
+            (2_500, 1_000, 9),
+            (250_000_000_000, 30_000_000_000, 8),
+            (u64::MAX, u64::MAX / 4, 4),
+        ];
+        for (lat, period, missed) in cases {
+            let mut fast = LatencyHistogram::new();
+            fast.record_missed(lat, period, missed);
+            let mut slow = LatencyHistogram::new();
+            let mut k = 1;
+            while k <= missed && k.checked_mul(period).is_some_and(|x| x <= lat) {
+                slow.record(lat - k * period);
+                k += 1;
+            }
+            assert_eq!(fast.len(), k - 1, "{lat} {period} {missed}");
+            assert_eq!(fast.export(), slow.export(), "{lat} {period} {missed}");
+        }
+        let mut h = LatencyHistogram::new();
+        h.record_missed(5_000, 0, 3);
+        assert!(h.is_empty(), "a period of 0 fills in nothing");
+        h.record_missed(2_500, 1_000, 2);
+        assert_eq!(h.export().buckets, vec![[500, 1], [1_500, 1]]);
     }
 
     #[test]

@@ -195,7 +195,7 @@ impl ThreadTimer {
         let mut id: libc::timer_t = std::ptr::null_mut();
         // SAFETY: `sev` and `id` are valid for the call.
         if unsafe { libc::timer_create(clock, &mut sev, &mut id) } != 0 {
-            return Err(io::Error::last_os_error());
+            return Err(super::timer::timer_create_error(io::Error::last_os_error()));
         }
         let timer = ThreadTimer { id };
         let spec = libc::itimerspec {

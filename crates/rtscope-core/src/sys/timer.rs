@@ -105,6 +105,30 @@ pub struct OneShotPosixTimer {
 // SAFETY: a timer_t is a kernel handle; it may be used and deleted from any thread.
 unsafe impl Send for OneShotPosixTimer {}
 
+/// `timer_create`'s error, with the cause of EAGAIN named: each POSIX timer
+/// holds one queued signal of the user's RLIMIT_SIGPENDING, and when other
+/// processes of the same user have used the limit up (`SigQ` in
+/// /proc/self/status), no timer can be made.
+pub fn timer_create_error(e: io::Error) -> io::Error {
+    if e.raw_os_error() != Some(libc::EAGAIN) {
+        return e;
+    }
+    let sigq = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("SigQ:"))
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    io::Error::new(
+        io::ErrorKind::WouldBlock,
+        format!(
+            "timer_create: no queued signal left for a POSIX timer (this user's queued signals, SigQ, are {sigq}: RLIMIT_SIGPENDING is used up by other processes or timers; ulimit -i raises it)"
+        ),
+    )
+}
+
 impl OneShotPosixTimer {
     /// A disarmed timer on `clock` that signals `signo` to thread `tid`.
     pub fn new(clock: ClockId, signo: i32, tid: i32) -> io::Result<Self> {
@@ -116,7 +140,7 @@ impl OneShotPosixTimer {
         let mut id: libc::timer_t = std::ptr::null_mut();
         // SAFETY: `sev` and `id` are valid for the call.
         if unsafe { libc::timer_create(clock, &mut sev, &mut id) } != 0 {
-            return Err(io::Error::last_os_error());
+            return Err(timer_create_error(io::Error::last_os_error()));
         }
         Ok(OneShotPosixTimer {
             id,
@@ -271,6 +295,22 @@ pub fn pselect_sleep(ns: u64) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn timer_create_eagain_names_the_queued_signal_limit() {
+        let e = timer_create_error(io::Error::from_raw_os_error(libc::EAGAIN));
+        let t = e.to_string();
+        assert!(t.starts_with("timer_create: no queued signal left for a POSIX timer (this user's queued signals, SigQ, are "), "{t}");
+        assert!(
+            t.contains("RLIMIT_SIGPENDING") && t.contains("ulimit -i"),
+            "{t}"
+        );
+        // The limit itself, read from this process's status.
+        assert!(t.contains('/') && !t.contains("are unknown"), "{t}");
+        let other = timer_create_error(io::Error::from_raw_os_error(libc::EINVAL));
+        assert_eq!(other.raw_os_error(), Some(libc::EINVAL));
+    }
+
     use super::*;
 
     fn now() -> u64 {

@@ -10,6 +10,20 @@
 //! cover; a gap with no event at all is hardware or hypervisor noise (an SMI,
 //! a vCPU descheduled by the host).
 //!
+//! RT throttling: a `sched_switch` away from the measuring thread that
+//! leaves it runnable (`prev_state` R) while it is real-time (priority below
+//! 100) and hands the CPU to a task of lower priority (idle included) is the
+//! kernel setting the loop aside for its bandwidth limit (RT throttling, or
+//! the fair deadline server running normal tasks): a runnable RT task is
+//! otherwise only ever preempted by a higher priority. From that switch to
+//! the loop's return, the CPU's time is [`Owner::Throttled`], whatever runs
+//! meanwhile (idle, normal tasks, their interrupts).
+//!
+//! The loop runs at the end of each of its gaps (that is what ends a gap):
+//! there the task is the measuring thread again, whether or not a
+//! `sched_switch` back to it was recorded (6.18 records none when the CPU
+//! returns from idle to a throttled RT task).
+//!
 //! Streaming contract: gaps in time order, events in time order, and every
 //! gap that starts before an event's time pushed before that event (the
 //! caller holds events back to the loop's published progress).
@@ -31,6 +45,9 @@ pub enum Owner {
     Nmi,
     /// A gap with no kernel event: hardware or hypervisor.
     Hardware,
+    /// The kernel set the runnable loop aside for lower-priority work or
+    /// idle: RT throttling or the fair deadline server.
+    Throttled,
 }
 
 impl Owner {
@@ -45,6 +62,7 @@ impl Owner {
             Owner::Hrtimer(_) => "hrtimer",
             Owner::Nmi => "nmi",
             Owner::Hardware => "hardware",
+            Owner::Throttled => "throttling",
         }
     }
 
@@ -65,6 +83,9 @@ impl Owner {
             },
             Owner::Nmi => "nmi".into(),
             Owner::Hardware => "hardware/hypervisor (no kernel event)".into(),
+            Owner::Throttled => {
+                "RT throttling (the loop runnable, the CPU given to lower priority or idle)".into()
+            }
         }
     }
 }
@@ -127,6 +148,8 @@ pub struct Attributor {
     own_pid: i32,
     stack: Vec<Owner>,
     current: Option<i32>,
+    /// The loop was set aside for its bandwidth limit (see the module doc).
+    throttled: bool,
     last: u64,
     pending: VecDeque<Open>,
     /// Totals per owner.
@@ -150,6 +173,7 @@ impl Attributor {
             own_pid,
             stack: Vec::new(),
             current: None,
+            throttled: false,
             last: start_ns,
             pending: VecDeque::new(),
             tally: BTreeMap::new(),
@@ -176,6 +200,9 @@ impl Attributor {
     }
 
     fn owner(&self) -> Owner {
+        if self.throttled {
+            return Owner::Throttled;
+        }
         match (self.stack.last(), self.current) {
             (Some(o), _) => *o,
             (None, Some(p)) if p != self.own_pid => Owner::Task(p),
@@ -193,8 +220,27 @@ impl Attributor {
         });
     }
 
+    /// Credits `[self.last, to)` to `owner` (none: the CPU's owner, read
+    /// again at the end of every gap, where the loop runs again), and
+    /// finishes the gaps that end by `to`.
+    fn credit(&mut self, to: u64, owner: Option<Owner>) {
+        loop {
+            // The next gap's end, if before `to` (a gap that ended by
+            // `self.last`, pushed late, is finished first).
+            let stop = self
+                .pending
+                .front()
+                .map_or(to, |g| g.end.max(self.last).min(to));
+            let o = owner.unwrap_or_else(|| self.owner());
+            self.credit_span(stop, o);
+            if stop >= to {
+                return;
+            }
+        }
+    }
+
     /// Credits `[self.last, to)` to `owner`, and finishes the gaps that end by `to`.
-    fn credit(&mut self, to: u64, owner: Owner) {
+    fn credit_span(&mut self, to: u64, owner: Owner) {
         if to > self.last {
             for g in self.pending.iter_mut() {
                 if g.start >= to {
@@ -210,6 +256,9 @@ impl Attributor {
         }
         while self.pending.front().is_some_and(|g| g.end <= self.last) {
             let g = self.pending.pop_front().expect("front exists");
+            // The loop runs again: its own task, no longer set aside.
+            self.current = Some(self.own_pid);
+            self.throttled = false;
             self.finish_gap(g);
         }
     }
@@ -264,16 +313,15 @@ impl Attributor {
     /// One event of this CPU.
     pub fn event(&mut self, e: &Event) {
         let ts = e.ts.max(self.last);
-        let owner = self.owner();
         if let Kind::Nmi { delta_ns } = e.kind {
             // Reported at its end: the NMI took [ts - delta, ts).
             let from = ts.saturating_sub(delta_ns).max(self.last);
-            self.credit(from, owner);
+            self.credit(from, None);
             self.count_event(ts);
-            self.credit(ts, Owner::Nmi);
+            self.credit(ts, Some(Owner::Nmi));
             return;
         }
-        self.credit(ts, owner);
+        self.credit(ts, None);
         self.count_event(ts);
         match e.kind {
             Kind::IrqEntry { irq } => self.push(Owner::Irq(irq)),
@@ -292,9 +340,21 @@ impl Attributor {
                     self.stack.truncate(i);
                 }
             }
-            Kind::Switch { next_pid, .. } => {
+            Kind::Switch {
+                prev_pid,
+                next_pid,
+                prev_runnable,
+                prev_prio,
+                next_prio,
+            } => {
                 // A switch happens in task context: whatever is open was missed.
                 self.stack.clear();
+                if next_pid == self.own_pid {
+                    self.throttled = false;
+                } else if prev_pid == self.own_pid {
+                    self.throttled =
+                        prev_runnable && (0..100).contains(&prev_prio) && next_prio > prev_prio;
+                }
                 self.current = Some(next_pid);
             }
             _ => {}
@@ -340,8 +400,7 @@ impl Attributor {
     /// current owner up to their end.
     pub fn finish(&mut self, end_ns: u64) {
         let end = self.pending.back().map_or(end_ns, |g| g.end.max(end_ns));
-        let o = self.owner();
-        self.credit(end, o);
+        self.credit(end, None);
     }
 
     /// The longest gaps kept, longest first.
@@ -365,6 +424,17 @@ mod tests {
 
     const OWN: i32 = 100;
 
+    /// A switch from `prev` (going to sleep) to `next`, both normal tasks.
+    fn switch(prev_pid: i32, next_pid: i32) -> Kind {
+        Kind::Switch {
+            prev_pid,
+            next_pid,
+            prev_runnable: false,
+            prev_prio: 120,
+            next_prio: 120,
+        }
+    }
+
     fn ev(ts: u64, kind: Kind) -> Event {
         Event {
             ts,
@@ -380,7 +450,7 @@ mod tests {
         d.irq_names.insert(11, "virtio0".into());
         d.comms.insert(88, "kworker/1:2".into());
         let sym = |f: u64| (f == 0xabc).then(|| "tick_nohz_handler".to_string());
-        let cases: [(Owner, &str, &str); 11] = [
+        let cases: [(Owner, &str, &str); 12] = [
             (
                 Owner::Own,
                 "kernel",
@@ -404,6 +474,11 @@ mod tests {
                 "hardware",
                 "hardware/hypervisor (no kernel event)",
             ),
+            (
+                Owner::Throttled,
+                "throttling",
+                "RT throttling (the loop runnable, the CPU given to lower priority or idle)",
+            ),
         ];
         for (o, kind, name) in cases {
             assert_eq!(o.kind(), kind, "{o:?}");
@@ -425,20 +500,8 @@ mod tests {
             ev(3000, Kind::IrqExit { irq: 11 }),
             ev(3000, Kind::SoftirqEntry { vec: 1 }),
             ev(5000, Kind::SoftirqExit { vec: 1 }),
-            ev(
-                11_000,
-                Kind::Switch {
-                    prev_pid: OWN,
-                    next_pid: 7,
-                },
-            ),
-            ev(
-                29_000,
-                Kind::Switch {
-                    prev_pid: 7,
-                    next_pid: OWN,
-                },
-            ),
+            ev(11_000, switch(OWN, 7)),
+            ev(29_000, switch(7, OWN)),
         ] {
             a.event(&e);
         }
@@ -553,13 +616,7 @@ mod tests {
         a.gap(5000, 1000);
         a.event(&ev(100, Kind::IrqEntry { irq: 3 }));
         // The exit was lost; a switch resets the context stack.
-        a.event(&ev(
-            2000,
-            Kind::Switch {
-                prev_pid: 9,
-                next_pid: OWN,
-            },
-        ));
+        a.event(&ev(2000, switch(9, OWN)));
         a.event(&ev(5500, Kind::SoftirqEntry { vec: 9 }));
         a.event(&ev(5600, Kind::SoftirqExit { vec: 9 }));
         a.finish(10_000);
@@ -568,6 +625,212 @@ mod tests {
         assert_eq!(
             second.parts,
             vec![(Owner::Own, 900), (Owner::Softirq(9), 100)]
+        );
+    }
+
+    /// A switch away from the loop (kernel priority 4: SCHED_FIFO 95) that
+    /// leaves it runnable, to `next` of kernel priority `next_prio`.
+    fn set_aside(next_pid: i32, next_prio: i32) -> Kind {
+        Kind::Switch {
+            prev_pid: OWN,
+            next_pid,
+            prev_runnable: true,
+            prev_prio: 4,
+            next_prio,
+        }
+    }
+
+    /// What this VM's trace shows of RT throttling: the loop, runnable, is
+    /// switched to idle after a tick; the idle CPU takes its ticks; no switch
+    /// back is recorded when the loop returns. The gap is throttling, not the
+    /// idle task's, and the next gap is not the idle task's either.
+    #[test]
+    fn a_throttled_loop_is_throttling_not_the_idle_task() {
+        let mut a = Attributor::new(OWN, 0, 4);
+        let end = 1_000 + 48_000_000;
+        a.gap(1_000, 48_000_000);
+        a.gap(60_000_000, 5_000);
+        let mut evs = vec![
+            ev(1_010, Kind::VectorEntry { vector: 0 }),
+            ev(1_030, Kind::VectorExit { vector: 0 }),
+            ev(1_050, set_aside(0, 120)),
+        ];
+        for k in 1..12u64 {
+            let t = 1_000 + k * 4_000_000;
+            evs.push(ev(t, Kind::VectorEntry { vector: 0 }));
+            evs.push(ev(t + 10_000, Kind::VectorExit { vector: 0 }));
+        }
+        evs.push(ev(60_001_000, Kind::IrqEntry { irq: 11 }));
+        evs.push(ev(60_003_000, Kind::IrqExit { irq: 11 }));
+        run(&mut a, &evs, 70_000_000);
+        let w = a.worst();
+        assert_eq!(w[0].len_ns, end - 1_000);
+        assert_eq!(
+            w[0].parts,
+            vec![
+                (Owner::Throttled, end - 1_050),
+                (Owner::Own, 30),
+                (Owner::Vector(0), 20)
+            ]
+        );
+        assert_eq!(w[0].main(), Owner::Throttled);
+        assert_eq!(
+            w[1].parts,
+            vec![(Owner::Own, 3_000), (Owner::Irq(11), 2_000)]
+        );
+        assert!(!a.tally.contains_key(&Owner::Task(0)));
+        assert_eq!(a.tally[&Owner::Throttled].gaps_main, 1);
+    }
+
+    #[test]
+    fn set_aside_only_for_lower_priority_while_runnable() {
+        // (the switch away from the loop, whether the gap is throttling).
+        let cases = [
+            // To idle or a normal task: throttling (or the fair server).
+            (set_aside(0, 120), true),
+            (set_aside(55, 139), true),
+            // One step lower is lower.
+            (set_aside(55, 5), true),
+            // A higher or equal priority preempts: that task's time.
+            (set_aside(21, 0), false),
+            (set_aside(55, 4), false),
+            (set_aside(55, -1), false),
+            // The loop went to sleep: not set aside.
+            (
+                Kind::Switch {
+                    prev_pid: OWN,
+                    next_pid: 0,
+                    prev_runnable: false,
+                    prev_prio: 4,
+                    next_prio: 120,
+                },
+                false,
+            ),
+            // A normal-priority loop (--policy other) shares the CPU fairly.
+            (
+                Kind::Switch {
+                    prev_pid: OWN,
+                    next_pid: 55,
+                    prev_runnable: true,
+                    prev_prio: 120,
+                    next_prio: 139,
+                },
+                false,
+            ),
+            // The lowest real-time priority still counts; 100 is normal.
+            (
+                Kind::Switch {
+                    prev_pid: OWN,
+                    next_pid: 55,
+                    prev_runnable: true,
+                    prev_prio: 99,
+                    next_prio: 120,
+                },
+                true,
+            ),
+            (
+                Kind::Switch {
+                    prev_pid: OWN,
+                    next_pid: 55,
+                    prev_runnable: true,
+                    prev_prio: 100,
+                    next_prio: 120,
+                },
+                false,
+            ),
+            (
+                Kind::Switch {
+                    prev_pid: OWN,
+                    next_pid: 55,
+                    prev_runnable: true,
+                    prev_prio: -1,
+                    next_prio: 120,
+                },
+                false,
+            ),
+            // A switch between two other tasks does not set the loop aside.
+            (
+                Kind::Switch {
+                    prev_pid: 9,
+                    next_pid: 55,
+                    prev_runnable: true,
+                    prev_prio: 4,
+                    next_prio: 120,
+                },
+                false,
+            ),
+        ];
+        for (k, throttled) in cases {
+            let mut a = Attributor::new(OWN, 0, 1);
+            a.gap(1_000, 9_000);
+            run(&mut a, &[ev(2_000, k)], 20_000);
+            let w = a.worst();
+            let main = w[0].main();
+            assert_eq!(
+                main == Owner::Throttled,
+                throttled,
+                "{k:?}: {:?}",
+                w[0].parts
+            );
+            assert_eq!(w[0].parts[0].1, 8_000, "{k:?}");
+        }
+    }
+
+    #[test]
+    fn throttling_ends_when_the_loop_comes_back() {
+        // Set aside at 2000, another task switched in at 5000 (still the
+        // loop's throttling), the loop switched back in at 8000; an IRQ
+        // after that is the IRQ's again.
+        let mut a = Attributor::new(OWN, 0, 1);
+        a.gap(1_000, 10_000);
+        run(
+            &mut a,
+            &[
+                ev(2_000, set_aside(0, 120)),
+                ev(3_000, Kind::IrqEntry { irq: 4 }),
+                ev(3_500, Kind::IrqExit { irq: 4 }),
+                ev(5_000, switch(0, 66)),
+                ev(8_000, switch(66, OWN)),
+                ev(9_000, Kind::IrqEntry { irq: 4 }),
+                ev(9_500, Kind::IrqExit { irq: 4 }),
+            ],
+            20_000,
+        );
+        assert_eq!(
+            a.worst()[0].parts,
+            vec![
+                (Owner::Throttled, 6_000),
+                (Owner::Own, 3_500),
+                (Owner::Irq(4), 500)
+            ]
+        );
+    }
+
+    #[test]
+    fn the_loop_owns_the_cpu_again_after_each_gap() {
+        // A preemption by a higher priority whose switch back was not
+        // recorded: the next gap is the loop's own (untraced) time and its
+        // IRQ's, not the preempting task's.
+        let mut a = Attributor::new(OWN, 0, 2);
+        a.gap(1_000, 5_000);
+        a.gap(10_000, 2_000);
+        run(
+            &mut a,
+            &[
+                ev(1_500, set_aside(21, 0)),
+                ev(10_500, Kind::SoftirqEntry { vec: 1 }),
+                ev(11_000, Kind::SoftirqExit { vec: 1 }),
+            ],
+            20_000,
+        );
+        let w = a.worst();
+        assert_eq!(
+            w[0].parts,
+            vec![(Owner::Task(21), 4_500), (Owner::Own, 500)]
+        );
+        assert_eq!(
+            w[1].parts,
+            vec![(Owner::Own, 1_500), (Owner::Softirq(1), 500)]
         );
     }
 
@@ -648,13 +911,7 @@ mod tests {
 
         // The same with no own part yet: one is made for the uncredited 300.
         let mut a = Attributor::new(OWN, 0, 4);
-        a.event(&ev(
-            1000,
-            Kind::Switch {
-                prev_pid: OWN,
-                next_pid: 7,
-            },
-        ));
+        a.event(&ev(1000, switch(OWN, 7)));
         a.gap(700, 1800);
         run(
             &mut a,

@@ -32,6 +32,13 @@ pub enum Kind {
     Switch {
         prev_pid: i32,
         next_pid: i32,
+        /// The task that ran before stays runnable (`prev_state` R or R+:
+        /// preempted, or set aside by the scheduler), rather than sleeping.
+        prev_runnable: bool,
+        /// Kernel priorities: 0-98 real-time (99 - the RT priority), 100-139
+        /// normal (and idle), -1 deadline; where the format has them, else 0.
+        prev_prio: i32,
+        next_prio: i32,
     },
     /// `sched_waking` of `pid`, to run on `target_cpu`.
     Waking {
@@ -100,6 +107,9 @@ enum Decode {
         next_pid: Field,
         next_comm: Field,
         prev_comm: Field,
+        prev_state: Option<Field>,
+        prev_prio: Option<Field>,
+        next_prio: Option<Field>,
     },
     Waking {
         pid: Field,
@@ -177,6 +187,9 @@ impl Decoder {
                             next_pid,
                             next_comm,
                             prev_comm,
+                            prev_state: g("prev_state"),
+                            prev_prio: g("prev_prio"),
+                            next_prio: g("next_prio"),
                         })
                     }
                     _ => None,
@@ -253,6 +266,9 @@ impl Decoder {
                 next_pid,
                 next_comm,
                 prev_comm,
+                prev_state,
+                prev_prio,
+                next_prio,
             } => {
                 let (p, n) = (
                     read_int(rec, prev_pid) as i32,
@@ -261,9 +277,13 @@ impl Decoder {
                 for (pid, f) in [(n, next_comm), (p, prev_comm)] {
                     self.comms.entry(pid).or_insert_with(|| read_str(rec, f));
                 }
+                let int = |f: &Option<Field>| f.as_ref().map(|f| read_int(rec, f));
                 Kind::Switch {
                     prev_pid: p,
                     next_pid: n,
+                    prev_runnable: int(prev_state).is_some_and(runnable),
+                    prev_prio: int(prev_prio).unwrap_or(0) as i32,
+                    next_prio: int(next_prio).unwrap_or(0) as i32,
                 }
             }
             Decode::Waking { pid, comm, target } => {
@@ -316,6 +336,14 @@ impl Decoder {
             None => format!("pid {pid}"),
         }
     }
+}
+
+/// Whether a `sched_switch` `prev_state` says the task stays runnable: none
+/// of the state bits its print format masks with `TASK_REPORT_MAX - 1`
+/// (0xff: S D T t X Z P I) is set. The bit above them (0x100 since 4.14,
+/// printed `+`) marks a preemption, still runnable.
+pub fn runnable(prev_state: i64) -> bool {
+    prev_state & 0xff == 0
 }
 
 /// The softirq names, by vector number.
@@ -449,14 +477,40 @@ mod tests {
         assert_eq!(
             dec(
                 "sched_switch",
-                &[("prev_pid", 0), ("next_pid", 88)],
+                &[
+                    ("prev_pid", 0),
+                    ("next_pid", 88),
+                    ("prev_prio", 120),
+                    ("next_prio", 4)
+                ],
                 &[("prev_comm", "swapper/1"), ("next_comm", "kworker/1:2")]
             ),
             Kind::Switch {
                 prev_pid: 0,
-                next_pid: 88
+                next_pid: 88,
+                prev_runnable: true,
+                prev_prio: 120,
+                next_prio: 4
             }
         );
+        // A task that goes to sleep (S), and one preempted (R+).
+        for (state, runnable) in [(1, false), (0x100, true), (0x80, false)] {
+            assert_eq!(
+                dec(
+                    "sched_switch",
+                    &[("prev_pid", 7), ("next_pid", 0), ("prev_state", state)],
+                    &[("prev_comm", "loop"), ("next_comm", "swapper/1")]
+                ),
+                Kind::Switch {
+                    prev_pid: 7,
+                    next_pid: 0,
+                    prev_runnable: runnable,
+                    prev_prio: 0,
+                    next_prio: 0
+                },
+                "prev_state {state:#x}"
+            );
+        }
         assert_eq!(
             dec(
                 "sched_waking",
@@ -527,6 +581,45 @@ mod tests {
         // An event that was not registered.
         let f = format("timer_start");
         assert!(d.decode(0, 0, &record(&f, 1, &[], &[])).is_none());
+    }
+
+    #[test]
+    fn runnable_states() {
+        // R, R+ (preempted; 0x800 before 4.14): runnable.
+        for s in [0, 0x100, 0x800, 0x300] {
+            assert!(runnable(s), "{s:#x}");
+        }
+        // S, D, T, t, X, Z, P, I, and any of them with the preemption bit.
+        for s in [1, 2, 4, 8, 0x10, 0x20, 0x40, 0x80, 0x101, 0xff] {
+            assert!(!runnable(s), "{s:#x}");
+        }
+    }
+
+    #[test]
+    fn sched_switch_without_state_or_priorities() {
+        // An older format without prev_state and the priorities: not
+        // runnable (no claim), priorities 0.
+        let mut f = format("sched_switch");
+        f.fields
+            .retain(|x| !matches!(x.name.as_str(), "prev_state" | "prev_prio" | "next_prio"));
+        let mut d = Decoder::default();
+        assert!(d.add("sched", &f));
+        let r = record(
+            &f,
+            1,
+            &[("prev_pid", 7), ("next_pid", 0)],
+            &[("prev_comm", "loop"), ("next_comm", "swapper/1")],
+        );
+        assert_eq!(
+            d.decode(0, 0, &r).unwrap().kind,
+            Kind::Switch {
+                prev_pid: 7,
+                next_pid: 0,
+                prev_runnable: false,
+                prev_prio: 0,
+                next_prio: 0
+            }
+        );
     }
 
     #[test]

@@ -133,7 +133,9 @@ impl WakeTracker {
                     w.waking_ns.get_or_insert(e.ts);
                 }
             }
-            Kind::Switch { prev_pid, next_pid } => {
+            Kind::Switch {
+                prev_pid, next_pid, ..
+            } => {
                 if let Some(w) = self.open.get_mut(&next_pid) {
                     if w.switch_ns.is_none() {
                         w.switch_ns = Some(e.ts);
@@ -446,6 +448,9 @@ mod tests {
                 Kind::Switch {
                     prev_pid: 0,
                     next_pid: tid,
+                    prev_runnable: false,
+                    prev_prio: 120,
+                    next_prio: 4,
                 },
             ));
         }

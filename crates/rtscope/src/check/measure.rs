@@ -130,33 +130,12 @@ pub fn attach(
         .and_then(|p| crate::experiment::noise::execute(&p))
     {
         Ok(f) => {
-            let mut parts = Vec::new();
-            let mut max_gap = 0u64;
-            for s in &f.doc.series {
-                let a = serde_json::to_value(&s.attributes).unwrap_or_default();
-                let g = |k: &str| a.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
-                max_gap = max_gap.max(s.stats.max_ns.max(0) as u64);
-                parts.push(format!(
-                    "{}: noise {:.3}% of the time, {:.0} gaps/s, max gap {}",
-                    s.label,
-                    100.0 - g("available_pct"),
-                    g("gaps_per_s"),
-                    rtscope_core::units::format_ns(s.stats.max_ns.max(0) as u64)
-                ));
-            }
-            let text = format!("rtscope noise {}", parts.join("; "));
+            let (text, throttling) = noise_text(&f.doc);
             for id in ["isolcpus", "cpus", "vm"] {
                 set(checks, id, text.clone());
             }
-            if max_gap >= 10_000_000 {
-                set(
-                    checks,
-                    "rt-throttling",
-                    format!(
-                        "a SCHED_FIFO busy loop lost {} at once (throttling or the fair server)",
-                        rtscope_core::units::format_ns(max_gap)
-                    ),
-                );
+            if let Some(t) = throttling {
+                set(checks, "rt-throttling", t);
             }
         }
         Err(e) => set(checks, "isolcpus", format!("noise probe failed: {e}")),
@@ -209,6 +188,50 @@ pub fn attach(
         Err(e) => set(checks, "preempt-rt", format!("cyclic probe failed: {e}")),
     }
     Ok(())
+}
+
+/// The noise probe's figures: the text for the checks it bears on (per
+/// CPU: the noise without throttling, then the throttling), and the text
+/// for the RT throttling check: the throttling found, else a gap of 10 ms
+/// or more that does not have its pattern.
+fn noise_text(doc: &rtscope_core::result::ResultDocument) -> (String, Option<String>) {
+    let mut parts = Vec::new();
+    let mut throttled = Vec::new();
+    let mut max_gap = 0u64;
+    for s in &doc.series {
+        let a = serde_json::to_value(&s.attributes).unwrap_or_default();
+        let g = |k: &str| a.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+        max_gap = max_gap.max(s.stats.max_ns.max(0) as u64);
+        let mut part = format!(
+            "{}: noise {:.3}% of the time, {:.0} gaps/s, max gap {}",
+            s.label,
+            100.0 - g("available_pct"),
+            g("gaps_per_s"),
+            rtscope_core::units::format_ns(s.stats.max_ns.max(0) as u64)
+        );
+        let lines = crate::output::noise::throttling(s)
+            .map(|r| crate::output::noise::throttling_lines(&r))
+            .unwrap_or_default();
+        for l in lines {
+            part.push_str(&format!(", and {l}"));
+            throttled.push(format!("{}: {l}", s.label));
+        }
+        parts.push(part);
+    }
+    let throttling = if !throttled.is_empty() {
+        Some(format!(
+            "the SCHED_FIFO busy loop was throttled: {}",
+            throttled.join("; ")
+        ))
+    } else {
+        (max_gap >= 10_000_000).then(|| {
+            format!(
+                "a SCHED_FIFO busy loop lost {} at once (throttling or the fair server)",
+                rtscope_core::units::format_ns(max_gap)
+            )
+        })
+    };
+    (format!("rtscope noise {}", parts.join("; ")), throttling)
 }
 
 /// The cyclic probe's figures per CPU: "CPU 1: p99 80.2 µs, max 1.1 ms (2000
@@ -309,6 +332,91 @@ pub(super) fn set(checks: &mut [Check], id: &str, m: String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtscope_core::noise::throttle::{Budget, Episode, Evidence, Found, Report};
+    use rtscope_core::result::{ResultDocument, Series};
+
+    /// A noise probe's series: `max_ns` the longest gap of the noise, and
+    /// `throttled` gaps of 46.8 ms found by RT throttling in a 2 s run.
+    fn series(label: &str, max_ns: i64, throttled: usize) -> Series {
+        let mut s = Series {
+            label: label.into(),
+            ..Default::default()
+        };
+        s.stats.max_ns = max_ns;
+        let rt = Budget::rt(1_000_000, 950_000).unwrap();
+        let e = Episode {
+            start_ns: 0,
+            end_ns: 46_800_000,
+            noise_ns: 46_800_000,
+            gaps: 1,
+        };
+        let found: Vec<Found> = (throttled > 0)
+            .then(|| Found {
+                budget: rt,
+                evidence: Evidence::Length,
+                episodes: vec![e; throttled],
+            })
+            .into_iter()
+            .collect();
+        for (k, v) in [
+            ("available_pct", serde_json::json!(99.144)),
+            ("gaps_per_s", serde_json::json!(506.2)),
+            (
+                "throttling",
+                serde_json::to_value(Report::new(&[rt], &found, 2_000_000_000)).unwrap(),
+            ),
+        ] {
+            s.attributes.insert(k.into(), v);
+        }
+        s
+    }
+
+    fn doc(series: Vec<Series>) -> ResultDocument {
+        ResultDocument::new(
+            "noise",
+            serde_json::json!({}),
+            rtscope_core::system::SystemSnapshot::default(),
+            series,
+        )
+    }
+
+    #[test]
+    fn the_noise_probe_names_its_throttling_apart() {
+        let (text, rt) = noise_text(&doc(vec![
+            series("cpu 1", 1_067_000, 1),
+            series("cpu 2", 80_000, 0),
+        ]));
+        assert_eq!(
+            text,
+            "rtscope noise cpu 1: noise 0.856% of the time, 506 gaps/s, max gap 1.067ms, \
+             and RT throttling: 1 gap of ~46.8ms, 2.34% of the time (once: the run is too \
+             short to see it repeat every 1s); cpu 2: noise 0.856% of the time, 506 gaps/s, \
+             max gap 80us"
+        );
+        assert_eq!(
+            rt.unwrap(),
+            "the SCHED_FIFO busy loop was throttled: cpu 1: RT throttling: 1 gap of ~46.8ms, \
+             2.34% of the time (once: the run is too short to see it repeat every 1s)"
+        );
+    }
+
+    #[test]
+    fn a_long_gap_without_the_pattern_is_still_reported() {
+        // No throttling found, a 10 ms gap: said as before; 10 ms less 1 ns: nothing.
+        let (_, rt) = noise_text(&doc(vec![series("cpu 1", 10_000_000, 0)]));
+        assert_eq!(
+            rt.unwrap(),
+            "a SCHED_FIFO busy loop lost 10ms at once (throttling or the fair server)"
+        );
+        let (_, rt) = noise_text(&doc(vec![series("cpu 1", 9_999_999, 0)]));
+        assert_eq!(rt, None);
+        // The longest of the CPUs.
+        let (_, rt) = noise_text(&doc(vec![
+            series("cpu 0", 12_000_000, 0),
+            series("cpu 1", 80_000, 0),
+        ]));
+        assert!(rt.unwrap().contains("lost 12ms"));
+    }
 
     #[test]
     fn the_hwlat_probe_is_the_tracer_quiet_for_the_probe_time() {

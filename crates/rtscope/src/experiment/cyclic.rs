@@ -33,8 +33,12 @@ use serde::Serialize;
 use serde_json::json;
 
 use rtscope_core::cyclic::{
-    end_time, run_loop, timer_signal, AbsoluteSleep, LoopConfig, LoopEnd, PosixClock,
+    end_time, run_loop, timer_signal, AbsoluteSleep, Clock, LoopConfig, LoopEnd, PosixClock,
     PosixTimerWait, RelativeSleep, TimerfdWait, WakeMethod, START_MARGIN_NS,
+};
+use rtscope_core::deadline::{
+    run_deadline_loop, BandwidthLimit, Calibration, DeadlineConfig, DeadlineParams, GridCounters,
+    ParamError, PeriodLimits, SchedDeadline, SchedFile,
 };
 use rtscope_core::file::OutFile;
 use rtscope_core::named::MeasureClock;
@@ -47,6 +51,7 @@ use rtscope_core::units::{format_cpu_list, format_ns, online_cpus};
 
 use super::run::{self, ExtraFile, Outputs, RtChoice, Run, RunSettings};
 use crate::error::{usage, EXIT_OK, EXIT_RUN, EXIT_THRESHOLD};
+use crate::output::cyclictest::Style as CyclictestStyle;
 use crate::output::live::{Live, ThreadStatus};
 use crate::output::{histogram as hist_out, summary};
 
@@ -70,6 +75,8 @@ pub struct CyclicOptions {
     pub clock: MeasureClock,
     pub wake: WakeMethod,
     pub rt: RtChoice,
+    /// `--dl-runtime`, `--dl-deadline` (with `--policy deadline`).
+    pub deadline: DeadlineAsk,
     pub spikes: usize,
     pub raw: Option<PathBuf>,
     pub histogram: Option<PathBuf>,
@@ -88,6 +95,9 @@ pub struct CyclicOptions {
     pub trace_outliers_ns: Option<u64>,
     /// `--trace-buffer`: per-CPU trace buffer, KiB.
     pub trace_buffer_kb: u32,
+    /// `rtscope cyclictest`: cyclictest's display and histogram on stdout,
+    /// and the threads' timer slack left as it is (as cyclictest leaves it).
+    pub cyclictest: Option<CyclictestStyle>,
 }
 
 impl Default for CyclicOptions {
@@ -110,6 +120,7 @@ impl Default for CyclicOptions {
                 no_rt: false,
                 default_system: false,
             },
+            deadline: DeadlineAsk::default(),
             spikes: 32,
             raw: None,
             histogram: None,
@@ -124,8 +135,19 @@ impl Default for CyclicOptions {
             trace: super::cyclic_trace::TraceMode::Off,
             trace_outliers_ns: None,
             trace_buffer_kb: 4096,
+            cyclictest: None,
         }
     }
+}
+
+/// What a user asks of SCHED_DEADLINE (`None`: the default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct DeadlineAsk {
+    /// `--dl-runtime` (default: cyclicdeadline's share of the deadline,
+    /// [`DeadlineParams::default_runtime`]).
+    pub runtime_ns: Option<u64>,
+    /// `--dl-deadline` (default: the thread's period).
+    pub deadline_ns: Option<u64>,
 }
 
 /// One measurement thread as planned.
@@ -135,6 +157,9 @@ pub struct ThreadPlan {
     /// CPUs it is pinned to (empty: not pinned).
     pub cpus: Vec<usize>,
     pub period_ns: u64,
+    /// With `--policy deadline`: its runtime, deadline and period.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<DeadlineParams>,
 }
 
 /// Every setting of a cyclic run, defaults included (goes into the result document).
@@ -155,6 +180,10 @@ pub struct CyclicPlan {
     pub clock: MeasureClock,
     pub wake: WakeMethod,
     pub rt: RtChoice,
+    /// `--dl-runtime`, `--dl-deadline` as asked (with `--policy deadline`
+    /// only; each thread's resolved parameters are in `threads`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<DeadlineAsk>,
     pub spikes: usize,
     pub histogram_max_ns: u64,
     pub break_above_ns: Option<u64>,
@@ -172,6 +201,9 @@ pub struct CyclicPlan {
     /// `--trace`, `--trace-outliers`, `--trace-buffer` (absent when untraced).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<super::cyclic_trace::TracePlan>,
+    /// `rtscope cyclictest`'s output (see [`CyclicOptions::cyclictest`]).
+    #[serde(skip)]
+    pub cyclictest: Option<CyclictestStyle>,
 }
 
 impl CyclicPlan {
@@ -194,11 +226,15 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
     }
     let list = requested.unwrap_or_else(|| online.clone());
     let n = a.threads.unwrap_or(list.len());
-    // Pinned unless -t was given without -a (then the scheduler places threads, as in cyclictest).
-    let pin = a.cpus.is_some() || a.threads.is_none();
+    let deadline = a.rt.policy == Policy::Deadline;
+    check_deadline_options(a)?;
+    // Pinned unless -t was given without -a (then the scheduler places
+    // threads, as in cyclictest); deadline tasks are never pinned.
+    let pin = !deadline && (a.cpus.is_some() || a.threads.is_none());
     // About one second of samples per ring at the shortest period, within bounds.
     let ring_capacity = (1_000_000_000 / a.period_ns.max(1)).clamp(4096, 1 << 20) as usize;
-    let bins = a.histogram.as_ref().map(|_| a.histogram_max_ns / 1000);
+    let bins = (a.histogram.is_some() || a.cyclictest.as_ref().is_some_and(|c| c.histogram))
+        .then_some(a.histogram_max_ns / 1000);
     crate::limits::check_threads(n, crate::limits::cyclic_thread_bytes(ring_capacity, bins))?;
     crate::limits::check_thread_periods(a.period_ns, a.distance_ns, n)?;
     crate::limits::check_start_delay(a.start_delay_ns)?;
@@ -218,7 +254,21 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
                 vec![]
             },
             period_ns,
+            deadline: None,
         });
+    }
+    if deadline {
+        let periods: Vec<u64> = threads.iter().map(|t| t.period_ns).collect();
+        let params = deadline_params(
+            &a.deadline,
+            &periods,
+            online.len(),
+            &PeriodLimits::of_system(),
+            BandwidthLimit::of_system(),
+        )?;
+        for (t, p) in threads.iter_mut().zip(params) {
+            t.deadline = Some(p);
+        }
     }
     if a.checkpoint_ns.is_some() && a.outputs.json.is_none() {
         return Err(usage("--checkpoint needs --json FILE"));
@@ -247,6 +297,7 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
         clock: a.clock,
         wake: a.wake,
         rt: a.rt,
+        deadline: deadline.then_some(a.deadline),
         spikes: a.spikes,
         histogram_max_ns: a.histogram_max_ns,
         break_above_ns: a.break_above_ns,
@@ -259,7 +310,108 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
         loads: a.loads.clone(),
         load_cpus: a.load_cpus.clone(),
         trace,
+        cyclictest: a.cyclictest.clone(),
     })
+}
+
+/// Refuses what a deadline run cannot honour, and the deadline options
+/// without `--policy deadline`.
+fn check_deadline_options(a: &CyclicOptions) -> Result<()> {
+    if a.rt.policy != Policy::Deadline {
+        return match (a.deadline.runtime_ns, a.deadline.deadline_ns) {
+            (Some(_), _) => Err(usage("--dl-runtime is for --policy deadline")),
+            (None, Some(_)) => Err(usage("--dl-deadline is for --policy deadline")),
+            (None, None) => Ok(()),
+        };
+    }
+    if a.cpus.is_some() {
+        return Err(usage(
+            "--cpus: a deadline task cannot be pinned (the kernel admits it only where it may run \
+             on every CPU of its root domain, and refuses a narrower affinity with EBUSY): leave \
+             --cpus out and the scheduler places the threads, or make those CPUs an exclusive \
+             cpuset partition and run rtscope inside it",
+        ));
+    }
+    if a.wake != WakeMethod::Absolute {
+        return Err(usage(format!(
+            "--wake {}: a deadline thread waits on no timer of its own (the scheduler releases it \
+             each period, sched_yield ends its job): leave --wake out",
+            a.wake
+        )));
+    }
+    if a.clock != MeasureClock::Monotonic {
+        return Err(usage(format!(
+            "--clock {}: a deadline run measures on CLOCK_MONOTONIC_RAW, as the scheduler's \
+             periods do not follow the wall clock: leave --clock out",
+            a.clock
+        )));
+    }
+    if a.trace != super::cyclic_trace::TraceMode::Off || a.trace_outliers_ns.is_some() {
+        return Err(usage(
+            "--trace: the stages are a timer's (expiry, wake-up), and a deadline task is released \
+             by the scheduler's replenishment: trace a fifo run instead",
+        ));
+    }
+    Ok(())
+}
+
+/// Each thread's SCHED_DEADLINE parameters: the asked runtime and deadline
+/// or their defaults, its period; checked as the kernel would, and together
+/// against the share of the CPUs deadline tasks may reserve (`limit`, on
+/// `cpus` CPUs).
+fn deadline_params(
+    ask: &DeadlineAsk,
+    periods: &[u64],
+    cpus: usize,
+    limits: &PeriodLimits,
+    limit: Option<BandwidthLimit>,
+) -> Result<Vec<DeadlineParams>> {
+    let mut out = Vec::with_capacity(periods.len());
+    for &period_ns in periods {
+        let deadline_ns = ask.deadline_ns.unwrap_or(period_ns);
+        let p = DeadlineParams {
+            runtime_ns: ask.runtime_ns.unwrap_or_else(|| {
+                DeadlineParams::default_runtime(deadline_ns, periods.len(), cpus)
+            }),
+            deadline_ns,
+            period_ns,
+        };
+        if let Err(e) = p.check(limits) {
+            let rule = "SCHED_DEADLINE needs runtime <= deadline <= period";
+            return Err(usage(match e {
+                ParamError::RuntimeTooShort => {
+                    format!("--dl-runtime {}: {e}", format_ns(p.runtime_ns))
+                }
+                ParamError::RuntimeAboveDeadline => format!(
+                    "--dl-runtime {} is longer than the deadline {}: {rule}",
+                    format_ns(p.runtime_ns),
+                    format_ns(p.deadline_ns)
+                ),
+                ParamError::DeadlineAbovePeriod => format!(
+                    "--dl-deadline {} is longer than the period {}: {rule}",
+                    format_ns(p.deadline_ns),
+                    format_ns(p.period_ns)
+                ),
+                ParamError::PeriodTooShort(_) | ParamError::PeriodTooLong(_) => format!(
+                    "--period {}: with --policy deadline {e}",
+                    format_ns(p.period_ns)
+                ),
+            }));
+        }
+        out.push(p);
+    }
+    if let Some(l) = limit.filter(|l| !l.admits(&out, cpus)) {
+        let total: f64 = out.iter().map(DeadlineParams::percent).sum();
+        return Err(usage(format!(
+            "the {} deadline threads would reserve {total:.1}% of a CPU, more than the {:.0}% \
+             deadline tasks may have on {cpus} CPUs ({:.0}% of each, kernel.sched_rt_runtime_us): \
+             lower --dl-runtime, lengthen the period or run fewer threads (-t)",
+            out.len(),
+            l.percent() * cpus as f64,
+            l.percent()
+        )));
+    }
+    Ok(out)
 }
 
 /// What a measurement thread needs.
@@ -275,17 +427,73 @@ struct ThreadJob {
     break_above_ns: Option<u64>,
     sink: RingSink,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    ready: mpsc::Sender<(usize, Result<ThreadState, String>)>,
+    ready: mpsc::Sender<(usize, Result<ReadyThread, String>)>,
     start: mpsc::Receiver<Option<u64>>,
     index: usize,
+    /// With `--policy deadline`: the thread's parameters and counters.
+    deadline: Option<(DeadlineParams, std::sync::Arc<GridCounters>)>,
+}
+
+/// What a deadline thread's set-up gives: the parameters the kernel holds,
+/// and its clock against the measuring clock where it can be read.
+#[derive(Debug, Clone, Copy)]
+struct DeadlineReady {
+    granted: DeadlineParams,
+    calibration: Option<Calibration>,
+}
+
+/// A thread ready to measure: what is in force, and with `--policy
+/// deadline` what the kernel holds.
+type ReadyThread = (ThreadState, Option<DeadlineReady>);
+
+/// The clock a deadline thread measures on (see [`rtscope_core::deadline`]).
+const DEADLINE_CLOCK: PosixClock = PosixClock(libc::CLOCK_MONOTONIC_RAW);
+
+/// A deadline thread's set-up, after the rest of it: it becomes a deadline
+/// task, and stays one to the end (a thread that left SCHED_DEADLINE while
+/// throttled and came back was seen stuck for good: it never does), so that
+/// the kernel admits the run's threads together and a refusal, explained,
+/// comes before anything is measured. `sched` is its own
+/// `/proc/thread-self/sched`.
+fn enter_deadline(
+    mut st: ThreadState,
+    p: &DeadlineParams,
+    sched: Option<&SchedFile>,
+) -> Result<ReadyThread, String> {
+    let (granted, calibration) = p
+        .apply_calibrated(&DEADLINE_CLOCK, sched)
+        .map_err(|e| e.to_string())?;
+    st.policy = Policy::Deadline.name().to_string();
+    st.priority = 0;
+    Ok((
+        st,
+        Some(DeadlineReady {
+            granted,
+            calibration,
+        }),
+    ))
 }
 
 fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
-    let state = job.setup.apply().map_err(|e| e.to_string()).and_then(|st| {
-        rtscope_core::rt::accept_wake()
-            .map(|_| st)
-            .map_err(|e| format!("cannot make the wait interruptible: {e}"))
-    });
+    // Opened by this thread: /proc/thread-self is the opener's.
+    let sched = job.deadline.as_ref().and_then(|_| SchedFile::open());
+    let state = job
+        .setup
+        .apply()
+        .map_err(|e| e.to_string())
+        .and_then(|st| match &job.deadline {
+            Some((p, _)) => enter_deadline(st, p, sched.as_ref()),
+            None => Ok((st, None)),
+        })
+        .and_then(|st| {
+            rtscope_core::rt::accept_wake()
+                .map(|_| st)
+                .map_err(|e| format!("cannot make the wait interruptible: {e}"))
+        });
+    let calibration = state
+        .as_ref()
+        .ok()
+        .and_then(|(_, d)| d.and_then(|d| d.calibration));
     let ok = state.is_ok();
     let _ = job.ready.send((job.index, state));
     if !ok {
@@ -307,6 +515,31 @@ fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
     };
     let clock = PosixClock(job.clock);
     let (sink, stop) = (&mut job.sink, &*job.stop);
+    if let Some((params, counters)) = &job.deadline {
+        // Measured on the raw clock (see rtscope_core::deadline), times
+        // moved to the run's clock.
+        let offset_ns = DEADLINE_CLOCK.now() as i64 - clock.now() as i64;
+        let end = run_deadline_loop(
+            &mut SchedDeadline {
+                clock: job.clock,
+                sched,
+            },
+            &DEADLINE_CLOCK,
+            sink,
+            &cfg,
+            &DeadlineConfig {
+                deadline_ns: params.deadline_ns,
+                offset_ns,
+                calibration,
+            },
+            counters,
+            stop,
+        );
+        // Back to a normal thread, so that nothing after the loop waits
+        // for a period.
+        let _ = sys::set_scheduler(libc::SCHED_OTHER, 0);
+        return Some(end);
+    }
     Some(match job.wake {
         WakeMethod::Absolute => run_loop(
             &mut AbsoluteSleep { clock: job.clock },
@@ -346,10 +579,62 @@ fn measure_thread(mut job: ThreadJob) -> Option<LoopEnd> {
     })
 }
 
+/// A thread's recorder: its samples, and its intended periods (the missed
+/// ones counted at their lateness, see `SeriesRecorder::over_intended_periods`).
+/// Periods due at or after the run's end (`end_ns`: the threads' common
+/// end time, [`end_time`]) were never due: a wake-up past the end skipped
+/// only those before it.
+fn thread_recorder(
+    tp: &ThreadPlan,
+    origin: u64,
+    end_ns: Option<u64>,
+    spikes: usize,
+    threshold: Option<u64>,
+) -> SeriesRecorder {
+    SeriesRecorder::new(origin, spikes, threshold)
+        .ending_at(end_ns)
+        .over_intended_periods(tp.period_ns)
+}
+
+/// The union's recorder (`all`): the threads' periods may differ, so each
+/// sample is recorded with its own thread's period.
+fn union_recorder(
+    origin: u64,
+    end_ns: Option<u64>,
+    spikes: usize,
+    threshold: Option<u64>,
+) -> SeriesRecorder {
+    SeriesRecorder::new(origin, spikes, threshold)
+        .ending_at(end_ns)
+        .over_intended_periods(0)
+}
+
+/// The warning of more than 1 % of the periods missed ([`run::Overload`]):
+/// the union's (the last series), or when it stays within 1 %, each
+/// thread's beyond it, labelled (one thread of many).
+fn missed_warnings(series: &[Series]) -> Vec<String> {
+    let Some((all, threads)) = series.split_last() else {
+        return vec![];
+    };
+    if let Some(w) = run::Overload::of(all).missed {
+        return vec![w];
+    }
+    if threads.len() < 2 {
+        return vec![];
+    }
+    threads
+        .iter()
+        .filter_map(|s| Some(format!("{}: {}", s.label, run::Overload::of(s).missed?)))
+        .collect()
+}
+
 /// Per-thread state of the aggregator.
 struct ThreadView {
     plan: ThreadPlan,
     state: Option<ThreadState>,
+    /// With `--policy deadline`: what the kernel holds, and the thread's
+    /// grid counters.
+    deadline: Option<(DeadlineReady, std::sync::Arc<GridCounters>)>,
     rec: SeriesRecorder,
     last: Option<Sample>,
     us_bins: Option<MicrosecondBins>,
@@ -411,7 +696,7 @@ impl Aggregate {
         let mut hub = self.live.as_mut().map(|l| &mut l.hub);
         for (ti, t) in self.threads.iter_mut().enumerate() {
             let (rec, all, last, bins) = (&mut t.rec, &mut self.all, &mut t.last, &mut t.us_bins);
-            let idx = t.plan.index;
+            let (idx, period) = (t.plan.index, t.plan.period_ns);
             let raw = &mut self.raw;
             let tracer = &mut self.tracer;
             let hub = &mut hub;
@@ -424,7 +709,7 @@ impl Aggregate {
                 if let Some(tr) = tracer.as_mut() {
                     tr.sample(idx, s);
                 }
-                all.record(s);
+                all.record_in(s, period);
                 if let Some(b) = bins.as_mut() {
                     b.record(s.latency_ns, s.seq);
                 }
@@ -485,6 +770,7 @@ impl Aggregate {
     fn series(&self) -> (Vec<Series>, Vec<String>) {
         let mut series: Vec<Series> = Vec::new();
         let mut total_dropped = 0;
+        let mut uncalibrated = 0;
         for t in &self.threads {
             let dropped = t.source.dropped();
             total_dropped += dropped;
@@ -498,6 +784,22 @@ impl Aggregate {
                 a.insert("policy".into(), json!(st.policy));
                 a.insert("priority".into(), json!(st.priority));
                 a.insert("timer_slack_ns".into(), json!(st.timer_slack_ns));
+            }
+            if let Some((d, c)) = &t.deadline {
+                let p = &d.granted;
+                uncalibrated += u64::from(d.calibration.is_none());
+                a.insert("dl_runtime_ns".into(), json!(p.runtime_ns));
+                a.insert("dl_deadline_ns".into(), json!(p.deadline_ns));
+                a.insert("dl_period_ns".into(), json!(p.period_ns));
+                a.insert(
+                    "dl_calibration_window_ns".into(),
+                    json!(d.calibration.map(|c| c.window_ns)),
+                );
+                a.insert(
+                    "dl_reanchored".into(),
+                    json!(c.reanchored.load(Ordering::Relaxed)),
+                );
+                a.insert("dl_early".into(), json!(c.early.load(Ordering::Relaxed)));
             }
             series.push(s);
         }
@@ -515,12 +817,15 @@ impl Aggregate {
             )),
             None => {}
         }
-        warnings.extend(overload.missed);
+        warnings.extend(missed_warnings(&series));
         if self.all.negative > 0 {
             warnings.push(format!(
                 "{} samples had negative latency (the clock was stepped)",
                 self.all.negative
             ));
+        }
+        if let Some(w) = uncalibrated_warning(uncalibrated) {
+            warnings.push(w);
         }
         (series, warnings)
     }
@@ -542,6 +847,19 @@ impl Aggregate {
     }
 }
 
+/// The warning of a deadline run whose threads could not read the kernel's
+/// deadline: their periods were estimated.
+fn uncalibrated_warning(threads: u64) -> Option<String> {
+    (threads > 0).then(|| {
+        format!(
+            "{threads} deadline threads could not read their deadline from the kernel \
+             (/proc/thread-self/sched): their periods are estimated from the start, where \
+             latencies are at most the start's wake-up latency high, and after a wake-up later \
+             than the deadline from that wake-up, where they are a lower bound (docs/cyclic.md)"
+        )
+    })
+}
+
 /// What a finished cyclic run produced.
 pub struct Outcome {
     /// The result document.
@@ -552,6 +870,11 @@ pub struct Outcome {
     raw: Option<(OutFile, Option<String>)>,
     /// Measurement threads that failed.
     pub thread_errors: Vec<String>,
+    /// Each thread's 1 µs bins and statistics, when a histogram was asked
+    /// for (`--histogram`, or `-h` of `rtscope cyclictest`).
+    pub bins: Vec<(MicrosecondBins, rtscope_core::record::RunningStats)>,
+    /// Each thread's final figures, as the live display shows them.
+    pub status: Vec<ThreadStatus>,
 }
 
 impl Outcome {
@@ -610,6 +933,7 @@ pub fn run(options: &CyclicOptions) -> Result<i32> {
     }
     let out = execute(&plan)?;
     let threshold = out.doc.threshold.clone();
+    let fail = fail_line(&out.doc);
     let accuracy = out.doc.trace.as_ref().map(|t| t.accuracy.clone());
     let code = out.deliver(&plan);
     if code != EXIT_OK {
@@ -622,15 +946,33 @@ pub fn run(options: &CyclicOptions) -> Result<i32> {
         );
         return Ok(EXIT_RUN);
     }
-    if let Some(t) = threshold.filter(|t| t.exceeded) {
-        eprintln!(
-            "fail: {} samples above {}",
-            t.samples_above,
-            format_ns(t.fail_above_ns)
-        );
+    if threshold.is_some_and(|t| t.exceeded) {
+        eprintln!("{fail}");
         return Ok(EXIT_THRESHOLD);
     }
     Ok(EXIT_OK)
+}
+
+/// The `fail:` line of `--fail-above`: the samples above it, and the
+/// intended periods above it (missed ones at their lateness) when the
+/// union has them. A skipped period is never later than the wake-up that
+/// skipped it, so the verdict is the same either way; the count is not.
+fn fail_line(doc: &ResultDocument) -> String {
+    let Some(t) = &doc.threshold else {
+        return String::new();
+    };
+    let periods = doc
+        .series
+        .iter()
+        .find(|s| s.label == "all")
+        .and_then(|s| s.corrected.as_ref()?.above_threshold)
+        .map(|n| format!(" ({n} of the intended periods)"))
+        .unwrap_or_default();
+    format!(
+        "fail: {} samples above {}{periods}",
+        t.samples_above,
+        format_ns(t.fail_above_ns)
+    )
 }
 
 /// `--repeat N`: N runs one after the other, pooled into one document
@@ -670,12 +1012,8 @@ fn run_repeated(plan: &CyclicPlan, n: usize) -> Result<i32> {
     if code != EXIT_OK || !errors.is_empty() {
         return Ok(EXIT_RUN);
     }
-    if let Some(t) = doc.threshold.filter(|t| t.exceeded) {
-        eprintln!(
-            "fail: {} samples above {}",
-            t.samples_above,
-            format_ns(t.fail_above_ns)
-        );
+    if doc.threshold.as_ref().is_some_and(|t| t.exceeded) {
+        eprintln!("{}", fail_line(&doc));
         return Ok(EXIT_THRESHOLD);
     }
     Ok(EXIT_OK)
@@ -710,6 +1048,11 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
                 .map(|t| format!("thread {}", t.index))
                 .chain(["all".to_string()])
                 .collect(),
+            measured_cpus: if plan.threads.iter().any(|t| t.cpus.is_empty()) {
+                vec![]
+            } else {
+                plan.threads.iter().flat_map(|t| t.cpus.clone()).collect()
+            },
         }),
     )?;
     let live_sinks = run.live.take();
@@ -724,8 +1067,17 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         let (sink, source) = ring(plan.ring_capacity);
         let (start_tx, start_rx) = mpsc::channel();
         starts.push(start_tx);
+        let mut setup = thread_setup(plan, tp, block.clone());
+        let deadline = tp
+            .deadline
+            .map(|p| (p, std::sync::Arc::new(GridCounters::default())));
+        if deadline.is_some() {
+            // A normal thread until it becomes a deadline task itself.
+            setup.policy = Policy::Other;
+            setup.priority = 0;
+        }
         let job = ThreadJob {
-            setup: plan.rt.thread_setup(tp.cpus.clone(), block.clone()),
+            setup,
             period_ns: tp.period_ns,
             wake: plan.wake,
             clock: plan.clock_id(),
@@ -738,6 +1090,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             ready: ready_tx.clone(),
             start: start_rx,
             index: tp.index,
+            deadline: deadline.clone(),
         };
         let h = std::thread::Builder::new()
             .name(format!("rtscope-t{}", tp.index))
@@ -745,14 +1098,18 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             .spawn(move || measure_thread(job))
             .context("cannot start a measurement thread")?;
         handles.push(h);
-        pending.push((tp.clone(), source));
+        pending.push((tp.clone(), source, deadline));
     }
     drop(ready_tx);
     let mut states: Vec<Option<ThreadState>> = vec![None; plan.threads.len()];
+    let mut granted: Vec<Option<DeadlineReady>> = vec![None; plan.threads.len()];
     let mut setup_errors = Vec::new();
     for _ in 0..plan.threads.len() {
         match ready_rx.recv() {
-            Ok((i, Ok(st))) => states[i] = Some(st),
+            Ok((i, Ok((st, dl)))) => {
+                states[i] = Some(st);
+                granted[i] = dl;
+            }
             Ok((i, Err(e))) => setup_errors.push(format!("thread {i}: {e}")),
             Err(_) => setup_errors.push("a measurement thread died during setup".into()),
         }
@@ -780,7 +1137,10 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         }
         None => None,
     };
-    let mut live = Live::new(plan.outputs.quiet || live_sinks.as_ref().is_some_and(|l| l.tui));
+    let mut live = match &plan.cyclictest {
+        Some(style) => Live::cyclictest(style.clone(), run.env.dma_latency_held),
+        None => Live::new(plan.outputs.quiet || live_sinks.as_ref().is_some_and(|l| l.tui)),
+    };
     // The common start, chosen now that every thread is ready and the run's
     // set-up is done; each thread still arms its first deadline at least
     // START_MARGIN_NS in its own future, on this start's grid.
@@ -790,7 +1150,8 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         let _ = s.send(Some(start_at));
     }
     let t0 = Instant::now();
-    let new_recorder = || SeriesRecorder::new(start_at, plan.spikes, plan.fail_above_ns);
+    // The threads' common end time (each ends there by itself).
+    let end_at = end_time(start_at, plan.duration_ns);
     let tracer = match (trace_inst, &plan.trace) {
         (Some(inst), Some(tp)) => Some(super::cyclic_trace::Tracer::new(
             inst,
@@ -812,19 +1173,26 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         threads: pending
             .into_iter()
             .zip(states)
-            .map(|((tp, source), state)| ThreadView {
+            .zip(granted)
+            .map(|(((tp, source, dl), state), granted)| ThreadView {
+                rec: thread_recorder(&tp, start_at, end_at, plan.spikes, plan.fail_above_ns),
                 plan: tp,
                 state,
-                rec: new_recorder(),
+                deadline: dl.map(|(asked, c)| {
+                    (
+                        granted.unwrap_or(DeadlineReady {
+                            granted: asked,
+                            calibration: None,
+                        }),
+                        c,
+                    )
+                }),
                 last: None,
-                us_bins: plan
-                    .histogram
-                    .as_ref()
-                    .map(|_| MicrosecondBins::new((plan.histogram_max_ns / 1000) as usize, 20)),
+                us_bins: us_bins(plan),
                 source,
             })
             .collect(),
-        all: new_recorder(),
+        all: union_recorder(start_at, end_at, plan.spikes, plan.fail_above_ns),
         raw,
         tracer,
         live: live_sinks,
@@ -871,7 +1239,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         .collect();
     rtscope_core::rt::wake_until_ended(&tids, |i| !handles[i].is_finished());
     let ends = agg.join(handles);
-    live.finish();
+    live.finish(|| agg.statuses(plan.rt.priority));
     for w in agg.end_live() {
         // Not eprintln!: after a hangup stderr may be gone, and the results
         // must still be written.
@@ -923,7 +1291,8 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     // An overloaded run is said so whatever -q asks: its statistics look
     // normal, but describe a few samples of a machine that did not keep up.
     if let Some(all) = series.last() {
-        let loud = run::Overload::of(all).warnings();
+        let mut loud: Vec<String> = run::Overload::of(all).dropped.into_iter().collect();
+        loud.extend(missed_warnings(&series));
         let _ = std::io::stderr().write_all(run::warning_lines(&loud).as_bytes());
     }
     let mut trace_report = None;
@@ -947,12 +1316,42 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             .collect();
         hist_out::cyclictest_text(&cols, dma_held)
     });
+    let status = agg.statuses(plan.rt.priority);
+    let bins = agg
+        .threads
+        .iter_mut()
+        .filter_map(|t| t.us_bins.take().map(|b| (b, t.rec.stats.clone())))
+        .collect();
     Ok(Outcome {
         doc,
         histogram,
         raw: agg.raw.take(),
         thread_errors: errors,
+        bins,
+        status,
     })
+}
+
+/// What a measurement thread sets up. `rtscope cyclictest` leaves the timer
+/// slack alone, as cyclictest does (50 µs by default, which SCHED_OTHER
+/// threads wait with; real-time threads have none).
+fn thread_setup(plan: &CyclicPlan, tp: &ThreadPlan, block: Vec<i32>) -> ThreadSetup {
+    let mut setup = plan.rt.thread_setup(tp.cpus.clone(), block);
+    if plan.cyclictest.is_some() {
+        setup.timer_slack_ns = None;
+    }
+    setup
+}
+
+/// A thread's 1 µs bins, when a histogram is asked for: up to
+/// `--histogram-max`; the first 20 overflows' sample numbers are kept (as
+/// many as there are bins for `rtscope cyclictest`, as cyclictest keeps).
+fn us_bins(plan: &CyclicPlan) -> Option<MicrosecondBins> {
+    let n = (plan.histogram_max_ns / 1000) as usize;
+    match &plan.cyclictest {
+        Some(c) if c.histogram => Some(MicrosecondBins::new(n, n)),
+        _ => plan.histogram.as_ref().map(|_| MicrosecondBins::new(n, 20)),
+    }
 }
 
 fn header(plan: &CyclicPlan) -> String {
@@ -971,6 +1370,22 @@ fn header(plan: &CyclicPlan) -> String {
         (None, Some(d)) => format_ns(d),
         (None, None) => "until Ctrl-C".into(),
     };
+    if let Some(p) = plan.threads.first().and_then(|t| t.deadline) {
+        return format!(
+            "rtscope {}: {} thread{} ({placement}), period {}{}, SCHED_DEADLINE runtime {} deadline {}, released by the scheduler, latency on CLOCK_MONOTONIC_RAW, {stop}",
+            plan.experiment,
+            plan.threads.len(),
+            if plan.threads.len() == 1 { "" } else { "s" },
+            format_ns(plan.period_ns),
+            if plan.distance_ns > 0 {
+                format!(" (+{} per thread)", format_ns(plan.distance_ns))
+            } else {
+                String::new()
+            },
+            format_ns(p.runtime_ns),
+            format_ns(p.deadline_ns),
+        );
+    }
     format!(
         "rtscope {}: {} thread{} ({placement}), period {}{}, SCHED_{} {}, wake {} on CLOCK_{}, {stop}",
         plan.experiment,
@@ -995,24 +1410,194 @@ mod aggregate_tests {
     use rtscope_core::sample::SampleSink;
 
     fn one_thread(source: RingSource) -> Aggregate {
+        threads(vec![(1000, source)], None)
+    }
+
+    fn threads(periods: Vec<(u64, RingSource)>, threshold: Option<u64>) -> Aggregate {
+        threads_until(periods, threshold, None)
+    }
+
+    /// An aggregate of threads with these periods, recorded as `execute`
+    /// records them (a run that ends at `end`).
+    fn threads_until(
+        periods: Vec<(u64, RingSource)>,
+        threshold: Option<u64>,
+        end: Option<u64>,
+    ) -> Aggregate {
         Aggregate {
-            threads: vec![ThreadView {
-                plan: ThreadPlan {
-                    index: 0,
-                    cpus: vec![],
-                    period_ns: 1000,
-                },
-                state: None,
-                rec: SeriesRecorder::new(0, 4, None),
-                last: None,
-                us_bins: None,
-                source,
-            }],
-            all: SeriesRecorder::new(0, 4, None),
+            threads: periods
+                .into_iter()
+                .enumerate()
+                .map(|(index, (period_ns, source))| {
+                    let plan = ThreadPlan {
+                        index,
+                        cpus: vec![],
+                        period_ns,
+                        deadline: None,
+                    };
+                    ThreadView {
+                        rec: thread_recorder(&plan, 0, end, 4, threshold),
+                        plan,
+                        state: None,
+                        deadline: None,
+                        last: None,
+                        us_bins: None,
+                        source,
+                    }
+                })
+                .collect(),
+            all: union_recorder(0, end, 4, threshold),
             raw: None,
             tracer: None,
             live: None,
         }
+    }
+
+    /// A thread that woke 2 s after a 1 s run's end (the r1 of docs/report.md:
+    /// 3999 periods counted of a 2000-period run) skipped only the periods
+    /// due before the end: the thread's and the union's counters and
+    /// periods stop there.
+    #[test]
+    fn a_wake_up_past_the_end_skipped_only_the_periods_before_it() {
+        let (mut s0, r0) = ring(64);
+        let period = 500_000;
+        let mut agg = threads_until(vec![(period, r0)], None, Some(1_000_000_000));
+        // Due at 40 ms, woke at 2.04 s: 3999 deadlines passed, 1919 before the end.
+        s0.push(Sample {
+            seq: 80,
+            t_ns: 2_040_000_000,
+            latency_ns: 2_000_000_000,
+            overruns: 3_999,
+            cpu: 0,
+        });
+        agg.drain();
+        let (series, w) = agg.series();
+        for s in &series {
+            assert_eq!(s.counters.overruns, 1_919, "{}", s.label);
+            assert_eq!(
+                s.corrected.as_ref().unwrap().stats.count,
+                1_920,
+                "{}",
+                s.label
+            );
+        }
+        assert!(w[0].contains("(1919 of 1920"), "{w:?}");
+    }
+
+    /// `--fail-above`: the samples above it, and the intended periods above
+    /// it when the union has them (not for a union without, or no threshold).
+    #[test]
+    fn the_fail_line_counts_the_intended_periods_too() {
+        let (mut s0, r0) = ring(64);
+        let mut agg = threads(vec![(1_000, r0)], Some(1_200));
+        s0.push(Sample {
+            seq: 0,
+            t_ns: 10_000,
+            latency_ns: 4_500,
+            overruns: 4,
+            cpu: 0,
+        });
+        agg.drain();
+        let (series, _) = agg.series();
+        let mut doc = ResultDocument::new("cyclic", json!({}), Default::default(), series);
+        assert_eq!(fail_line(&doc), "");
+        doc.threshold = Some(Threshold {
+            fail_above_ns: 1_200,
+            exceeded: true,
+            samples_above: 1,
+        });
+        // 4500 and the skipped 3500, 2500, 1500 (not 500).
+        assert_eq!(
+            fail_line(&doc),
+            "fail: 1 samples above 1.2us (4 of the intended periods)"
+        );
+        doc.series[1].corrected = None;
+        assert_eq!(fail_line(&doc), "fail: 1 samples above 1.2us");
+    }
+
+    /// A thread that missed more than 1 % of its periods is named when the
+    /// union (nine threads) stays within 1 %; the union's warning alone
+    /// when it does not.
+    #[test]
+    fn a_thread_that_missed_periods_is_named_when_the_union_did_not() {
+        let mut sinks = Vec::new();
+        let mut sources = Vec::new();
+        for _ in 0..9 {
+            let (k, r) = ring(256);
+            sinks.push(k);
+            sources.push((1_000_000, r));
+        }
+        let mut agg = threads(sources, None);
+        for (i, k) in sinks.iter_mut().enumerate() {
+            // Thread 4: 2 of 100 wake-ups skipped one period each.
+            push(k, 100, 0);
+            if i == 4 {
+                push(k, 2, 1);
+            }
+        }
+        agg.drain();
+        let (_, w) = agg.series();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("thread 4: 1.9% of the periods were missed (2 of 104"),
+            "{w:?}"
+        );
+        // Every thread as late: the union's warning, no thread named.
+        for k in sinks.iter_mut() {
+            push(k, 10, 1);
+        }
+        agg.drain();
+        let (_, w) = agg.series();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("8.5% of the periods were missed (92 of 1084"),
+            "{w:?}"
+        );
+    }
+
+    /// Each thread's missed periods join its figures over the intended
+    /// periods at its own period, and the union's too: a thread of 1 µs
+    /// that woke 2.5 µs late and one of 3 µs that woke 10 µs late.
+    #[test]
+    fn missed_periods_are_counted_over_intended_periods_at_their_own_period() {
+        let (mut s0, r0) = ring(64);
+        let (mut s1, r1) = ring(64);
+        let mut agg = threads(vec![(1_000, r0), (3_000, r1)], Some(1_200));
+        let sample = |seq, latency_ns, overruns| Sample {
+            seq,
+            t_ns: 1_000_000 + seq * 10_000,
+            latency_ns,
+            overruns,
+            cpu: 0,
+        };
+        s0.push(sample(0, 100, 0));
+        s0.push(sample(1, 2_500, 2));
+        s1.push(sample(0, 10_000, 3));
+        agg.drain();
+        let (series, _) = agg.series();
+        let c = |i: usize| series[i].corrected.clone().unwrap();
+        // Thread 0: 100, 2500 and the skipped 1500, 500.
+        assert_eq!(c(0).stats.count, 4);
+        assert_eq!(c(0).stats.min_ns, 100);
+        assert_eq!(
+            c(0).stats.mean_ns,
+            (100.0 + 2_500.0 + 1_500.0 + 500.0) / 4.0
+        );
+        assert_eq!(c(0).above_threshold, Some(2));
+        // Thread 1: 10000 and the skipped 7000, 4000, 1000.
+        assert_eq!(c(1).stats.count, 4);
+        assert_eq!(c(1).stats.min_ns, 1_000);
+        assert_eq!(c(1).above_threshold, Some(3));
+        // The union: both, each at its own period.
+        assert_eq!(c(2).stats.count, 8);
+        assert_eq!(c(2).stats.min_ns, 100);
+        assert_eq!(c(2).above_threshold, Some(5));
+        let sum: u64 = c(2).histogram.buckets.iter().map(|b| b[1]).sum();
+        assert_eq!(sum, 8);
+        // The wake-ups alone are as before.
+        assert_eq!(series[2].stats.count, 3);
+        assert_eq!(series[2].counters.above_threshold, Some(2));
+        assert_eq!(series[2].counters.overruns, 5);
     }
 
     fn push(sink: &mut RingSink, n: u64, overruns: u32) {
@@ -1107,6 +1692,7 @@ mod aggregate_tests {
                 ready: ready_tx,
                 start: start_rx,
                 index: 0,
+                deadline: None,
             };
             let t0 = Instant::now();
             let h = std::thread::spawn(move || measure_thread(job));
@@ -1138,6 +1724,57 @@ mod aggregate_tests {
         }
     }
 
+    /// `rtscope cyclictest`'s threads keep their timer slack and, with `-h`,
+    /// histogram bins without a file, keeping as many overflow sample numbers
+    /// as there are bins (cyclictest's limit); `--histogram FILE` keeps 20.
+    #[test]
+    fn cyclictest_runs_keep_the_timer_slack_and_their_histogram() {
+        let ct = |histogram| CyclictestStyle {
+            histogram,
+            ..CyclictestStyle::default()
+        };
+        let base = CyclicOptions {
+            threads: Some(1),
+            histogram_max_ns: 30_000,
+            ..CyclicOptions::default()
+        };
+        let p = plan(&base).unwrap();
+        assert!(us_bins(&p).is_none());
+        assert_eq!(
+            thread_setup(&p, &p.threads[0], vec![]).timer_slack_ns,
+            Some(1)
+        );
+        let p = plan(&CyclicOptions {
+            cyclictest: Some(ct(false)),
+            ..base.clone()
+        })
+        .unwrap();
+        assert!(us_bins(&p).is_none());
+        assert_eq!(thread_setup(&p, &p.threads[0], vec![]).timer_slack_ns, None);
+        let p = plan(&CyclicOptions {
+            cyclictest: Some(ct(true)),
+            ..base.clone()
+        })
+        .unwrap();
+        let mut b = us_bins(&p).unwrap();
+        assert_eq!(b.bins.len(), 30);
+        for seq in 0..40 {
+            b.record(31_000, seq);
+        }
+        assert_eq!((b.overflows, b.overflow_seqs.len()), (40, 30));
+        let dir = tempfile::tempdir().unwrap();
+        let p = plan(&CyclicOptions {
+            histogram: Some(dir.path().join("h.txt")),
+            ..base
+        })
+        .unwrap();
+        let mut b = us_bins(&p).unwrap();
+        for seq in 0..40 {
+            b.record(31_000, seq);
+        }
+        assert_eq!((b.bins.len(), b.overflow_seqs.len()), (30, 20));
+    }
+
     #[test]
     fn samples_pushed_before_the_threads_end_are_all_recorded() {
         let (mut sink, source) = ring(64);
@@ -1160,5 +1797,275 @@ mod aggregate_tests {
         assert_eq!(agg.threads[0].rec.count(), 3);
         assert_eq!(agg.all.count(), 3);
         assert_eq!(agg.threads[0].last.map(|s| s.seq), Some(2));
+    }
+}
+
+#[cfg(test)]
+mod deadline_tests {
+    use super::*;
+    use crate::error::{exit_code, EXIT_USAGE};
+
+    fn deadline() -> CyclicOptions {
+        CyclicOptions {
+            rt: RtChoice::with_deadline(Policy::Deadline, 95, false, false).unwrap(),
+            ..CyclicOptions::default()
+        }
+    }
+
+    fn refused(o: &CyclicOptions) -> String {
+        let e = plan(o).unwrap_err();
+        assert_eq!(exit_code(&e), EXIT_USAGE, "{e}");
+        let m = e.to_string();
+        assert!(!m.contains('\n'), "{m}");
+        m
+    }
+
+    const LIMITS: PeriodLimits = PeriodLimits {
+        min_ns: 100_000,
+        max_ns: 4_000_000_000,
+    };
+
+    fn ask(runtime_ns: Option<u64>, deadline_ns: Option<u64>) -> DeadlineAsk {
+        DeadlineAsk {
+            runtime_ns,
+            deadline_ns,
+        }
+    }
+
+    fn params(runtime_ns: u64, deadline_ns: u64, period_ns: u64) -> DeadlineParams {
+        DeadlineParams {
+            runtime_ns,
+            deadline_ns,
+            period_ns,
+        }
+    }
+
+    /// The defaults: the period as deadline, cyclicdeadline's runtime, for
+    /// each thread's own period.
+    #[test]
+    fn each_thread_gets_its_parameters() {
+        let p =
+            deadline_params(&ask(None, None), &[1_000_000, 1_500_000], 2, &LIMITS, None).unwrap();
+        assert_eq!(
+            p,
+            [
+                params(600_000, 1_000_000, 1_000_000),
+                params(900_000, 1_500_000, 1_500_000)
+            ]
+        );
+        // More threads than CPUs: 80 % of the CPUs shared.
+        let p = deadline_params(&ask(None, None), &[1_000_000; 4], 2, &LIMITS, None).unwrap();
+        assert_eq!(p[3], params(400_000, 1_000_000, 1_000_000));
+        // As asked.
+        let p = deadline_params(
+            &ask(Some(100_000), Some(500_000)),
+            &[1_000_000],
+            2,
+            &LIMITS,
+            None,
+        )
+        .unwrap();
+        assert_eq!(p, [params(100_000, 500_000, 1_000_000)]);
+        // The default runtime follows the deadline asked.
+        let p = deadline_params(&ask(None, Some(500_000)), &[1_000_000], 2, &LIMITS, None).unwrap();
+        assert_eq!(p, [params(300_000, 500_000, 1_000_000)]);
+    }
+
+    /// Each of the kernel's rules broken: one line naming the option.
+    #[test]
+    fn bad_parameters_are_refused_by_name() {
+        let msg = |a: DeadlineAsk, period: u64| {
+            let e = deadline_params(&a, &[period], 2, &LIMITS, None).unwrap_err();
+            assert_eq!(exit_code(&e), EXIT_USAGE);
+            e.to_string()
+        };
+        assert_eq!(
+            msg(ask(Some(2_000_000), None), 1_000_000),
+            "--dl-runtime 2ms is longer than the deadline 1ms: SCHED_DEADLINE needs runtime <= \
+             deadline <= period"
+        );
+        assert_eq!(
+            msg(ask(None, Some(2_000_000)), 1_000_000),
+            "--dl-deadline 2ms is longer than the period 1ms: SCHED_DEADLINE needs runtime <= \
+             deadline <= period"
+        );
+        assert_eq!(
+            msg(ask(Some(1000), None), 1_000_000),
+            "--dl-runtime 1us: the runtime must be at least 1024 ns (the kernel counts it in units \
+             of 1024 ns)"
+        );
+        assert_eq!(
+            msg(ask(Some(10_000), None), 50_000),
+            "--period 50us: with --policy deadline the period must be at least 100us \
+             (kernel.sched_deadline_period_min_us)"
+        );
+        assert_eq!(
+            msg(ask(Some(10_000), None), 5_000_000_000),
+            "--period 5s: with --policy deadline the period must be at most 4s \
+             (kernel.sched_deadline_period_max_us)"
+        );
+        // The second thread's period (with --distance) breaks it.
+        let e = deadline_params(
+            &ask(None, Some(1_000_000)),
+            &[1_000_000, 900_000],
+            2,
+            &LIMITS,
+            None,
+        )
+        .unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("--dl-deadline 1ms is longer than the period 900us"));
+    }
+
+    /// The threads together against the share deadline tasks may reserve.
+    #[test]
+    fn the_threads_must_fit_the_deadline_bandwidth() {
+        let limit = BandwidthLimit::from_sysctls(950_000, 1_000_000);
+        let sixty = ask(Some(600_000), None);
+        assert!(deadline_params(&sixty, &[1_000_000; 3], 2, &LIMITS, limit).is_ok());
+        let e = deadline_params(&sixty, &[1_000_000; 4], 2, &LIMITS, limit).unwrap_err();
+        assert_eq!(exit_code(&e), EXIT_USAGE);
+        assert_eq!(
+            e.to_string(),
+            "the 4 deadline threads would reserve 240.0% of a CPU, more than the 190% deadline \
+             tasks may have on 2 CPUs (95% of each, kernel.sched_rt_runtime_us): lower \
+             --dl-runtime, lengthen the period or run fewer threads (-t)"
+        );
+        // No limit (sched_rt_runtime_us -1): the kernel admits everything.
+        assert!(deadline_params(&sixty, &[1_000_000; 4], 2, &LIMITS, None).is_ok());
+        // The defaults always fit an idle system.
+        for n in 1..=9 {
+            assert!(
+                deadline_params(&ask(None, None), &vec![1_000_000; n], 2, &LIMITS, limit).is_ok(),
+                "{n}"
+            );
+        }
+    }
+
+    /// What a deadline run cannot honour is named, and the deadline options
+    /// need the policy.
+    #[test]
+    fn options_a_deadline_run_cannot_honour() {
+        let mut o = CyclicOptions::default();
+        o.deadline.runtime_ns = Some(100_000);
+        assert_eq!(refused(&o), "--dl-runtime is for --policy deadline");
+        o.deadline = ask(None, Some(100_000));
+        assert_eq!(refused(&o), "--dl-deadline is for --policy deadline");
+        o.deadline = ask(Some(1), Some(1));
+        assert_eq!(refused(&o), "--dl-runtime is for --policy deadline");
+        let mut o = deadline();
+        o.cpus = Some(vec![0]);
+        assert!(refused(&o).starts_with("--cpus: a deadline task cannot be pinned"));
+        let mut o = deadline();
+        o.wake = WakeMethod::Timerfd;
+        assert!(refused(&o).starts_with("--wake timerfd: a deadline thread waits on no timer"));
+        let mut o = deadline();
+        o.clock = MeasureClock::Realtime;
+        assert!(refused(&o).starts_with("--clock realtime: a deadline run measures on"));
+        let mut o = deadline();
+        o.trace = super::super::cyclic_trace::TraceMode::On;
+        assert!(refused(&o).starts_with("--trace: the stages are a timer's"));
+        let mut o = deadline();
+        o.trace_outliers_ns = Some(1000);
+        assert!(refused(&o).starts_with("--trace: the stages are a timer's"));
+        // Bad parameters through plan().
+        let mut o = deadline();
+        o.deadline = ask(Some(2_000_000), None);
+        assert!(refused(&o).starts_with("--dl-runtime 2ms is longer than the deadline 1ms"));
+    }
+
+    /// The plan: threads unpinned, one per CPU by default, each with its
+    /// parameters; what was asked recorded; nothing of it without the policy.
+    #[test]
+    fn the_plan_records_the_parameters() {
+        let cpus = online_cpus().len();
+        let mut o = deadline();
+        o.deadline = ask(Some(100_000), None);
+        o.distance_ns = 500_000;
+        let p = plan(&o).unwrap();
+        assert_eq!(p.threads.len(), cpus);
+        assert!(p.threads.iter().all(|t| t.cpus.is_empty()));
+        assert_eq!(
+            p.threads[0].deadline,
+            Some(params(100_000, 1_000_000, 1_000_000))
+        );
+        if cpus > 1 {
+            assert_eq!(
+                p.threads[1].deadline,
+                Some(params(100_000, 1_500_000, 1_500_000))
+            );
+        }
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v["rt"]["policy"], "deadline");
+        assert_eq!(v["rt"]["priority"], 0);
+        assert_eq!(
+            v["deadline"],
+            serde_json::json!({"runtime_ns": 100_000, "deadline_ns": null})
+        );
+        assert_eq!(
+            v["threads"][0]["deadline"],
+            serde_json::json!({"runtime_ns": 100_000, "deadline_ns": 1_000_000, "period_ns": 1_000_000})
+        );
+        assert!(header(&p).contains(
+            "period 1ms (+500us per thread), SCHED_DEADLINE runtime 100us deadline 1ms, released \
+             by the scheduler, latency on CLOCK_MONOTONIC_RAW"
+        ));
+        // -t without --cpus: as many, unpinned.
+        o.threads = Some(3);
+        assert_eq!(plan(&o).unwrap().threads.len(), 3);
+        // A fifo plan has none of it.
+        let p = plan(&CyclicOptions::default()).unwrap();
+        let v = serde_json::to_value(&p).unwrap();
+        assert!(v.get("deadline").is_none());
+        assert!(v["threads"][0].get("deadline").is_none());
+        assert!(p.threads.iter().all(|t| t.deadline.is_none()));
+        assert!(header(&p).contains("SCHED_FIFO 95, wake absolute"));
+    }
+
+    #[test]
+    fn the_uncalibrated_warning() {
+        assert_eq!(uncalibrated_warning(0), None);
+        let w = uncalibrated_warning(2).unwrap();
+        assert!(
+            w.starts_with("2 deadline threads could not read their deadline from the kernel"),
+            "{w}"
+        );
+    }
+
+    /// A deadline thread's set-up: admitted, what the kernel holds read back
+    /// (as root; refused with the reason otherwise).
+    #[test]
+    fn a_deadline_thread_is_set_up() {
+        let p = params(100_000, 1_000_000, 1_000_000);
+        let (r, after) = std::thread::spawn(move || {
+            let st = ThreadState {
+                tid: sys::gettid(),
+                policy: "other".into(),
+                priority: 0,
+                cpus: vec![],
+                timer_slack_ns: 1,
+            };
+            let sched = SchedFile::open();
+            let r = enter_deadline(st, &p, sched.as_ref());
+            (r, sys::get_scheduler().unwrap().0)
+        })
+        .join()
+        .unwrap();
+        match r {
+            Ok((st, ready)) => {
+                assert_eq!(after, libc::SCHED_DEADLINE);
+                assert_eq!((st.policy.as_str(), st.priority), ("deadline", 0));
+                let ready = ready.unwrap();
+                assert_eq!(ready.granted, p);
+                // The kernel's deadline read back (where /proc shows it).
+                assert!(ready.calibration.is_some());
+            }
+            Err(e) => {
+                assert_eq!(after, libc::SCHED_OTHER);
+                assert!(sys::geteuid() != 0, "{e}");
+                assert!(e.starts_with("not allowed to use SCHED_DEADLINE"), "{e}");
+            }
+        }
     }
 }

@@ -509,6 +509,9 @@ mod tests {
                 Kind::Switch {
                     prev_pid: 0,
                     next_pid: 77,
+                    prev_runnable: false,
+                    prev_prio: 120,
+                    next_prio: 4,
                 },
             ),
             ev(20_000, 1, Kind::IrqEntry { irq: 11 }),
@@ -519,6 +522,9 @@ mod tests {
                 Kind::Switch {
                     prev_pid: 77,
                     next_pid: 42,
+                    prev_runnable: false,
+                    prev_prio: 120,
+                    next_prio: 4,
                 },
             ),
             ev(30_000, 0, Kind::IrqEntry { irq: 5 }), // another CPU: ignored

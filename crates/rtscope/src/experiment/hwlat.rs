@@ -516,6 +516,7 @@ fn run_tracer(
             options: &plan.outputs.live,
             experiment: "hwlat",
             series: labels,
+            measured_cpus: plan.cpus.clone(),
         }),
     )?;
     let mut live = run.live.take();
@@ -829,6 +830,7 @@ fn run_user_space(plan: &HwlatPlan, why: String) -> Result<Finished> {
                 options: &plan.outputs.live,
                 experiment: "hwlat",
                 series: labels,
+                measured_cpus: plan.cpus.clone(),
             }),
             observer: Some(&mut obs),
         },
@@ -1279,6 +1281,7 @@ mod tests {
             vec![],
             std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
             true,
+            &[],
         )
         .unwrap();
         let mut u = Unexplained::new(&[1], 10_000, 4);

@@ -327,6 +327,7 @@ pub fn summarize(doc: &ResultDocument) -> CellSummary {
     let mut s = CellSummary {
         load_cpu_percent: (!shares.is_empty())
             .then(|| shares.iter().sum::<f64>() / shares.len() as f64),
+        load_fell_short: doc.loads.iter().any(|l| l.fell_short),
         end_reason: serde_json::to_value(doc.end_reason)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
@@ -335,12 +336,18 @@ pub fn summarize(doc: &ResultDocument) -> CellSummary {
         ..Default::default()
     };
     if let Some(a) = all {
+        // The latencies over the intended periods (missed ones counted at
+        // their lateness) where the document has them; the samples are the
+        // wake-ups either way.
+        let view = a.over_intended_periods();
+        s.over_intended_periods = view.is_some();
+        let st = view.as_ref().map_or(&a.stats, |v| &v.stats);
         s.samples = a.stats.count;
-        s.min_ns = a.stats.min_ns;
-        s.avg_ns = a.stats.mean_ns;
-        s.max_ns = a.stats.max_ns;
-        s.stddev_ns = a.stats.stddev_ns;
-        s.p99_9_ns = a.stats.p99_9_ns;
+        s.min_ns = st.min_ns;
+        s.avg_ns = st.mean_ns;
+        s.max_ns = st.max_ns;
+        s.stddev_ns = st.stddev_ns;
+        s.p99_9_ns = st.p99_9_ns;
         s.overruns = a.counters.overrun_samples;
     }
     s
@@ -359,6 +366,16 @@ fn write_index(dir: &Path, index: &mut MatrixIndex) -> Result<()> {
     write_atomic(&dir.join("summary.csv"), out::csv(&index.cells).as_bytes())
         .context("summary.csv")?;
     Ok(())
+}
+
+/// How long one cell takes, in ms: one thread's loops (threads run side by
+/// side), plus the loads' ramp-up and stop. Saturates: `--samples` may be any
+/// count (18446744073709551615 overflowed the sum and panicked).
+fn cell_estimate_ms(period_ns: u64, samples: u64, loaded: bool) -> u64 {
+    let loops = u128::from(period_ns) * u128::from(samples) / 1_000_000;
+    u64::try_from(loops)
+        .unwrap_or(u64::MAX)
+        .saturating_add(if loaded { 600 } else { 100 })
 }
 
 /// Runs the matrix; the exit code.
@@ -412,13 +429,13 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
         .iter()
         // Threads run side by side: a cell lasts one thread's loops, plus the
         // loads' ramp-up and stop.
-        .map(|c| {
-            (c.period_ns as u128 * a.samples as u128 / 1_000_000) as u64
-                + if c.spec.is_some() { 600 } else { 100 }
-        })
+        .map(|c| cell_estimate_ms(c.period_ns, a.samples, c.spec.is_some()))
         .collect();
     let rounds = a.repeat.max(1);
-    let total_ms: u64 = est.iter().sum::<u64>() * rounds as u64;
+    let total_ms: u64 = est
+        .iter()
+        .fold(0u64, |t, e| t.saturating_add(*e))
+        .saturating_mul(rounds as u64);
     if !a.quiet {
         eprintln!(
             "rtscope matrix: {} cells ({} periods x {} load settings){}, {} samples per thread, about {} -> {}",
@@ -431,7 +448,7 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
                 String::new()
             },
             a.samples,
-            format_ns(total_ms * 1_000_000),
+            format_ns(total_ms.saturating_mul(1_000_000)),
             dir.display()
         );
     }
@@ -453,7 +470,7 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
             let (cell, spec) = &mut plan[i];
             let path = dir.join(&cell.file);
             if skip[i] {
-                done_ms += est[i];
+                done_ms = done_ms.saturating_add(est[i]);
                 continue;
             }
             if a.resume && round == 1 {
@@ -461,7 +478,7 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
                     let e = &mut index.cells[i];
                     e.status = "done".into();
                     e.summary = Some(summarize(&doc));
-                    done_ms += est[i];
+                    done_ms = done_ms.saturating_add(est[i]);
                     skip[i] = true;
                     progress.line(
                         &format!("{} ({}/{n}): complete, skipped", e.id, i + 1),
@@ -483,7 +500,7 @@ pub fn run(a: MatrixArgs) -> Result<i32> {
                 Some(&path),
             ))
             .and_then(|p| cyclic::execute(&p));
-            done_ms += est[i];
+            done_ms = done_ms.saturating_add(est[i]);
             let e = &mut index.cells[i];
             match result {
                 Ok(o) => {
@@ -568,7 +585,66 @@ fn existing_created_at(dir: &Path) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_cells_estimate_saturates() {
+        assert_eq!(cell_estimate_ms(1_000_000, 2_000, false), 2_100);
+        assert_eq!(cell_estimate_ms(1_000_000, 2_000, true), 2_600);
+        assert_eq!(cell_estimate_ms(300_000, 10, false), 103);
+        assert_eq!(cell_estimate_ms(1_000_000, u64::MAX, false), u64::MAX);
+        assert_eq!(
+            cell_estimate_ms(1_000_000_000, u64::MAX / 2, true),
+            u64::MAX
+        );
+    }
+
     use super::*;
+
+    /// A cell's figures are the `all` series' over its intended periods
+    /// where the document has them (the samples stay the wake-ups), else
+    /// the wake-ups', and the summary says which.
+    #[test]
+    fn a_cell_is_summarized_over_its_intended_periods() {
+        use rtscope_core::record::SeriesRecorder;
+        use rtscope_core::sample::Sample;
+        let mut rec = SeriesRecorder::new(0, 4, None).over_intended_periods(1_000_000);
+        for seq in 0..1_000u64 {
+            rec.record(&Sample {
+                seq,
+                t_ns: seq * 1_000_000,
+                latency_ns: if seq == 500 { 20_500_000 } else { 20_000 },
+                overruns: if seq == 500 { 20 } else { 0 },
+                cpu: 0,
+            });
+        }
+        let all = rec.to_series("all", 0);
+        let mut doc = ResultDocument::new(
+            "cyclic",
+            serde_json::json!({}),
+            Default::default(),
+            vec![all],
+        );
+        let s = summarize(&doc);
+        let c = doc.series[0].corrected.clone().unwrap().stats;
+        assert!(s.over_intended_periods);
+        assert_eq!(s.samples, 1_000);
+        assert_eq!(s.overruns, 1);
+        assert_eq!(
+            (s.avg_ns, s.stddev_ns, s.p99_9_ns),
+            (c.mean_ns, c.stddev_ns, c.p99_9_ns)
+        );
+        assert_eq!(s.min_ns, c.min_ns);
+        assert!(s.avg_ns > doc.series[0].stats.mean_ns);
+        doc.series[0].corrected = None;
+        let s = summarize(&doc);
+        let o = &doc.series[0].stats;
+        assert!(!s.over_intended_periods);
+        assert_eq!(
+            (s.avg_ns, s.stddev_ns, s.p99_9_ns),
+            (o.mean_ns, o.stddev_ns, o.p99_9_ns)
+        );
+        assert_eq!((s.min_ns, s.max_ns), (o.min_ns, o.max_ns));
+    }
 
     fn args(loads: &[&str], levels: &[u8], periods: &[u64]) -> MatrixArgs {
         let mut argv: Vec<String> = vec!["matrix".into(), "--out".into(), "/tmp/x".into()];
@@ -654,6 +730,30 @@ mod tests {
         assert!(cells(&a).is_err());
         let a = args(&["bogus"], &[50], &[1_000_000]);
         assert!(cells(&a).unwrap_err().to_string().contains("unknown load"));
+    }
+
+    /// A cell's load fell short when one of its documents' loads did (with
+    /// `--repeat`, one run is enough).
+    #[test]
+    fn summary_says_when_the_load_fell_short() {
+        use rtscope_core::result::LoadReport;
+        let mut doc =
+            ResultDocument::new("cyclic", serde_json::json!({}), Default::default(), vec![]);
+        let s = summarize(&doc);
+        assert_eq!((s.load_cpu_percent, s.load_fell_short), (None, false));
+        let load = |share: f64, short: bool| LoadReport {
+            achieved_cpu_percent_mean: share,
+            fell_short: short,
+            ..Default::default()
+        };
+        doc.loads = vec![load(50.0, false), load(31.0, false)];
+        let s = summarize(&doc);
+        assert_eq!((s.load_cpu_percent, s.load_fell_short), (Some(40.5), false));
+        doc.loads[1].fell_short = true;
+        assert!(summarize(&doc).load_fell_short);
+        doc.loads[0].fell_short = true;
+        doc.loads[1].fell_short = false;
+        assert!(summarize(&doc).load_fell_short);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 pub mod clock;
 pub mod cyclic;
 pub mod cyclic_trace;
+pub mod cyclictest;
 pub mod hwlat;
 pub mod ipc;
 pub mod irq;

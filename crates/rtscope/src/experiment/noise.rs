@@ -7,6 +7,11 @@
 //! whose kernel events fall inside it (a private tracefs instance,
 //! [`rtscope_core::trace`]). Gaps without any kernel event are hardware or
 //! hypervisor noise.
+//!
+//! A real-time loop's gaps that are the kernel's bandwidth limits (RT
+//! throttling, the fair server) are told apart from the noise at the end of
+//! the run ([`rtscope_core::noise::throttle`]): the series and its figures
+//! are the noise without them, the `throttling` attribute says what they were.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -16,6 +21,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use rtscope_core::clock::{open_calibrated, SourceId};
+use rtscope_core::noise::throttle::{self, Budget};
 use rtscope_core::noise::{busy_loop_on, gap_ring, LoopTotals, TickMap};
 use rtscope_core::record::SeriesRecorder;
 use rtscope_core::result::{EndReason, Series};
@@ -177,7 +183,7 @@ pub trait Observer {
 pub fn run(a: &NoiseOptions) -> Result<i32> {
     let plan = plan(a)?;
     let f = super::repeat::finished(plan.outputs.repeat, plan.outputs.quiet, || execute(&plan))?;
-    let mut summary = crate::output::noise::summary(&f.doc);
+    let mut summary = crate::output::noise::summary(&f.doc, &f.shown);
     summary.push_str(&super::repeat::note(&f.doc, plan.outputs.repeat));
     Ok(run::deliver(&f.doc, &plan.outputs, vec![], &summary))
 }
@@ -194,6 +200,13 @@ struct Shared {
 /// arrived (a gap longer than this is attributed with what is still held).
 const ATTRIBUTION_LAG_NS: u64 = 2_000_000_000;
 
+/// The most gaps held per CPU for the throttling recognition (16 bytes
+/// each: 4 MiB); gaps beyond that are recorded as noise at once.
+const MAX_HELD: usize = 1 << 18;
+
+/// Where debugfs is mounted, for the fair server's settings.
+const DEBUGFS: &str = "/sys/kernel/debug";
+
 /// One CPU's state in the aggregator. Everything is bounded: gaps go into
 /// the recorder and running totals as they arrive, and with --trace the
 /// attribution streams, holding only the last [`ATTRIBUTION_LAG_NS`] of
@@ -209,25 +222,90 @@ struct PerCpu {
     attrib: Option<Attributor>,
     pend_gaps: std::collections::VecDeque<(u64, u64)>,
     pend_evs: Vec<Event>,
+    /// The bandwidth limits that may stop this CPU's loop (none for a
+    /// loop that is not real-time).
+    budgets: Vec<Budget>,
+    /// Gaps long enough to be part of throttling, `(start, len, seq)`:
+    /// recorded once [`settle`](Self::settle) has told them apart.
+    held: Vec<(u64, u64, u64)>,
 }
 
 impl PerCpu {
+    fn new(cpu: usize, origin: u64, spikes: usize, budgets: Vec<Budget>) -> PerCpu {
+        PerCpu {
+            cpu,
+            rec: SeriesRecorder::new(origin, spikes, None),
+            seq: 0,
+            gaps: 0,
+            noise_ns: 0,
+            oslat: vec![0; 32],
+            attrib: None,
+            pend_gaps: Default::default(),
+            pend_evs: Vec::new(),
+            budgets,
+            held: Vec::new(),
+        }
+    }
+
     fn gap(&mut self, start: u64, len: u64, trace: bool) {
-        self.rec.record(&Sample {
-            seq: self.seq,
-            t_ns: start,
-            latency_ns: len as i64,
-            overruns: 0,
-            cpu: self.cpu as u32,
-        });
+        let seq = self.seq;
         self.seq += 1;
         self.gaps += 1;
         self.noise_ns += len;
         let n = self.oslat.len();
         self.oslat[((len / 1000) as usize).min(n - 1)] += 1;
+        let piece_min = self.budgets.iter().map(Budget::piece_min_ns).min();
+        if piece_min.is_some_and(|m| len >= m) && self.held.len() < MAX_HELD {
+            self.held.push((start, len, seq));
+        } else {
+            self.record(start, len, seq);
+        }
         if trace {
             self.pend_gaps.push_back((start, len));
         }
+    }
+
+    /// The gaps of the noise: every gap but those of throttling, and those
+    /// that did not fit in the ring (`dropped`, counted, not recorded).
+    fn noise_gaps(&self, dropped: u64) -> u64 {
+        self.gaps + dropped
+    }
+
+    /// oslat's histogram of a loop of `iterations`: the buckets of every gap
+    /// received (throttling included, as oslat counts it), every other
+    /// iteration in bucket 0.
+    fn oslat_buckets(&self, iterations: u64) -> Vec<u64> {
+        let mut b = self.oslat.clone();
+        b[0] += iterations.saturating_sub(self.oslat.iter().sum());
+        b
+    }
+
+    fn record(&mut self, start: u64, len: u64, seq: u64) {
+        self.rec.record(&Sample {
+            seq,
+            t_ns: start,
+            latency_ns: len as i64,
+            overruns: 0,
+            cpu: self.cpu as u32,
+        });
+    }
+
+    /// Tells the held gaps of a run of `run_ns` apart: throttling leaves the
+    /// noise figures (gaps, noise), the rest is recorded. `None` for a loop
+    /// with no bandwidth limit to look for.
+    fn settle(&mut self, run_ns: u64) -> Option<throttle::Report> {
+        let held = std::mem::take(&mut self.held);
+        let spans: Vec<(u64, u64)> = held.iter().map(|&(s, l, _)| (s, l)).collect();
+        let (flags, found) = throttle::classify(&spans, &self.budgets, run_ns);
+        for (&(start, len, seq), throttled) in held.iter().zip(flags) {
+            if throttled {
+                self.gaps -= 1;
+                self.noise_ns -= len;
+            } else {
+                self.record(start, len, seq);
+            }
+        }
+        (!self.budgets.is_empty()).then(|| throttle::Report::new(&self.budgets, &found, run_ns))
     }
 
     /// Feeds the attributor every gap and event before `until`, in time
@@ -251,6 +329,26 @@ impl PerCpu {
             self.pend_gaps.pop_front();
         }
     }
+}
+
+/// The bandwidth limits that may stop a loop of `policy` on `cpu` (see
+/// [`throttle::budgets`]): none unless it is real-time; the fair server's
+/// settings from `debugfs` where readable.
+fn budgets_for(
+    policy: rtscope_core::rt::Policy,
+    sys: &rtscope_core::system::SystemSnapshot,
+    debugfs: &std::path::Path,
+    cpu: usize,
+) -> Vec<Budget> {
+    if !policy.is_rt() {
+        return Vec::new();
+    }
+    throttle::budgets(
+        sys.sched_rt_period_us,
+        sys.sched_rt_runtime_us,
+        throttle::read_fair_server(debugfs, cpu),
+        throttle::fair_server_kernel(&sys.kernel_release),
+    )
 }
 
 /// Measures and builds the result document.
@@ -331,16 +429,14 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
     let mut per: Vec<PerCpu> = plan
         .cpus
         .iter()
-        .map(|&cpu| PerCpu {
-            cpu,
-            rec: SeriesRecorder::new(origin, plan.spikes, None),
-            seq: 0,
-            gaps: 0,
-            noise_ns: 0,
-            oslat: vec![0; 32],
-            attrib: None,
-            pend_gaps: Default::default(),
-            pend_evs: Vec::new(),
+        .map(|&cpu| {
+            let budgets = budgets_for(
+                plan.rt.policy,
+                &run.system,
+                std::path::Path::new(DEBUGFS),
+                cpu,
+            );
+            PerCpu::new(cpu, origin, plan.spikes, budgets)
         })
         .collect();
     let shared: Vec<Shared> = plan
@@ -540,9 +636,10 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
         drop(i);
     }
     let mut series: Vec<Series> = Vec::new();
-    for (k, p) in per.iter().enumerate() {
+    for (k, p) in per.iter_mut().enumerate() {
         let t = &totals[k];
         let dur_ns = map.len_ns(t.last.wrapping_sub(t.first));
+        let throttling = p.settle(dur_ns);
         let gap_ns = p.noise_ns;
         let loop_min_ns = map.len_ns(t.min_ticks);
         // The mean of the iterations that were no gap; none when every one was.
@@ -569,8 +666,9 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
         a.insert("loop_min_ns".into(), json!(loop_min_ns));
         a.insert("loop_mean_ns".into(), json!(loop_mean_ns));
         a.insert("max_iteration_ns".into(), json!(map.len_ns(t.max_ticks)));
-        a.insert("gaps".into(), json!(t.gaps));
+        a.insert("gaps".into(), json!(p.noise_gaps(t.dropped)));
         a.insert("noise_ns".into(), json!(gap_ns));
+        a.insert("throttling".into(), json!(throttling));
         a.insert(
             "available_pct".into(),
             json!(if dur_ns > 0 {
@@ -582,16 +680,16 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
         a.insert(
             "gaps_per_s".into(),
             json!(if secs > 0.0 {
-                t.gaps as f64 / secs
+                p.noise_gaps(t.dropped) as f64 / secs
             } else {
                 0.0
             }),
         );
         if plan.threshold_ns <= 1000 {
-            // oslat's histogram: the gaps' buckets, every other iteration in bucket 0.
-            let mut b = p.oslat.clone();
-            b[0] += t.iterations.saturating_sub(p.gaps);
-            a.insert("oslat_buckets_us".into(), json!(b));
+            a.insert(
+                "oslat_buckets_us".into(),
+                json!(p.oslat_buckets(t.iterations)),
+            );
         }
         if let Some((top, worst)) = trace_doc.as_ref().map(|d| (&d.0[k].0, &d.0[k].1)) {
             a.insert("sources".into(), json!(top));
@@ -673,17 +771,112 @@ mod tests {
     use rtscope_core::trace::Kind;
 
     fn cpu() -> PerCpu {
-        PerCpu {
-            cpu: 0,
-            rec: SeriesRecorder::new(0, 4, None),
-            seq: 0,
-            gaps: 0,
-            noise_ns: 0,
-            oslat: vec![0; 32],
-            attrib: Some(Attributor::new(7, 0, 4)),
-            pend_gaps: Default::default(),
-            pend_evs: Vec::new(),
+        let mut p = PerCpu::new(0, 0, 4, Vec::new());
+        p.attrib = Some(Attributor::new(7, 0, 4));
+        p
+    }
+
+    const MS: u64 = 1_000_000;
+    const S: u64 = 1_000_000_000;
+
+    /// A SCHED_FIFO loop's CPU on this VM: sched_rt_runtime_us=950000 of 1 s.
+    fn throttled_cpu() -> PerCpu {
+        PerCpu::new(1, 0, 4, vec![Budget::rt(1_000_000, 950_000).unwrap()])
+    }
+
+    #[test]
+    fn throttling_leaves_the_noise_figures() {
+        let mut p = throttled_cpu();
+        p.gap(500 * MS, 1_500, false);
+        for k in 1..=3 {
+            p.gap(k * S - 48_700_000, 48_700_000, false);
         }
+        p.gap(2_500 * MS, 2 * MS, false);
+        // Held until the end: the short gap is recorded, the long ones wait.
+        assert_eq!(p.rec.count(), 1);
+        assert_eq!(p.held.len(), 4);
+        let r = p.settle(4 * S).unwrap();
+        assert_eq!((r.episodes, r.gaps, r.noise_ns), (3, 3, 3 * 48_700_000));
+        assert!(p.held.is_empty());
+        assert_eq!((p.gaps, p.noise_ns), (2, 1_500 + 2 * MS));
+        // With 5 gaps that did not fit in the ring: 7 gaps of noise.
+        assert_eq!(p.noise_gaps(5), 7);
+        let s = p.rec.to_series("cpu 1", 0);
+        assert_eq!(s.stats.count, 2);
+        assert_eq!(s.stats.max_ns, 2 * MS as i64);
+        // The 2 ms gap keeps its place in the sequence (the fifth gap).
+        assert_eq!(s.spikes[0].seq, 4);
+        assert_eq!(s.spikes[0].t_ns, 2_500 * MS);
+        // oslat's buckets hold every gap, throttling included (as oslat's
+        // do), and every other iteration of the loop in bucket 0.
+        let b = p.oslat_buckets(1000);
+        assert_eq!((b[0], b[1], b[31]), (995, 1, 4));
+        assert_eq!(b.iter().sum::<u64>(), 1000);
+    }
+
+    #[test]
+    fn only_a_real_time_loop_has_limits() {
+        use rtscope_core::rt::Policy;
+        let sys = rtscope_core::system::SystemSnapshot {
+            kernel_release: "6.18.44-fc-v657".into(),
+            sched_rt_runtime_us: Some(950_000),
+            sched_rt_period_us: Some(1_000_000),
+            ..Default::default()
+        };
+        let d = tempfile::tempdir().unwrap();
+        let rt = Budget::rt(1_000_000, 950_000).unwrap();
+        let assumed = Budget::fair_server(S, 50 * MS, true).unwrap();
+        for policy in [Policy::Fifo, Policy::Rr] {
+            assert_eq!(budgets_for(policy, &sys, d.path(), 1), vec![rt, assumed]);
+        }
+        for policy in [Policy::Other, Policy::Batch, Policy::Idle] {
+            assert!(budgets_for(policy, &sys, d.path(), 1).is_empty());
+        }
+        // The fair server as debugfs gives it, for that CPU.
+        let dir = d.path().join("sched/fair_server/cpu1");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("period"), "500000000\n").unwrap();
+        std::fs::write(dir.join("runtime"), "20000000\n").unwrap();
+        let read = Budget::fair_server(500 * MS, 20 * MS, false).unwrap();
+        assert_eq!(budgets_for(Policy::Fifo, &sys, d.path(), 1), vec![rt, read]);
+        assert_eq!(
+            budgets_for(Policy::Fifo, &sys, d.path(), 0),
+            vec![rt, assumed]
+        );
+    }
+
+    #[test]
+    fn a_loop_without_a_limit_holds_nothing() {
+        let mut p = cpu();
+        p.gap(S - 48_700_000, 48_700_000, false);
+        p.gap(2 * S - 48_700_000, 48_700_000, false);
+        assert!(p.held.is_empty());
+        assert_eq!(p.rec.count(), 2);
+        assert_eq!(p.settle(3 * S), None);
+        assert_eq!(p.gaps, 2);
+        // With a limit, a gap just below its shortest piece (1 ms) is not held.
+        let mut p = throttled_cpu();
+        p.gap(0, MS - 1, false);
+        p.gap(10 * MS, MS, false);
+        assert_eq!(p.held, vec![(10 * MS, MS, 1)]);
+        // Nothing found: an empty report, and the held gap recorded.
+        let r = p.settle(S).unwrap();
+        assert_eq!(r.gaps, 0);
+        assert_eq!(r.budgets.len(), 1);
+        assert_eq!((p.gaps, p.rec.count()), (2, 2));
+    }
+
+    #[test]
+    fn held_gaps_are_bounded() {
+        let mut p = throttled_cpu();
+        p.held = vec![(0, MS, 0); MAX_HELD - 1];
+        p.gap(S, 2 * MS, false);
+        assert_eq!(p.held.len(), MAX_HELD);
+        assert_eq!(p.rec.count(), 0);
+        // Full: recorded at once.
+        p.gap(2 * S, 2 * MS, false);
+        assert_eq!(p.held.len(), MAX_HELD);
+        assert_eq!(p.rec.count(), 1);
     }
 
     fn ev(ts: u64, kind: Kind) -> Event {

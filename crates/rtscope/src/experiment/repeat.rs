@@ -12,7 +12,9 @@ use anyhow::Result;
 
 use super::run::Finished;
 use rtscope_core::record::{blocks, LatencyHistogram};
-use rtscope_core::result::{EndReason, ResultDocument, Series, Stats, Threshold, Timeline};
+use rtscope_core::result::{
+    Corrected, EndReason, ResultDocument, Series, Stats, Threshold, Timeline,
+};
 
 /// Runs `once(k)` for k = 1..=n, stopping early when a run was interrupted
 /// (a signal) or ended in an error; returns the documents of the runs made.
@@ -218,7 +220,10 @@ pub fn pool_series(parts: &[&Series], starts: &[u64]) -> Series {
     for p in parts {
         hist.add(&LatencyHistogram::from_export(&p.histogram));
     }
-    let n: u64 = parts.iter().map(|p| p.stats.count).sum();
+    // Saturating: the parts may be documents read from files (`pool`).
+    let n: u64 = parts
+        .iter()
+        .fold(0u64, |a, p| a.saturating_add(p.stats.count));
     let nf = n.max(1) as f64;
     let with = parts.iter().filter(|p| p.stats.count > 0);
     let min = with.clone().map(|p| p.stats.min_ns).min().unwrap_or(0);
@@ -259,12 +264,12 @@ pub fn pool_series(parts: &[&Series], starts: &[u64]) -> Series {
     let mut counters = first.counters.clone();
     for p in &parts[1..] {
         let c = &p.counters;
-        counters.overruns += c.overruns;
-        counters.overrun_samples += c.overrun_samples;
-        counters.dropped += c.dropped;
-        counters.negative += c.negative;
+        counters.overruns = counters.overruns.saturating_add(c.overruns);
+        counters.overrun_samples = counters.overrun_samples.saturating_add(c.overrun_samples);
+        counters.dropped = counters.dropped.saturating_add(c.dropped);
+        counters.negative = counters.negative.saturating_add(c.negative);
         counters.above_threshold = match (counters.above_threshold, c.above_threshold) {
-            (Some(a), Some(b)) => Some(a + b),
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
             (a, b) => a.or(b),
         };
     }
@@ -290,6 +295,21 @@ pub fn pool_series(parts: &[&Series], starts: &[u64]) -> Series {
     spikes.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
     spikes.truncate(keep);
     let bl: Option<Vec<_>> = parts.iter().map(|p| p.blocks.as_ref()).collect();
+    // Over the intended periods: the parts' own such figures pooled alike
+    // (only when every part has them).
+    let corrected = parts
+        .iter()
+        .map(|p| p.over_intended_periods())
+        .collect::<Option<Vec<Series>>>()
+        .map(|views| {
+            let v = pool_series(&views.iter().collect::<Vec<_>>(), starts);
+            Corrected {
+                stats: v.stats,
+                histogram: v.histogram,
+                blocks: v.blocks,
+                above_threshold: v.counters.above_threshold,
+            }
+        });
     Series {
         label: first.label.clone(),
         attributes: first.attributes.clone(),
@@ -306,6 +326,7 @@ pub fn pool_series(parts: &[&Series], starts: &[u64]) -> Series {
                 ..(*p).clone()
             })
             .collect(),
+        corrected,
     }
 }
 
@@ -341,7 +362,9 @@ pub fn pool(docs: Vec<ResultDocument>) -> ResultDocument {
     let last = docs.last().expect("documents");
     out.ended_at = last.ended_at.clone();
     out.end_reason = last.end_reason;
-    out.duration_ns = docs.iter().map(|d| d.duration_ns).sum();
+    out.duration_ns = docs
+        .iter()
+        .fold(0u64, |a, d| a.saturating_add(d.duration_ns));
     out.loads = docs.iter().flat_map(|d| d.loads.clone()).collect();
     out.break_event = docs.iter().find_map(|d| d.break_event.clone());
     out.threshold = docs[0].threshold.as_ref().map(|t| Threshold {
@@ -352,7 +375,7 @@ pub fn pool(docs: Vec<ResultDocument>) -> ResultDocument {
         samples_above: docs
             .iter()
             .filter_map(|d| d.threshold.as_ref().map(|t| t.samples_above))
-            .sum(),
+            .fold(0u64, u64::saturating_add),
     });
     let mut warnings: Vec<String> = Vec::new();
     for w in docs.iter().flat_map(|d| &d.warnings) {
@@ -395,6 +418,88 @@ mod tests {
         d.duration_ns = 1_000_000_000;
         d.warnings = vec!["w".into()];
         d
+    }
+
+    /// Series over their intended periods pool into the pooled series'
+    /// own such figures (counts, threshold counts and blocks summed); one
+    /// run without them leaves the pooled series without them.
+    #[test]
+    fn figures_over_intended_periods_are_pooled_too() {
+        let run = |start: u64, missed: u32| {
+            let mut r = SeriesRecorder::new(start, 4, Some(1_000)).over_intended_periods(1_000_000);
+            for i in 0..100u64 {
+                let late = i == 50;
+                r.record(&Sample {
+                    seq: i,
+                    t_ns: start + i * 1_000_000,
+                    latency_ns: if late {
+                        i64::from(missed) * 1_000_000 + 500
+                    } else {
+                        800
+                    },
+                    overruns: if late { missed } else { 0 },
+                    cpu: 0,
+                });
+            }
+            r.to_series("all", 0)
+        };
+        let (a, b) = (run(0, 30), run(9_000_000_000, 10));
+        let p = pool_series(&[&a, &b], &[0, 9_000_000_000]);
+        let c = p.corrected.clone().unwrap();
+        assert_eq!(c.stats.count, 240);
+        assert_eq!(p.stats.count, 200);
+        // Each stall: the wake-up and all but its last skipped period (500 ns).
+        assert_eq!(c.above_threshold, Some(30 + 10));
+        assert_eq!(c.stats.max_ns, 30_000_500);
+        let blocks = blocks::decode(c.blocks.as_ref().unwrap()).unwrap();
+        assert_eq!(blocks.iter().flatten().map(|e| e.1).sum::<u64>(), 240);
+        // The repetitions keep theirs: the view pools them alike.
+        assert_eq!(
+            p.over_intended_periods().unwrap().repetitions[1]
+                .stats
+                .count,
+            110
+        );
+        let mut old = b.clone();
+        old.corrected = None;
+        assert!(pool_series(&[&a, &old], &[0, 9_000_000_000])
+            .corrected
+            .is_none());
+    }
+
+    /// Documents read from files (`pool`) may hold counts near u64::MAX:
+    /// the sums saturate instead of panicking (the hard pass's `pool` of a
+    /// document whose counts were u64::MAX panicked on overflow).
+    #[test]
+    fn pooling_huge_counts_saturates() {
+        let mut a = doc(0, 10_000);
+        let mut b = doc(5_000_000_000, 20_000);
+        for d in [&mut a, &mut b] {
+            let s = &mut d.series[0];
+            s.stats.count = u64::MAX;
+            s.counters.overruns = u64::MAX;
+            s.counters.overrun_samples = u64::MAX;
+            s.counters.dropped = u64::MAX;
+            s.counters.negative = u64::MAX;
+            s.counters.above_threshold = Some(u64::MAX);
+            d.duration_ns = u64::MAX;
+            d.threshold = Some(Threshold {
+                fail_above_ns: 1,
+                exceeded: true,
+                samples_above: u64::MAX,
+            });
+        }
+        let p = pool(vec![a, b]);
+        let s = &p.series[0];
+        assert_eq!(s.stats.count, u64::MAX);
+        let c = &s.counters;
+        assert_eq!(
+            [c.overruns, c.overrun_samples, c.dropped, c.negative],
+            [u64::MAX; 4]
+        );
+        assert_eq!(c.above_threshold, Some(u64::MAX));
+        assert_eq!(p.duration_ns, u64::MAX);
+        assert_eq!(p.threshold.unwrap().samples_above, u64::MAX);
     }
 
     #[test]

@@ -58,7 +58,23 @@ impl Default for RtChoice {
 
 impl RtChoice {
     /// Validates a policy and priority (`--no-rt` forces SCHED_OTHER).
+    /// SCHED_DEADLINE is refused: only `cyclic` runs deadline tasks
+    /// ([`RtChoice::with_deadline`]).
     pub fn new(policy: Policy, priority: u8, no_rt: bool, default_system: bool) -> Result<Self> {
+        if policy == Policy::Deadline && !no_rt {
+            return Err(usage(DEADLINE_ONLY_CYCLIC));
+        }
+        Self::with_deadline(policy, priority, no_rt, default_system)
+    }
+
+    /// [`RtChoice::new`], SCHED_DEADLINE allowed (its priority is 0; its
+    /// runtime, deadline and period are the experiment's to plan).
+    pub fn with_deadline(
+        policy: Policy,
+        priority: u8,
+        no_rt: bool,
+        default_system: bool,
+    ) -> Result<Self> {
         let policy = if no_rt { Policy::Other } else { policy };
         let priority = if policy.is_rt() {
             if !(1..=99).contains(&priority) {
@@ -93,6 +109,9 @@ impl RtChoice {
     /// Refuses a real-time policy this process may not use, with the fix,
     /// before anything is started (a thread tries it and ends).
     pub fn check_allowed(&self) -> Result<()> {
+        if self.policy == Policy::Deadline {
+            return check_deadline_allowed();
+        }
         if !self.policy.is_rt() {
             return Ok(());
         }
@@ -106,6 +125,29 @@ impl RtChoice {
         }
     }
 }
+
+/// Refuses SCHED_DEADLINE where the kernel says this process may not use
+/// it at all (EPERM: privileges, an affinity narrower than the root domain,
+/// no deadline bandwidth), before anything is started: a thread tries a
+/// reservation of a negligible share (100 µs every second) and ends.
+fn check_deadline_allowed() -> Result<()> {
+    let probe = rtscope_core::deadline::DeadlineParams {
+        runtime_ns: 100_000,
+        deadline_ns: 1_000_000_000,
+        period_ns: 1_000_000_000,
+    };
+    let res = std::thread::spawn(move || probe.apply().map(|_| ()))
+        .join()
+        .unwrap_or(Ok(()));
+    match res {
+        Err(e) if e.errno == Some(libc::EPERM) => Err(anyhow::anyhow!(e.message)),
+        _ => Ok(()),
+    }
+}
+
+/// Why an experiment other than `cyclic` refuses `--policy deadline`.
+pub const DEADLINE_ONLY_CYCLIC: &str = "--policy deadline is for rtscope cyclic only (its \
+     measurement threads become deadline tasks); this command takes fifo, rr, other, batch or idle";
 
 /// SIGINT, SIGTERM and SIGHUP (a dropped terminal or ssh session) wired to a
 /// stop flag while this value lives. A second signal ends the process at
@@ -265,6 +307,9 @@ pub struct LiveSetup<'a> {
     pub experiment: &'a str,
     /// The series, in the order the aggregator records them.
     pub series: Vec<String>,
+    /// The CPUs the measurement threads are pinned to (empty: not pinned);
+    /// the HTTP server keeps off them.
+    pub measured_cpus: Vec<usize>,
 }
 
 /// A run in progress.
@@ -311,6 +356,7 @@ pub fn begin_live(s: &RunSettings, header: &str, live: Option<LiveSetup>) -> Res
                 .collect(),
             env.stop.clone(),
             s.quiet,
+            &l.measured_cpus,
         )?),
         None => None,
     };
@@ -380,7 +426,7 @@ impl Run {
     fn warnings(&self, extra: Vec<String>) -> Vec<String> {
         let mut w = self.system.warnings();
         w.extend(self.env.notes.iter().cloned());
-        if !self.rt.policy.is_rt() {
+        if !self.rt.policy.is_real_time() {
             w.push(format!(
                 "measured as SCHED_{} without real-time priority{}",
                 self.rt.policy.name().to_uppercase(),
@@ -413,7 +459,7 @@ impl Run {
     }
 
     /// Ends the run: stops and reaps the loads and builds the final document.
-    /// Returns it with the warnings already shown at the start.
+    /// Returns it with the warnings the summary need not repeat ([`Finished::shown`]).
     pub fn finish(
         self,
         experiment: &str,
@@ -433,8 +479,12 @@ impl Run {
                 sys::clock_ns(self.clock) as i128 - sys::clock_ns(libc::CLOCK_MONOTONIC) as i128;
             (doc.start_clock_ns as i128 - offset).max(0) as u64
         };
-        let Run { loads, shown, .. } = self;
+        let Run {
+            loads, mut shown, ..
+        } = self;
         crate::load::attach(&mut doc, &loads.stop_at(origin));
+        // Said under the loads table (`deliver`), not again in the summary.
+        shown.extend(crate::load::warnings(&doc.loads));
         Finished { doc, shown }
     }
 }
@@ -473,9 +523,26 @@ impl Overload {
                 )
             }),
             missed: above_share(missed, due).then(|| {
+                let late = s.counters.overrun_samples;
+                let why = if late > 0 && missed >= STALL_PERIODS * late {
+                    format!(
+                        "{late} late wake-up{} of up to {} skipped them: the threads were held \
+                         off the CPU that long (the host, RT throttling, a task of higher priority)",
+                        if late == 1 { "" } else { "s" },
+                        rtscope_core::units::format_ns(s.stats.max_ns.max(0) as u64)
+                    )
+                } else {
+                    advice.to_string()
+                };
+                let counted = if s.corrected.is_some() {
+                    "; the figures over the intended periods count each at its lateness, \
+                     those over the wake-ups leave them out"
+                } else {
+                    ""
+                };
                 format!(
                     "{} of the periods were missed ({missed} of {due}: wake-ups after the \
-                     following deadline): {advice}",
+                     following deadline): {why}{counted}",
                     percent(missed, due)
                 )
             }),
@@ -487,6 +554,10 @@ impl Overload {
         self.dropped.iter().chain(&self.missed).cloned().collect()
     }
 }
+
+/// Late wake-ups that skipped this many periods each, on average, are
+/// stalls (the thread did not run), not a period too short to serve.
+pub const STALL_PERIODS: u64 = 10;
 
 /// Whether `part` is more than one in [`OVERLOAD_ONE_IN`] of `whole`.
 fn above_share(part: u64, whole: u64) -> bool {
@@ -510,7 +581,8 @@ pub fn warning_lines(warnings: &[String]) -> String {
 /// A finished run's document.
 pub struct Finished {
     pub doc: ResultDocument,
-    /// Warnings already printed when the run started.
+    /// Warnings the summary need not repeat: printed when the run started,
+    /// or said under the loads table ([`deliver`] prints it).
     pub shown: Vec<String>,
 }
 
@@ -667,6 +739,115 @@ mod tests {
         // No overflow on huge counters.
         let o = Overload::of(&series(u64::MAX / 4, u64::MAX / 4, 0));
         assert!(o.dropped.unwrap().starts_with("50.0%"));
+    }
+
+    /// Missed periods from a few long stalls are named as such, with the
+    /// longest; from many wake-ups a period or two late, as a period too
+    /// short. A series with figures over intended periods says they count them.
+    #[test]
+    fn missed_periods_say_whether_they_came_from_stalls() {
+        let late = |overruns: u64, late: u64, max_ns: i64| {
+            let mut s = series(10_774, 0, overruns);
+            s.counters.overrun_samples = late;
+            s.stats.max_ns = max_ns;
+            s
+        };
+        // The issue's thread 1: 3011 periods in two stalls of up to 3 s.
+        let m = Overload::of(&late(3_011, 2, 2_999_776_700)).missed.unwrap();
+        assert!(
+            m.starts_with("21.8% of the periods were missed (3011 of 13785"),
+            "{m}"
+        );
+        assert!(
+            m.contains("2 late wake-ups of up to 3s skipped them"),
+            "{m}"
+        );
+        assert!(!m.contains("below what") && !m.contains("intended"), "{m}");
+        let m = Overload::of(&late(3_011, 1, 2_999_776_700)).missed.unwrap();
+        assert!(m.contains(" 1 late wake-up of up to"), "{m}");
+        // Ten periods per late wake-up is a stall; fewer is not.
+        assert!(Overload::of(&late(3_000, 300, 1))
+            .missed
+            .unwrap()
+            .contains("held off"));
+        let m = Overload::of(&late(3_000, 301, 1)).missed.unwrap();
+        assert!(m.contains("below what this machine can serve"), "{m}");
+        assert!(Overload::of(&late(3_000, 0, 1))
+            .missed
+            .unwrap()
+            .contains("below what"));
+        let mut s = late(3_011, 2, 2_999_776_700);
+        s.corrected = Some(Default::default());
+        let m = Overload::of(&s).missed.unwrap();
+        assert!(m.ends_with("; the figures over the intended periods count each at its lateness, those over the wake-ups leave them out"), "{m}");
+    }
+
+    /// Only `cyclic` takes SCHED_DEADLINE; `--no-rt` still means SCHED_OTHER.
+    #[test]
+    fn deadline_is_refused_but_where_allowed() {
+        let e = RtChoice::new(Policy::Deadline, 95, false, false).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_USAGE);
+        assert_eq!(e.to_string(), DEADLINE_ONLY_CYCLIC);
+        assert_eq!(
+            RtChoice::new(Policy::Deadline, 95, true, false).unwrap(),
+            RtChoice {
+                policy: Policy::Other,
+                priority: 0,
+                no_rt: true,
+                default_system: false,
+            }
+        );
+        let d = RtChoice::with_deadline(Policy::Deadline, 95, false, true).unwrap();
+        assert_eq!(
+            d,
+            RtChoice {
+                policy: Policy::Deadline,
+                priority: 0,
+                no_rt: false,
+                default_system: true,
+            }
+        );
+        assert_eq!(
+            RtChoice::with_deadline(Policy::Fifo, 80, false, false)
+                .unwrap()
+                .priority,
+            80
+        );
+        assert!(RtChoice::with_deadline(Policy::Fifo, 0, false, false).is_err());
+        // A deadline run is no run without real-time scheduling.
+        assert!(d.check_allowed().is_ok());
+    }
+
+    /// The deadline probe inherits the caller's affinity: narrowed to one
+    /// CPU of several, root is refused with the reason, before anything runs.
+    #[test]
+    fn deadline_is_refused_before_anything_runs_where_the_kernel_would() {
+        let cpus = rtscope_core::units::online_cpus();
+        if cpus.len() < 2 || sys::geteuid() != 0 {
+            return;
+        }
+        let d = RtChoice::with_deadline(Policy::Deadline, 0, false, false).unwrap();
+        let r = std::thread::spawn(move || {
+            sys::set_affinity(&cpus[..1]).unwrap();
+            d.check_allowed()
+        })
+        .join()
+        .unwrap();
+        let e = r.unwrap_err().to_string();
+        assert!(
+            e.starts_with("SCHED_DEADLINE refused: this thread may run only on CPUs"),
+            "{e}"
+        );
+        // Fifo is not asked about deadline's rules.
+        let f = RtChoice::default();
+        let one = rtscope_core::units::online_cpus()[0];
+        let r = std::thread::spawn(move || {
+            sys::set_affinity(&[one]).unwrap();
+            f.check_allowed()
+        })
+        .join()
+        .unwrap();
+        assert!(r.is_ok());
     }
 
     #[test]

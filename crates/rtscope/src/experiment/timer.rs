@@ -307,6 +307,9 @@ pub fn plan(o: &TimerOptions) -> Result<TimerPlan> {
     }
     let mut policies = Vec::new();
     for p in &o.policies {
+        if *p == Policy::Deadline && !o.no_rt {
+            return Err(usage(super::run::DEADLINE_ONLY_CYCLIC));
+        }
         let p = if o.no_rt { Policy::Other } else { *p };
         if !policies.contains(&p) {
             policies.push(p);
@@ -923,6 +926,16 @@ pub(crate) fn pct(sorted: &[i64], p: f64) -> i64 {
     sorted[i]
 }
 
+/// The median of the errors' absolute values (the same rank as [`pct`]).
+pub(crate) fn abs_median(errs: &[i64]) -> u64 {
+    let mut abs: Vec<u64> = errs.iter().map(|e| e.unsigned_abs()).collect();
+    abs.sort_unstable();
+    match abs.len() {
+        0 => 0,
+        n => abs[n.div_ceil(2) - 1],
+    }
+}
+
 /// One series per delay of a cell.
 fn sweep_series(plan: &TimerPlan, c: &CellData, origin: u64) -> Vec<Series> {
     let mut out = Vec::new();
@@ -960,6 +973,7 @@ fn sweep_series(plan: &TimerPlan, c: &CellData, origin: u64) -> Vec<Series> {
             error_max_ns: errs[errs.len() - 1],
             error_mean_ns: errs.iter().map(|&e| e as f64).sum::<f64>() / n,
             abs_error_mean_ns: errs.iter().map(|&e| e.abs() as f64).sum::<f64>() / n,
+            abs_error_p50_ns: Some(abs_median(&errs)),
             early: errs.iter().filter(|&&e| e < 0).count() as u64,
             lateness_p50_ns: pct(&late, 0.5),
             lateness_p99_ns: pct(&late, 0.99),
@@ -1235,6 +1249,24 @@ fn beacon_series(plan: &TimerPlan, mode: BeaconMode, ch: &Chain) -> Series {
 mod tests {
     use super::*;
 
+    /// SCHED_DEADLINE in the list of policies is refused, alone or not (the
+    /// first real-time policy alone would not be asked about it).
+    #[test]
+    fn deadline_is_refused_in_the_policies() {
+        for policies in [vec![Policy::Deadline], vec![Policy::Fifo, Policy::Deadline]] {
+            let mut o = opts();
+            o.policies = policies;
+            let e = plan(&o).unwrap_err();
+            assert_eq!(e.to_string(), super::super::run::DEADLINE_ONLY_CYCLIC);
+            assert_eq!(crate::error::exit_code(&e), 2);
+        }
+        // --no-rt makes every policy SCHED_OTHER, deadline too.
+        let mut o = opts();
+        o.policies = vec![Policy::Deadline];
+        o.no_rt = true;
+        assert!(plan(&o).is_ok());
+    }
+
     pub(crate) fn opts() -> TimerOptions {
         TimerOptions {
             given: vec![],
@@ -1458,5 +1490,17 @@ mod tests {
         assert_eq!(pct(&v, 0.99), 99);
         assert_eq!(pct(&v, 1.0), 100);
         assert_eq!(pct(&[], 0.5), 0);
+    }
+
+    /// The median |error|: early wakes count by their size; one stall does
+    /// not move it; the lower middle of an even count, as `pct` takes it.
+    #[test]
+    fn the_median_of_the_absolute_errors() {
+        assert_eq!(abs_median(&[-9, 1, 2, 3, 300_000_000]), 3);
+        assert_eq!(abs_median(&[-9, -8, 1]), 8);
+        assert_eq!(abs_median(&[5, -1, 4, 2]), 2);
+        assert_eq!(abs_median(&[7]), 7);
+        assert_eq!(abs_median(&[i64::MIN]), 1 << 63);
+        assert_eq!(abs_median(&[]), 0);
     }
 }

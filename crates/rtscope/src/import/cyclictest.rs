@@ -32,6 +32,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::ctjson;
+use crate::experiment::cyclictest::args;
 
 use rtscope_core::record::{LatencyHistogram, HIST_HIGHEST_NS};
 use rtscope_core::result::{EndReason, ResultDocument, Series, SeriesCounters, Stats, Timeline};
@@ -98,6 +99,8 @@ struct Thread {
     min: Option<i64>,
     max: Option<i64>,
     avg: Option<f64>,
+    /// The CPU cyclictest recorded for it (`--json`'s `cpu`; not for -1).
+    cpu: Option<usize>,
 }
 
 impl Thread {
@@ -232,15 +235,21 @@ pub fn from_json_reader(
     };
     let cmdline = key(o, "cmdline").and_then(Value::as_str).unwrap_or("");
     let command_line: Vec<String> = cmdline.split_whitespace().map(str::to_string).collect();
-    let nsecs = command_line.iter().any(|a| {
-        a == "-N"
-            || a == "--nsecs"
-            || (a.starts_with('-')
-                && !a.starts_with("--")
-                && a.len() > 2
-                && a[1..].chars().all(|c| c.is_ascii_alphabetic())
-                && a.contains('N'))
-    });
+    // The command line, read as `rtscope cyclictest` reads one.
+    let parsed = args::parse_cmdline(cmdline);
+    let nsecs = match &parsed {
+        Ok(a) => a.nsecs,
+        // A line this parser refuses (options of older versions): -N alone or bundled.
+        Err(_) => command_line.iter().any(|a| {
+            a == "-N"
+                || a == "--nsecs"
+                || (a.starts_with('-')
+                    && !a.starts_with("--")
+                    && a.len() > 2
+                    && a[1..].chars().all(|c| c.is_ascii_alphabetic())
+                    && a.contains('N'))
+        }),
+    };
     let scale = if nsecs { NS } else { US };
 
     let mut threads = Vec::new();
@@ -307,6 +316,10 @@ pub fn from_json_reader(
                 th.attrs.insert(k.into(), json!(x));
             }
         }
+        th.cpu = t
+            .get("cpu")
+            .and_then(Value::as_i64)
+            .and_then(|c| usize::try_from(c).ok());
         threads.push(th);
     }
     threads.sort_by_key(|t| t.index);
@@ -393,8 +406,8 @@ pub fn from_json_reader(
         (Some(a), Some(b)) if b >= a => ((b - a) as u64).saturating_mul(1_000_000_000),
         _ => 0,
     };
-    let mut plan = serde_json::Map::new();
-    plan.insert("source".into(), json!("cyclictest --json"));
+    let mut imported = serde_json::Map::new();
+    imported.insert("source".into(), json!("cyclictest --json"));
     for k in [
         "rt_test_version",
         "file_version",
@@ -404,9 +417,11 @@ pub fn from_json_reader(
         "return_code",
     ] {
         if let Some(v) = key(o, k) {
-            plan.insert(k.into(), v.clone());
+            imported.insert(k.into(), v.clone());
         }
     }
+    let cpus: Vec<Option<usize>> = threads.iter().map(|t| t.cpu).collect();
+    let plan = settings(parsed, &cpus, imported, &mut warnings);
     let series = build_series(&threads, scale, &mut warnings)?;
     Ok(ResultDocument {
         command_line,
@@ -415,8 +430,63 @@ pub fn from_json_reader(
         duration_ns,
         end_reason: EndReason::Imported,
         warnings,
-        ..ResultDocument::new("cyclic", Value::Object(plan), system, series)
+        ..ResultDocument::new("cyclic", plan, system, series)
     })
+}
+
+/// The plan of an import: the settings of the cyclictest command line in
+/// the form `rtscope cyclic` and `rtscope cyclictest` record them
+/// ([`recorded_plan`](crate::experiment::cyclictest::recorded_plan)), so
+/// that `compare` treats equal settings as equal, and under `imported`
+/// where the data came from (`compare` does not count it as a setting).
+/// Without a readable command line only `imported` is known (a warning says
+/// why).
+fn settings(
+    line: Result<args::CtArgs, String>,
+    cpus: &[Option<usize>],
+    imported: serde_json::Map<String, Value>,
+    warnings: &mut Vec<String>,
+) -> Value {
+    let recorded = line
+        .map_err(anyhow::Error::msg)
+        .and_then(|a| crate::experiment::cyclictest::recorded_plan(&a, cpus));
+    let mut plan = match recorded {
+        Ok(Value::Object(p)) => p,
+        Ok(_) => serde_json::Map::new(),
+        Err(e) => {
+            warnings.push(format!(
+                "the cyclictest command line was not understood ({}): the run's settings are not known",
+                crate::error::one_line(&e)
+            ));
+            serde_json::Map::new()
+        }
+    };
+    plan.insert("imported".into(), Value::Object(imported));
+    Value::Object(plan)
+}
+
+/// Records the settings of `cmdline`, the cyclictest command line a
+/// histogram import came from (`rtscope import cyclictest --histogram FILE
+/// --cmdline LINE`), in the import's plan as [`settings`] does for
+/// `--json` (the threads' CPUs are not recorded in a histogram). A line
+/// that is not understood is an error.
+pub fn with_cmdline(doc: &mut ResultDocument, cmdline: &str) -> anyhow::Result<()> {
+    let a = args::parse_cmdline(cmdline).map_err(|e| anyhow::anyhow!("--cmdline: {e}"))?;
+    let nthreads = doc.series.iter().filter(|s| s.label != "all").count();
+    let mut imported = doc
+        .plan
+        .get("imported")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    imported.insert("cmdline".into(), json!(cmdline));
+    let mut no = vec![];
+    doc.plan = settings(Ok(a), &vec![None; nthreads], imported, &mut no);
+    if let Some(w) = no.pop() {
+        return Err(anyhow::anyhow!("--cmdline: {w}"));
+    }
+    doc.command_line = cmdline.split_whitespace().map(str::to_string).collect();
+    Ok(())
 }
 
 /// Which summary line a `#` line is.
@@ -690,11 +760,13 @@ pub fn from_histogram_reader(
     }
     warnings.extend(truncated);
     let series = build_series(&threads, scale, &mut warnings)?;
+    let mut imported = serde_json::Map::new();
+    imported.insert("source".into(), json!("cyclictest histogram"));
+    imported.insert("threads".into(), json!(n));
+    imported.insert("total_line".into(), json!(total.is_some()));
+    imported.insert("nsecs".into(), json!(nsecs));
     let mut plan = serde_json::Map::new();
-    plan.insert("source".into(), json!("cyclictest histogram"));
-    plan.insert("threads".into(), json!(n));
-    plan.insert("total_line".into(), json!(total.is_some()));
-    plan.insert("nsecs".into(), json!(nsecs));
+    plan.insert("imported".into(), Value::Object(imported));
     let system = SystemSnapshot {
         preemption_model: "unknown".into(),
         ..Default::default()
@@ -985,6 +1057,127 @@ mod tests {
         assert!(d.series[0].histogram.buckets.is_empty());
         assert!(d.warnings.iter().any(|w| w.contains("without -h")));
         assert_eq!(d.command_line, vec!["cyclictest", "-q", "--json=x"]);
+    }
+
+    fn json_of(cmdline: &str) -> String {
+        format!(
+            r#"{{"file_version":1,"cmdline:":"{cmdline}","rt_test_version:":"2.40",
+            "thread":{{"0":{{"histogram":{{"12":3,"13":2}},"cycles":5,"min":12,"max":13,"avg":12.4,"cpu":0,"node":0}},
+            "1":{{"histogram":{{"14":5}},"cycles":5,"min":14,"max":14,"avg":14.0,"cpu":1,"node":0}}}}}}"#
+        )
+    }
+
+    /// The import records the command line's settings as an rtscope run of
+    /// that line records them: compared with such a run, no warning that
+    /// the conditions differ, and no row but rtscope's own settings (it
+    /// warned "the runs differ in loads, period_ns, rt.policy, rt.priority,
+    /// wake" before).
+    #[test]
+    fn json_plan_is_the_command_lines_and_compares_like_for_like() {
+        use crate::experiment::cyclictest::resolve;
+        use crate::report::{compare::plan_differences, Run};
+        let line = "cyclictest -m -p 90 -t 2 -i 1000 -l 2000 -q -h 150 --json=ct.json";
+        let d = from_json(json_of(line).as_bytes(), T.into()).unwrap();
+        assert_eq!(d.plan["period_ns"], 1_000_000);
+        assert_eq!(d.plan["loops"], 2000);
+        assert_eq!(d.plan["rt"]["policy"], "fifo");
+        assert_eq!(d.plan["rt"]["priority"], 90);
+        assert_eq!(d.plan["wake"], "absolute");
+        assert_eq!(d.plan["histogram_max_ns"], 150_000);
+        assert_eq!(d.plan["threads"].as_array().unwrap().len(), 2);
+        // Not pinned (no -a): no CPU, whatever the JSON says.
+        assert_eq!(d.plan["threads"][1]["cpus"], json!([]));
+        assert_eq!(d.plan["imported"]["source"], "cyclictest --json");
+        assert_eq!(d.plan["imported"]["cmdline"], line);
+        assert_eq!(d.plan["imported"]["rt_test_version"], "2.40");
+        let a = args::parse_cmdline(line).unwrap();
+        let r = resolve::resolve(&a, &resolve::Machine::this()).unwrap();
+        let plan = crate::experiment::cyclic::plan(&r.options).unwrap();
+        let run = |name: &str, doc| Run {
+            name: name.into(),
+            path: name.into(),
+            doc,
+        };
+        let own = ResultDocument::new(
+            "cyclic",
+            serde_json::to_value(&plan).unwrap(),
+            SystemSnapshot::default(),
+            vec![],
+        );
+        let (rows, warnings) = plan_differences(&[run("ct", d.clone()), run("rt", own)]);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let keys: Vec<&str> = rows.iter().skip(1).map(|r| r[0].as_str()).collect();
+        assert_eq!(keys, ["ring_capacity", "spikes", "start_delay_ns"]);
+        // Pinned: each thread on the CPU the JSON records.
+        let d = from_json(json_of("cyclictest -S -p 90").as_bytes(), T.into()).unwrap();
+        assert_eq!(d.plan["threads"][0]["cpus"], json!([0]));
+        assert_eq!(d.plan["threads"][1]["cpus"], json!([1]));
+        // Two imports that differ only in where they came from: no row.
+        let mut other = d.clone();
+        other.plan["imported"]["cmdline"] = json!("cyclictest -S -p 90 --json=x");
+        let (rows, warnings) = plan_differences(&[run("a", d), run("b", other)]);
+        assert!(rows.is_empty() && warnings.is_empty(), "{rows:?}");
+    }
+
+    #[test]
+    fn a_line_the_parser_refuses_leaves_the_settings_unknown() {
+        let d = from_json(json_of("cyclictest -U -p 90").as_bytes(), T.into()).unwrap();
+        let plan = d.plan.as_object().unwrap();
+        assert_eq!(plan.keys().collect::<Vec<_>>(), ["imported"]);
+        assert!(d.warnings.iter().any(|w| w.starts_with(
+            "the cyclictest command line was not understood (invalid option -- 'U')"
+        )));
+        // -N read by the parser, bundled or long, and by the old scan where
+        // the parser refuses the line.
+        for line in [
+            "cyclictest -qN",
+            "cyclictest --nsecs -p 9",
+            "cyclictest -U -N",
+            "cyclictest -U --nsecs",
+            "cyclictest -U -qN",
+            "cyclictest -UN",
+        ] {
+            let d = from_json(json_of(line).as_bytes(), T.into()).unwrap();
+            assert_eq!(d.series[0].attributes["resolution_ns"], 1, "{line}");
+        }
+        for line in [
+            "cyclictest -q",
+            "cyclictest -U -q",
+            "cyclictest --json=N.json",
+            "cyclictest -U --xN",
+            "cyclictest -U -q5N",
+            "cyclictest -U xN",
+            "cyclictest -U -Q",
+        ] {
+            let d = from_json(json_of(line).as_bytes(), T.into()).unwrap();
+            assert_eq!(d.series[0].attributes["resolution_ns"], 1000, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_histogram_takes_its_command_line_from_cmdline() {
+        let text = "# Histogram\n000000 000001\t000002\n# Max Latencies: 00000 00000\n";
+        let mut d = from_histogram(text, T.into(), false).unwrap();
+        assert_eq!(d.plan.as_object().unwrap().len(), 1);
+        assert_eq!(d.plan["imported"]["total_line"], false);
+        let line = "cyclictest -m -S -p 80 -i 250 -h 1 -q";
+        with_cmdline(&mut d, line).unwrap();
+        assert_eq!(d.plan["rt"]["priority"], 80);
+        assert_eq!(d.plan["period_ns"], 250_000);
+        assert_eq!(d.plan["threads"].as_array().unwrap().len(), 2);
+        assert_eq!(d.plan["threads"][1]["cpus"], json!([1]));
+        assert_eq!(d.plan["imported"]["source"], "cyclictest histogram");
+        assert_eq!(d.plan["imported"]["cmdline"], line);
+        assert_eq!(d.plan["imported"]["threads"], 2);
+        assert_eq!(d.command_line[0], "cyclictest");
+        let e = with_cmdline(&mut d, "cyclictest --prio=5").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--cmdline: option '--prio' is ambiguous"),
+            "{e}"
+        );
+        let e = with_cmdline(&mut d, "cyclictest --priospread -p 5").unwrap_err();
+        assert!(e.to_string().contains("--priospread is refused"), "{e}");
     }
 
     #[test]

@@ -125,12 +125,22 @@ fn run_cyclictest(a: ImportCyclictestArgs) -> Result<i32> {
         if f.metadata().is_ok_and(|m| m.is_dir()) {
             return Err(usage(format!("{}: is a directory", p.display())));
         }
-        let doc = cyclictest::from_histogram_reader(
+        let line = a
+            .cmdline
+            .as_deref()
+            .map(crate::experiment::cyclictest::args::parse_cmdline)
+            .transpose()
+            .map_err(|e| usage(format!("--cmdline: {e}")))?;
+        let nsecs = a.nsecs || line.is_some_and(|l| l.nsecs);
+        let mut doc = cyclictest::from_histogram_reader(
             BufReader::with_capacity(1 << 16, f),
             cyclictest::file_time(p),
-            a.nsecs,
+            nsecs,
         )
         .map_err(|e| usage(format!("{}: {e}", p.display())))?;
+        if let Some(line) = &a.cmdline {
+            cyclictest::with_cmdline(&mut doc, line).map_err(|e| usage(e.to_string()))?;
+        }
         (p, doc)
     } else {
         return Err(usage("give --json FILE or --histogram FILE"));

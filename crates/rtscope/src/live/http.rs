@@ -1,36 +1,61 @@
-//! `--listen ADDR` (and `rtscope serve`): a small HTTP/1.1 server on one
-//! thread, on the standard library's sockets.
+//! `--listen ADDR` (and `rtscope serve`): an HTTP/1.1 server on one thread
+//! of its own.
 //!
-//! Bounded by construction: one thread, one connection at a time, `GET` and
-//! `HEAD` only, a request head of at most 16 KiB read within 2 s, every
-//! response `Connection: close`. Anything else gets a 4xx and the connection
-//! is closed; nothing a client sends can end the run.
+//! **Why hyper.** The protocol (parsing, `HEAD`, `431` for a head too large,
+//! `400` for garbage, header read time-outs) is left to `hyper` 1.x, the
+//! HTTP implementation under most of Rust's servers (axum, warp, reqwest's
+//! client side), run on a current-thread `tokio` runtime: one OS thread
+//! serves every connection concurrently, so a client that connects and sends
+//! nothing, or sends a byte a second, holds a socket and a few hundred bytes
+//! of memory, never the server. (The hand-written loop this replaces took one
+//! connection at a time: 131 idle clients silenced it.) A blocking server
+//! crate such as `tiny_http` would need a thread per slow client and has no
+//! header time-out of its own; axum would add routing and `tower` layers
+//! that six fixed paths do not need. All of it is pure Rust (no TLS, no C).
 //!
-//! Pages of a live run: `/metrics` (OpenMetrics text, encoded by the
-//! `prometheus-client` crate), `/api/snapshot` (the latest snapshot as JSON),
-//! `/api/history` (the last intervals' max and p99 per series, so a page
-//! opened late still shows the run so far), `/` (a page that reads the
+//! **Bounds** ([`LIMITS`]): at most 256 connections open; at the bound, the
+//! oldest connection is closed to make room for the new one (a scrape takes
+//! milliseconds, so what is closed is the idle or slow client that has been
+//! there longest, and a scrape is answered however many idle connections
+//! are piled up). A request head must arrive complete within 2 s of the
+//! connection and be at most 16 KiB (else `431`); a connection lives at most
+//! 10 s in all (a client that does not read its answer is cut off); `GET`
+//! and `HEAD` only (`405`); the body of a request is never read; every
+//! answer is `Connection: close`, so no connection stays open between
+//! scrapes. When the process runs out of file descriptors, the oldest
+//! connection is closed too. Nothing a client sends can end the run.
+//!
+//! The thread is kept off the measured CPUs when the measurement threads are
+//! pinned ([`super::sink_cpus`]) and does nothing between requests but read
+//! its feed every 50 ms.
+//!
+//! Pages of a live run: `/metrics` (OpenMetrics or the Prometheus text
+//! format, [`super::metrics`]), `/api/snapshot` (the latest snapshot as
+//! JSON), `/api/history` (the last intervals' max and p99 per series, so a
+//! page opened late still shows the run so far), `/` (a page that reads the
 //! history once, then fetches `/api/snapshot` once a second and draws a
 //! table and a chart, with no request to anywhere else).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::Result;
-use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
-use prometheus_client::metrics::MetricType;
-use prometheus_client::registry::{Registry, Unit};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::Method;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Serialize;
 
-use super::{Feed, Snapshot, Subscription, PROM_BUCKETS_NS};
+use super::metrics::{metrics, Format};
+use super::window::Window;
+use super::{Feed, Snapshot, Subscription};
 use crate::error::usage;
-
-/// The content type of `/metrics`.
-pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Resolves `addr` (`HOST:PORT`); refuses a non-loopback address unless
 /// `any` (`--listen-any`).
@@ -62,16 +87,59 @@ pub fn bind(addr: &str, any: bool) -> Result<TcpListener> {
     Ok(l)
 }
 
+/// What a connection may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Connections open at once; at the bound the oldest is closed.
+    pub max_connections: usize,
+    /// From the connection to the end of the request head.
+    pub head_timeout: Duration,
+    /// The whole connection, head to the last byte of the answer.
+    pub connection_timeout: Duration,
+    /// The request head (request line and headers), bytes (at least 8 KiB).
+    pub max_head: usize,
+    /// Header fields in a request.
+    pub max_headers: usize,
+}
+
+/// The server's bounds.
+pub const LIMITS: Limits = Limits {
+    max_connections: 256,
+    head_timeout: Duration::from_secs(2),
+    connection_timeout: Duration::from_secs(10),
+    max_head: 16 * 1024,
+    max_headers: 64,
+};
+
 /// A request as the handlers see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
     pub method: String,
+    /// The path, without the query.
     pub path: String,
+    /// The `Accept` header (several joined with `, `), if any.
+    pub accept: Option<String>,
+}
+
+impl Request {
+    /// A `GET` of `path` with no `Accept` header.
+    #[cfg(test)]
+    pub fn get(path: &str) -> Self {
+        Request {
+            method: "GET".into(),
+            path: path.into(),
+            accept: None,
+        }
+    }
 }
 
 /// A response.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
     pub status: u16,
     pub content_type: &'static str,
+    /// Headers besides the type, length and the ones every answer has.
+    pub headers: Vec<(&'static str, &'static str)>,
     pub body: Vec<u8>,
 }
 
@@ -80,6 +148,7 @@ impl Response {
         Response {
             status,
             content_type,
+            headers: vec![],
             body: body.into(),
         }
     }
@@ -91,113 +160,249 @@ impl Response {
             body.into().into_bytes(),
         )
     }
-}
 
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        413 => "Content Too Large",
-        422 => "Unprocessable Content",
-        431 => "Request Header Fields Too Large",
-        503 => "Service Unavailable",
-        _ => "Error",
+    /// With one more header.
+    pub fn with(mut self, name: &'static str, value: &'static str) -> Self {
+        self.headers.push((name, value));
+        self
     }
 }
 
-const MAX_HEAD: usize = 16 * 1024;
+/// The pages a server answers with.
+pub type Handler = Arc<dyn Fn(&Request) -> Response + Send + Sync>;
 
-/// Reads one request head; the error response when it is not one.
-fn read_request(s: &mut TcpStream) -> Result<Request, Response> {
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 2048];
+/// A handler, and whether it blocks (reads and renders files: run on the
+/// runtime's blocking threads, at most two, so that other connections go on
+/// meanwhile) or answers from memory at once (run on the server's thread).
+#[derive(Clone)]
+pub struct Pages {
+    handler: Handler,
+    blocking: bool,
+}
+
+impl Pages {
+    /// Pages answered from memory, at once.
+    pub fn inline(f: impl Fn(&Request) -> Response + Send + Sync + 'static) -> Self {
+        Pages {
+            handler: Arc::new(f),
+            blocking: false,
+        }
+    }
+
+    /// Pages that read files.
+    pub fn blocking(f: impl Fn(&Request) -> Response + Send + Sync + 'static) -> Self {
+        Pages {
+            handler: Arc::new(f),
+            blocking: true,
+        }
+    }
+}
+
+/// A connection the server keeps track of.
+trait Conn {
+    fn is_finished(&self) -> bool;
+    fn close(&self);
+}
+
+impl Conn for tokio::task::AbortHandle {
+    fn is_finished(&self) -> bool {
+        tokio::task::AbortHandle::is_finished(self)
+    }
+    fn close(&self) {
+        // Cancels the connection's task, which drops (closes) its socket.
+        self.abort();
+    }
+}
+
+/// The open connections, oldest first, at most `max`.
+struct Conns<C> {
+    max: usize,
+    open: VecDeque<C>,
+}
+
+impl<C: Conn> Conns<C> {
+    fn new(max: usize) -> Self {
+        Conns {
+            max: max.max(1),
+            open: VecDeque::new(),
+        }
+    }
+
+    /// Forgets the connections that ended, and closes the oldest ones until
+    /// there is room for one more; returns how many it closed.
+    fn make_room(&mut self) -> usize {
+        self.open.retain(|c| !c.is_finished());
+        let mut closed = 0;
+        while self.open.len() >= self.max {
+            if let Some(c) = self.open.pop_front() {
+                c.close();
+                closed += 1;
+            }
+        }
+        closed
+    }
+
+    /// Closes the oldest open connection (out of file descriptors); whether
+    /// there was one.
+    fn close_oldest(&mut self) -> bool {
+        self.open.retain(|c| !c.is_finished());
+        match self.open.pop_front() {
+            Some(c) => {
+                c.close();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn add(&mut self, c: C) {
+        self.open.push_back(c);
+    }
+}
+
+/// Whether an `accept` error means that the process (or the system) is out
+/// of descriptors or memory for sockets: closing a connection frees one.
+fn out_of_sockets(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
+}
+
+/// Time between two `accept`s after one failed.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// Accepts connections for ever, each served by a task of its own.
+async fn accept_loop(listener: tokio::net::TcpListener, pages: Pages, limits: Limits) {
+    let mut conns = Conns::new(limits.max_connections);
     loop {
-        if buf.windows(4).any(|w| w == b"\r\n\r\n") {
-            break;
-        }
-        if buf.len() > MAX_HEAD {
-            return Err(Response::text(431, "request head too large\n"));
-        }
-        match s.read(&mut chunk) {
-            Ok(0) => return Err(Response::text(400, "incomplete request\n")),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(_) => return Err(Response::text(408, "request timeout\n")),
-        }
-    }
-    let head = String::from_utf8_lossy(&buf);
-    let first = head.split("\r\n").next().unwrap_or_default();
-    let mut parts = first.split(' ');
-    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
-    else {
-        return Err(Response::text(400, "bad request line\n"));
-    };
-    if !version.starts_with("HTTP/1.") || !target.starts_with('/') {
-        return Err(Response::text(400, "bad request line\n"));
-    }
-    let path = target.split_once('?').map_or(target, |x| x.0);
-    Ok(Request {
-        method: method.to_string(),
-        path: path.to_string(),
-    })
-}
-
-fn respond(s: &mut TcpStream, r: &Response, head_only: bool) {
-    let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
-    let head = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n",
-        r.status,
-        reason(r.status),
-        r.content_type,
-        r.body.len()
-    );
-    let _ = s.write_all(head.as_bytes());
-    if !head_only {
-        let _ = s.write_all(&r.body);
-    }
-    let _ = s.flush();
-}
-
-/// Handles one connection with `handler`.
-pub fn handle(mut s: TcpStream, handler: &mut dyn FnMut(&Request) -> Response) {
-    let _ = s.set_nonblocking(false);
-    match read_request(&mut s) {
-        Err(r) => respond(&mut s, &r, false),
-        Ok(req) => {
-            let head_only = req.method == "HEAD";
-            if req.method != "GET" && !head_only {
-                respond(&mut s, &Response::text(405, "only GET and HEAD\n"), false);
-            } else {
-                let r = handler(&req);
-                respond(&mut s, &r, head_only);
+        match listener.accept().await {
+            Ok((sock, _)) => {
+                conns.make_room();
+                let task = tokio::spawn(connection(sock, pages.clone(), limits));
+                conns.add(task.abort_handle());
+            }
+            Err(e) => {
+                if out_of_sockets(&e) {
+                    conns.close_oldest();
+                }
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
             }
         }
     }
-    let _ = s.shutdown(std::net::Shutdown::Both);
 }
 
-/// Accepts connections one at a time until `done`, calling `tick` between
-/// them (at least every 50 ms).
+/// Serves one connection: one request, within the limits.
+async fn connection(sock: tokio::net::TcpStream, pages: Pages, limits: Limits) {
+    let _ = sock.set_nodelay(true);
+    let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+        let pages = pages.clone();
+        async move { Ok::<_, Infallible>(answer(&pages, &req).await) }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.head_timeout)
+        .keep_alive(false)
+        .title_case_headers(true)
+        .max_buf_size(limits.max_head.max(8192))
+        .max_headers(limits.max_headers)
+        .serve_connection(TokioIo::new(sock), service);
+    // An error (a time-out, a reset, a head too large: hyper has answered
+    // what can be answered) or the end: the socket is closed either way.
+    let _ = tokio::time::timeout(limits.connection_timeout, conn).await;
+}
+
+/// The request as the handlers see it.
+fn request_of<B>(req: &hyper::Request<B>) -> Request {
+    let accept: Vec<&str> = req
+        .headers()
+        .get_all(hyper::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    Request {
+        method: req.method().as_str().to_string(),
+        path: req.uri().path().to_string(),
+        accept: (!accept.is_empty()).then(|| accept.join(", ")),
+    }
+}
+
+/// Answers one request with `pages` (`GET` and `HEAD` only; hyper leaves
+/// the body out of an answer to `HEAD`).
+async fn answer<B>(pages: &Pages, req: &hyper::Request<B>) -> hyper::Response<Full<Bytes>> {
+    let r = if req.method() != Method::GET && req.method() != Method::HEAD {
+        Response::text(405, "only GET and HEAD\n").with("Allow", "GET, HEAD")
+    } else if pages.blocking {
+        let (h, r) = (pages.handler.clone(), request_of(req));
+        tokio::task::spawn_blocking(move || h(&r))
+            .await
+            .unwrap_or_else(|_| Response::text(500, "the page failed\n"))
+    } else {
+        (pages.handler)(&request_of(req))
+    };
+    to_hyper(r)
+}
+
+/// The hyper response of a [`Response`], with the headers every answer has.
+fn to_hyper(r: Response) -> hyper::Response<Full<Bytes>> {
+    let mut out = hyper::Response::new(Full::new(Bytes::from(r.body)));
+    *out.status_mut() =
+        hyper::StatusCode::from_u16(r.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    let h = out.headers_mut();
+    let fixed = [
+        ("Content-Type", r.content_type),
+        ("Cache-Control", "no-store"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Connection", "close"),
+    ];
+    for (k, v) in fixed.into_iter().chain(r.headers) {
+        // Names and values are the code's constants: none is refused.
+        if let (Ok(k), Ok(v)) = (
+            HeaderName::from_bytes(k.as_bytes()),
+            HeaderValue::from_str(v),
+        ) {
+            h.append(k, v);
+        }
+    }
+    out
+}
+
+/// How often the server thread looks at `done` and calls `tick`.
+const TICK: Duration = Duration::from_millis(50);
+
+/// Serves `listener` with `pages` until `done`, calling `tick` every 50 ms
+/// on the server's thread (to take in a feed). Returns when `done` is
+/// raised; an error only when the runtime cannot start.
 pub fn serve(
     listener: TcpListener,
     done: &AtomicBool,
+    pages: Pages,
+    limits: Limits,
     mut tick: impl FnMut(),
-    mut handler: impl FnMut(&Request) -> Response,
-) {
-    while !done.load(Ordering::Relaxed) {
-        tick();
-        match listener.accept() {
-            Ok((s, _)) => handle(s, &mut handler),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+) -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .max_blocking_threads(2)
+        .thread_name("rtscope-http-io")
+        .build()?;
+    let result = rt.block_on(async {
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let acceptor = tokio::spawn(accept_loop(listener, pages, limits));
+        let mut every = tokio::time::interval(TICK);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        while !done.load(Ordering::Relaxed) {
+            tick();
+            every.tick().await;
         }
-    }
+        acceptor.abort();
+        Ok(())
+    });
+    // Connections still open are dropped; a page still rendering on a
+    // blocking thread is not waited for long.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    result
 }
 
 /// Intervals the server keeps for `/api/history` (10 minutes at the default
@@ -208,7 +413,7 @@ pub const HISTORY_POINTS: usize = 600;
 /// snapshot's elapsed time. Bounded to [`HISTORY_POINTS`].
 #[derive(Debug, Default, Serialize)]
 pub struct History {
-    points: std::collections::VecDeque<HistoryPoint>,
+    points: VecDeque<HistoryPoint>,
 }
 
 #[derive(Debug, Serialize)]
@@ -234,42 +439,64 @@ impl History {
     }
 }
 
+/// What the live server knows of its run: the latest snapshot, the last
+/// intervals, the window of the `rtscope_window_*` gauges.
+#[derive(Debug, Default)]
+pub struct Live {
+    pub latest: Option<Arc<Snapshot>>,
+    pub history: History,
+    pub window: Window,
+}
+
+impl Live {
+    /// Takes in a snapshot of the feed.
+    pub fn push(&mut self, s: Arc<Snapshot>) {
+        self.history.push(&s);
+        self.window.push(&s);
+        self.latest = Some(s);
+    }
+}
+
 /// The live run's server: keeps the latest snapshot of its feed (and the
-/// history of the last intervals) and serves them until the run ends.
+/// history of the last intervals, and the window) and serves them until the
+/// run ends. A problem as a line for stderr.
 pub fn serve_live(
     listener: TcpListener,
     sub: Subscription,
     done: Arc<AtomicBool>,
 ) -> Option<String> {
-    let latest: std::cell::RefCell<Option<Arc<Snapshot>>> = Default::default();
-    let history: std::cell::RefCell<History> = Default::default();
+    let live: Arc<Mutex<Live>> = Default::default();
+    let pages = Pages::inline({
+        let live = live.clone();
+        move |req| live_page(req, &live.lock().unwrap_or_else(PoisonError::into_inner))
+    });
     let mut closed = false;
-    serve(
-        listener,
-        &done,
-        || {
-            while !closed {
-                match sub.rx.try_recv() {
-                    Ok(Feed::Snapshot(s)) => {
-                        history.borrow_mut().push(&s);
-                        *latest.borrow_mut() = Some(s);
-                    }
-                    Ok(Feed::Samples(_)) => {}
-                    Err(std::sync::mpsc::TryRecvError::Empty) => break,
-                    Err(std::sync::mpsc::TryRecvError::Disconnected) => closed = true,
+    serve(listener, &done, pages, LIMITS, || {
+        while !closed {
+            match sub.rx.try_recv() {
+                Ok(Feed::Snapshot(s)) => {
+                    live.lock().unwrap_or_else(PoisonError::into_inner).push(s)
                 }
+                Ok(Feed::Samples(_)) => {}
+                Err(std::sync::mpsc::TryRecvError::Empty) => break,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => closed = true,
             }
-        },
-        |req| live_page(req, latest.borrow().as_deref(), &history.borrow()),
-    );
-    None
+        }
+    })
+    .err()
+    .map(|e| format!("--listen: the server could not start: {e}"))
 }
 
 /// The pages of a live run.
-pub fn live_page(req: &Request, snap: Option<&Snapshot>, history: &History) -> Response {
+pub fn live_page(req: &Request, live: &Live) -> Response {
+    let snap = live.latest.as_deref();
     match req.path.as_str() {
         "/" | "/index.html" => Response::new(200, "text/html; charset=utf-8", LIVE_PAGE),
-        "/metrics" => Response::new(200, OPENMETRICS, metrics(snap)),
+        "/metrics" => {
+            let f = Format::negotiate(req.accept.as_deref());
+            Response::new(200, f.content_type(), metrics(snap, &live.window, f))
+                .with("Vary", "Accept")
+        }
         "/api/snapshot" => match snap {
             Some(s) => Response::new(
                 200,
@@ -281,7 +508,7 @@ pub fn live_page(req: &Request, snap: Option<&Snapshot>, history: &History) -> R
         "/api/history" => Response::new(
             200,
             "application/json",
-            serde_json::to_vec(history).unwrap_or_default(),
+            serde_json::to_vec(&live.history).unwrap_or_default(),
         ),
         _ => Response::text(
             404,
@@ -293,117 +520,545 @@ pub fn live_page(req: &Request, snap: Option<&Snapshot>, history: &History) -> R
 /// The live page (no request goes anywhere but this server).
 const LIVE_PAGE: &str = include_str!("live.html");
 
-/// A metric of every series: name, help, and its value in a series.
-type Metric<T> = (&'static str, &'static str, fn(&super::SeriesSnapshot) -> T);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::rc::Rc;
+    use std::time::Instant;
 
-#[derive(Debug)]
-struct SnapshotCollector(Option<Arc<Snapshot>>);
+    /// A connection of the tests: its id, whether it ended, and the log of
+    /// closed ids.
+    struct Fake {
+        id: usize,
+        finished: Cell<bool>,
+        closed: Rc<std::cell::RefCell<Vec<usize>>>,
+    }
 
-fn secs(ns: f64) -> f64 {
-    ns / 1e9
-}
+    impl Conn for Rc<Fake> {
+        fn is_finished(&self) -> bool {
+            self.finished.get()
+        }
+        fn close(&self) {
+            self.closed.borrow_mut().push(self.id);
+        }
+    }
 
-impl Collector for SnapshotCollector {
-    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let Some(s) = &self.0 else {
-            return Ok(());
+    #[test]
+    fn the_oldest_connection_makes_room_and_ended_ones_are_forgotten() {
+        let log = Rc::new(std::cell::RefCell::new(vec![]));
+        let fake = |id| {
+            Rc::new(Fake {
+                id,
+                finished: Cell::new(false),
+                closed: log.clone(),
+            })
         };
-        {
-            let run = &s.run;
-            let labels = vec![
-                ("experiment", run.experiment.clone()),
-                ("host", run.host.clone()),
-                ("kernel", run.kernel.clone()),
-                ("preemption", run.preemption.clone()),
-                ("plan", run.plan.clone()),
-            ];
-            let mut m = enc.encode_descriptor(
-                "rtscope_run",
-                "The run being measured (kernel, preemption model, host, plan).",
-                None,
-                MetricType::Info,
-            )?;
-            m.encode_info(&labels)?;
+        let mut c = Conns::new(3);
+        let conns: Vec<_> = (0..6).map(fake).collect();
+        for x in &conns[..3] {
+            assert_eq!(c.make_room(), 0);
+            c.add(x.clone());
         }
-        {
-            let mut m = enc.encode_descriptor(
-                "rtscope_latency",
-                "Latency of each sample since the run started.",
-                Some(&Unit::Seconds),
-                MetricType::Histogram,
-            )?;
-            for x in &s.series {
-                let labels = [("series", x.label.as_str())];
-                let mut f = m.encode_family(&labels)?;
-                let mut buckets: Vec<(f64, u64)> = PROM_BUCKETS_NS
-                    .iter()
-                    .zip(&x.buckets)
-                    .map(|(b, n)| (secs(*b as f64), *n))
-                    .collect();
-                buckets.push((f64::INFINITY, x.buckets.last().copied().unwrap_or(0)));
-                let total: u64 = x.buckets.iter().sum();
-                f.encode_histogram::<NoLabelSet>(secs(x.sum_ns), total, &buckets, None)?;
+        // Full: the fourth closes the first.
+        assert_eq!(c.make_room(), 1);
+        c.add(conns[3].clone());
+        assert_eq!(*log.borrow(), vec![0]);
+        // One that ended leaves room without closing anything.
+        conns[2].finished.set(true);
+        assert_eq!(c.make_room(), 0);
+        c.add(conns[4].clone());
+        assert_eq!(c.open.len(), 3);
+        assert_eq!(c.make_room(), 1);
+        assert_eq!(*log.borrow(), vec![0, 1]);
+        c.add(conns[5].clone());
+        // Out of descriptors: the oldest open one (3) goes.
+        assert!(c.close_oldest());
+        assert_eq!(*log.borrow(), vec![0, 1, 3]);
+        assert_eq!(c.open.len(), 2);
+        for x in &conns {
+            x.finished.set(true);
+        }
+        assert!(!c.close_oldest());
+        assert!(c.open.is_empty());
+        // A bound of 0 is taken as 1.
+        let mut one = Conns::new(0);
+        assert_eq!(one.make_room(), 0);
+        one.add(fake(9));
+        assert_eq!(one.make_room(), 1);
+    }
+
+    #[test]
+    fn ended_connections_take_no_room() {
+        let log = Rc::new(std::cell::RefCell::new(vec![]));
+        let conns: Vec<_> = (0..5)
+            .map(|id| {
+                Rc::new(Fake {
+                    id,
+                    finished: Cell::new(false),
+                    closed: log.clone(),
+                })
+            })
+            .collect();
+        let mut c = Conns::new(4);
+        for x in &conns[..4] {
+            c.make_room();
+            c.add(x.clone());
+        }
+        // 2 and 3 were answered and ended: the fifth closes nothing.
+        conns[2].finished.set(true);
+        conns[3].finished.set(true);
+        assert_eq!(c.make_room(), 0);
+        c.add(conns[4].clone());
+        assert!(log.borrow().is_empty());
+        assert_eq!(c.open.len(), 3);
+    }
+
+    #[test]
+    fn running_out_of_descriptors_is_told_apart() {
+        for e in [libc::EMFILE, libc::ENFILE, libc::ENOBUFS, libc::ENOMEM] {
+            assert!(out_of_sockets(&std::io::Error::from_raw_os_error(e)));
+        }
+        for e in [libc::ECONNABORTED, libc::EINTR, libc::EPERM] {
+            assert!(!out_of_sockets(&std::io::Error::from_raw_os_error(e)));
+        }
+        assert!(!out_of_sockets(&std::io::Error::other("x")));
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    fn echo() -> Pages {
+        Pages::inline(|r: &Request| {
+            Response::text(
+                200,
+                format!("{} {} {:?}", r.method, r.path, r.accept.as_deref()),
+            )
+        })
+    }
+
+    #[test]
+    fn requests_answers_and_methods() {
+        let req = hyper::Request::builder()
+            .method("GET")
+            .uri("/metrics?x=1")
+            .header("Accept", "text/plain")
+            .header("Accept", "application/openmetrics-text")
+            .body(())
+            .unwrap();
+        assert_eq!(
+            request_of(&req),
+            Request {
+                method: "GET".into(),
+                path: "/metrics".into(),
+                accept: Some("text/plain, application/openmetrics-text".into()),
+            }
+        );
+        let r = block_on(answer(&echo(), &req));
+        assert_eq!(r.status(), 200);
+        let h = r.headers();
+        assert_eq!(h["content-type"], "text/plain; charset=utf-8");
+        assert_eq!(h["cache-control"], "no-store");
+        assert_eq!(h["x-content-type-options"], "nosniff");
+        assert_eq!(h["connection"], "close");
+        for (m, code) in [("HEAD", 200), ("POST", 405), ("PUT", 405), ("DELETE", 405)] {
+            let req = hyper::Request::builder()
+                .method(m)
+                .uri("/")
+                .body(())
+                .unwrap();
+            let r = block_on(answer(&echo(), &req));
+            assert_eq!(r.status(), code, "{m}");
+            if code == 405 {
+                assert_eq!(r.headers()["allow"], "GET, HEAD");
             }
         }
-        let counters: [Metric<u64>; 3] = [
-            ("rtscope_samples", "Samples recorded.", |x| x.count),
-            (
-                "rtscope_overruns",
-                "Periods missed (a wake-up after the next deadline).",
-                |x| x.overruns,
-            ),
-            (
-                "rtscope_dropped",
-                "Samples lost because the aggregator fell behind.",
-                |x| x.dropped,
-            ),
-        ];
-        for (name, help, get) in counters {
-            let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
-            for x in &s.series {
-                let labels = [("series", x.label.as_str())];
-                m.encode_family(&labels)?
-                    .encode_counter::<NoLabelSet, u64, u64>(&get(x), None)?;
+        // Blocking pages give the same answer (from a blocking thread).
+        let blocking = Pages::blocking(|r: &Request| Response::text(201, r.path.clone()));
+        let req = hyper::Request::builder().uri("/a").body(()).unwrap();
+        assert_eq!(block_on(answer(&blocking, &req)).status(), 201);
+        let r = to_hyper(Response::text(42, "x").with("Vary", "Accept"));
+        assert_eq!(r.status(), 500);
+        assert_eq!(r.headers()["vary"], "Accept");
+    }
+
+    fn snapshot(seq: u64) -> Snapshot {
+        use crate::live::{IntervalFigures, RunInfo, SeriesSnapshot};
+        let mut x = SeriesSnapshot {
+            label: "thread 0".into(),
+            count: 3,
+            min_ns: Some(1000),
+            mean_ns: Some(2000.0),
+            p50_ns: Some(2000),
+            p99_ns: Some(3000),
+            p999_ns: Some(3000),
+            max_ns: Some(3000),
+            overruns: 0,
+            dropped: 0,
+            interval: IntervalFigures {
+                count: 3,
+                max_ns: Some(3000),
+                p99_ns: Some(3000),
+                buckets: vec![(rtscope_core::record::blocks::bucket_of(3000), 3)],
+                ..Default::default()
+            },
+            buckets: vec![0; crate::live::PROM_BUCKETS_NS.len() + 1],
+            sum_ns: 6000.0,
+        };
+        x.buckets[1] = 3;
+        Snapshot {
+            seq,
+            state: "running",
+            elapsed_s: seq as f64,
+            interval_s: 1.0,
+            run: Arc::new(RunInfo {
+                experiment: "cyclic".into(),
+                host: "h".into(),
+                kernel: "k".into(),
+                preemption: "p".into(),
+                plan: "plan".into(),
+                started_at: "t".into(),
+            }),
+            series: vec![x],
+            loads: vec![],
+            snapshots_dropped: 0,
+        }
+    }
+
+    #[test]
+    fn live_pages() {
+        let mut live = Live::default();
+        let page = |live: &Live, path: &str, accept: Option<&str>| {
+            live_page(
+                &Request {
+                    accept: accept.map(str::to_string),
+                    ..Request::get(path)
+                },
+                live,
+            )
+        };
+        // Before the first snapshot.
+        assert_eq!(page(&live, "/api/snapshot", None).status, 503);
+        let m = page(&live, "/metrics", None);
+        assert_eq!((m.status, m.body.len()), (200, 0));
+        live.push(Arc::new(snapshot(1)));
+        live.push(Arc::new(snapshot(2)));
+        assert_eq!(live.latest.as_ref().unwrap().seq, 2);
+        assert_eq!(live.window.figures(0).count, 6);
+        for index in ["/", "/index.html"] {
+            let r = page(&live, index, None);
+            assert_eq!(r.status, 200);
+            assert_eq!(r.content_type, "text/html; charset=utf-8");
+            assert_eq!(r.body, LIVE_PAGE.as_bytes());
+        }
+        let r = page(&live, "/metrics", None);
+        assert_eq!(r.content_type, crate::live::metrics::TEXT);
+        assert_eq!(r.headers, vec![("Vary", "Accept")]);
+        let text = String::from_utf8(r.body).unwrap();
+        assert!(
+            text.contains("rtscope_window_latency_max_seconds{series=\"thread 0\"} 0.000003\n"),
+            "{text}"
+        );
+        let r = page(&live, "/metrics", Some("application/openmetrics-text"));
+        assert_eq!(r.content_type, crate::live::metrics::OPENMETRICS);
+        assert!(String::from_utf8(r.body).unwrap().ends_with("# EOF\n"));
+        let r = page(&live, "/api/snapshot", None);
+        assert_eq!((r.status, r.content_type), (200, "application/json"));
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v["seq"], 2);
+        let r = page(&live, "/api/history", None);
+        assert_eq!(r.status, 200);
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v["points"].as_array().unwrap().len(), 2);
+        assert_eq!(v["points"][1]["series"][0][1], 3000);
+        assert_eq!(page(&live, "/nope", None).status, 404);
+    }
+
+    #[test]
+    fn serve_live_takes_in_its_feed_until_done() {
+        let mut hub = crate::live::Hub::new(1, snapshot(1).run.as_ref().clone(), vec![]);
+        let sub = hub.subscribe_windowed(Duration::ZERO);
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        let t = std::thread::spawn(move || serve_live(l, sub, d));
+        let get = |path: &str| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            s.write_all(format!("GET {path} HTTP/1.1\r\n\r\n").as_bytes())
+                .unwrap();
+            let mut b = String::new();
+            let _ = s.read_to_string(&mut b);
+            b
+        };
+        assert!(get("/api/snapshot").starts_with("HTTP/1.1 503"));
+        for v in [1000, 2000] {
+            hub.record(
+                0,
+                &rtscope_core::sample::Sample {
+                    seq: 1,
+                    t_ns: 0,
+                    latency_ns: v,
+                    overruns: 0,
+                    cpu: 0,
+                },
+            );
+        }
+        hub.tick(|| vec![snapshot(1).series[0].clone()]);
+        let t0 = Instant::now();
+        let mut r = get("/api/snapshot");
+        while !r.starts_with("HTTP/1.1 200") && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+            r = get("/api/snapshot");
+        }
+        assert!(r.contains("\"seq\":1"), "{r}");
+        let m = get("/metrics");
+        assert!(
+            m.contains("rtscope_window_latency_max_seconds{series=\"thread 0\"} 0.000002\n"),
+            "{m}"
+        );
+        // The feed closes (the run ends), then done: the thread ends, with
+        // nothing to report.
+        drop(hub);
+        std::thread::sleep(Duration::from_millis(100));
+        done.store(true, Ordering::Relaxed);
+        assert_eq!(t.join().unwrap(), None);
+    }
+
+    /// A server on a free port, with `limits`, until the guard drops.
+    struct Server {
+        addr: SocketAddr,
+        done: Arc<AtomicBool>,
+        thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+        ticks: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Server {
+        fn start(limits: Limits) -> Self {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            let done = Arc::new(AtomicBool::new(false));
+            let ticks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let (d, t) = (done.clone(), ticks.clone());
+            let thread = std::thread::spawn(move || {
+                serve(l, &d, echo(), limits, || {
+                    t.fetch_add(1, Ordering::Relaxed);
+                })
+            });
+            Server {
+                addr,
+                done,
+                thread: Some(thread),
+                ticks,
             }
         }
-        let gauges: [Metric<Option<f64>>; 3] = [
-            (
-                "rtscope_latency_max",
-                "Largest latency since the run started.",
-                |x| x.max_ns.map(|v| v as f64),
-            ),
-            (
-                "rtscope_interval_latency_max",
-                "Largest latency of the last snapshot interval.",
-                |x| x.interval.max_ns.map(|v| v as f64),
-            ),
-            (
-                "rtscope_interval_latency_p99",
-                "99th percentile of the last snapshot interval (log buckets, 3 % wide).",
-                |x| x.interval.p99_ns.map(|v| v as f64),
-            ),
-        ];
-        for (name, help, get) in gauges {
-            let mut m =
-                enc.encode_descriptor(name, help, Some(&Unit::Seconds), MetricType::Gauge)?;
-            for x in &s.series {
-                if let Some(v) = get(x) {
-                    let labels = [("series", x.label.as_str())];
-                    m.encode_family(&labels)?.encode_gauge(&secs(v))?;
+
+        fn get(&self, request: &[u8]) -> String {
+            let mut s = TcpStream::connect(self.addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let _ = s.write_all(request);
+            let mut buf = vec![];
+            let _ = s.read_to_end(&mut buf);
+            String::from_utf8_lossy(&buf).into_owned()
+        }
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            self.done.store(true, Ordering::Relaxed);
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    fn small() -> Limits {
+        Limits {
+            max_connections: 4,
+            head_timeout: Duration::from_millis(300),
+            connection_timeout: Duration::from_secs(2),
+            max_head: 8192,
+            max_headers: 8,
+        }
+    }
+
+    #[test]
+    fn a_server_answers_heads_and_refuses_what_is_too_large() {
+        let s = Server::start(small());
+        let r = s.get(b"GET /x?q HTTP/1.1\r\nHost: h\r\nAccept: a/b\r\n\r\n");
+        assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
+        // Title-cased as before.
+        assert!(
+            r.contains("\r\nContent-Type: text/plain; charset=utf-8\r\n"),
+            "{r}"
+        );
+        assert!(r.contains("\r\nConnection: close\r\n"), "{r}");
+        assert!(r.ends_with("\r\n\r\nGET /x Some(\"a/b\")"), "{r}");
+        let r = s.get(b"HEAD /x HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
+        assert!(r.contains("\r\nContent-Length: 12\r\n"), "{r}");
+        assert!(r.ends_with("\r\n\r\n"), "no body: {r}");
+        let r = s.get(b"garbage\r\n\r\n");
+        assert!(r.starts_with("HTTP/1.1 400"), "{r}");
+        let big = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(9000));
+        assert!(s.get(big.as_bytes()).starts_with("HTTP/1.1 431"));
+        let many: String = (0..9).map(|i| format!("X-{i}: v\r\n")).collect();
+        let r = s.get(format!("GET / HTTP/1.1\r\n{many}\r\n").as_bytes());
+        assert!(r.starts_with("HTTP/1.1 431"), "{r}");
+        // A body is not read: the answer comes all the same.
+        let r = s.get(b"POST / HTTP/1.1\r\nContent-Length: 100000\r\n\r\nabc");
+        assert!(r.starts_with("HTTP/1.1 405"), "{r}");
+        assert!(s.ticks.load(Ordering::Relaxed) > 0);
+    }
+
+    /// Whether `s` was closed by the server (EOF or a reset) within `wait`.
+    fn closed_within(mut s: &TcpStream, wait: Duration) -> bool {
+        s.set_read_timeout(Some(wait)).unwrap();
+        let mut b = [0u8; 256];
+        loop {
+            match s.read(&mut b) {
+                Ok(0) => return true,
+                Ok(_) => continue,
+                Err(e) => {
+                    return !matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    )
                 }
             }
         }
-        Ok(())
     }
-}
 
-/// `/metrics`: the snapshot in OpenMetrics text (ends with `# EOF`).
-pub fn metrics(snap: Option<&Snapshot>) -> String {
-    let mut reg = Registry::default();
-    reg.register_collector(Box::new(SnapshotCollector(
-        snap.map(|s| Arc::new(s.clone())),
-    )));
-    let mut out = String::new();
-    let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
-    out
+    #[test]
+    fn the_server_takes_heads_up_to_16_kib() {
+        let s = Server::start(LIMITS);
+        let head = |n: usize| format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(n));
+        assert!(s
+            .get(head(12 * 1024).as_bytes())
+            .starts_with("HTTP/1.1 200"));
+        assert!(s
+            .get(head(20 * 1024).as_bytes())
+            .starts_with("HTTP/1.1 431"));
+        let fields: String = (0..LIMITS.max_headers - 1)
+            .map(|i| format!("X-{i}: v\r\n"))
+            .collect();
+        let r = s.get(format!("GET / HTTP/1.1\r\n{fields}\r\n").as_bytes());
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+    }
+
+    #[test]
+    fn idle_clients_beyond_the_bound_close_the_oldest() {
+        // A head time-out far away: only the bound closes connections here.
+        let s = Server::start(Limits {
+            head_timeout: Duration::from_secs(30),
+            connection_timeout: Duration::from_secs(30),
+            ..small()
+        });
+        let idle: Vec<TcpStream> = (0..10)
+            .map(|_| TcpStream::connect(s.addr).unwrap())
+            .collect();
+        let t0 = Instant::now();
+        let r = s.get(b"GET /a HTTP/1.1\r\n\r\n");
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        assert!(t0.elapsed() < Duration::from_secs(1));
+        // Accepted in order: 0..=6 were closed to make room, 7, 8, 9 are
+        // still open (with the request, 4).
+        assert!(closed_within(&idle[0], Duration::from_secs(1)));
+        assert!(closed_within(&idle[6], Duration::from_secs(1)));
+        assert!(!closed_within(&idle[9], Duration::from_millis(300)));
+        assert!(!closed_within(&idle[7], Duration::from_millis(50)));
+    }
+
+    #[test]
+    fn answered_connections_leave_room_for_idle_ones() {
+        let s = Server::start(Limits {
+            head_timeout: Duration::from_secs(30),
+            connection_timeout: Duration::from_secs(30),
+            ..small()
+        });
+        for _ in 0..4 {
+            assert!(s
+                .get(b"GET /a HTTP/1.1\r\n\r\n")
+                .starts_with("HTTP/1.1 200"));
+        }
+        let idle = [
+            TcpStream::connect(s.addr).unwrap(),
+            TcpStream::connect(s.addr).unwrap(),
+        ];
+        // Three more answered requests: with the bound of 4, the idle two
+        // still have room (the answered ones ended and are forgotten).
+        for _ in 0..3 {
+            assert!(s
+                .get(b"GET /b HTTP/1.1\r\n\r\n")
+                .starts_with("HTTP/1.1 200"));
+        }
+        assert!(!closed_within(&idle[0], Duration::from_millis(300)));
+        assert!(!closed_within(&idle[1], Duration::from_millis(50)));
+    }
+
+    #[test]
+    fn a_slow_head_is_cut_off_at_the_head_timeout() {
+        let s = Server::start(Limits {
+            head_timeout: Duration::from_millis(400),
+            connection_timeout: Duration::from_secs(30),
+            ..small()
+        });
+        let mut slow = TcpStream::connect(s.addr).unwrap();
+        let t0 = Instant::now();
+        // A byte every 50 ms, for longer than the time-out.
+        for c in b"GET /slow HTTP/1.1\r\nHost: xxxxxxxxxxxxxxxx" {
+            if slow.write_all(&[*c]).is_err() || t0.elapsed() > Duration::from_secs(2) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(closed_within(&slow, Duration::from_secs(3)));
+        let took = t0.elapsed();
+        assert!(took >= Duration::from_millis(400), "{took:?}");
+        // Meanwhile, and after, others are answered.
+        assert!(s
+            .get(b"GET /b HTTP/1.1\r\n\r\n")
+            .starts_with("HTTP/1.1 200"));
+        // A connection that sends nothing is closed at the time-out too.
+        let idle = TcpStream::connect(s.addr).unwrap();
+        assert!(!closed_within(&idle, Duration::from_millis(100)));
+        assert!(closed_within(&idle, Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn a_connection_is_cut_off_at_the_connection_timeout() {
+        // The head time-out is longer than the connection's: the connection
+        // time-out closes a client that sends nothing.
+        let s = Server::start(Limits {
+            head_timeout: Duration::from_secs(30),
+            connection_timeout: Duration::from_millis(300),
+            ..small()
+        });
+        let idle = TcpStream::connect(s.addr).unwrap();
+        let t0 = Instant::now();
+        assert!(closed_within(&idle, Duration::from_secs(3)));
+        assert!(t0.elapsed() >= Duration::from_millis(250));
+    }
+
+    #[test]
+    fn the_server_ends_when_done_is_raised() {
+        let mut s = Server::start(small());
+        let _idle = TcpStream::connect(s.addr).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        s.done.store(true, Ordering::Relaxed);
+        let t0 = Instant::now();
+        let r = s.thread.take().unwrap().join().unwrap();
+        assert!(r.is_ok());
+        assert!(t0.elapsed() < Duration::from_secs(2));
+        // The port is closed with it.
+        assert!(TcpStream::connect(s.addr).is_err());
+    }
 }

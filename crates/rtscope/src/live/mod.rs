@@ -17,9 +17,11 @@
 //! and the fixed Prometheus buckets) is done by the aggregator.
 
 pub mod http;
+pub mod metrics;
 pub mod serve;
 pub mod stream;
 pub mod tui;
+pub mod window;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -143,6 +145,11 @@ pub struct IntervalFigures {
     pub mean_ns: Option<f64>,
     pub p99_ns: Option<u64>,
     pub max_ns: Option<i64>,
+    /// The interval's non-empty log buckets `(bucket, count)`, in bucket
+    /// order, for feeds that keep a window ([`Hub::subscribe_windowed`]);
+    /// empty otherwise.
+    #[serde(skip)]
+    pub buckets: Vec<(u16, u32)>,
 }
 
 /// One series in a snapshot: since the start, and over the last interval.
@@ -247,7 +254,34 @@ pub fn prom_bucket(ns: u64) -> usize {
     PROM_BUCKETS_NS.partition_point(|&b| b < ns)
 }
 
-const INTERVAL_BUCKETS: usize = 1920;
+/// The label of the series that is every thread together (the last one).
+/// `/metrics` leaves it out: PromQL sums the threads' counters and buckets
+/// (and takes the max of their maxima) without counting a sample twice.
+pub const UNION_LABEL: &str = "all";
+
+/// Log buckets of the interval histograms (`bucket_of` of any `u64`).
+pub(crate) const INTERVAL_BUCKETS: usize = 1920;
+
+/// The `q` quantile of `count` values held in log buckets `(bucket, n)`
+/// given in bucket order: the upper end of the bucket that holds the value
+/// of rank `ceil(q * count)` (at least 1), but never above `max`.
+pub(crate) fn bucket_quantile(
+    buckets: impl IntoIterator<Item = (u16, u64)>,
+    count: u64,
+    q: f64,
+    max: u64,
+) -> u64 {
+    let rank = (count as f64 * q).ceil().max(1.0) as u64;
+    let mut seen = 0u64;
+    for (b, n) in buckets {
+        seen += n;
+        if seen >= rank {
+            let (low, width) = bucket_range(b);
+            return (low + width - 1).min(max);
+        }
+    }
+    max
+}
 
 /// One series' figures over one interval, with a log-bucketed histogram
 /// (allocated once) for its p99.
@@ -287,28 +321,34 @@ impl IntervalAcc {
         self.hi = self.hi.max(b);
     }
 
-    /// The figures so far, and a fresh start.
-    fn take(&mut self) -> IntervalFigures {
+    /// The figures so far (with the non-empty buckets if `keep_buckets`),
+    /// and a fresh start.
+    fn take(&mut self, keep_buckets: bool) -> IntervalFigures {
         let f = if self.count == 0 {
             IntervalFigures::default()
         } else {
-            let rank = (self.count as f64 * 0.99).ceil().max(1.0) as u64;
-            let mut seen = 0u64;
-            let mut p99 = self.max.max(0) as u64;
-            for b in self.lo..=self.hi {
-                seen += u64::from(self.counts[b]);
-                if seen >= rank {
-                    let (low, width) = bucket_range(b as u16);
-                    p99 = (low + width - 1).min(self.max.max(0) as u64);
-                    break;
-                }
-            }
+            let used = || {
+                (self.lo..=self.hi)
+                    .filter(|&b| self.counts[b] > 0)
+                    .map(|b| (b as u16, self.counts[b]))
+            };
+            let p99 = bucket_quantile(
+                used().map(|(b, n)| (b, u64::from(n))),
+                self.count,
+                0.99,
+                self.max.max(0) as u64,
+            );
             IntervalFigures {
                 count: self.count,
                 min_ns: Some(self.min),
                 mean_ns: Some(self.sum as f64 / self.count as f64),
                 p99_ns: Some(p99),
                 max_ns: Some(self.max),
+                buckets: if keep_buckets {
+                    used().collect()
+                } else {
+                    vec![]
+                },
             }
         };
         if self.lo <= self.hi {
@@ -344,6 +384,8 @@ struct Subscriber {
     tx: SyncSender<Feed>,
     dropped: Arc<AtomicU64>,
     intervals: Vec<IntervalAcc>,
+    /// Whether its snapshots carry the intervals' buckets.
+    keep_buckets: bool,
     /// Raw mode: the samples since the last tick.
     raw: Option<Vec<(u16, Sample)>>,
     closed: bool,
@@ -391,10 +433,21 @@ impl Hub {
             tx,
             dropped: dropped.clone(),
             intervals: (0..self.series).map(|_| IntervalAcc::new()).collect(),
+            keep_buckets: false,
             raw: raw.then(Vec::new),
             closed: false,
         });
         Subscription { rx, dropped }
+    }
+
+    /// A feed of snapshots every `every` whose interval figures carry their
+    /// buckets (for a [`window::Window`]).
+    pub fn subscribe_windowed(&mut self, every: Duration) -> Subscription {
+        let sub = self.subscribe(every, false);
+        if let Some(s) = self.subs.last_mut() {
+            s.keep_buckets = true;
+        }
+        sub
     }
 
     /// Restarts the clock of the elapsed time (when the measurement starts).
@@ -476,7 +529,7 @@ impl Hub {
             }
             let mut series = base.clone().unwrap_or_default();
             for (s, acc) in series.iter_mut().zip(&mut sub.intervals) {
-                s.interval = acc.take();
+                s.interval = acc.take(sub.keep_buckets);
             }
             let snap = Snapshot {
                 seq: sub.seq,
@@ -499,6 +552,21 @@ impl Hub {
     }
 }
 
+/// The CPUs a sink thread is kept on: the online CPUs that no measurement
+/// thread is pinned to; `None` (left where it is) when the measurement
+/// threads are not pinned (`measured` empty) or use every online CPU.
+pub fn sink_cpus(online: &[usize], measured: &[usize]) -> Option<Vec<usize>> {
+    if measured.is_empty() {
+        return None;
+    }
+    let rest: Vec<usize> = online
+        .iter()
+        .copied()
+        .filter(|c| !measured.contains(c))
+        .collect();
+    (!rest.is_empty()).then_some(rest)
+}
+
 /// The live sinks of a run, started before it measures and ended after it.
 pub struct Sinks {
     pub hub: Hub,
@@ -515,6 +583,9 @@ impl Sinks {
     /// Starts what `opts` asks for. Binds the listener and opens the stream
     /// now, so that a used port or a bad destination ends the run before it
     /// measures (exit 2). `stop` is the run's stop flag (the UI's q raises it).
+    /// `measured_cpus`: the CPUs the measurement threads are pinned to (empty
+    /// when they are not); the HTTP server runs on the other online CPUs.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         opts: &LiveOptions,
         labels: Vec<String>,
@@ -522,6 +593,7 @@ impl Sinks {
         loads: Vec<LoadStatus>,
         stop: Arc<AtomicBool>,
         quiet: bool,
+        measured_cpus: &[usize],
     ) -> Result<Self> {
         let mut hub = Hub::new(labels.len(), run, loads);
         let done = Arc::new(AtomicBool::new(false));
@@ -549,12 +621,20 @@ impl Sinks {
             let bound = server
                 .local_addr()
                 .map_or_else(|_| addr.clone(), |a| a.to_string());
-            let sub = hub.subscribe(Duration::from_millis(500), false);
+            let sub = hub.subscribe_windowed(Duration::from_millis(500));
             let d = done.clone();
+            let cpus = sink_cpus(&rtscope_core::units::online_cpus(), measured_cpus);
             threads.push(
                 std::thread::Builder::new()
                     .name("rtscope-http".into())
-                    .spawn(move || http::serve_live(server, sub, d))?,
+                    .spawn(move || {
+                        if let Some(c) = cpus {
+                            // Best effort: a cpuset that refuses these CPUs
+                            // leaves the thread where it was.
+                            let _ = rtscope_core::sys::set_affinity(&c);
+                        }
+                        http::serve_live(server, sub, d)
+                    })?,
             );
             if !quiet {
                 eprintln!("listening on http://{bound}/ (/metrics, /api/snapshot)");
@@ -656,20 +736,74 @@ mod tests {
     }
 
     #[test]
+    fn sink_threads_keep_off_the_measured_cpus() {
+        assert_eq!(sink_cpus(&[0, 1, 2, 3], &[]), None);
+        assert_eq!(sink_cpus(&[0, 1, 2, 3], &[2]), Some(vec![0, 1, 3]));
+        assert_eq!(sink_cpus(&[0, 1, 2, 3], &[1, 3]), Some(vec![0, 2]));
+        assert_eq!(sink_cpus(&[0, 1], &[0, 1]), None);
+        assert_eq!(sink_cpus(&[0, 1], &[1, 7]), Some(vec![0]));
+    }
+
+    #[test]
+    fn bucket_quantile_takes_the_rank_bucket_and_stops_at_the_max() {
+        // 100 values: 98 in bucket 10, 2 in bucket 20 (values 10 and 20: a
+        // bucket of its own below 32).
+        let b = [(10u16, 98u64), (20, 2)];
+        assert_eq!(bucket_quantile(b, 100, 0.98, 1000), 10);
+        assert_eq!(bucket_quantile(b, 100, 0.99, 1000), 20);
+        assert_eq!(bucket_quantile(b, 100, 0.99, 15), 15);
+        // Rank at least 1; nothing reached: the max.
+        assert_eq!(bucket_quantile(b, 100, 0.0, 1000), 10);
+        assert_eq!(bucket_quantile([(3u16, 1u64)], 5, 0.99, 77), 77);
+        // A wide bucket: its upper end (64..66 holds 64 and 65).
+        assert_eq!(bucket_quantile([(64u16, 1u64)], 1, 0.5, 1000), 65);
+    }
+
+    #[test]
+    fn windowed_feeds_carry_the_interval_buckets() {
+        let mut hub = Hub::new(1, info(), vec![]);
+        let plain = hub.subscribe(Duration::ZERO, false);
+        let windowed = hub.subscribe_windowed(Duration::ZERO);
+        for v in [10, 10, 20, 5000] {
+            hub.record(0, &sample(1, v));
+        }
+        hub.tick(|| {
+            vec![SeriesSnapshot::from_recorder(
+                "s",
+                &SeriesRecorder::new(0, 1, None),
+                0,
+            )]
+        });
+        let Ok(Feed::Snapshot(p)) = plain.rx.try_recv() else {
+            panic!()
+        };
+        let Ok(Feed::Snapshot(w)) = windowed.rx.try_recv() else {
+            panic!()
+        };
+        assert!(p.series[0].interval.buckets.is_empty());
+        assert_eq!(
+            w.series[0].interval.buckets,
+            vec![(10, 2), (20, 1), (bucket_of(5000), 1)]
+        );
+        assert_eq!(w.series[0].interval.count, 4);
+    }
+
+    #[test]
     fn interval_figures_and_reset() {
         let mut a = IntervalAcc::new();
         for v in 1..=1000 {
             a.push(v * 1000);
         }
-        let f = a.take();
+        let f = a.take(false);
         assert_eq!(f.count, 1000);
         assert_eq!(f.min_ns, Some(1000));
         assert_eq!(f.max_ns, Some(1_000_000));
         let p99 = f.p99_ns.unwrap();
         // Within the bucket width (3 %) of the exact 990 us.
         assert!((960_000..=1_000_000).contains(&p99), "{p99}");
-        let f = a.take();
+        let f = a.take(true);
         assert_eq!(f.count, 0);
+        assert!(f.buckets.is_empty());
         assert_eq!(f.p99_ns, None);
         assert!(a.counts.iter().all(|&c| c == 0));
     }

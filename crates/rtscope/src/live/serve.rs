@@ -1,12 +1,12 @@
 //! `rtscope serve DIR`: the result documents of a directory over HTTP, on
-//! the live server's loop ([`super::http`]): `/` lists them, `/run/NAME`
+//! the live server ([`super::http`], with its bounds; pages are read and
+//! rendered on its blocking threads): `/` lists them, `/run/NAME`
 //! renders one's HTML report with the `report` module, `/raw/NAME` returns
 //! the JSON. NAME is a plain file name in DIR: anything with a path
 //! separator, a `..`, a leading dot or that resolves outside DIR is refused
 //! (403); nothing is written.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 
 use anyhow::Result;
 
@@ -38,8 +38,14 @@ pub fn run(a: &ServeArgs) -> Result<i32> {
         crate::output::printable(&dir.display().to_string())
     ));
     let flag = signals.flag.clone();
-    http::serve(listener, &flag, || {}, |req| page(&dir, req));
-    let _ = flag.load(Ordering::Relaxed);
+    http::serve(
+        listener,
+        &flag,
+        http::Pages::blocking(move |req| page(&dir, req)),
+        http::LIMITS,
+        || {},
+    )
+    .map_err(|e| anyhow::anyhow!("serve: the server could not start: {e}"))?;
     Ok(EXIT_OK)
 }
 
@@ -172,15 +178,7 @@ mod tests {
         doc.write(&dir.join(".hidden.json")).unwrap();
         doc.write(&dir.join("notes.txt")).unwrap();
         std::fs::write(dir.join("other.json"), "{\"not\": \"a result\"}").unwrap();
-        let get = |path: &str| {
-            page(
-                &dir,
-                &Request {
-                    method: "GET".into(),
-                    path: path.into(),
-                },
-            )
-        };
+        let get = |path: &str| page(&dir, &Request::get(path));
         for index in ["/", "/index.html"] {
             let r = get(index);
             assert_eq!(r.status, 200, "{index}");

@@ -19,6 +19,7 @@
 
 pub mod command;
 pub mod regulate;
+pub mod shortfall;
 pub mod supervisor;
 pub mod worker;
 
@@ -261,15 +262,26 @@ pub static LOADS: &[LoadDef] = &[
     },
 ];
 
-/// Puts load reports into a result document: the `loads` section, plus a
-/// warning per failed instance.
+/// Puts load reports into a result document: the `loads` section, a
+/// warning per failed instance, and for a load that fell short of what it
+/// was asked for ([`shortfall::of`]) `fell_short` and a warning.
 pub fn attach(doc: &mut rtscope_core::result::ResultDocument, reports: &[LoadReport]) {
     doc.loads = reports.to_vec();
-    for r in reports {
-        for e in &r.errors {
-            doc.warnings.push(format!("load {}: {e}", r.spec));
-        }
+    for r in &mut doc.loads {
+        r.fell_short = shortfall::of(r).is_some();
     }
+    doc.warnings.extend(warnings(&doc.loads));
+}
+
+/// The warnings [`attach`] adds for `loads`: per load, its failed
+/// instances, then whether it fell short.
+pub fn warnings(loads: &[LoadReport]) -> Vec<String> {
+    let mut w = Vec::new();
+    for r in loads {
+        w.extend(r.errors.iter().map(|e| format!("load {}: {e}", r.spec)));
+        w.extend(shortfall::of(r));
+    }
+    w
 }
 
 /// The table entry called `name`.
@@ -831,6 +843,53 @@ mod tests {
         assert!(parse_size("-1").is_err());
         assert_eq!(format_size(16 << 20), "16 MiB");
         assert_eq!(format_size(1000), "1000 B");
+    }
+
+    /// A load that fell short is marked and warned about in the document;
+    /// one that did not is marked `false` even if the report said `true`.
+    #[test]
+    fn attach_records_failures_and_shortfalls() {
+        let short = LoadReport {
+            spec: "cpu:50".into(),
+            name: "cpu".into(),
+            level: Some(50),
+            instances: 2,
+            window_s: 2.0,
+            achieved_cpu_percent: vec![31.0, 31.4],
+            achieved_cpu_percent_mean: 31.2,
+            errors: vec!["instance 1: exited 1".into()],
+            ..Default::default()
+        };
+        let fine = LoadReport {
+            spec: "cpu:50".into(),
+            level: Some(50),
+            window_s: 2.0,
+            achieved_cpu_percent: vec![49.0],
+            fell_short: true,
+            ..Default::default()
+        };
+        let mut doc = rtscope_core::result::ResultDocument::new(
+            "load",
+            serde_json::json!({}),
+            Default::default(),
+            vec![],
+        );
+        doc.warnings = vec!["before".into()];
+        attach(&mut doc, &[short.clone(), fine]);
+        assert_eq!(
+            doc.loads.iter().map(|l| l.fell_short).collect::<Vec<_>>(),
+            [true, false]
+        );
+        assert_eq!(doc.warnings.len(), 3, "{:?}", doc.warnings);
+        assert_eq!(doc.warnings[0], "before");
+        assert_eq!(doc.warnings[1], "load cpu:50: instance 1: exited 1");
+        assert!(
+            doc.warnings[2].starts_with("load cpu:50 reached 31.2 % CPU of the 50 % asked"),
+            "{}",
+            doc.warnings[2]
+        );
+        assert_eq!(warnings(&doc.loads), doc.warnings[1..]);
+        assert_eq!(warnings(&[]), Vec::<String>::new());
     }
 
     #[test]

@@ -617,6 +617,8 @@ impl RunningLoads {
                     instance_reports: reports,
                     errors,
                     schedule,
+                    // Judged by `load::attach`.
+                    fell_short: false,
                 }
             })
             .collect()

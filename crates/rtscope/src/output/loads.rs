@@ -84,7 +84,7 @@ pub fn table(loads: &[LoadReport]) -> String {
         }
     }
     for l in loads {
-        if let Some(w) = shortfall(l) {
+        for w in shortfall(l) {
             out.push_str(&format!("WARNING: {w}\n"));
         }
     }
@@ -92,22 +92,15 @@ pub fn table(loads: &[LoadReport]) -> String {
 }
 
 /// Says when a load did not deliver what was asked: an instance failed, or
-/// a regulated load reached less than half of its level.
-pub fn shortfall(l: &LoadReport) -> Option<String> {
+/// it fell short of its level or rate by more than the tolerance
+/// ([`crate::load::shortfall::of`]).
+pub fn shortfall(l: &LoadReport) -> Vec<String> {
+    let mut w = Vec::new();
     if !l.errors.is_empty() {
-        return Some(format!("load {} failed: {}", l.spec, l.errors.join("; ")));
+        w.push(format!("load {} failed: {}", l.spec, l.errors.join("; ")));
     }
-    let level = f64::from(l.level?);
-    if l.schedule.as_ref().is_some_and(|s| s.on_count == 0) {
-        // Never on (start= beyond the run): the line under the table says so.
-        return None;
-    }
-    (l.instances > 0 && l.achieved_cpu_percent_mean < level / 2.0).then(|| {
-        format!(
-            "load {} reached {:.1} % CPU of the {level:.0} % asked: the measurement ran under less load than planned",
-            l.spec, l.achieved_cpu_percent_mean
-        )
-    })
+    w.extend(crate::load::shortfall::of(l));
+    w
 }
 
 #[cfg(test)]
@@ -158,13 +151,26 @@ mod tests {
             spec: "cpu:50".into(),
             level: Some(50),
             instances: 2,
-            achieved_cpu_percent_mean: 24.0,
+            window_s: 2.0,
+            achieved_cpu_percent: vec![42.0, 42.0],
+            achieved_cpu_percent_mean: 42.0,
             ..Default::default()
         };
-        assert!(table(std::slice::from_ref(&l)).contains("WARNING: load cpu:50 reached 24.0 %"));
-        l.achieved_cpu_percent_mean = 26.0;
-        assert!(shortfall(&l).is_none());
+        // 8 points short over 2 s (more than 5 + 1): said under the table.
+        let t = table(std::slice::from_ref(&l));
+        assert!(
+            t.contains("\nWARNING: load cpu:50 reached 42.0 % CPU of the 50 % asked (instance 0: 42.0 %), more than 5 points short"),
+            "{t}"
+        );
+        l.achieved_cpu_percent = vec![44.0, 44.0];
+        assert!(shortfall(&l).is_empty());
+        assert!(!table(std::slice::from_ref(&l)).contains("WARNING"));
+        // A failed instance is said, and a shortfall besides.
         l.errors.push("instance 1: exited 1".into());
-        assert!(shortfall(&l).unwrap().contains("failed"));
+        l.achieved_cpu_percent = vec![44.0, 0.0];
+        let w = shortfall(&l);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert_eq!(w[0], "load cpu:50 failed: instance 1: exited 1");
+        assert!(w[1].contains("(instance 1: 0.0 %)"), "{}", w[1]);
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod clock;
+pub mod cyclictest;
 pub mod files;
 pub mod histogram;
 pub mod hwlat;

@@ -92,19 +92,60 @@ pub fn render(rows: &[Vec<String>]) -> String {
     out
 }
 
-/// The whole summary of a cyclic run.
+/// The figures over the intended periods of the series that have them:
+/// periods (taken and missed), missed, avg, p50, p99, p99.9, max (µs);
+/// `None` when no series missed a period (they are those of the wake-ups).
+pub fn intended_table(doc: &ResultDocument) -> Option<String> {
+    let with: Vec<_> = doc
+        .series
+        .iter()
+        .filter_map(|s| s.corrected.as_ref().map(|c| (s, &c.stats)))
+        .collect();
+    if !with.iter().any(|(s, _)| s.counters.overruns > 0) {
+        return None;
+    }
+    let header = [
+        "series", "periods", "missed", "avg", "p50", "p99", "p99.9", "max",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for (s, st) in with {
+        let (some, pc) = (st.has_samples(), st.has_percentiles());
+        rows.push(vec![
+            s.label.clone(),
+            st.count.to_string(),
+            s.counters.overruns.to_string(),
+            us1_if(st.has_mean(), st.mean_ns),
+            us1_if(pc, st.p50_ns as f64),
+            us1_if(pc, st.p99_ns as f64),
+            us1_if(pc, st.p99_9_ns as f64),
+            us1_if(some, st.max_ns as f64),
+        ]);
+    }
+    Some(render(&rows))
+}
+
+/// The whole summary of a cyclic run: the table over the wake-ups, and
+/// when periods were missed, the one over the intended periods.
 pub fn cyclic_summary(doc: &ResultDocument) -> String {
     let mut out = String::new();
+    let periodic = doc.series.iter().any(|s| s.corrected.is_some());
     out.push_str(&format!(
-        "\n{} run, {} ({}), latency in us:\n",
+        "\n{} run, {} ({}), latency in us{}:\n",
         doc.experiment,
         format_ns(doc.duration_ns),
         serde_json::to_value(doc.end_reason)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        if periodic { ", over the wake-ups" } else { "" }
     ));
     out.push_str(&series_table(doc));
+    if let Some(t) = intended_table(doc) {
+        out.push_str(
+            "\nover the intended periods (each missed period counted at its lateness), latency in us:\n",
+        );
+        out.push_str(&t);
+    }
     if let Some(t) = &doc.trace {
         out.push_str(&super::trace::summary(t));
     }
@@ -114,6 +155,77 @@ pub fn cyclic_summary(doc: &ResultDocument) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtscope_core::record::SeriesRecorder;
+    use rtscope_core::sample::Sample;
+
+    fn doc_of(series: Vec<rtscope_core::result::Series>) -> ResultDocument {
+        let mut d =
+            ResultDocument::new("cyclic", serde_json::json!({}), Default::default(), series);
+        d.duration_ns = 15_020_000_000;
+        d.end_reason = rtscope_core::result::EndReason::Duration;
+        d
+    }
+
+    fn thread(period: Option<u64>, overruns: u32) -> rtscope_core::result::Series {
+        let mut r = SeriesRecorder::new(0, 4, None);
+        if let Some(p) = period {
+            r = r.over_intended_periods(p);
+        }
+        for seq in 0..99 {
+            r.record(&Sample {
+                seq,
+                t_ns: seq * 1_000_000,
+                latency_ns: 15_000,
+                ..Default::default()
+            });
+        }
+        r.record(&Sample {
+            seq: 99,
+            t_ns: 200_000_000,
+            latency_ns: 100_000_000,
+            overruns,
+            cpu: 0,
+        });
+        r.to_series("thread 1", 0)
+    }
+
+    /// A periodic run's table says it is over the wake-ups; one that
+    /// missed periods adds the table over the intended periods, where the
+    /// missed ones weigh: 100 periods of 1 ms skipped by a 100 ms stall.
+    #[test]
+    fn the_tables_say_what_they_are_over() {
+        let t = cyclic_summary(&doc_of(vec![thread(Some(1_000_000), 100)]));
+        assert!(
+            t.starts_with("\ncyclic run, 15.02s (duration), latency in us, over the wake-ups:\n"),
+            "{t}"
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(
+            lines[3].split_whitespace().collect::<Vec<_>>()[..3],
+            ["thread", "1", "100"]
+        );
+        let i = lines
+            .iter()
+            .position(|l| l.starts_with("over the intended periods (each missed period counted at its lateness), latency in us:"))
+            .unwrap_or_else(|| panic!("{t}"));
+        assert_eq!(
+            lines[i + 1].split_whitespace().collect::<Vec<_>>(),
+            ["series", "periods", "missed", "avg", "p50", "p99", "p99.9", "max"]
+        );
+        let row: Vec<&str> = lines[i + 2].split_whitespace().collect();
+        // 200 periods; half of them 1..100 ms late: p50 about 0.9 ms, p99 99 ms.
+        assert_eq!(row[..4], ["thread", "1", "200", "100"], "{t}");
+        assert_eq!(row[5], "15.0", "{t}");
+        assert!(row[6].starts_with("98") || row[6].starts_with("99"), "{t}");
+        // Nothing missed: one table, still saying what it is over.
+        let t = cyclic_summary(&doc_of(vec![thread(Some(1_000_000), 0)]));
+        assert!(t.contains("latency in us, over the wake-ups:\n"), "{t}");
+        assert!(!t.contains("intended"), "{t}");
+        // A series that is not periodic (an import, irq): as before.
+        let t = cyclic_summary(&doc_of(vec![thread(None, 100)]));
+        assert!(t.contains("(duration), latency in us:\n"), "{t}");
+        assert!(!t.contains("intended"), "{t}");
+    }
 
     #[test]
     fn aligns() {

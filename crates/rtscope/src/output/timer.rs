@@ -27,6 +27,10 @@ pub struct TimerCell {
     pub error_max_ns: i64,
     pub error_mean_ns: f64,
     pub abs_error_mean_ns: f64,
+    /// Median |error|, ns (absent in documents of older versions): a single
+    /// stall moves the mean, not this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abs_error_p50_ns: Option<u64>,
     /// Wakes before the deadline.
     pub early: u64,
     /// The wait API's own lateness (woke − what it was asked for), median and p99, ns.
@@ -193,7 +197,20 @@ pub fn sweep_table(cells: &[TimerCell]) -> String {
     out
 }
 
-fn pooled(cells: &[&TimerCell], comp: &str) -> Option<(f64, f64, i64, f64)> {
+/// What the verdict lines say of one compensation's cells.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pooled {
+    /// Mean |error| over every wake of the cells, ns.
+    mean_abs: f64,
+    /// The cells' median |error|, averaged (absent when a cell lacks it).
+    median_abs: Option<f64>,
+    /// The cells' p99 error, averaged.
+    p99: f64,
+    /// How far the cells' mean errors lie apart.
+    spread: f64,
+}
+
+fn pooled(cells: &[&TimerCell], comp: &str) -> Option<Pooled> {
     let c: Vec<&&TimerCell> = cells.iter().filter(|c| c.compensation == comp).collect();
     let n: u64 = c.iter().map(|c| c.wakes).sum();
     if n == 0 {
@@ -204,13 +221,23 @@ fn pooled(cells: &[&TimerCell], comp: &str) -> Option<(f64, f64, i64, f64)> {
         .map(|c| c.abs_error_mean_ns * c.wakes as f64)
         .sum::<f64>()
         / n as f64;
-    // The p99 of the cells, averaged (each cell has its own distribution).
-    let p99 = c.iter().map(|c| c.error_p99_ns as f64).sum::<f64>() / c.len() as f64;
-    let max = c.iter().map(|c| c.error_max_ns).max().unwrap_or(0);
+    // The p99 and median of the cells, averaged (each cell has its own
+    // distribution).
+    let avg = |v: &dyn Fn(&TimerCell) -> f64| c.iter().map(|c| v(c)).sum::<f64>() / c.len() as f64;
+    let p99 = avg(&|c| c.error_p99_ns as f64);
+    let median_abs = c
+        .iter()
+        .all(|c| c.abs_error_p50_ns.is_some())
+        .then(|| avg(&|c| c.abs_error_p50_ns.unwrap_or(0) as f64));
     let means: Vec<f64> = c.iter().map(|c| c.error_mean_ns).collect();
     let spread = means.iter().cloned().fold(f64::MIN, f64::max)
         - means.iter().cloned().fold(f64::MAX, f64::min);
-    Some((mean_abs, p99, max, spread))
+    Some(Pooled {
+        mean_abs,
+        median_abs,
+        p99,
+        spread,
+    })
 }
 
 /// One line per API × policy: how flat the uncompensated error is across the
@@ -218,27 +245,30 @@ fn pooled(cells: &[&TimerCell], comp: &str) -> Option<(f64, f64, i64, f64)> {
 fn verdict(api: &str, pol: &str, mine: &[&TimerCell], comps: &[&str]) -> String {
     let mut out = String::new();
     let base = pooled(mine, "none");
-    if let Some((m, p99, _, spread)) = base {
+    if let Some(b) = base {
         let reqs = mine.iter().filter(|c| c.compensation == "none").count();
+        let median = b
+            .median_abs
+            .map(|m| format!(", median |error| {} µs", us1(m)))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{api} {pol}: uncompensated mean |error| {} µs{median}, p99 {} µs",
+            us1(b.mean_abs),
+            us1(b.p99)
+        ));
         if reqs > 1 {
             out.push_str(&format!(
-                "{api} {pol}: uncompensated mean |error| {} µs, p99 {} µs; the mean varies by {} µs across {reqs} requests\n",
-                us1(m),
-                us1(p99),
-                us1(spread)
-            ));
-        } else {
-            out.push_str(&format!(
-                "{api} {pol}: uncompensated mean |error| {} µs, p99 {} µs\n",
-                us1(m),
-                us1(p99)
+                "; the mean varies by {} µs across {reqs} requests",
+                us1(b.spread)
             ));
         }
+        out.push('\n');
     }
     for comp in comps.iter().filter(|c| **c != "none") {
-        let Some((m, p99, _, _)) = pooled(mine, comp) else {
+        let Some(p) = pooled(mine, comp) else {
             continue;
         };
+        let (m, p99) = (p.mean_abs, p.p99);
         let spin = {
             let c: Vec<&&TimerCell> = mine.iter().filter(|c| c.compensation == *comp).collect();
             let early: u64 = c.iter().map(|c| c.early).sum();
@@ -255,23 +285,37 @@ fn verdict(api: &str, pol: &str, mine: &[&TimerCell], comps: &[&str]) -> String 
             }
         };
         match base {
-            Some((bm, bp99, _, _)) => out.push_str(&format!(
-                "{api} {pol}: {comp} compensation: mean |error| {} µs → {} µs, {}; p99 {} µs → {} µs{spin}\n",
-                us1(bm),
-                us1(m),
-                ratio(bm, m),
-                us1(bp99),
-                us1(p99)
-            )),
+            Some(b) => {
+                let median = match (b.median_abs, p.median_abs) {
+                    (Some(bm), Some(pm)) => format!(
+                        "; median |error| {} µs → {} µs, {}",
+                        us1(bm),
+                        us1(pm),
+                        ratio(bm, pm)
+                    ),
+                    _ => String::new(),
+                };
+                out.push_str(&format!(
+                    "{api} {pol}: {comp} compensation: mean |error| {} µs → {} µs, {}{median}; p99 {} µs → {} µs{spin}\n",
+                    us1(b.mean_abs),
+                    us1(m),
+                    ratio(b.mean_abs, m),
+                    us1(b.p99),
+                    us1(p99)
+                ))
+            }
             None => out.push_str(&format!(
-                "{api} {pol}: {comp} compensation: mean |error| {} µs, p99 {} µs{spin}\n",
+                "{api} {pol}: {comp} compensation: mean |error| {} µs{}, p99 {} µs{spin}\n",
                 us1(m),
+                p.median_abs
+                    .map(|pm| format!(", median |error| {} µs", us1(pm)))
+                    .unwrap_or_default(),
                 us1(p99)
             )),
         }
         // A static offset leaves a median error of 0 while the lateness stays
         // as calibrated; what is left is how far it moved since.
-        if let (true, Some((bm, ..))) = (*comp == "static", base) {
+        if let (true, Some(Pooled { mean_abs: bm, .. })) = (*comp == "static", base) {
             let c: Vec<&&TimerCell> = mine.iter().filter(|c| c.compensation == "static").collect();
             let med = static_median(&c);
             if med.abs() * 10.0 > bm {
@@ -290,15 +334,23 @@ fn static_median(cells: &[&&TimerCell]) -> f64 {
     cells.iter().map(|c| c.error_p50_ns as f64).sum::<f64>() / cells.len().max(1) as f64
 }
 
+/// How an |error| changed: `5.6× better`, `27× worse` (the larger over the
+/// smaller, so a worsening does not read as `0.0×`), `no change`.
 fn ratio(before: f64, after: f64) -> String {
-    if after <= 0.0 {
-        return "∞×".into();
+    if before == after {
+        return "no change".into();
     }
-    let r = before / after;
-    if r >= 10.0 {
-        format!("{r:.0}×")
+    let (r, word) = if after < before {
+        (before / after, "better")
     } else {
-        format!("{r:.1}×")
+        (after / before, "worse")
+    };
+    if !r.is_finite() {
+        format!("∞× {word}")
+    } else if r >= 10.0 {
+        format!("{r:.0}× {word}")
+    } else {
+        format!("{r:.1}× {word}")
     }
 }
 
@@ -438,7 +490,7 @@ mod tests {
         ];
         let t = sweep_table(&cells);
         assert!(
-            t.contains("static compensation: mean |error| 51.0 µs → 2.5 µs, 20×"),
+            t.contains("static compensation: mean |error| 51.0 µs → 2.5 µs, 20× better; p99"),
             "{t}"
         );
         assert!(t.contains("p99 81.0 µs → 30.5 µs"), "{t}");
@@ -489,6 +541,76 @@ mod tests {
         assert!(!t.contains("varies by"), "{t}");
         // The spin share is the mean of the cells'.
         assert!(t.contains("; spin 3.0% of the time asleep"), "{t}");
+    }
+
+    #[test]
+    fn ratios_say_better_or_worse() {
+        assert_eq!(ratio(51.0, 2.5), "20× better");
+        assert_eq!(ratio(10.0, 2.0), "5.0× better");
+        assert_eq!(ratio(20.0, 2.0), "10× better");
+        assert_eq!(ratio(19.9, 2.0), "9.9× better");
+        // The "0.0×": 27 times the error is 27× worse.
+        assert_eq!(ratio(2.0, 54.0), "27× worse");
+        assert_eq!(ratio(2.0, 3.0), "1.5× worse");
+        assert_eq!(ratio(5.0, 0.0), "∞× better");
+        assert_eq!(ratio(0.0, 5.0), "∞× worse");
+        assert_eq!(ratio(4.0, 4.0), "no change");
+        assert_eq!(ratio(0.0, 0.0), "no change");
+    }
+
+    /// The median |error| stands beside the mean, per line and pooled over
+    /// the requests (averaged); a single stall in one cell moves the mean
+    /// but not the median; a cell without it (an older document) leaves it out.
+    #[test]
+    fn verdict_lines_give_the_median_beside_the_mean() {
+        let with = |comp: &str, req, mean: f64, median: u64| {
+            let mut c = cell(comp, req, mean, 40_000);
+            c.abs_error_p50_ns = Some(median);
+            c
+        };
+        // A 0.3 s stall in one uncompensated cell: a mean of 3 ms.
+        let cells = vec![
+            with("none", 500_000, 3_000_000.0, 20_000),
+            with("none", 1_000_000, 20_000.0, 22_000),
+            with("adaptive", 500_000, 40_000.0, 1_000),
+            with("adaptive", 1_000_000, 41_000.0, 1_000),
+        ];
+        let t = sweep_table(&cells);
+        assert!(
+            t.contains("fifo: uncompensated mean |error| 1510.0 µs, median |error| 21.0 µs, p99 40.0 µs; the mean varies by"),
+            "{t}"
+        );
+        assert!(
+            t.contains("adaptive compensation: mean |error| 1510.0 µs → 40.5 µs, 37× better; median |error| 21.0 µs → 1.0 µs, 21× better; p99 40.0 µs → 40.0 µs;"),
+            "{t}"
+        );
+        // Worse: said as such, on the mean and the median.
+        let cells = vec![
+            with("none", 500_000, 2_000.0, 2_000),
+            with("static", 500_000, 54_000.0, 3_000),
+        ];
+        let t = sweep_table(&cells);
+        assert!(t.contains("mean |error| 2.0 µs → 54.0 µs, 27× worse; median |error| 2.0 µs → 3.0 µs, 1.5× worse;"), "{t}");
+        // Without an uncompensated cell, the median beside the mean.
+        let t = sweep_table(&[with("adaptive", 500_000, 40_000.0, 1_000)]);
+        assert!(
+            t.contains(
+                "adaptive compensation: mean |error| 40.0 µs, median |error| 1.0 µs, p99 40.0 µs"
+            ),
+            "{t}"
+        );
+        // A cell without it: no median at all for that compensation.
+        let mut cells = cells;
+        cells[1].abs_error_p50_ns = None;
+        let t = sweep_table(&cells);
+        assert!(
+            t.contains("fifo: uncompensated mean |error| 2.0 µs, median |error| 2.0 µs, p99"),
+            "{t}"
+        );
+        assert!(
+            t.contains("mean |error| 2.0 µs → 54.0 µs, 27× worse; p99"),
+            "{t}"
+        );
     }
 
     #[test]

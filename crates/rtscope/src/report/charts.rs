@@ -368,7 +368,9 @@ pub fn percentile_points(s: &Series) -> Vec<(f64, f64)> {
         .filter(|b| b[1] > 0)
         .collect();
     buckets.sort_unstable_by_key(|b| b[0]);
-    let n: u64 = buckets.iter().map(|b| b[1]).sum();
+    // Saturating: a document's counts are read, not trusted (no overflow
+    // panic on counts near u64::MAX).
+    let n: u64 = buckets.iter().fold(0u64, |a, b| a.saturating_add(b[1]));
     if n == 0 {
         return vec![];
     }
@@ -390,7 +392,7 @@ pub fn percentile_points(s: &Series) -> Vec<(f64, f64)> {
             v = v.clamp(lo, hi.max(lo));
         }
         let x0 = nines(below);
-        below += b[1];
+        below = below.saturating_add(b[1]);
         let x1 = nines(below);
         pts.push((x0, v as f64));
         pts.push((x1, v as f64));
@@ -496,6 +498,9 @@ pub fn percentiles(
     }
 }
 
+/// A point that breaks a line: the next point starts a new stroke.
+pub const GAP: (f64, f64) = (f64::NAN, f64::NAN);
+
 /// More timeline points than this are merged (a chart is about 1100 px wide).
 pub const MAX_TIMELINE_POINTS: usize = 1200;
 
@@ -562,7 +567,9 @@ pub fn timeline_with_loads(
         .iter()
         .flat_map(|p| {
             let tl = &p.series.timeline;
-            tl.points.last().map(|q| q.t_ns + tl.interval_ns)
+            tl.points
+                .last()
+                .map(|q| q.t_ns.saturating_add(tl.interval_ns))
         })
         .max()
         .unwrap_or(0);
@@ -606,6 +613,7 @@ pub fn timeline_with_loads(
     // A sample in a thread's series and in the union is marked once.
     let mut marked = std::collections::HashSet::new();
     let mut shown_interval: Option<u64> = None;
+    let mut gaps = false;
     for p in &draw {
         let tl = &p.series.timeline;
         if tl.points.is_empty() {
@@ -613,20 +621,26 @@ pub fn timeline_with_loads(
         }
         let (points, interval_ns) = decimate(&tl.points, tl.interval_ns, MAX_TIMELINE_POINTS);
         shown_interval = shown_interval.max(Some(interval_ns));
-        // A step over each interval: [t, t + interval) at the interval's value.
+        // A step over each interval: [t, t + interval) at the interval's
+        // value; an interval without a sample (a stalled thread) is a gap
+        // in the line ([`GAP`]), not a line drawn across it.
         let steps = |v: &dyn Fn(&TimelinePoint) -> f64| -> Vec<(f64, f64)> {
-            points
-                .iter()
-                .filter(|q| q.count > 0)
-                .flat_map(|q| {
-                    let y = v(q).max(y_min_ns) / unit.div;
-                    [
-                        (tx(q.t_ns), y),
-                        (tx(q.t_ns + interval_ns).min(tx(t_end_ns)), y),
-                    ]
-                })
-                .collect()
+            let mut out = Vec::with_capacity(points.len() * 2);
+            let mut end: Option<u64> = None;
+            for q in points.iter().filter(|q| q.count > 0) {
+                if end.is_some_and(|e| q.t_ns > e) {
+                    out.push(GAP);
+                }
+                let y = v(q).max(y_min_ns) / unit.div;
+                out.push((tx(q.t_ns), y));
+                // Saturating: a document's times are read, not trusted.
+                let q_end = q.t_ns.saturating_add(interval_ns);
+                out.push((tx(q_end).min(tx(t_end_ns)), y));
+                end = Some(q_end);
+            }
+            out
         };
+        gaps |= points.iter().any(|q| q.count == 0);
         lines.push(Line {
             label: format!("{} max", p.label),
             color: p.color,
@@ -700,9 +714,14 @@ pub fn timeline_with_loads(
         x: linear_axis(
             (t_end_ns as f64 / 1e9 / tunit.div).max(1e-9),
             format!(
-                "time since start ({}); max (solid) and mean (dashed) over each {}; markers: worst samples at their time{}",
+                "time since start ({}); max (solid) and mean (dashed) over each {}; markers: worst samples at their time{}{}",
                 tunit.name,
                 rtscope_core::units::format_ns(interval),
+                if gaps {
+                    "; gaps: no wake-up in the interval"
+                } else {
+                    ""
+                },
                 if bands.is_empty() {
                     ""
                 } else {
@@ -804,6 +823,113 @@ mod tests {
         // Without a schedule: no band, the label as before.
         let c = timeline("t", &p, &p, 600, 300);
         assert!(c.bands.is_empty() && !c.x.label.contains("shaded"));
+    }
+
+    /// Intervals without a sample (a thread stalled for 3 s) are gaps in
+    /// the lines, said in the axis label; a timeline without any is one
+    /// stroke per line, as before.
+    #[test]
+    fn intervals_without_samples_are_gaps() {
+        let series = |stall: bool| {
+            let mut rec = rtscope_core::record::SeriesRecorder::new(0, 4, None);
+            for i in (0..10_000u64).filter(|i| !stall || !(3_000..6_000).contains(i)) {
+                rec.record(&rtscope_core::sample::Sample {
+                    seq: i,
+                    t_ns: i * 1_000_000,
+                    latency_ns: 20_000,
+                    overruns: 0,
+                    cpu: 0,
+                });
+            }
+            rec.to_series("thread 0", 0)
+        };
+        let strokes = |s: &Series| {
+            let p = [Plotted {
+                label: "thread 0".into(),
+                color: "#000",
+                series: s,
+                start_clock_ns: 0,
+            }];
+            let c = timeline("t", &p, &p, 600, 300);
+            let max = c.lines.iter().find(|l| l.label == "thread 0 max").unwrap();
+            assert_eq!(
+                max.points.iter().filter(|q| q.0.is_nan()).count(),
+                usize::from(c.x.label.contains("gaps"))
+            );
+            let svg = c.render();
+            let d = svg
+                .split("<path class=\"series\" d=\"")
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+                .unwrap()
+                .to_string();
+            assert!(!d.contains("NaN"), "{d}");
+            (d.matches('M').count(), c.x.label)
+        };
+        let (n, label) = strokes(&series(true));
+        assert_eq!(n, 2, "one stroke before the stall, one after");
+        assert!(
+            label.contains("; gaps: no wake-up in the interval"),
+            "{label}"
+        );
+        let (n, label) = strokes(&series(false));
+        assert_eq!(n, 1);
+        assert!(!label.contains("gaps"), "{label}");
+    }
+
+    /// Timeline times near u64::MAX (a document read, not trusted) do not
+    /// overflow (the hard pass's report of such a document panicked, before
+    /// the gaps too).
+    #[test]
+    fn timeline_times_near_the_end_of_u64() {
+        let mut s = Series::default();
+        s.timeline.interval_ns = 1_000_000_000;
+        s.timeline.points = vec![
+            TimelinePoint {
+                t_ns: u64::MAX - 5,
+                count: 1,
+                min_ns: 1,
+                mean_ns: 1.0,
+                max_ns: 1,
+            },
+            TimelinePoint {
+                t_ns: 0,
+                count: 1,
+                min_ns: 1,
+                mean_ns: 1.0,
+                max_ns: 1,
+            },
+        ];
+        let p = [Plotted {
+            label: "t".into(),
+            color: "#000",
+            series: &s,
+            start_clock_ns: 0,
+        }];
+        let c = timeline("t", &p, &p, 600, 300);
+        assert!(!c.lines.is_empty());
+        assert!(!c.render().is_empty());
+    }
+
+    /// Counts near u64::MAX (a document read, not trusted) saturate
+    /// instead of overflowing (the hard pass's `compare --html` panicked).
+    #[test]
+    fn percentile_points_of_huge_counts() {
+        let s = Series {
+            histogram: rtscope_core::result::HistogramExport {
+                lowest_ns: 1,
+                highest_ns: 100_000_000_000,
+                significant_digits: 3,
+                buckets: vec![[1_000, u64::MAX], [5_000, u64::MAX], [9_000, 7]],
+            },
+            ..Default::default()
+        };
+        let pts = percentile_points(&s);
+        assert_eq!(pts.len(), 6);
+        assert!(
+            pts.iter().all(|p| p.0.is_finite() && p.1.is_finite()),
+            "{pts:?}"
+        );
     }
 
     #[test]

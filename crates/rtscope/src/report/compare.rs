@@ -289,6 +289,86 @@ pub struct SeriesComparison {
     pub rows: Vec<Vec<String>>,
     /// One per run after the first.
     pub verdicts: Vec<Verdict>,
+    /// What the figures and verdicts are taken over.
+    pub over: Over,
+}
+
+/// What a comparison's figures are taken over.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Over {
+    /// The intended periods: every run has them, missed ones counted at
+    /// their lateness (the default for periodic series).
+    Periods,
+    /// The wake-ups that came, because a run has no figures over its
+    /// intended periods (a document of an older rtscope): the note says
+    /// which, and what that leaves out.
+    WakeUps(String),
+    /// Series that are not periodic (and missed nothing): there is only
+    /// the one kind of figure.
+    Samples,
+}
+
+impl Over {
+    /// What the table header adds after the unit.
+    pub fn header(&self) -> &'static str {
+        match self {
+            Over::Periods => ", over intended periods",
+            Over::WakeUps(_) => ", over the wake-ups",
+            Over::Samples => "",
+        }
+    }
+}
+
+/// The matched series as they are compared: over their intended periods
+/// when every run has those figures ([`Series::over_intended_periods`]),
+/// else as they are, saying so when that leaves missed periods out or when
+/// some runs had the figures.
+pub fn compared_series(runs: &[Run], m: &Matched) -> (Vec<Series>, Over) {
+    let series: Vec<&Series> = runs
+        .iter()
+        .zip(&m.index)
+        .map(|(r, i)| &r.doc.series[*i])
+        .collect();
+    let views: Option<Vec<Series>> = series.iter().map(|s| s.over_intended_periods()).collect();
+    if let Some(v) = views {
+        return (v, Over::Periods);
+    }
+    let without: Vec<&str> = runs
+        .iter()
+        .zip(&series)
+        .filter(|(_, s)| s.corrected.is_none())
+        .map(|(r, _)| r.name.as_str())
+        .collect();
+    let missed: Vec<String> = runs
+        .iter()
+        .zip(&series)
+        .filter(|(_, s)| s.counters.overruns > 0)
+        .map(|(r, s)| format!("{} in {}", s.counters.overruns, r.name))
+        .collect();
+    let some_have = series.iter().any(|s| s.corrected.is_some());
+    let plain: Vec<Series> = series.into_iter().cloned().collect();
+    if missed.is_empty() && !some_have {
+        return (plain, Over::Samples);
+    }
+    let note = format!(
+        "{}: compared over the wake-ups, as {} no figures over the intended periods \
+         (written by an older rtscope){}",
+        m.label,
+        if without.len() == 1 {
+            format!("{} has", without[0])
+        } else {
+            format!("{} have", without.join(", "))
+        },
+        if missed.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ": the missed periods ({}) are left out of the percentiles",
+                missed.join(", ")
+            )
+        }
+    );
+    (plain, Over::WakeUps(note))
 }
 
 fn ratio(a: f64, b: f64) -> String {
@@ -308,12 +388,8 @@ pub fn compare_series(
     unit: super::charts::Unit,
     settings: &Settings,
 ) -> SeriesComparison {
-    let series: Vec<&Series> = runs
-        .iter()
-        .zip(&m.index)
-        .map(|(r, i)| &r.doc.series[*i])
-        .collect();
-    let mut header = vec![format!("{} ({})", m.label, unit.name)];
+    let (series, over) = compared_series(runs, m);
+    let mut header = vec![format!("{} ({}{})", m.label, unit.name, over.header())];
     for (i, r) in runs.iter().enumerate() {
         header.push(r.name.clone());
         if i > 0 {
@@ -361,7 +437,7 @@ pub fn compare_series(
         .map(|i| Verdict {
             effects: VERDICT_QUANTILES
                 .iter()
-                .map(|(q, n)| verdict::effect(series[0], series[i], n, *q, settings))
+                .map(|(q, n)| verdict::effect(&series[0], &series[i], n, *q, settings))
                 .collect(),
             min_effect: settings.min_effect,
             duration_ns: runs[0].doc.duration_ns.max(runs[i].doc.duration_ns)
@@ -369,8 +445,13 @@ pub fn compare_series(
         })
         .collect();
     for (name, get, is_latency) in metrics {
-        let vals: Vec<Option<f64>> = series.iter().map(|s| get(s)).collect();
-        let mut row = vec![name.to_string()];
+        let vals: Vec<Option<f64>> = series.iter().map(get).collect();
+        // Over the intended periods the count is theirs, missed ones included.
+        let shown = match (name, &over) {
+            ("count", Over::Periods) => "periods",
+            _ => name,
+        };
+        let mut row = vec![shown.to_string()];
         for (i, v) in vals.iter().enumerate() {
             row.push(match v {
                 None => html::UNKNOWN.into(),
@@ -401,6 +482,7 @@ pub fn compare_series(
         label: m.label.clone(),
         rows,
         verdicts,
+        over,
     }
 }
 
@@ -430,10 +512,15 @@ pub fn build_with(
     let (matched, notes) = match_series(&runs, explicit)?;
     let docs: Vec<_> = runs.iter().map(|r| r.doc.clone()).collect();
     let unit = doc_unit(&docs);
-    let series = matched
+    let series: Vec<SeriesComparison> = matched
         .iter()
         .map(|m| compare_series(&runs, m, unit, settings))
         .collect();
+    let mut notes = notes;
+    notes.extend(series.iter().filter_map(|s| match &s.over {
+        Over::WakeUps(note) => Some(note.clone()),
+        _ => None,
+    }));
     Ok(Comparison {
         cell,
         runs,
@@ -454,6 +541,8 @@ const OUTPUT_KEYS: &[&str] = &[
     "out",
     "outputs",
     "resume",
+    // Where an import came from (cyclictest's version, its command line).
+    "imported",
     // hwlat: what the run found and did (tracefs, SMI counts), not a setting.
     "session",
 ];
@@ -575,6 +664,11 @@ pub fn text(c: &Comparison) -> String {
     }
     for w in &warnings {
         let _ = writeln!(out, "warning: {}", printable(w));
+    }
+    for r in &c.runs {
+        for w in crate::load::shortfall::in_comparison(&r.name, &r.doc.loads) {
+            let _ = writeln!(out, "warning: {}", printable(&w));
+        }
     }
     for n in &c.notes {
         let _ = writeln!(out, "note: {}", printable(n));
@@ -781,19 +875,28 @@ pub fn html_page(cs: &[Comparison]) -> String {
                 }
             }
             b.push_str(&effects_svg(&s.label, &c.runs, &s.verdicts));
+            // The charts show what the verdicts were drawn from.
+            let (views, _) = compared_series(&c.runs, m);
             let plotted: Vec<Plotted> = c
                 .runs
                 .iter()
-                .zip(&m.index)
+                .zip(&views)
                 .enumerate()
-                .map(|(i, (r, si))| Plotted {
+                .map(|(i, (r, v))| Plotted {
                     label: r.name.clone(),
                     color: color(i),
-                    series: &r.doc.series[*si],
+                    series: v,
                     start_clock_ns: r.doc.start_clock_ns,
                 })
                 .collect();
-            let t = |k: &str| format!("{k}: {}", s.label);
+            let over = s.over.header().trim_start_matches(", ");
+            let t = |k: &str| {
+                if over.is_empty() || k.starts_with("Latency over time") {
+                    format!("{k}: {}", s.label)
+                } else {
+                    format!("{k} ({over}): {}", s.label)
+                }
+            };
             for chart in [
                 charts::histogram(&t("Histogram"), &plotted, &plotted, 1160, 360),
                 charts::percentiles(&t("Percentiles"), &plotted, &plotted, 1160, 360),
@@ -1062,4 +1165,152 @@ pub fn run(a: CompareArgs) -> Result<i32> {
         return Ok(EXIT_THRESHOLD);
     }
     Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_core::record::SeriesRecorder;
+    use rtscope_core::result::ResultDocument;
+    use rtscope_core::sample::Sample;
+
+    /// A 15 s run of one thread at 1 ms: wake-ups `base_ns` late (with a
+    /// little jitter), and `stalls` stalls of 2.5 s, each a wake-up that
+    /// skipped 2500 periods.
+    fn run_of(name: &str, base_ns: i64, stalls: u64) -> Run {
+        let period = 1_000_000u64;
+        let mut rec = SeriesRecorder::new(0, 8, None).over_intended_periods(period);
+        let (mut due, mut seq, mut x) = (period, 0u64, 7u64);
+        let mut stalled = 0;
+        while due < 15_000_000_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let mut lat = base_ns + ((x >> 33) % 2_000) as i64;
+            let mut skipped = 0;
+            // A stall at 4 s and at 9 s.
+            if stalled < stalls && due >= 4_000_000_000 + stalled * 5_000_000_000 {
+                lat = 2_500_000_000;
+                skipped = 2_500;
+                stalled += 1;
+            }
+            rec.record(&Sample {
+                seq,
+                t_ns: due + lat as u64,
+                latency_ns: lat,
+                overruns: skipped,
+                cpu: 0,
+            });
+            seq += 1;
+            due += (u64::from(skipped) + 1) * period;
+        }
+        let mut doc = ResultDocument::new(
+            "cyclic",
+            serde_json::json!({"period_ns": period}),
+            Default::default(),
+            vec![rec.to_series("thread 1", 0)],
+        );
+        doc.duration_ns = 15_000_000_000;
+        Run {
+            name: name.into(),
+            path: PathBuf::new(),
+            doc,
+        }
+    }
+
+    fn without_corrected(mut r: Run) -> Run {
+        for s in &mut r.doc.series {
+            s.corrected = None;
+        }
+        r
+    }
+
+    /// The issue's pair: r2 wakes a little earlier but lost 5000 periods in
+    /// two stalls. Over the wake-ups it reads better; over the intended
+    /// periods (the default) it is worse, and the table says which it shows.
+    #[test]
+    fn a_run_that_lost_periods_is_not_called_better() {
+        let runs = || vec![run_of("r", 15_000, 0), run_of("r2", 12_000, 2)];
+        let c = build(String::new(), runs(), &[]).unwrap();
+        let s = &c.series[0];
+        assert_eq!(s.over, Over::Periods);
+        assert_eq!(s.rows[0][0], "thread 1 (µs, over intended periods)");
+        assert_eq!(s.rows[1][..3], ["periods", "14999", "14999"]);
+        let v = &s.verdicts[0];
+        assert!(v.any_worse(), "{}", v.text("r2", "r"));
+        assert!(
+            v.text("r2", "r").starts_with("r2 is worse than r at"),
+            "{}",
+            v.text("r2", "r")
+        );
+        assert!(c.notes.is_empty(), "{:?}", c.notes);
+        let page = html_page(&[c]);
+        assert!(page.contains("Percentiles (over intended periods): thread 1"));
+        assert!(page.contains("Latency over time: thread 1"));
+        // Over the wake-ups alone (what it said before): better.
+        let runs: Vec<Run> = runs().into_iter().map(without_corrected).collect();
+        let c = build(String::new(), runs, &[]).unwrap();
+        let s = &c.series[0];
+        assert!(matches!(s.over, Over::WakeUps(_)));
+        assert_eq!(s.rows[0][0], "thread 1 (µs, over the wake-ups)");
+        assert_eq!(s.rows[1][..3], ["count", "14999", "9999"]);
+        assert!(
+            !s.verdicts[0].any_worse(),
+            "{}",
+            s.verdicts[0].text("r2", "r")
+        );
+        assert!(s.verdicts[0]
+            .text("r2", "r")
+            .starts_with("r2 is better than r"));
+    }
+
+    /// An older document without the figures: compared over the wake-ups,
+    /// and a note names it and what is left out. Series that are not
+    /// periodic and missed nothing compare as they are, without a note.
+    #[test]
+    fn documents_without_the_figures_fall_back_and_say_so() {
+        let runs = vec![
+            run_of("r", 15_000, 0),
+            without_corrected(run_of("old", 12_000, 2)),
+        ];
+        let c = build(String::new(), runs, &[]).unwrap();
+        let want = "thread 1: compared over the wake-ups, as old has no figures over the \
+                    intended periods (written by an older rtscope): the missed periods \
+                    (5000 in old) are left out of the percentiles";
+        assert_eq!(c.series[0].over, Over::WakeUps(want.into()));
+        assert_eq!(c.notes, [want]);
+        assert!(text(&c).contains(&format!("note: {want}\n")));
+        let runs = vec![
+            without_corrected(run_of("a", 15_000, 0)),
+            without_corrected(run_of("b", 12_000, 2)),
+        ];
+        let c = build(String::new(), runs, &[]).unwrap();
+        let Over::WakeUps(note) = &c.series[0].over else {
+            panic!("{:?}", c.series[0].over)
+        };
+        assert!(note.contains("as a, b have no figures"), "{note}");
+        assert!(
+            note.ends_with(": the missed periods (5000 in b) are left out of the percentiles"),
+            "{note}"
+        );
+        // Neither has them, nothing missed: plain samples.
+        let runs = vec![
+            without_corrected(run_of("a", 15_000, 0)),
+            without_corrected(run_of("b", 12_000, 0)),
+        ];
+        let c = build(String::new(), runs, &[]).unwrap();
+        assert_eq!(c.series[0].over, Over::Samples);
+        assert_eq!(c.series[0].rows[0][0], "thread 1 (µs)");
+        assert!(c.notes.is_empty());
+        // One has them, nothing missed anywhere: still said.
+        let runs = vec![
+            run_of("a", 15_000, 0),
+            without_corrected(run_of("b", 12_000, 0)),
+        ];
+        let c = build(String::new(), runs, &[]).unwrap();
+        let Over::WakeUps(note) = &c.series[0].over else {
+            panic!("{:?}", c.series[0].over)
+        };
+        assert!(note.ends_with("(written by an older rtscope)"), "{note}");
+    }
 }

@@ -81,6 +81,7 @@ table.kv td:first-child{color:var(--muted);text-align:left;white-space:nowrap}
 table.kv td{text-align:left;overflow-wrap:anywhere}
 .grid2>div{min-width:0}
 tr.diff td{background:#fff8d6}
+tr.short td{background:var(--warnbg);color:var(--warn)}
 code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12.5px}
 code.cmd{display:block;background:var(--band);padding:6px 10px;border-radius:4px;white-space:pre-wrap;word-break:break-all}
 ul.warnings{background:var(--warnbg);color:var(--warn);border-left:4px solid #e08a00;padding:8px 12px 8px 30px;margin:8px 0}
@@ -164,8 +165,16 @@ pub fn run_section(r: &Run) -> String {
     s.push_str(&kv_table(&plan, "plan"));
     s.push_str("</div>\n</div>\n");
     let unit = doc_unit(std::slice::from_ref(d));
-    let _ = writeln!(s, "<h3>Summary (latency in {})</h3>", unit.name);
+    let periodic = d.series.iter().any(|x| x.corrected.is_some());
+    let _ = writeln!(
+        s,
+        "<h3>Summary (latency in {}{})</h3>",
+        unit.name,
+        if periodic { ", over the wake-ups" } else { "" }
+    );
     s.push_str(&summary_table(&d.series, unit));
+    s.push_str(&intended_table(&d.series, unit));
+    s.push_str(&super::noise::section(d));
     if d.experiment == "timer" {
         s.push_str(&super::timer_chart::section(d));
     }
@@ -312,10 +321,17 @@ fn header(r: &Run) -> String {
         ));
     }
     if let Some(t) = &d.threshold {
+        let periods = d
+            .series
+            .iter()
+            .find(|x| x.label == "all")
+            .and_then(|x| x.corrected.as_ref()?.above_threshold)
+            .map(|n| format!(" ({n} of the intended periods)"))
+            .unwrap_or_default();
         rows.push((
             "threshold".into(),
             esc(&format!(
-                "--fail-above {}: {} samples above{}",
+                "--fail-above {}: {} samples above{periods}{}",
                 format_ns(t.fail_above_ns),
                 t.samples_above,
                 if t.exceeded { " (FAILED)" } else { " (passed)" }
@@ -366,6 +382,12 @@ pub fn doc_warnings(d: &ResultDocument) -> Vec<String> {
         if d.plan.get("mlocked").and_then(|v| v.as_bool()) == Some(false) && !mentions(&w, "lock") {
             w.push("memory was not locked (no mlockall): page faults can add latency".into());
         }
+        // A document written before runs said so themselves.
+        if d.experiment == "cyclic" && !mentions(&w, "of the periods were missed") {
+            if let Some(m) = missed_share(d) {
+                w.push(m);
+            }
+        }
         let policy = d
             .plan
             .pointer("/rt/policy")
@@ -379,6 +401,24 @@ pub fn doc_warnings(d: &ResultDocument) -> Vec<String> {
         }
     }
     w
+}
+
+/// More than 1 % of the union's periods missed (the union: `all`, or the
+/// only series), as a warning.
+fn missed_share(d: &ResultDocument) -> Option<String> {
+    let s = match &d.series[..] {
+        [one] => one,
+        many => many.iter().find(|s| s.label == "all")?,
+    };
+    let missed = s.counters.overruns;
+    let due = s.stats.count + s.counters.dropped + missed;
+    (u128::from(missed) * 100 > u128::from(due)).then(|| {
+        format!(
+            "{:.1}% of the periods were missed ({missed} of {due}: wake-ups after the \
+             following deadline); percentiles over the wake-ups alone leave them out",
+            missed as f64 * 100.0 / due as f64
+        )
+    })
 }
 
 /// A warnings list (nothing when there are none).
@@ -704,6 +744,50 @@ pub fn summary_table(series: &[Series], unit: Unit) -> String {
     s
 }
 
+/// The figures over the intended periods (each missed period counted at
+/// its lateness) of the series that have them: periods, missed, mean, p50,
+/// p99, p99.9, p99.99, max; nothing when no series missed a period.
+pub fn intended_table(series: &[Series], unit: Unit) -> String {
+    let with: Vec<(&Series, &rtscope_core::result::Stats)> = series
+        .iter()
+        .filter_map(|x| x.corrected.as_ref().map(|c| (x, &c.stats)))
+        .collect();
+    if !with.iter().any(|(x, _)| x.counters.overruns > 0) {
+        return String::new();
+    }
+    let mut s = format!(
+        "<h3>Over the intended periods (latency in {}, each missed period counted at its lateness)</h3>\n\
+         <table class=\"summary intended\">\n<tr><th class=\"l\">series</th><th>periods</th><th>missed</th>\
+         <th>mean</th><th>p50</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th></tr>\n",
+        unit.name
+    );
+    for (x, st) in with {
+        let v = |known: bool, ns: f64| {
+            if known {
+                format!("<td>{}</td>", in_unit(ns, unit))
+            } else {
+                format!("<td class=\"unknown\" title=\"not measured\">{UNKNOWN}</td>")
+            }
+        };
+        let pc = st.has_percentiles();
+        let _ = writeln!(
+            s,
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td>{}{}{}{}{}{}</tr>",
+            esc(&x.label),
+            st.count,
+            x.counters.overruns,
+            v(st.has_mean(), st.mean_ns),
+            v(pc, st.p50_ns as f64),
+            v(pc, st.p99_ns as f64),
+            v(pc, st.p99_9_ns as f64),
+            v(pc, st.p99_99_ns as f64),
+            v(st.has_samples(), st.max_ns as f64),
+        );
+    }
+    s.push_str("</table>\n");
+    s
+}
+
 /// The worst samples of all series, worst first, each once (a sample that is
 /// in a thread's series and in the union is shown under the first series
 /// that holds it).
@@ -788,8 +872,13 @@ pub fn loads_table(loads: &[serde_json::Value]) -> String {
         let _ = write!(s, "<th class=\"l\">{}</th>", esc(k));
     }
     s.push_str("</tr>\n");
+    let short = |l: &serde_json::Value| l["fell_short"] == serde_json::Value::Bool(true);
     for l in loads {
-        s.push_str("<tr>");
+        s.push_str(if short(l) {
+            "<tr class=\"short\">"
+        } else {
+            "<tr>"
+        });
         for k in &keys {
             let v = match l.get(*k) {
                 Some(sc) if *k == "schedule" && sc.is_object() => schedule_cell(sc),
@@ -801,6 +890,9 @@ pub fn loads_table(loads: &[serde_json::Value]) -> String {
         s.push_str("</tr>\n");
     }
     s.push_str("</table>\n");
+    if loads.iter().any(short) {
+        s.push_str("<p class=\"sub\">Highlighted: a load that fell short of what it was asked for (see the warnings): the run was not under the load it names.</p>\n");
+    }
     s
 }
 
@@ -843,6 +935,136 @@ mod tests {
             .find(|(k, _)| *k == "preemption")
             .unwrap()
             .1
+    }
+
+    fn periodic(missed: u32, corrected: bool) -> Series {
+        periodic_of(98, missed, corrected)
+    }
+
+    fn periodic_of(n: u64, missed: u32, corrected: bool) -> Series {
+        use rtscope_core::record::SeriesRecorder;
+        use rtscope_core::sample::Sample;
+        let mut r = SeriesRecorder::new(0, 4, Some(50_000)).over_intended_periods(1_000_000);
+        for seq in 0..n {
+            let late = seq == 50 && missed > 0;
+            r.record(&Sample {
+                seq,
+                t_ns: seq * 1_000_000,
+                latency_ns: if late {
+                    i64::from(missed) * 1_000_000 + 7
+                } else {
+                    20_000
+                },
+                overruns: if late { missed } else { 0 },
+                cpu: 0,
+            });
+        }
+        let mut x = r.to_series("all", 0);
+        if !corrected {
+            x.corrected = None;
+        }
+        x
+    }
+
+    fn doc(series: Vec<Series>) -> ResultDocument {
+        let mut d =
+            ResultDocument::new("cyclic", serde_json::json!({}), Default::default(), series);
+        d.end_reason = EndReason::Duration;
+        d
+    }
+
+    /// The report's tables say what they are over; the one over intended
+    /// periods only where periods were missed, with the missed ones in it.
+    #[test]
+    fn summary_tables_say_what_they_are_over() {
+        let unit = charts::latency_unit(20_000.0);
+        let t = intended_table(&[periodic(2, true)], unit);
+        assert!(t.contains("<h3>Over the intended periods (latency in µs, each missed period counted at its lateness)</h3>"), "{t}");
+        // 98 wake-ups + 2 skipped: 100 periods, 2 missed; max 2 ms.
+        assert!(
+            t.contains("<td class=\"l\">all</td><td>100</td><td>2</td>"),
+            "{t}"
+        );
+        assert!(t.contains("<td>2000.0</td></tr>"), "{t}");
+        assert_eq!(intended_table(&[periodic(0, true)], unit), "");
+        assert_eq!(intended_table(&[periodic(2, false)], unit), "");
+        let run = |x: Series| Run {
+            name: "r".into(),
+            path: Default::default(),
+            doc: doc(vec![x]),
+        };
+        let page = run_section(&run(periodic(2, true)));
+        assert!(page.contains("<h3>Summary (latency in µs, over the wake-ups)</h3>"));
+        assert!(page.contains("<h3>Over the intended periods"));
+        let page = run_section(&run(periodic(2, false)));
+        assert!(page.contains("<h3>Summary (latency in µs)</h3>"));
+        assert!(!page.contains("intended"));
+        let mut r = run(periodic(2, true));
+        r.doc.threshold = Some(rtscope_core::result::Threshold {
+            fail_above_ns: 50_000,
+            exceeded: true,
+            samples_above: 1,
+        });
+        // 2000007 and the skipped 1000007 (not 7).
+        assert!(run_section(&r)
+            .contains("--fail-above 50us: 1 samples above (2 of the intended periods) (FAILED)"));
+    }
+
+    /// A cyclic document that missed more than 1 % of its periods and does
+    /// not say so (written before runs said it) gets the warning; one that
+    /// says it, one within 1 %, or another experiment, do not.
+    #[test]
+    fn missed_periods_are_warned_of_in_older_documents() {
+        let missed = |d: &ResultDocument| {
+            doc_warnings(d)
+                .into_iter()
+                .filter(|w| w.contains("of the periods were missed"))
+                .collect::<Vec<_>>()
+        };
+        let d = doc(vec![periodic(2, false)]);
+        assert_eq!(
+            missed(&d),
+            ["2.0% of the periods were missed (2 of 100: wake-ups after the following deadline); percentiles over the wake-ups alone leave them out"]
+        );
+        let mut said = d.clone();
+        said.warnings = vec!["thread 1: 2.0% of the periods were missed (...)".into()];
+        assert_eq!(missed(&said).len(), 1);
+        let mut other = d.clone();
+        other.experiment = "irq".into();
+        assert!(missed(&other).is_empty());
+        assert!(
+            missed(&doc(vec![periodic_of(99, 1, false)])).is_empty(),
+            "1 of 100 is not above 1 %"
+        );
+        assert_eq!(
+            missed(&doc(vec![periodic_of(98, 1, false)])).len(),
+            1,
+            "1 of 99 is"
+        );
+        // Several series: the union's counters.
+        let mut t = periodic(0, false);
+        t.label = "thread 0".into();
+        assert_eq!(missed(&doc(vec![t.clone(), periodic(2, false)])).len(), 1);
+        assert!(missed(&doc(vec![periodic(2, false), t.clone(), t])).len() == 1);
+    }
+
+    /// A load that fell short is highlighted, and the table says why.
+    #[test]
+    fn loads_table_marks_a_load_that_fell_short() {
+        let short = serde_json::json!({"spec": "cpu:50", "fell_short": true});
+        let fine = serde_json::json!({"spec": "cpu:100", "fell_short": false});
+        let old = serde_json::json!({"spec": "cpu:25"});
+        let t = loads_table(&[fine.clone(), short, old.clone()]);
+        assert_eq!(t.matches("<tr class=\"short\">").count(), 1, "{t}");
+        let row = t
+            .lines()
+            .find(|l| l.starts_with("<tr class=\"short\">"))
+            .unwrap();
+        assert!(row.contains(">cpu:50<") && row.contains(">true<"), "{t}");
+        assert!(t.contains("Highlighted: a load that fell short"), "{t}");
+        let t = loads_table(&[fine, old]);
+        assert!(!t.contains("short\""), "{t}");
+        assert!(!t.contains("Highlighted"), "{t}");
     }
 
     /// A PREEMPT_RT kernel reads "PREEMPT_RT" once (the kernel lab's RT

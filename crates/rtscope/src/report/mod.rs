@@ -11,6 +11,7 @@ pub mod charts;
 pub mod compare;
 pub mod html;
 pub mod hwlat;
+pub mod noise;
 #[cfg(test)]
 mod snapshot_tests;
 pub mod stats;

@@ -174,6 +174,26 @@ fn compare_text_same_run() {
     insta::assert_snapshot!(compare::text(&c));
 }
 
+/// A run whose load fell short is said in the comparison, by its name.
+#[test]
+fn compare_text_warns_of_a_load_that_fell_short() {
+    let mut short = fixed_doc("b", 3000);
+    short.loads[0].spec = "cpu:50".into();
+    short.loads[0].fell_short = true;
+    let runs = vec![run("board-a", fixed_doc("a", 0)), run("board-b", short)];
+    let c = compare::build(String::new(), runs, &[]).unwrap();
+    let t = compare::text(&c);
+    let w: Vec<&str> = t.lines().filter(|l| l.contains("fell short")).collect();
+    assert_eq!(
+        w,
+        [
+            "warning: board-b: load cpu:50 fell short of what it was asked for: \
+          a verdict on this run compares against a load that did not happen"
+        ],
+        "{t}"
+    );
+}
+
 #[test]
 fn summary_table_html() {
     let d = fixed_doc("a", 0);

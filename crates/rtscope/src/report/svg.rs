@@ -307,13 +307,24 @@ impl Chart {
             }
             let mut d = String::new();
             let mut last: Option<(String, String)> = None;
-            for (i, (x, y)) in line.points.iter().enumerate() {
+            for (x, y) in &line.points {
+                // A point that is not a number breaks the line (a gap).
+                if !x.is_finite() || !y.is_finite() {
+                    last = None;
+                    continue;
+                }
                 let (px, py) = self.px(*x, *y);
                 let p = (f1(px), f1(py));
                 if last.as_ref() == Some(&p) {
                     continue;
                 }
-                let _ = write!(d, "{}{} {}", if i == 0 { "M" } else { "L" }, p.0, p.1);
+                let _ = write!(
+                    d,
+                    "{}{} {}",
+                    if last.is_none() { "M" } else { "L" },
+                    p.0,
+                    p.1
+                );
                 last = Some(p);
             }
             let _ = write!(
