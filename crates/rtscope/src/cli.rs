@@ -1521,6 +1521,45 @@ impl IpcArgs {
 mod tests {
     use super::*;
 
+    /// `--policy deadline` and its parameters reach the options; elsewhere
+    /// the policy is refused.
+    #[test]
+    fn deadline_options_reach_cyclic() {
+        let cli = Cli::try_parse_from([
+            "rtscope",
+            "cyclic",
+            "--policy",
+            "deadline",
+            "-i",
+            "2ms",
+            "--dl-runtime",
+            "100us",
+            "--dl-deadline",
+            "800",
+        ])
+        .unwrap();
+        let Command::Cyclic(a) = cli.command else {
+            panic!("not cyclic");
+        };
+        let o = a.options().unwrap();
+        assert_eq!(o.rt.policy, Policy::Deadline);
+        assert_eq!(o.rt.priority, 0);
+        assert_eq!(o.period_ns, 2_000_000);
+        assert_eq!(
+            o.deadline,
+            crate::experiment::cyclic::DeadlineAsk {
+                runtime_ns: Some(100_000),
+                deadline_ns: Some(800_000),
+            }
+        );
+        let e = a.rt.choice().unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        assert_eq!(
+            a.rt.choice_with_deadline().unwrap().policy,
+            Policy::Deadline
+        );
+    }
+
     /// `CyclicOptions::default()` (what `matrix` starts its cells from) is
     /// what `rtscope cyclic` does with no option.
     #[test]

@@ -138,6 +138,7 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
     ("rtscope-hwlat", &[
         ("Hardware stalls for 10 s, in hwlatdetect's terms: a 950 ms spin of every 1 s window", "rtscope hwlat -D 10s --window 1s --width 950ms --threshold 10us --json hwlat.json"),
         ("The same on CPU 2 only", "rtscope hwlat -a 2 -D 1m"),
+        ("Where the kernel has no hwlat tracer: from user space on CPU 1 (an upper bound)", "rtscope hwlat --method user-space -a 1 -D 30s"),
     ]),
     ("rtscope-irq", &[
         ("Timer interrupt to task, split into its kernel stages", "rtscope irq --source timer -D 60s"),

@@ -1529,6 +1529,22 @@ fn hwlat(root: &Root, f: &Facts) -> Check {
 mod tests {
     use super::*;
 
+    /// Every check runs on any tree, once each, the hwlat row last.
+    #[test]
+    fn every_check_once_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::new(dir.path());
+        let all = all(&root, &Facts::read(&root, None));
+        let ids: Vec<&str> = all.iter().map(|c| c.id).collect();
+        assert_eq!(ids.len(), 28, "{ids:?}");
+        assert_eq!(ids.first(), Some(&"preempt-rt"));
+        assert_eq!(ids.last(), Some(&"hwlat"));
+        let mut unique = ids.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), ids.len(), "{ids:?}");
+    }
+
     /// The hwlat check on fake trees: the tracer from available_tracers or
     /// the kernel's config, the SMI counter by vendor and msr device.
     #[test]

@@ -142,17 +142,8 @@ pub fn attach(
     }
     // Hardware latency on the same CPUs, where the kernel has the hwlat
     // tracer (the hwlat check found it): the machine's own stalls.
-    if checks
-        .iter()
-        .any(|c| c.id == "hwlat" && c.status == super::Status::Ok)
-    {
-        let options = crate::experiment::hwlat::HwlatOptions {
-            cpus: Some(cpus.clone()),
-            duration_ns: window_ns,
-            method: crate::experiment::hwlat::Method::Tracer,
-            outputs: quiet_out.clone(),
-            ..Default::default()
-        };
+    if hwlat_tracer_found(checks) {
+        let options = hwlat_probe_options(&cpus, window_ns);
         if !quiet {
             eprintln!(
                 "rtscope check --measure: {} of hardware latency (the kernel's hwlat tracer) on CPUs {}",
@@ -268,6 +259,28 @@ fn cyclic_text(series: &[rtscope_core::result::Series]) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// The hwlat probe: the kernel's tracer on the probe CPUs for the probe's
+/// time, its defaults otherwise (1 s windows sampled for 500 ms), quiet.
+fn hwlat_probe_options(cpus: &[usize], window_ns: u64) -> crate::experiment::hwlat::HwlatOptions {
+    crate::experiment::hwlat::HwlatOptions {
+        cpus: Some(cpus.to_vec()),
+        duration_ns: window_ns,
+        method: crate::experiment::hwlat::Method::Tracer,
+        outputs: crate::experiment::run::Outputs {
+            quiet: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// Whether the hwlat check found the kernel's tracer (the probe runs then).
+fn hwlat_tracer_found(checks: &[Check]) -> bool {
+    checks
+        .iter()
+        .any(|c| c.id == "hwlat" && c.status == super::Status::Ok)
 }
 
 /// The hwlat probe's figures per CPU: "CPU 1: 3 samples, max 12.0us (inner
@@ -403,6 +416,41 @@ mod tests {
             series("cpu 1", 80_000, 0),
         ]));
         assert!(rt.unwrap().contains("lost 12ms"));
+    }
+
+    #[test]
+    fn the_hwlat_probe_is_the_tracer_quiet_for_the_probe_time() {
+        let o = hwlat_probe_options(&[2, 3], 1_500_000_000);
+        assert_eq!(o.cpus, Some(vec![2, 3]));
+        assert_eq!(o.duration_ns, 1_500_000_000);
+        assert_eq!(o.method, crate::experiment::hwlat::Method::Tracer);
+        assert!(o.outputs.quiet);
+        assert_eq!(o.outputs.json, None);
+        let d = crate::experiment::hwlat::HwlatOptions::default();
+        assert_eq!(
+            (o.window_ns, o.width_ns, o.threshold_ns),
+            (d.window_ns, d.width_ns, d.threshold_ns)
+        );
+    }
+
+    #[test]
+    fn the_hwlat_probe_runs_where_the_tracer_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let tracers = dir.path().join("sys/kernel/tracing/available_tracers");
+        std::fs::create_dir_all(tracers.parent().unwrap()).unwrap();
+        let root = Root::new(dir.path());
+        let checks = |text: &str| {
+            std::fs::write(&tracers, text).unwrap();
+            super::super::audit(&root, None).1
+        };
+        assert!(hwlat_tracer_found(&checks("timerlat osnoise hwlat nop\n")));
+        assert!(!hwlat_tracer_found(&checks("blk function nop\n")));
+        // Another check being ok is not the tracer.
+        let mut other = checks("blk function nop\n");
+        for c in other.iter_mut().filter(|c| c.id != "hwlat") {
+            c.status = super::super::Status::Ok;
+        }
+        assert!(!hwlat_tracer_found(&other));
     }
 
     #[test]

@@ -2014,8 +2014,16 @@ mod deadline_tests {
         // -t without --cpus: as many, unpinned.
         o.threads = Some(3);
         assert_eq!(plan(&o).unwrap().threads.len(), 3);
-        // A fifo plan has none of it.
+        // A fifo plan has none of it; its threads are pinned, one per CPU,
+        // unless -t is given without --cpus.
         let p = plan(&CyclicOptions::default()).unwrap();
+        assert_eq!(p.threads[0].cpus, vec![online_cpus()[0]]);
+        let t2 = plan(&CyclicOptions {
+            threads: Some(2),
+            ..CyclicOptions::default()
+        })
+        .unwrap();
+        assert!(t2.threads.iter().all(|t| t.cpus.is_empty()));
         let v = serde_json::to_value(&p).unwrap();
         assert!(v.get("deadline").is_none());
         assert!(v["threads"][0].get("deadline").is_none());
@@ -2031,6 +2039,128 @@ mod deadline_tests {
             w.starts_with("2 deadline threads could not read their deadline from the kernel"),
             "{w}"
         );
+    }
+
+    /// A deadline measurement thread as `execute` starts it (as root): it
+    /// ends by itself at the end time, its samples on the run's clock
+    /// (CLOCK_MONOTONIC, the latency read on the raw clock), after the start.
+    #[test]
+    fn a_deadline_thread_measures_on_the_runs_clock() {
+        if sys::geteuid() != 0 {
+            return;
+        }
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        let (sink, source) = ring(256);
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let (start_tx, start_rx) = mpsc::channel();
+        let counters = Arc::new(GridCounters::default());
+        let p = params(100_000, 1_000_000, 1_000_000);
+        let rt = RtChoice::new(Policy::Other, 0, true, true).unwrap();
+        let job = ThreadJob {
+            setup: rt.thread_setup(vec![], vec![]),
+            period_ns: 1_000_000,
+            wake: WakeMethod::Absolute,
+            clock: libc::CLOCK_MONOTONIC,
+            loops: Some(1000),
+            duration_ns: Some(20_000_000),
+            warmup: 0,
+            break_above_ns: None,
+            sink,
+            stop: Arc::new(AtomicBool::new(false)),
+            ready: ready_tx,
+            start: start_rx,
+            index: 0,
+            deadline: Some((p, counters)),
+        };
+        let h = std::thread::spawn(move || measure_thread(job));
+        let (_, state) = ready_rx.recv().unwrap();
+        let (st, ready) = state.unwrap();
+        assert_eq!(st.policy, "deadline");
+        assert_eq!(ready.unwrap().granted, p);
+        let start = sys::clock_ns(libc::CLOCK_MONOTONIC) + 1_000_000;
+        start_tx.send(Some(start)).unwrap();
+        let end = h.join().unwrap();
+        let done = sys::clock_ns(libc::CLOCK_MONOTONIC);
+        assert!(matches!(end, Some(LoopEnd::Duration)), "{end:?}");
+        let mut got = Vec::new();
+        let mut source = source;
+        source.drain(|s| got.push(*s));
+        assert!(!got.is_empty());
+        for s in &got {
+            assert!(
+                (start..=done).contains(&s.t_ns),
+                "{} {start} {done}",
+                s.t_ns
+            );
+        }
+    }
+
+    /// A deadline thread's series: its parameters and counters; one that
+    /// could not read the kernel's deadline is named in a warning.
+    #[test]
+    fn deadline_series_attributes_and_the_uncalibrated_warning() {
+        let view = |calibration: Option<Calibration>| {
+            let (_, source) = ring(16);
+            ThreadView {
+                plan: ThreadPlan {
+                    index: 0,
+                    cpus: vec![],
+                    period_ns: 1_000_000,
+                    deadline: Some(params(100_000, 1_000_000, 1_000_000)),
+                },
+                state: None,
+                deadline: Some((
+                    DeadlineReady {
+                        granted: params(100_000, 1_000_000, 1_000_000),
+                        calibration,
+                    },
+                    std::sync::Arc::new(GridCounters::default()),
+                )),
+                rec: SeriesRecorder::new(0, 4, None),
+                last: None,
+                us_bins: None,
+                source,
+            }
+        };
+        let agg = |views: Vec<ThreadView>| Aggregate {
+            threads: views,
+            all: SeriesRecorder::new(0, 4, None),
+            raw: None,
+            tracer: None,
+            live: None,
+        };
+        let cal = Calibration {
+            offset_ns: 5,
+            window_ns: 7,
+        };
+        let a = agg(vec![view(Some(cal)), view(None), view(None)]);
+        a.threads[0]
+            .deadline
+            .as_ref()
+            .unwrap()
+            .1
+            .reanchored
+            .store(3, Ordering::Relaxed);
+        a.threads[0]
+            .deadline
+            .as_ref()
+            .unwrap()
+            .1
+            .early
+            .store(2, Ordering::Relaxed);
+        let (series, warnings) = a.series();
+        let at = &series[0].attributes;
+        assert_eq!(at["dl_runtime_ns"], 100_000);
+        assert_eq!(at["dl_deadline_ns"], 1_000_000);
+        assert_eq!(at["dl_period_ns"], 1_000_000);
+        assert_eq!(at["dl_calibration_window_ns"], 7);
+        assert_eq!(at["dl_reanchored"], 3);
+        assert_eq!(at["dl_early"], 2);
+        assert!(series[1].attributes["dl_calibration_window_ns"].is_null());
+        assert_eq!(warnings, [uncalibrated_warning(2).unwrap()]);
+        let (_, warnings) = agg(vec![view(Some(cal))]).series();
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 
     /// A deadline thread's set-up: admitted, what the kernel holds read back

@@ -109,7 +109,7 @@ pub struct HwlatOptions {
 }
 
 impl Default for HwlatOptions {
-    /// hwlatdetect's defaults: 10 s, a 1 s window sampled for 500 ms, 10 µs.
+    /// The kernel's defaults (a 1 s window sampled for 500 ms, 10 µs), for 10 s.
     fn default() -> Self {
         HwlatOptions {
             cpus: None,
@@ -793,9 +793,11 @@ impl Observer for Unexplained {
     }
 }
 
-/// The user-space method: noise's engine with kernel trace events.
-fn run_user_space(plan: &HwlatPlan, why: String) -> Result<Finished> {
-    let opts = NoiseOptions {
+/// The noise engine's options for the user-space method: the same CPUs,
+/// duration and threshold, always traced; its own files none (the document
+/// is hwlat's).
+fn noise_options(plan: &HwlatPlan) -> NoiseOptions {
+    NoiseOptions {
         cpus: Some(plan.cpus.clone()),
         duration_ns: plan.duration_ns,
         threshold_ns: plan.threshold_ns,
@@ -811,8 +813,12 @@ fn run_user_space(plan: &HwlatPlan, why: String) -> Result<Finished> {
             quiet: plan.outputs.quiet,
             ..Default::default()
         },
-    };
-    let np = super::noise::plan(&opts)?;
+    }
+}
+
+/// The user-space method: noise's engine with kernel trace events.
+fn run_user_space(plan: &HwlatPlan, why: String) -> Result<Finished> {
+    let np = super::noise::plan(&noise_options(plan))?;
     let mut obs = Unexplained::new(&plan.cpus, plan.threshold_ns, plan.spikes);
     let smi_before = smi_read(&plan.cpus);
     let labels: Vec<String> = plan.cpus.iter().map(|&c| label(c)).collect();
@@ -1315,6 +1321,30 @@ mod tests {
         let s = u.per[0].rec.to_series("cpu 1", 0);
         assert_eq!(s.spikes[0].t_ns, 9_000);
         assert!(u.live.take().unwrap().finish(Vec::new).is_empty());
+    }
+
+    #[test]
+    fn the_noise_engine_is_asked_for_the_same_run_traced() {
+        let mut o = options();
+        o.outputs.quiet = true;
+        o.outputs.json = Some("h.json".into());
+        o.threshold_ns = 20_000;
+        o.source = Some("monotonic".into());
+        let p = plan(&o).unwrap();
+        let n = noise_options(&p);
+        assert_eq!(n.cpus, Some(vec![0]));
+        assert_eq!((n.duration_ns, n.threshold_ns), (p.duration_ns, 20_000));
+        assert!(n.trace);
+        assert_eq!(n.source.as_deref(), Some("monotonic"));
+        assert_eq!(
+            (n.trace_buffer_kb, n.spikes, n.calibration_window_ns),
+            (4096, 16, 200_000_000)
+        );
+        // Quiet as asked; the document and report are hwlat's, not noise's.
+        assert!(n.outputs.quiet);
+        assert_eq!((n.outputs.json, n.outputs.report), (None, None));
+        o.outputs.quiet = false;
+        assert!(!noise_options(&plan(&o).unwrap()).outputs.quiet);
     }
 
     #[test]

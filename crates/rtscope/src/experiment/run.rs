@@ -139,7 +139,16 @@ fn check_deadline_allowed() -> Result<()> {
     let res = std::thread::spawn(move || probe.apply().map(|_| ()))
         .join()
         .unwrap_or(Ok(()));
-    match res {
+    deadline_refusal(res)
+}
+
+/// The probe's outcome as [`check_deadline_allowed`] answers it: only EPERM
+/// refuses (other errors, such as admission control's, depend on the run's
+/// own parameters and are the threads' to report).
+fn deadline_refusal(
+    probe: std::result::Result<(), rtscope_core::deadline::DeadlineError>,
+) -> Result<()> {
+    match probe {
         Err(e) if e.errno == Some(libc::EPERM) => Err(anyhow::anyhow!(e.message)),
         _ => Ok(()),
     }
@@ -816,6 +825,73 @@ mod tests {
         assert!(RtChoice::with_deadline(Policy::Fifo, 0, false, false).is_err());
         // A deadline run is no run without real-time scheduling.
         assert!(d.check_allowed().is_ok());
+    }
+
+    #[test]
+    fn only_a_deadline_refusal_for_privilege_stops_a_run_early() {
+        use rtscope_core::deadline::DeadlineError;
+        let err = |errno: Option<i32>| {
+            Err(DeadlineError {
+                errno,
+                message: format!("m {errno:?}"),
+            })
+        };
+        assert!(deadline_refusal(Ok(())).is_ok());
+        assert_eq!(
+            deadline_refusal(err(Some(libc::EPERM)))
+                .unwrap_err()
+                .to_string(),
+            format!("m {:?}", Some(libc::EPERM))
+        );
+        assert!(deadline_refusal(err(Some(libc::EBUSY))).is_ok());
+        assert!(deadline_refusal(err(None)).is_ok());
+    }
+
+    /// A run's warnings: the system's and the set-up's, the one of a run
+    /// without real-time scheduling (not a deadline run's), then the
+    /// experiment's own, last.
+    #[test]
+    fn a_run_without_real_time_scheduling_says_so() {
+        let settings = |rt: RtChoice| RunSettings {
+            rt,
+            loads: &[],
+            load_cpus: None,
+            quiet: true,
+        };
+        let warnings = |rt: RtChoice| {
+            let run = begin(&settings(rt), "").unwrap();
+            run.document(
+                "cyclic",
+                &serde_json::json!({}),
+                vec![],
+                EndReason::Loops,
+                vec!["its own".into()],
+            )
+            .warnings
+        };
+        let other = RtChoice::new(Policy::Fifo, 95, true, true).unwrap();
+        let w = warnings(other);
+        assert_eq!(w.last().map(String::as_str), Some("its own"));
+        assert_eq!(
+            w[w.len() - 2],
+            "measured as SCHED_OTHER without real-time priority (--no-rt)"
+        );
+        let batch = RtChoice::new(Policy::Batch, 0, false, true).unwrap();
+        assert!(warnings(batch)
+            .contains(&"measured as SCHED_BATCH without real-time priority".to_string()));
+        if sys::geteuid() == 0 {
+            for rt in [
+                RtChoice::new(Policy::Fifo, 10, false, true).unwrap(),
+                RtChoice::with_deadline(Policy::Deadline, 0, false, true).unwrap(),
+            ] {
+                let w = warnings(rt);
+                assert!(
+                    !w.iter().any(|w| w.contains("without real-time priority")),
+                    "{w:?}"
+                );
+                assert_eq!(w.last().map(String::as_str), Some("its own"));
+            }
+        }
     }
 
     /// The deadline probe inherits the caller's affinity: narrowed to one

@@ -218,10 +218,15 @@ pub fn section(d: &ResultDocument) -> String {
             .and_then(|d| d.as_array())
             .map(|d| d.iter().filter_map(|x| x.as_str()).collect())
             .unwrap_or_default();
-        let text = if diffs.is_empty() && r.get("error").is_none_or(|e| e.is_null()) {
-            "tracefs was given back as it was.".to_string()
-        } else {
-            format!("tracefs after the run: {}.", diffs.join("; "))
+        let error = r.get("error").and_then(|e| e.as_str());
+        let expanded = r.get("kernel_expanded_buffer").and_then(|e| e.as_bool()) == Some(true);
+        let text = match (error, diffs.as_slice()) {
+            (Some(e), _) => format!("tracefs was NOT given back: {e}."),
+            (None, []) => "tracefs was given back as it was.".to_string(),
+            (None, [one]) if expanded => format!(
+                "tracefs was given back as it was, but for the kernel's one-way expansion of a ring buffer never used since boot ({one})."
+            ),
+            (None, d) => format!("tracefs is NOT as it was: {}.", d.join("; ")),
         };
         let _ = writeln!(s, "<p class=\"sub hwlat-restored\">{}</p>", esc(&text));
     }
@@ -308,6 +313,52 @@ mod tests {
             legend,
             [("cpu 1 inner", color(0)), ("cpu 1 outer", color(1))]
         );
+        // The axes: the run's 10 s (the samples are within), and the
+        // latencies 8.5 ms to 157 ms with room, in ms.
+        assert_eq!(
+            c.x.scale,
+            Scale::Linear {
+                min: 0.0,
+                max: 10.0
+            }
+        );
+        assert_eq!(
+            c.y.scale,
+            Scale::Log {
+                min: 12_816_000.0 / 1.5,
+                max: 157_147_000.0 * 1.5
+            }
+        );
+        assert_eq!(c.y.label, "latency (ms, log)");
+        assert!(
+            c.y.ticks
+                .iter()
+                .any(|t| t == &(100_000_000.0, "100".to_string())),
+            "{:?}",
+            c.y.ticks
+        );
+        assert_eq!(c.x.ticks.last().map(|t| t.0), Some(10.0));
+        // A sample past the end stretches the time axis.
+        let mut late = d.clone();
+        late.duration_ns = 1_000_000_000;
+        assert_eq!(chart(&late).x.scale, Scale::Linear { min: 0.0, max: 3.0 });
+        // How tracefs was given back, each way.
+        let restored = |r: serde_json::Value| {
+            let mut x = d.clone();
+            x.plan["session"]["tracer"]["restored"] = r;
+            section(&x)
+        };
+        assert!(
+            restored(json!({"differences": ["tracing_on: 1 -> 0"], "error": null}))
+                .contains("tracefs is NOT as it was: tracing_on: 1 -&gt; 0.")
+        );
+        assert!(
+            restored(json!({"differences": [], "error": "tracing_on: EBUSY"}))
+                .contains("tracefs was NOT given back: tracing_on: EBUSY.")
+        );
+        assert!(restored(json!({"differences": ["buffer_size_kb: 7 (expanded: 1408) -> 1410"],
+                                 "kernel_expanded_buffer": true, "error": null}))
+            .contains("one-way expansion of a ring buffer never used since boot (buffer_size_kb: 7 (expanded: 1408) -&gt; 1410)."));
         // Another experiment has no such section.
         let mut other = d.clone();
         other.experiment = "noise".into();
@@ -356,9 +407,16 @@ mod tests {
             seq: 4,
             cpu: 0,
         });
-        let d = doc("user-space", vec![s]);
+        let mut second = s.clone();
+        second.label = "cpu 3".into();
+        let d = doc("user-space", vec![s, second]);
         let h = section(&d);
         assert!(h.contains("From user space (no &lt;tracer&gt;)"), "{h}");
+        // One colour per CPU (its first of two).
+        let p = points(&d);
+        assert_eq!((p[0].0, p[1].0), (0, 2));
+        assert_eq!(chart(&d).lines[1].color, color(2));
+        let d = doc("user-space", vec![d.series[0].clone()]);
         assert!(h.contains("<b>upper bound</b>"));
         assert!(h.contains("<tr><td>0</td><td>0</td><td>–</td><td>–</td><td>–</td><td>–</td><td>–</td><td>0</td></tr>"), "{h}");
         let p = points(&d);
