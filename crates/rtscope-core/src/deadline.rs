@@ -233,6 +233,58 @@ fn ratio(period: u64, runtime: u64) -> u64 {
 pub struct BandwidthLimit {
     pub runtime_us: u64,
     pub period_us: u64,
+    /// What the kernel's own servers hold of each CPU inside that share
+    /// (the fair-class server since 6.12), if any.
+    pub reserved: Option<ServerReserve>,
+}
+
+/// A per-CPU reservation the kernel holds out of the deadline bandwidth for
+/// itself: the fair-class deadline server (`sched/fair_server/cpuN` in
+/// debugfs; 50 ms of every 1 s by default since Linux 6.12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerReserve {
+    pub runtime_ns: u64,
+    pub period_ns: u64,
+    /// Taken from the kernel's defaults because debugfs could not be read.
+    pub assumed: bool,
+}
+
+impl ServerReserve {
+    /// The fair server's reservation on `cpus`: the largest one read from
+    /// `debugfs` (`None` where every CPU's server is off), or where nothing
+    /// can be read the kernel's default on 6.12 and later (`release`), none
+    /// before.
+    pub fn fair_server(debugfs: &std::path::Path, cpus: &[usize], release: &str) -> Option<Self> {
+        use crate::noise::throttle::{fair_server_kernel, read_fair_server, FAIR_SERVER_DEFAULT};
+        let read: Vec<(u64, u64)> = cpus
+            .iter()
+            .filter_map(|&c| read_fair_server(debugfs, c))
+            .collect();
+        if read.is_empty() {
+            return fair_server_kernel(release).then_some(ServerReserve {
+                period_ns: FAIR_SERVER_DEFAULT.0,
+                runtime_ns: FAIR_SERVER_DEFAULT.1,
+                assumed: true,
+            });
+        }
+        read.into_iter()
+            .filter(|&(period, runtime)| period > 0 && runtime > 0)
+            .max_by_key(|&(period, runtime)| ratio(period, runtime))
+            .map(|(period_ns, runtime_ns)| ServerReserve {
+                runtime_ns,
+                period_ns,
+                assumed: false,
+            })
+    }
+
+    /// The reservation in per cent of a CPU.
+    pub fn percent(&self) -> f64 {
+        self.runtime_ns as f64 * 100.0 / self.period_ns.max(1) as f64
+    }
+
+    fn bandwidth(&self) -> u64 {
+        ratio(self.period_ns, self.runtime_ns)
+    }
 }
 
 impl BandwidthLimit {
@@ -248,7 +300,19 @@ impl BandwidthLimit {
         (runtime_us >= 0).then_some(BandwidthLimit {
             runtime_us: runtime_us as u64,
             period_us,
+            reserved: None,
         })
+    }
+
+    /// This limit less what `reserved` holds of each CPU.
+    pub fn beside(self, reserved: Option<ServerReserve>) -> BandwidthLimit {
+        BandwidthLimit { reserved, ..self }
+    }
+
+    /// What deadline tasks may still reserve of each CPU, in per cent: the
+    /// limit less the kernel's own reservation.
+    pub fn free_percent(&self) -> f64 {
+        self.percent() - self.reserved.map_or(0.0, |r| r.percent())
     }
 
     /// The limit in per cent of a CPU.
@@ -258,13 +322,14 @@ impl BandwidthLimit {
 
     /// Whether deadline tasks reserving `params` together fit on `cpus` CPUs
     /// of one root domain, as admission control counts (`__dl_overflow`:
-    /// the sum of the tasks' bandwidths at most the limit's times the CPUs).
-    /// Other deadline tasks of the system are not counted: the kernel may
-    /// still refuse.
+    /// the sum of the tasks' bandwidths, with the kernel's own servers', at
+    /// most the limit's times the CPUs). Other deadline tasks of the system
+    /// are not counted: the kernel may still refuse.
     pub fn admits(&self, params: &[DeadlineParams], cpus: usize) -> bool {
+        let servers = u128::from(self.reserved.map_or(0, |r| r.bandwidth())) * cpus as u128;
         let total: u128 = params.iter().map(|p| u128::from(p.bandwidth())).sum();
         let limit = u128::from(ratio(self.period_us, self.runtime_us)) * cpus as u128;
-        total <= limit
+        total + servers <= limit
     }
 }
 
@@ -894,6 +959,73 @@ mod tests {
         assert!(BandwidthLimit::from_sysctls(0, 1_000_000)
             .unwrap()
             .admits(&[], 4));
+    }
+
+    /// The fair server's 5 % counts on each CPU, as on 6.12 and later: on
+    /// 2 CPUs at 95 %, 2 × 90 % fits and 2 × 90.5 % does not (what 6.18 does).
+    #[test]
+    fn the_fair_server_holds_its_share_of_each_cpu() {
+        let server = ServerReserve {
+            runtime_ns: 50_000_000,
+            period_ns: 1_000_000_000,
+            assumed: true,
+        };
+        assert_eq!(server.percent(), 5.0);
+        let l = BandwidthLimit::from_sysctls(950_000, 1_000_000)
+            .unwrap()
+            .beside(Some(server));
+        assert_eq!(l.percent(), 95.0);
+        assert_eq!(l.free_percent(), 90.0);
+        let ninety = p(900_000, 1_000_000, 1_000_000);
+        let more = p(905_000, 1_000_000, 1_000_000);
+        assert!(l.admits(&[ninety, ninety], 2));
+        assert!(!l.admits(&[more, ninety], 2));
+        assert!(l.beside(None).admits(&[more, more], 2));
+        assert_eq!(l.beside(None).free_percent(), 95.0);
+        // The reserve scales with the CPUs: 1 × 185 % cannot fit 2 CPUs' 180 %.
+        assert!(!l.admits(&[p(1_000_000, 1_000_000, 1_000_000), more], 2));
+    }
+
+    /// Read from debugfs where it is there (the largest reservation of the
+    /// CPUs; none where every server is off); the defaults from 6.12 on.
+    #[test]
+    fn the_fair_server_is_read_or_assumed_by_release() {
+        let d = tempfile::tempdir().unwrap();
+        let none = ServerReserve::fair_server(d.path(), &[0, 1], "6.1.0-rt");
+        assert_eq!(none, None);
+        let assumed = ServerReserve::fair_server(d.path(), &[0, 1], "6.18.4").unwrap();
+        assert!(assumed.assumed);
+        assert_eq!(
+            (assumed.runtime_ns, assumed.period_ns),
+            (50_000_000, 1_000_000_000)
+        );
+        let write = |cpu: usize, period: u64, runtime: u64| {
+            let dir = d.path().join(format!("sched/fair_server/cpu{cpu}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("period"), format!("{period}\n")).unwrap();
+            std::fs::write(dir.join("runtime"), format!("{runtime}\n")).unwrap();
+        };
+        write(0, 1_000_000_000, 20_000_000);
+        write(1, 1_000_000_000, 30_000_000);
+        let read = ServerReserve::fair_server(d.path(), &[0, 1], "6.18.4").unwrap();
+        assert_eq!(
+            read,
+            ServerReserve {
+                runtime_ns: 30_000_000,
+                period_ns: 1_000_000_000,
+                assumed: false
+            }
+        );
+        // Only the CPUs asked about count.
+        let first = ServerReserve::fair_server(d.path(), &[0], "6.18.4").unwrap();
+        assert_eq!(first.runtime_ns, 20_000_000);
+        // Servers turned off (runtime 0) reserve nothing.
+        write(0, 1_000_000_000, 0);
+        write(1, 1_000_000_000, 0);
+        assert_eq!(
+            ServerReserve::fair_server(d.path(), &[0, 1], "6.18.4"),
+            None
+        );
     }
 
     fn facts() -> DeadlineFacts {

@@ -38,7 +38,7 @@ use rtscope_core::cyclic::{
 };
 use rtscope_core::deadline::{
     run_deadline_loop, BandwidthLimit, Calibration, DeadlineConfig, DeadlineParams, GridCounters,
-    ParamError, PeriodLimits, SchedDeadline, SchedFile,
+    ParamError, PeriodLimits, SchedDeadline, SchedFile, ServerReserve,
 };
 use rtscope_core::file::OutFile;
 use rtscope_core::named::MeasureClock;
@@ -264,7 +264,13 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
             &periods,
             online.len(),
             &PeriodLimits::of_system(),
-            BandwidthLimit::of_system(),
+            BandwidthLimit::of_system().map(|l| {
+                l.beside(ServerReserve::fair_server(
+                    std::path::Path::new("/sys/kernel/debug"),
+                    &online,
+                    &rtscope_core::sys::uname().1,
+                ))
+            }),
         )?;
         for (t, p) in threads.iter_mut().zip(params) {
             t.deadline = Some(p);
@@ -402,12 +408,23 @@ fn deadline_params(
     }
     if let Some(l) = limit.filter(|l| !l.admits(&out, cpus)) {
         let total: f64 = out.iter().map(DeadlineParams::percent).sum();
+        let server = l.reserved.map_or(String::new(), |r| {
+            format!(
+                ", less the fair-class server's {:.0}% of each{}",
+                r.percent(),
+                if r.assumed {
+                    " (the kernel's default: /sys/kernel/debug/sched/fair_server is not readable)"
+                } else {
+                    ""
+                }
+            )
+        });
         return Err(usage(format!(
             "the {} deadline threads would reserve {total:.1}% of a CPU, more than the {:.0}% \
-             deadline tasks may have on {cpus} CPUs ({:.0}% of each, kernel.sched_rt_runtime_us): \
-             lower --dl-runtime, lengthen the period or run fewer threads (-t)",
+             deadline tasks may have on {cpus} CPUs ({:.0}% of each, kernel.sched_rt_runtime_us\
+             {server}): lower --dl-runtime, lengthen the period or run fewer threads (-t)",
             out.len(),
-            l.percent() * cpus as f64,
+            l.free_percent() * cpus as f64,
             l.percent()
         )));
     }
@@ -1934,6 +1951,39 @@ mod deadline_tests {
         );
         // No limit (sched_rt_runtime_us -1): the kernel admits everything.
         assert!(deadline_params(&sixty, &[1_000_000; 4], 2, &LIMITS, None).is_ok());
+        // The fair-class server holds 5 % of each CPU (Linux 6.12 and later):
+        // 2 × 90 % fits, 2 × 90.5 % is refused before the kernel would.
+        let server = |assumed| {
+            limit.map(|l| {
+                l.beside(Some(ServerReserve {
+                    runtime_ns: 50_000_000,
+                    period_ns: 1_000_000_000,
+                    assumed,
+                }))
+            })
+        };
+        let ninety = ask(Some(900_000), None);
+        assert!(deadline_params(&ninety, &[1_000_000; 2], 2, &LIMITS, server(true)).is_ok());
+        let more = ask(Some(905_000), None);
+        assert!(deadline_params(&more, &[1_000_000; 2], 2, &LIMITS, limit).is_ok());
+        let e = deadline_params(&more, &[1_000_000; 2], 2, &LIMITS, server(true)).unwrap_err();
+        assert_eq!(exit_code(&e), EXIT_USAGE);
+        assert_eq!(
+            e.to_string(),
+            "the 2 deadline threads would reserve 181.0% of a CPU, more than the 180% deadline \
+             tasks may have on 2 CPUs (95% of each, kernel.sched_rt_runtime_us, less the \
+             fair-class server's 5% of each (the kernel's default: \
+             /sys/kernel/debug/sched/fair_server is not readable)): lower --dl-runtime, lengthen \
+             the period or run fewer threads (-t)"
+        );
+        let e = deadline_params(&more, &[1_000_000; 2], 2, &LIMITS, server(false)).unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "(95% of each, kernel.sched_rt_runtime_us, less the \
+                 fair-class server's 5% of each): lower"
+            ),
+            "{e}"
+        );
         // The defaults always fit an idle system.
         for n in 1..=9 {
             assert!(
