@@ -1026,6 +1026,12 @@ mod tests {
             ServerReserve::fair_server(d.path(), &[0, 1], "6.18.4"),
             None
         );
+        // Nor does a period of 0 (no server the kernel would run).
+        write(1, 0, 30_000_000);
+        assert_eq!(
+            ServerReserve::fair_server(d.path(), &[0, 1], "6.18.4"),
+            None
+        );
     }
 
     fn facts() -> DeadlineFacts {
