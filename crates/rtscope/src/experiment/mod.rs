@@ -18,4 +18,3 @@ pub mod period;
 pub mod repeat;
 pub mod run;
 pub mod timer;
-pub mod timer_service;

@@ -27,7 +27,7 @@ use rtscope_core::timer::service::{Design, Fired, TimerService};
 use rtscope_core::timer::Compensation;
 use rtscope_core::units::format_ns;
 
-use super::timer::{pct, ServiceDesign, TimerPlan};
+use super::{pct, ServiceDesign, TimerPlan};
 use crate::output::timer::ServiceCell;
 
 /// One expiry as the application saw it.
@@ -150,7 +150,7 @@ pub fn run_service(
     let mut comps = plan.compensations.clone();
     // The uncompensated cell is the static compensation's calibration: first.
     comps.sort_by_key(|c| *c != Compensation::None);
-    let (state, cells) = super::timer::on_rt_thread(app, plan.cpu, stop, || {
+    let (state, cells) = super::on_rt_thread(app, plan.cpu, stop, || {
         let mut out = Vec::new();
         for &d in &sp.designs {
             let design = match d {

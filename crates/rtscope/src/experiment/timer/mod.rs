@@ -37,12 +37,21 @@ use crate::error::usage;
 use crate::output::progress::Progress;
 use crate::output::timer::{BeaconCell, TimerCell};
 
+mod beacon;
+mod service;
+mod sweep;
+
+use sweep::{sweep_cell_ms, sweep_duration_ns, sweep_policy, sweep_series};
+
 /// The beacon interval of order 0 (IEEE 802.15.4): 15.36 ms.
 pub const BEACON_BASE_NS: u64 = 15_360_000;
+
 /// The largest beacon order (251.66 s).
 pub const MAX_ORDER: u32 = 14;
+
 /// The longest delay a sweep accepts.
 pub const MAX_DELAY_NS: u64 = 1_000_000_000;
+
 /// Wakes of each cell before recording (the adaptive estimators settle).
 pub const WARMUP_ROUNDS: u64 = 5;
 
@@ -259,21 +268,6 @@ fn parse_apis(list: &[String]) -> Result<Vec<WaitApi>> {
         }
     }
     Ok(out)
-}
-
-/// The expected length of a sweep, ns.
-fn sweep_duration_ns(p: &TimerPlan) -> u64 {
-    let per_round: u64 = p.delays_ns.iter().map(|d| d + 60_000).sum();
-    let cells = (p.apis.len() * p.compensations.len() * p.policies.len()) as u64;
-    let cal = if p.wants_calibration() && p.loaded_calibration.is_none() {
-        let c: u64 = p.calibration_delays_ns.iter().map(|d| d + 60_000).sum();
-        // Warm-up and two passes (calibrate::measure).
-        let rounds = calibrate::warmup_rounds(p.calibration_wakes) + 2 * p.calibration_wakes;
-        c * rounds as u64 * (p.apis.len() * p.policies.len()) as u64
-    } else {
-        0
-    };
-    per_round * (p.wakes + WARMUP_ROUNDS) * cells + cal
 }
 
 /// Turns options into a validated plan.
@@ -519,24 +513,6 @@ impl<W: OneShotWait> OneShotWait for StopWait<'_, W> {
     }
 }
 
-/// One recorded wake.
-#[derive(Debug, Clone, Copy, Default)]
-struct Rec {
-    t_ns: u64,
-    error_ns: i64,
-    lateness_ns: i64,
-    margin_ns: u64,
-    spin_ns: u64,
-}
-
-/// The wakes of one cell (API × compensation × policy), per delay.
-struct CellData {
-    api: WaitApi,
-    comp: Compensation,
-    policy: Policy,
-    per_delay: Vec<Vec<Rec>>,
-}
-
 /// The clock every wait is measured on.
 const CLOCK: PosixClock = PosixClock(libc::CLOCK_MONOTONIC);
 
@@ -573,127 +549,6 @@ fn calibrate_one<W: OneShotWait>(
         residual_ns: m.residual_ns,
         wakes_per_delay: plan.calibration_wakes,
     })
-}
-
-/// The measurement thread of one policy (sweep).
-fn sweep_policy(
-    plan: &TimerPlan,
-    policy: Policy,
-    cal: &mut Calibration,
-    stop: &AtomicBool,
-    progress: (&Progress, &mut u64),
-) -> Result<Vec<CellData>, String> {
-    let (progress, done_ms) = progress;
-    let cell_ms = sweep_cell_ms(plan);
-    let mut out = Vec::new();
-    for &api in &plan.apis {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let sys_wait =
-            SystemWait::open(api).map_err(|e| format!("{api}: cannot set up the wait: {e}"))?;
-        let mut wait = StopWait {
-            inner: sys_wait,
-            stop,
-        };
-        for &comp in &plan.compensations {
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-            // Calibrated right before the first cell that uses it (the
-            // lateness drifts by µs within seconds here: every second between
-            // calibration and the static cell shows in its median error).
-            if comp != Compensation::None && cal.offset(api, policy.name()).is_none() {
-                match calibrate_one(&mut wait, api, policy, plan, stop) {
-                    Ok(e) => cal.insert(e),
-                    Err(e) if is_stop(&e) => break,
-                    Err(e) => return Err(format!("{api}: calibration failed: {e}")),
-                }
-            }
-            let tuning = SleepTuning {
-                static_offset_ns: offset_for(cal, api, policy),
-                ..plan.tuning
-            };
-            progress.step(
-                *done_ms,
-                cell_ms,
-                &format!("{} {api} {comp}", policy.name()),
-            );
-            *done_ms += cell_ms;
-            let mut ps = PreciseSleep::new(&mut wait, CLOCK, comp, tuning);
-            let mut per_delay: Vec<Vec<Rec>> = plan
-                .delays_ns
-                .iter()
-                .map(|_| Vec::with_capacity(plan.wakes as usize))
-                .collect();
-            // Static compensation subtracts the lateness calibrated at each delay.
-            let offsets: Vec<u64> = plan
-                .delays_ns
-                .iter()
-                .map(|&d| {
-                    cal.offset_at(api, policy.name(), d)
-                        .unwrap_or(tuning.static_offset_ns)
-                })
-                .collect();
-            let res = sweep_cell(
-                &mut ps,
-                &plan.delays_ns,
-                &offsets,
-                plan.wakes,
-                &mut per_delay,
-                stop,
-            );
-            match res {
-                Ok(()) => {}
-                Err(e) if is_stop(&e) => {}
-                Err(e) => return Err(format!("{api} {comp}: {e}")),
-            }
-            out.push(CellData {
-                api,
-                comp,
-                policy,
-                per_delay,
-            });
-        }
-    }
-    Ok(out)
-}
-
-/// The hot loop of one cell: warm-up rounds, then `wakes` rounds over the
-/// delays. Only the wait, the clock reads and pushes into reserved buffers.
-fn sweep_cell<W: OneShotWait>(
-    ps: &mut PreciseSleep<W, PosixClock>,
-    delays: &[u64],
-    offsets: &[u64],
-    wakes: u64,
-    bufs: &mut [Vec<Rec>],
-    stop: &AtomicBool,
-) -> io::Result<()> {
-    for _ in 0..WARMUP_ROUNDS {
-        for (&d, &o) in delays.iter().zip(offsets) {
-            ps.set_static_offset(o);
-            let t0 = sys::clock_ns(libc::CLOCK_MONOTONIC);
-            ps.sleep_until(t0 + d)?;
-        }
-    }
-    for _ in 0..wakes {
-        for (j, &d) in delays.iter().enumerate() {
-            if stop.load(Ordering::Relaxed) {
-                return Ok(());
-            }
-            ps.set_static_offset(offsets[j]);
-            let t0 = sys::clock_ns(libc::CLOCK_MONOTONIC);
-            let w: Wake = ps.sleep_until(t0 + d)?;
-            bufs[j].push(Rec {
-                t_ns: w.actual_ns,
-                error_ns: w.error_ns(),
-                lateness_ns: w.lateness_ns(),
-                margin_ns: w.requested_ns - w.target_ns,
-                spin_ns: w.spin_ns,
-            });
-        }
-    }
-    Ok(())
 }
 
 /// Runs the experiment from the command line.
@@ -887,12 +742,12 @@ pub fn execute(plan: &TimerPlan) -> Result<Finished> {
         }
         TimerMode::Beacon => {
             progress.step(0, total_ms, "beacon chains");
-            let (st, s) = beacon(plan, &mut cal, stop)?;
+            let (st, s) = beacon::beacon(plan, &mut cal, stop)?;
             threads.extend(st);
             series = s;
         }
         TimerMode::Service => {
-            let (st, s) = super::timer_service::run_service(plan, &mut cal, stop, origin)?;
+            let (st, s) = service::run_service(plan, &mut cal, stop, origin)?;
             threads.push(st);
             series = s;
         }
@@ -912,11 +767,6 @@ pub fn execute(plan: &TimerPlan) -> Result<Finished> {
     Ok(run.finish("timer", &doc_plan, series, end, warnings))
 }
 
-/// The expected wait time of one sweep cell (every delay, `wakes` times), ms.
-fn sweep_cell_ms(plan: &TimerPlan) -> u64 {
-    plan.wakes * plan.delays_ns.iter().sum::<u64>() / 1_000_000
-}
-
 /// Exact percentile of sorted values.
 pub(crate) fn pct(sorted: &[i64], p: f64) -> i64 {
     if sorted.is_empty() {
@@ -934,315 +784,6 @@ pub(crate) fn abs_median(errs: &[i64]) -> u64 {
         0 => 0,
         n => abs[n.div_ceil(2) - 1],
     }
-}
-
-/// One series per delay of a cell.
-fn sweep_series(plan: &TimerPlan, c: &CellData, origin: u64) -> Vec<Series> {
-    let mut out = Vec::new();
-    for (j, recs) in c.per_delay.iter().enumerate() {
-        if recs.is_empty() {
-            continue;
-        }
-        let d = plan.delays_ns[j];
-        let mut rec = SeriesRecorder::new(origin, 8, None);
-        for (i, r) in recs.iter().enumerate() {
-            rec.record(&Sample {
-                seq: i as u64,
-                t_ns: r.t_ns,
-                latency_ns: r.error_ns,
-                overruns: 0,
-                cpu: plan.cpu as u32,
-            });
-        }
-        let mut errs: Vec<i64> = recs.iter().map(|r| r.error_ns).collect();
-        errs.sort_unstable();
-        let mut late: Vec<i64> = recs.iter().map(|r| r.lateness_ns).collect();
-        late.sort_unstable();
-        let n = recs.len() as f64;
-        let spin: u64 = recs.iter().map(|r| r.spin_ns).sum();
-        let asleep = recs.len() as u64 * d;
-        let cell = TimerCell {
-            api: c.api.name().into(),
-            compensation: c.comp.name().into(),
-            policy: c.policy.name().into(),
-            requested_ns: d,
-            wakes: recs.len() as u64,
-            error_min_ns: errs[0],
-            error_p50_ns: pct(&errs, 0.5),
-            error_p99_ns: pct(&errs, 0.99),
-            error_max_ns: errs[errs.len() - 1],
-            error_mean_ns: errs.iter().map(|&e| e as f64).sum::<f64>() / n,
-            abs_error_mean_ns: errs.iter().map(|&e| e.abs() as f64).sum::<f64>() / n,
-            abs_error_p50_ns: Some(abs_median(&errs)),
-            early: errs.iter().filter(|&&e| e < 0).count() as u64,
-            lateness_p50_ns: pct(&late, 0.5),
-            lateness_p99_ns: pct(&late, 0.99),
-            margin_mean_ns: recs.iter().map(|r| r.margin_ns as f64).sum::<f64>() / n,
-            spin_total_ns: spin,
-            spin_share: spin as f64 / asleep.max(1) as f64,
-        };
-        let mut s = rec.to_series(
-            &format!("{} {} {} {}", c.api, c.comp, c.policy.name(), format_ns(d)),
-            0,
-        );
-        let a = &mut s.attributes;
-        a.insert("api".into(), json!(c.api.name()));
-        a.insert("compensation".into(), json!(c.comp.name()));
-        a.insert("policy".into(), json!(c.policy.name()));
-        a.insert("requested_ns".into(), json!(d));
-        a.insert(
-            "timer".into(),
-            serde_json::to_value(&cell).unwrap_or_default(),
-        );
-        out.push(s);
-    }
-    out
-}
-
-// ---------------------------------------------------------------------------
-// Beacon
-
-/// How a beacon chain is re-armed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum BeaconMode {
-    /// `clock_nanosleep` of one interval from each wake (the naive way).
-    Relative,
-    /// `pselect` of one interval from each wake, as SCHED_OTHER: the kernel
-    /// gives a select/poll timeout of a normal task a slack of 0.1 % of its
-    /// length (at most 100 ms), so the error grows with the interval.
-    RelativeSelect,
-    /// `clock_nanosleep(TIMER_ABSTIME)` on the grid start + c × interval.
-    Absolute,
-    /// The grid through [`PreciseSleep`] with a compensation.
-    Compensated(Compensation),
-}
-
-impl BeaconMode {
-    fn name(self) -> &'static str {
-        match self {
-            BeaconMode::Relative => "relative",
-            BeaconMode::RelativeSelect => "relative-select",
-            BeaconMode::Absolute => "absolute",
-            BeaconMode::Compensated(c) => c.name(),
-        }
-    }
-}
-
-/// One chain: its start and the time of every beacon after it.
-struct Chain {
-    order: u32,
-    start: u64,
-    times: Vec<u64>,
-    spin_ns: u64,
-}
-
-/// Runs one mode's chains, for every order in turn.
-fn beacon_mode(
-    plan: &TimerPlan,
-    mode: BeaconMode,
-    phase_ns: u64,
-    offset: u64,
-    stop: &AtomicBool,
-) -> Result<Vec<Chain>, String> {
-    let b = plan.beacon.as_ref().expect("beacon plan");
-    let tuning = SleepTuning {
-        static_offset_ns: offset,
-        ..plan.tuning
-    };
-    let comp = match mode {
-        BeaconMode::Compensated(c) => c,
-        _ => Compensation::None,
-    };
-    let mut ps = PreciseSleep::new(
-        StopWait {
-            inner: SystemWait::ClockNanosleep,
-            stop,
-        },
-        CLOCK,
-        comp,
-        tuning,
-    );
-    let mut chains = Vec::new();
-    for &order in &b.orders {
-        let interval = BEACON_BASE_NS << order;
-        let mut times = Vec::with_capacity(b.cycles as usize);
-        let start = sys::clock_ns(libc::CLOCK_MONOTONIC) + 20_000_000 + phase_ns;
-        let mut spin = 0;
-        // Every chain starts on an absolute wake at `start`.
-        let r = (|| -> io::Result<()> {
-            ps.sleep_until(start)?;
-            for c in 1..=b.cycles {
-                let t = match mode {
-                    BeaconMode::RelativeSelect => {
-                        let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
-                        StopWait {
-                            inner: SystemWait::Select,
-                            stop,
-                        }
-                        .wait_until(now + interval, now)?;
-                        sys::clock_ns(libc::CLOCK_MONOTONIC)
-                    }
-                    BeaconMode::Relative => {
-                        if !sys::sleep_for_interruptible(libc::CLOCK_MONOTONIC, interval)?
-                            || stop.load(Ordering::Relaxed)
-                        {
-                            return Err(io::ErrorKind::Interrupted.into());
-                        }
-                        sys::clock_ns(libc::CLOCK_MONOTONIC)
-                    }
-                    _ => {
-                        let w = ps.sleep_until(start + c * interval)?;
-                        spin += w.spin_ns;
-                        w.actual_ns
-                    }
-                };
-                times.push(t);
-            }
-            Ok(())
-        })();
-        match r {
-            Ok(()) => {}
-            Err(e) if is_stop(&e) => {
-                chains.push(Chain {
-                    order,
-                    start,
-                    times,
-                    spin_ns: spin,
-                });
-                break;
-            }
-            Err(e) => return Err(format!("beacon {}: {e}", mode.name())),
-        }
-        chains.push(Chain {
-            order,
-            start,
-            times,
-            spin_ns: spin,
-        });
-    }
-    Ok(chains)
-}
-
-fn beacon(
-    plan: &TimerPlan,
-    cal: &mut Calibration,
-    stop: &AtomicBool,
-) -> Result<(Vec<ThreadState>, Vec<Series>)> {
-    let policy = plan.policies[0];
-    let choice = plan.choice(policy);
-    let mut modes = vec![
-        BeaconMode::Relative,
-        BeaconMode::RelativeSelect,
-        BeaconMode::Absolute,
-    ];
-    for c in &plan.compensations {
-        if *c != Compensation::None {
-            modes.push(BeaconMode::Compensated(*c));
-        }
-    }
-    // Calibrate clock_nanosleep first (on a thread set up like the chains').
-    if plan.wants_calibration() && cal.offset(WaitApi::ClockNanosleep, policy.name()).is_none() {
-        let (_, e) = on_rt_thread(choice, plan.cpu, stop, || {
-            let mut w = StopWait {
-                inner: SystemWait::ClockNanosleep,
-                stop,
-            };
-            calibrate_one(&mut w, WaitApi::ClockNanosleep, policy, plan, stop)
-                .map_err(|e| format!("calibration failed: {e}"))
-        })
-        .map_err(|e| anyhow!(e))?;
-        cal.insert(e);
-    }
-    let offset = offset_for(cal, WaitApi::ClockNanosleep, policy);
-    // One thread per mode, all at once, phases 3 ms apart so that their
-    // wakes do not meet.
-    let results: Vec<Result<(ThreadState, Vec<Chain>), String>> = std::thread::scope(|s| {
-        let hs: Vec<_> = modes
-            .iter()
-            .enumerate()
-            .map(|(i, &m)| {
-                // The select chain shows the normal task's timeout slack.
-                let choice = if m == BeaconMode::RelativeSelect {
-                    plan.choice(Policy::Other)
-                } else {
-                    choice
-                };
-                s.spawn(move || {
-                    on_rt_thread(choice, plan.cpu, stop, || {
-                        beacon_mode(plan, m, i as u64 * 3_000_000, offset, stop)
-                    })
-                })
-            })
-            .collect();
-        hs.into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("a beacon thread panicked".into()))
-            })
-            .collect()
-    });
-    let mut threads = Vec::new();
-    let mut series = Vec::new();
-    for (m, r) in modes.iter().zip(results) {
-        let (st, chains) = r.map_err(|e| anyhow!(e))?;
-        threads.push(st);
-        for ch in chains {
-            if ch.times.is_empty() {
-                continue;
-            }
-            series.push(beacon_series(plan, *m, &ch));
-        }
-    }
-    // Table order: by order, then mode.
-    series.sort_by_key(|s| {
-        s.attributes
-            .get("beacon")
-            .and_then(|b| b.get("order"))
-            .and_then(|o| o.as_u64())
-            .unwrap_or(0)
-    });
-    Ok((threads, series))
-}
-
-fn beacon_series(plan: &TimerPlan, mode: BeaconMode, ch: &Chain) -> Series {
-    let interval = BEACON_BASE_NS << ch.order;
-    let mut rec = SeriesRecorder::new(ch.start, 8, None);
-    let mut prev = ch.start as i64;
-    let mut devs = Vec::with_capacity(ch.times.len());
-    for (i, &t) in ch.times.iter().enumerate() {
-        let grid = ch.start + (i as u64 + 1) * interval;
-        rec.record(&Sample {
-            seq: i as u64,
-            t_ns: t,
-            latency_ns: t as i64 - grid as i64,
-            overruns: 0,
-            cpu: plan.cpu as u32,
-        });
-        devs.push(t as i64 - prev - interval as i64);
-        prev = t as i64;
-    }
-    // The first interval starts at the requested start, not the (late) first wake.
-    let n = ch.times.len();
-    let last = ch.times[n - 1] as i64;
-    let cell = BeaconCell {
-        order: ch.order,
-        interval_ns: interval,
-        mode: mode.name().into(),
-        cycles: n as u64,
-        mean_deviation_ns: devs.iter().map(|d| d.abs() as f64).sum::<f64>() / n as f64,
-        max_deviation_ns: devs.iter().map(|d| d.abs()).max().unwrap_or(0),
-        drift_ns: last - (ch.start + n as u64 * interval) as i64,
-        spin_total_ns: ch.spin_ns,
-    };
-    let mut s = rec.to_series(&format!("beacon BO{} {}", ch.order, mode.name()), 0);
-    s.attributes.insert("order".into(), json!(ch.order));
-    s.attributes.insert("mode".into(), json!(mode.name()));
-    s.attributes.insert("interval_ns".into(), json!(interval));
-    s.attributes.insert(
-        "beacon".into(),
-        serde_json::to_value(&cell).unwrap_or_default(),
-    );
-    s
 }
 
 #[cfg(test)]
