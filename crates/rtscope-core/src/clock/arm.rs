@@ -129,7 +129,7 @@ mod aarch64 {
 
     use std::sync::OnceLock;
 
-    use crate::clock::calibrate::DeclaredFrequency;
+    use crate::clock::declared::DeclaredFrequency;
     use crate::clock::{Counter, SourceId, Unavailable};
     use crate::sys;
 
@@ -437,7 +437,7 @@ mod armv7 {
     use core::arch::asm;
     use std::sync::OnceLock;
 
-    use crate::clock::calibrate::DeclaredFrequency;
+    use crate::clock::declared::DeclaredFrequency;
     use crate::clock::{Counter, SourceId, Unavailable};
 
     /// `isb; mrrc p15, 1, lo, hi, c14`: the generic timer's virtual count

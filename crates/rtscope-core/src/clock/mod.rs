@@ -32,6 +32,7 @@
 //! the read itself, not a virtual call.
 
 pub mod calibrate;
+mod declared;
 pub mod measure;
 mod posix;
 pub mod probe;

@@ -12,7 +12,7 @@
 
 use core::arch::x86_64::{__cpuid_count, __rdtscp, _mm_lfence, _rdtsc};
 
-use super::calibrate::{DeclaredFrequency, TscInvariance};
+use super::declared::{DeclaredFrequency, TscInvariance};
 use super::{Counter, SourceId, Unavailable};
 
 /// `rdtsc`.
