@@ -20,6 +20,7 @@ mod live;
 mod load;
 mod output;
 mod report;
+mod signals;
 
 use clap::error::ErrorKind;
 use clap::Parser;

@@ -12,6 +12,7 @@ pub mod facts;
 pub mod measure;
 pub mod root;
 pub mod script;
+pub mod text;
 
 use std::path::PathBuf;
 
@@ -166,7 +167,7 @@ pub fn run(plan: &CheckPlan) -> Result<i32> {
             errors.push(format!("--fix-script {}: {e}", p.display()));
         }
     }
-    crate::output::say(&crate::output::check::text(&rep));
+    crate::output::say(&text::text(&rep));
     if let Some(p) = &plan.json {
         crate::output::say(&format!("result: {}\n", p.display()));
     }

@@ -22,12 +22,13 @@ use rtscope_core::result::{now_rfc3339, write_atomic, EndReason, ResultDocument}
 use rtscope_core::units::format_ns;
 
 use super::cyclic::{self, CyclicOptions};
-use super::run::{Outputs, StopSignals};
+use super::run::Outputs;
 use crate::cli::MatrixArgs;
 use crate::error::{usage, EXIT_OK, EXIT_RUN};
 use crate::load::{parse_spec, LoadSet, LoadSpec};
 use crate::output::matrix::{self as out, CellEntry, CellSummary};
 use crate::output::{out, outln};
+use crate::signals::StopSignals;
 
 /// Version of `matrix.json`'s shape.
 pub const INDEX_VERSION: u32 = 1;

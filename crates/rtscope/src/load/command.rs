@@ -12,9 +12,10 @@ use rtscope_core::units::format_ns;
 use super::{list_text, LoadSet};
 use crate::cli::LoadCmdArgs;
 use crate::error::{usage, EXIT_OK};
-use crate::experiment::run::{deliver, Outputs, StopSignals};
+use crate::experiment::run::{deliver, Outputs};
 use crate::output::files::OutputPaths;
 use crate::output::say;
+use crate::signals::StopSignals;
 
 pub fn run(a: LoadCmdArgs) -> Result<i32> {
     if a.list {

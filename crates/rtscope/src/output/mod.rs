@@ -1,6 +1,5 @@
 //! Sinks: each turns results into bytes for a person or another tool.
 
-pub mod check;
 pub mod clock;
 pub mod cyclictest;
 pub mod files;

@@ -1,6 +1,6 @@
 //! `rtscope check`'s text: one line per check, then the totals.
 
-use crate::check::{CheckReport, Status};
+use super::{CheckReport, Status};
 use crate::output::printable;
 
 /// The audit as text: `STATUS id  found — why. fix: ...`, one line each.
