@@ -224,6 +224,23 @@ pub struct ImportCyclictestArgs {
     pub output: PathBuf,
 }
 
+impl ImportSource {
+    /// The command's plain options.
+    pub fn options(self) -> crate::import::Import {
+        match self {
+            ImportSource::Cyclictest(a) => {
+                crate::import::Import::Cyclictest(crate::import::CyclictestImport {
+                    json: a.json,
+                    histogram: a.histogram,
+                    nsecs: a.nsecs,
+                    cmdline: a.cmdline,
+                    output: a.output,
+                })
+            }
+        }
+    }
+}
+
 /// A duration in ns; a bare number is microseconds.
 pub fn duration_us(s: &str) -> Result<u64, String> {
     parse_duration_ns(s, Unit::Us).map_err(|e| e.to_string())
@@ -348,6 +365,20 @@ pub struct LoadCmdArgs {
     /// Print only the final table.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+impl LoadCmdArgs {
+    /// The command's plain options.
+    pub fn options(self) -> crate::load::command::LoadCommand {
+        crate::load::command::LoadCommand {
+            specs: self.specs,
+            list: self.list,
+            load_cpus: self.load_cpus,
+            duration: self.duration,
+            json: self.json,
+            quiet: self.quiet,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]

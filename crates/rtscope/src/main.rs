@@ -42,8 +42,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Serve(a) => live::serve::run(&a),
         Command::Compare(a) => report::compare::run(a),
         Command::Pool(a) => experiment::repeat::run_pool(&a),
-        Command::Import(s) => import::run(s),
-        Command::Load(a) => load::command::run(a),
+        Command::Import(s) => import::run(s.options()),
+        Command::Load(a) => load::command::run(a.options()),
         Command::Matrix(a) => experiment::matrix::run(a),
         Command::LoadWorker(a) => Ok(load::worker::main(
             &a.spec,

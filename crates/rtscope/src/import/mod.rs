@@ -7,17 +7,37 @@ pub mod cyclictest;
 
 use rtscope_core::file::{input_wait, open_input, Input};
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::cli::{ImportCyclictestArgs, ImportSource};
 use crate::error::{usage, EXIT_OK};
 
+/// What `rtscope import` reads, by the tool that wrote it.
+#[derive(Debug, Clone)]
+pub enum Import {
+    Cyclictest(CyclictestImport),
+}
+
+/// A cyclictest output to import: its `--json` file or its histogram.
+#[derive(Debug, Clone, Default)]
+pub struct CyclictestImport {
+    /// A file written by `cyclictest --json=FILE`.
+    pub json: Option<PathBuf>,
+    /// cyclictest's `-h`/`-H` histogram output.
+    pub histogram: Option<PathBuf>,
+    /// The histogram's bins and values are ns (`cyclictest -N`).
+    pub nsecs: bool,
+    /// The cyclictest command line the histogram came from.
+    pub cmdline: Option<String>,
+    /// Where the result document goes.
+    pub output: PathBuf,
+}
+
 /// `rtscope import SOURCE ...`.
-pub fn run(s: ImportSource) -> Result<i32> {
+pub fn run(s: Import) -> Result<i32> {
     match s {
-        ImportSource::Cyclictest(a) => run_cyclictest(a),
+        Import::Cyclictest(a) => run_cyclictest(a),
     }
 }
 
@@ -106,7 +126,7 @@ impl<R: Read> Read for Capped<R> {
     }
 }
 
-fn run_cyclictest(a: ImportCyclictestArgs) -> Result<i32> {
+fn run_cyclictest(a: CyclictestImport) -> Result<i32> {
     let input = a.json.as_ref().or(a.histogram.as_ref());
     if let Some(p) = input {
         crate::report::refuse_output_onto_input("--output", &a.output, &[p.as_path()])?;

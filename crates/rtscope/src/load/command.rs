@@ -10,14 +10,31 @@ use rtscope_core::system::SystemSnapshot;
 use rtscope_core::units::format_ns;
 
 use super::{list_text, LoadSet};
-use crate::cli::LoadCmdArgs;
 use crate::error::{usage, EXIT_OK};
 use crate::experiment::run::{deliver, Outputs};
 use crate::output::files::OutputPaths;
 use crate::output::say;
 use crate::signals::StopSignals;
 
-pub fn run(a: LoadCmdArgs) -> Result<i32> {
+/// What `rtscope load` runs: the loads alone, for a while, and where the
+/// document of what they achieved goes.
+#[derive(Debug, Clone, Default)]
+pub struct LoadCommand {
+    /// The loads to run.
+    pub specs: Vec<super::LoadSpec>,
+    /// List the loads instead.
+    pub list: bool,
+    /// CPUs the loads run on (default: every online CPU).
+    pub load_cpus: Option<Vec<usize>>,
+    /// How long, ns.
+    pub duration: u64,
+    /// Where the result document goes.
+    pub json: Option<std::path::PathBuf>,
+    /// Only the final table.
+    pub quiet: bool,
+}
+
+pub fn run(a: LoadCommand) -> Result<i32> {
     if a.list {
         say(&list_text());
         return Ok(EXIT_OK);
