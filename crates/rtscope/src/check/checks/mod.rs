@@ -121,6 +121,7 @@ const CHECKS: &[CheckFn] = &[
     irqs::irq_affinity,
     irqs::irqbalance,
     sched::rt_throttling,
+    sched::deadline_bandwidth,
     sched::rt_permitted,
     |root, f| sched::rlimit(root, f, "rlimit-rtprio"),
     |root, f| sched::rlimit(root, f, "rlimit-memlock"),
@@ -237,13 +238,95 @@ mod tests {
         let root = Root::new(dir.path());
         let all = all(&root, &Facts::read(&root, None));
         let ids: Vec<&str> = all.iter().map(|c| c.id).collect();
-        assert_eq!(ids.len(), 28, "{ids:?}");
+        assert_eq!(ids.len(), 29, "{ids:?}");
         assert_eq!(ids.first(), Some(&"preempt-rt"));
         assert_eq!(ids.last(), Some(&"hwlat"));
         let mut unique = ids.clone();
         unique.sort_unstable();
         unique.dedup();
         assert_eq!(unique.len(), ids.len(), "{ids:?}");
+    }
+
+    /// What deadline tasks may reserve: the RT bandwidth less the fair
+    /// server's share, read from debugfs or assumed by release.
+    #[test]
+    fn the_deadline_bandwidth_on_fake_trees() {
+        let check = |files: &[(&str, &str)]| {
+            let dir = tempfile::tempdir().unwrap();
+            for (path, text) in files {
+                let p = dir.path().join(path.trim_start_matches('/'));
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, text).unwrap();
+            }
+            let root = Root::new(dir.path());
+            let c = super::sched::deadline_bandwidth(&root, &Facts::read(&root, None));
+            (c.status, c.found, c.fix)
+        };
+        let online = ("/sys/devices/system/cpu/online", "0-1\n");
+        let runtime = |r: &'static str| ("/proc/sys/kernel/sched_rt_runtime_us", r);
+        let period = ("/proc/sys/kernel/sched_rt_period_us", "1000000\n");
+        let (st, found, _) = check(&[online]);
+        assert_eq!(
+            (st, found.as_str()),
+            (Status::Na, "sched_rt_runtime_us not readable")
+        );
+        let (st, found, _) = check(&[online, runtime("-1\n"), period]);
+        assert_eq!(st, Status::Ok);
+        assert!(found.starts_with("no limit"), "{found}");
+        // 6.1: no fair server.
+        let old = ("/proc/sys/kernel/osrelease", "6.1.0-56-rt-amd64\n");
+        let (st, found, fix) = check(&[online, runtime("950000\n"), period, old]);
+        assert_eq!(st, Status::Ok);
+        assert_eq!(
+            found,
+            "95.0% of each CPU, 190% of 2 CPUs in all (sched_rt_runtime_us=950000 of 1000000)"
+        );
+        assert_eq!(fix, None);
+        // 6.18 with debugfs unreadable: the server's default.
+        let new = ("/proc/sys/kernel/osrelease", "6.18.4\n");
+        let (_, found, _) = check(&[online, runtime("950000\n"), period, new]);
+        assert_eq!(
+            found,
+            "90.0% of each CPU, 180% of 2 CPUs in all (sched_rt_runtime_us=950000 of 1000000, \
+             less the fair-class server's 5.0% (its default: /sys/kernel/debug/sched/fair_server \
+             not readable))"
+        );
+        // Read from debugfs: 10 % held.
+        let srv = |cpu: &str, f: &str, v: &'static str| {
+            (format!("/sys/kernel/debug/sched/fair_server/{cpu}/{f}"), v)
+        };
+        let files = [
+            srv("cpu0", "period", "1000000000\n"),
+            srv("cpu0", "runtime", "100000000\n"),
+            srv("cpu1", "period", "1000000000\n"),
+            srv("cpu1", "runtime", "100000000\n"),
+        ];
+        let mut all: Vec<(&str, &str)> = vec![online, runtime("950000\n"), period, new];
+        all.extend(files.iter().map(|(p, v)| (p.as_str(), *v)));
+        let (st, found, _) = check(&all);
+        assert_eq!(st, Status::Ok);
+        assert!(
+            found.starts_with("85.0% of each CPU, 170% of 2 CPUs in all")
+                && found.ends_with("less the fair-class server's 10.0%)"),
+            "{found}"
+        );
+        // Nothing left: a warning with the fix.
+        let (st, found, fix) = check(&[online, runtime("0\n"), period, old]);
+        assert_eq!(st, Status::Warn);
+        assert!(found.starts_with("none: 0.0% of each CPU"), "{found}");
+        assert!(fix
+            .unwrap()
+            .starts_with("sysctl -w kernel.sched_rt_runtime_us=950000"));
+        let (st, _, _) = check(&[online, runtime("50000\n"), period, new]);
+        assert_eq!(st, Status::Warn, "5 % less the server's 5 %");
+        // One CPU is said in the singular.
+        let (_, found, _) = check(&[
+            ("/sys/devices/system/cpu/online", "0\n"),
+            runtime("950000\n"),
+            period,
+            old,
+        ]);
+        assert!(found.contains("95% of 1 CPU in all"), "{found}");
     }
 
     /// The hwlat check on fake trees: the tracer from available_tracers or

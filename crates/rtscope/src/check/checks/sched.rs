@@ -42,6 +42,66 @@ pub(super) fn rt_throttling(root: &Root, f: &Facts) -> Check {
     .cmd("sysctl -w kernel.sched_rt_runtime_us=-1")
 }
 
+/// What SCHED_DEADLINE tasks may reserve of each CPU: the RT bandwidth
+/// (`sched_rt_runtime_us` of `sched_rt_period_us`) less the fair-class
+/// server's share (Linux 6.12 and later), as admission control counts it.
+pub(super) fn deadline_bandwidth(root: &Root, f: &Facts) -> Check {
+    use rtscope_core::deadline::{BandwidthLimit, ServerReserve};
+    let (id, title) = ("sched-deadline", "SCHED_DEADLINE bandwidth");
+    let why = "the kernel admits deadline tasks (cyclic --policy deadline) only while their \
+               runtime/period together fit this share of each CPU";
+    let Some(r) = root.read_i64("/proc/sys/kernel/sched_rt_runtime_us") else {
+        return Check::new(
+            id,
+            title,
+            Status::Na,
+            "sched_rt_runtime_us not readable".into(),
+        )
+        .why(why);
+    };
+    let period = root
+        .read_i64("/proc/sys/kernel/sched_rt_period_us")
+        .filter(|p| *p > 0)
+        .unwrap_or(1_000_000);
+    let Some(limit) = BandwidthLimit::from_sysctls(r, period as u64) else {
+        return Check::new(
+            id,
+            title,
+            Status::Ok,
+            "no limit (sched_rt_runtime_us=-1): admission control admits any deadline task".into(),
+        )
+        .why(why);
+    };
+    let server = ServerReserve::fair_server(&root.path("/sys/kernel/debug"), &f.online, &f.release);
+    let limit = limit.beside(server);
+    let server_text = server.map_or(String::new(), |s| {
+        format!(
+            ", less the fair-class server's {:.1}%{}",
+            s.percent(),
+            if s.assumed {
+                " (its default: /sys/kernel/debug/sched/fair_server not readable)"
+            } else {
+                ""
+            }
+        )
+    });
+    let free = limit.free_percent();
+    let cpus = f.online.len().max(1);
+    let found = format!(
+        "{free:.1}% of each CPU, {:.0}% of {cpus} CPU{} in all (sched_rt_runtime_us={r} of \
+         {period}{server_text})",
+        free * cpus as f64,
+        if cpus == 1 { "" } else { "s" }
+    );
+    if free > 0.0 {
+        return Check::new(id, title, Status::Ok, found).why(why);
+    }
+    Check::new(id, title, Status::Warn, format!("none: {found}"))
+        .why(why)
+        .fix("sysctl -w kernel.sched_rt_runtime_us=950000 (the default; persist in /etc/sysctl.d/)")
+        .cmd("sysctl -w kernel.sched_rt_runtime_us=950000")
+}
+
 /// This process's cgroup (v1 `cpu` controller, or v2) relative path.
 pub(super) fn own_cgroup(root: &Root) -> Option<(String, bool)> {
     let text = root.read_raw("/proc/self/cgroup")?;
