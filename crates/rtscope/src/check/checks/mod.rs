@@ -319,6 +319,13 @@ mod tests {
             .starts_with("sysctl -w kernel.sched_rt_runtime_us=950000"));
         let (st, _, _) = check(&[online, runtime("50000\n"), period, new]);
         assert_eq!(st, Status::Warn, "5 % less the server's 5 %");
+        // Another period; one of 0 is the kernel's default, 1 s.
+        let half = ("/proc/sys/kernel/sched_rt_period_us", "500000\n");
+        let (_, found, _) = check(&[online, runtime("450000\n"), half, old]);
+        assert!(found.starts_with("90.0% of each CPU"), "{found}");
+        let zero = ("/proc/sys/kernel/sched_rt_period_us", "0\n");
+        let (_, found, _) = check(&[online, runtime("950000\n"), zero, old]);
+        assert!(found.starts_with("95.0% of each CPU"), "{found}");
         // One CPU is said in the singular.
         let (_, found, _) = check(&[
             ("/sys/devices/system/cpu/online", "0\n"),
