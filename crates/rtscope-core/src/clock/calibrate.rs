@@ -25,6 +25,7 @@ use crate::sys;
 pub struct DeclaredFrequency {
     /// Where it comes from (`cpuid 0x15 ...`, `kernel log ...`, `cntfrq_el0`).
     pub origin: String,
+    /// The declared frequency, Hz.
     pub hz: f64,
 }
 
