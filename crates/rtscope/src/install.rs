@@ -436,6 +436,22 @@ mod tests {
         );
         // A lone .br is a break of its own, kept.
         assert_eq!(tidy_roff("a\n.br\nb\n"), "a\n.br\nb\n");
+        // A line ending in a backslash (no blank after it) is left whole.
+        assert_eq!(tidy_roff("x\\\nnext"), "x\\\nnext");
+    }
+
+    #[test]
+    fn man_dir_writes_the_tidy_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("man");
+        let code = run_man(ManArgs {
+            dir: Some(out.clone()),
+        })
+        .unwrap();
+        assert_eq!(code, crate::error::EXIT_OK);
+        let page = std::fs::read_to_string(out.join("rtscope-cyclic.1")).unwrap();
+        assert!(page.contains(".TH RTSCOPE-CYCLIC 1 "), "{page}");
+        assert!(!page.contains("\n.br\n\n.br\n"));
     }
 
     #[test]
