@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Builds the rtscope Debian package with dpkg-deb alone (no cargo-deb needed):
 # the binary, a man page per subcommand, bash/zsh/fish completions, the
-# changelog and the copyright file.
+# changelogs (upstream and Debian), the copyright file, the licence notices of
+# the crates linked in, md5sums, and Depends from dpkg-shlibdeps. lintian
+# --pedantic finds nothing in it but what packaging/lintian-overrides explains.
 #
 #   packaging/build-deb.sh                       # release build for this machine
 #   packaging/build-deb.sh --target aarch64-unknown-linux-musl   # a static arm64 package
 #   packaging/build-deb.sh --profile dev         # quicker, unoptimised (CI smoke test)
 #   packaging/build-deb.sh --no-build --target T # package what target/ already holds
 #
-# Writes target/deb/rtscope_<version>_<arch>.deb and prints its path. The
+# Writes target/deb/rtscope_<version>-<rev>_<arch>.deb and prints its path
+# (<rev>: $RTSCOPE_DEB_REVISION, default 1). The
 # binary is taken from $CARGO_TARGET_DIR when that is set. DEBFULLNAME and
 # DEBEMAIL name the maintainer, RTSCOPE_HOMEPAGE adds a Homepage field.
 # Man pages and completions come from the binary itself (`rtscope man DIR`,
@@ -26,7 +29,7 @@ while [ $# -gt 0 ]; do
     --profile) profile="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
     --assets-only) assets_only=1; shift ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-deb.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -70,6 +73,11 @@ if [ "$target" != "$host" ]; then
   fi
 fi
 
+# The date of the man pages and the Debian changelog: SOURCE_DATE_EPOCH, else
+# the last commit's (the same package from the same tree), else now.
+epoch=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
+export SOURCE_DATE_EPOCH="$epoch"
+
 assets="target/deb/assets"
 rm -rf "$assets"
 mkdir -p "$assets/man" "$assets/completions"
@@ -79,7 +87,35 @@ gzip -9n "$assets"/man/*.1
 "${runner[@]}" "$bin" completions zsh >"$assets/completions/_rtscope"
 "${runner[@]}" "$bin" completions fish >"$assets/completions/rtscope.fish"
 gzip -9nc CHANGELOG.md >"$assets/changelog.gz"
+# The licence notices of every crate linked into the binary (not build-time or
+# test-only ones), from the crates' own licence files (packaging/notices.py).
+python3 packaging/notices.py --target "$target" >"$assets/notices"
+gzip -9nf "$assets/notices"
 [ "$assets_only" = 1 ] && { echo "$assets"; exit 0; }
+
+# The Debian version: upstream version, then a revision (the package is not
+# Debian-native, so the upstream CHANGELOG.md ships as changelog.gz and the
+# packaging's own history as changelog.Debian.gz).
+revision=${RTSCOPE_DEB_REVISION:-1}
+debversion="$version-$revision"
+
+# Who answers for the package: DEBFULLNAME and DEBEMAIL, as for Debian's own
+# tools; the project has no public address yet, so without them the field
+# says so. RTSCOPE_HOMEPAGE adds a Homepage field.
+if [ -n "${DEBFULLNAME:-}" ] && [ -n "${DEBEMAIL:-}" ]; then
+  maintainer="$DEBFULLNAME <$DEBEMAIL>"
+else
+  maintainer="rtscope developers <rtscope@example.invalid>"
+  echo "build-deb.sh: Maintainer is a placeholder: set DEBFULLNAME and DEBEMAIL" >&2
+fi
+{
+  echo "rtscope ($debversion) unstable; urgency=medium"
+  echo
+  echo "  * Package of upstream release $version, built from its source tree with"
+  echo "    packaging/build-deb.sh; the upstream changes are in changelog.gz."
+  echo
+  echo " -- $maintainer  $(LC_ALL=C date -u -R -d "@$epoch")"
+} | gzip -9n >"$assets/changelog.Debian.gz"
 
 # The binary packaged: the one built for the target (not a host stand-in).
 bin="$bindir/rtscope"
@@ -94,10 +130,13 @@ esac
 # rustc ships rust-objcopy (LLVM's, every architecture) for its own -C strip.
 sysroot=$(rustc --print sysroot)
 objcopy="$sysroot/lib/rustlib/$host/bin/rust-objcopy"
+# As Debian's dh_strip: symbols not needed for relocations, and the .comment
+# (compiler versions) and .note sections (lintian: binary-has-unneeded-section).
+strip_args=(--remove-section=.comment --remove-section=.note --strip-unneeded)
 if command -v "$strip_tool" >/dev/null 2>&1; then
-  "$strip_tool" --strip-unneeded "$root/usr/bin/rtscope"
+  "$strip_tool" "${strip_args[@]}" "$root/usr/bin/rtscope"
 elif [ -x "$objcopy" ]; then
-  LD_LIBRARY_PATH="$sysroot/lib" "$objcopy" --strip-unneeded "$root/usr/bin/rtscope"
+  LD_LIBRARY_PATH="$sysroot/lib" "$objcopy" "${strip_args[@]}" "$root/usr/bin/rtscope"
 else
   echo "build-deb.sh: no strip tool for $arch: the binary keeps its debug info" >&2
 fi
@@ -107,34 +146,43 @@ install -Dm644 "$assets/completions/rtscope.bash" "$root/usr/share/bash-completi
 install -Dm644 "$assets/completions/_rtscope" "$root/usr/share/zsh/vendor-completions/_rtscope"
 install -Dm644 "$assets/completions/rtscope.fish" "$root/usr/share/fish/vendor_completions.d/rtscope.fish"
 install -Dm644 "$assets/changelog.gz" "$root/usr/share/doc/rtscope/changelog.gz"
+install -Dm644 "$assets/changelog.Debian.gz" "$root/usr/share/doc/rtscope/changelog.Debian.gz"
+install -Dm644 "$assets/notices.gz" "$root/usr/share/doc/rtscope/notices.gz"
 install -Dm644 packaging/copyright "$root/usr/share/doc/rtscope/copyright"
+install -Dm644 packaging/lintian-overrides "$root/usr/share/lintian/overrides/rtscope"
 if [ -f packaging/rtscope.service ]; then
   install -Dm644 packaging/rtscope.service "$root/usr/lib/systemd/system/rtscope.service"
 fi
 
-# A static binary needs nothing; a dynamic (glibc) one needs libc6.
+# Depends: what dpkg-shlibdeps derives from the binary's NEEDED libraries
+# and their symbols files (libc6 (>= 2.34) or so for a glibc build); a static
+# (musl) binary needs nothing. For a foreign dynamic binary dpkg-shlibdeps
+# would need that architecture's libc6 installed (multiarch): without it the
+# dependency is plain libc6, from readelf.
 depends=""
-if command -v readelf >/dev/null 2>&1 && readelf -l "$bin" 2>/dev/null | grep -q INTERP; then
-  depends="Depends: libc6"
-fi
-# Who answers for the package: DEBFULLNAME and DEBEMAIL, as for Debian's own
-# tools; the project has no public address yet, so without them the field
-# says so. RTSCOPE_HOMEPAGE adds a Homepage field.
-if [ -n "${DEBFULLNAME:-}" ] && [ -n "${DEBEMAIL:-}" ]; then
-  maintainer="$DEBFULLNAME <$DEBEMAIL>"
-else
-  maintainer="rtscope developers <rtscope@example.invalid>"
-  echo "build-deb.sh: Maintainer is a placeholder: set DEBFULLNAME and DEBEMAIL" >&2
+if readelf -l "$root/usr/bin/rtscope" 2>/dev/null | grep -q INTERP; then
+  if [ "$target" = "$host" ] && command -v dpkg-shlibdeps >/dev/null 2>&1; then
+    shl=$(mktemp -d)
+    mkdir -p "$shl/debian"
+    printf 'Source: rtscope\n\nPackage: rtscope\nArchitecture: any\n' >"$shl/debian/control"
+    install -d "$root/DEBIAN" # how dpkg-shlibdeps finds the package's root
+    abs=$(realpath "$root/usr/bin/rtscope")
+    depends=$(cd "$shl" && dpkg-shlibdeps -O "$abs" | sed -n 's/^shlibs:Depends=//p')
+    rm -rf "$shl"
+    [ -n "$depends" ] || { echo "build-deb.sh: dpkg-shlibdeps found no dependency" >&2; exit 1; }
+  else
+    depends="libc6"
+  fi
 fi
 size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
 install -d "$root/DEBIAN"
 {
   echo "Package: rtscope"
-  echo "Version: $version"
+  echo "Version: $debversion"
   echo "Architecture: $arch"
   echo "Maintainer: $maintainer"
   echo "Installed-Size: $size"
-  [ -n "$depends" ] && echo "$depends"
+  [ -n "$depends" ] && echo "Depends: $depends"
   echo "Section: utils"
   echo "Priority: optional"
   [ -n "${RTSCOPE_HOMEPAGE:-}" ] && echo "Homepage: $RTSCOPE_HOMEPAGE"
@@ -144,7 +192,9 @@ install -d "$root/DEBIAN"
   echo " time source, IPC handoff latency, under controlled background load,"
   echo " with tables, histograms, HTML reports and run-against-run comparisons."
 } >"$root/DEBIAN/control"
+(cd "$root" && find usr -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum) >"$root/DEBIAN/md5sums"
+chmod 644 "$root/DEBIAN/md5sums"
 
-out="target/deb/rtscope_${version}_${arch}.deb"
+out="target/deb/rtscope_${debversion}_${arch}.deb"
 dpkg-deb --root-owner-group -Zxz --build "$root" "$out" >/dev/null
 echo "$out"

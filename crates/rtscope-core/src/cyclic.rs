@@ -107,6 +107,7 @@ crate::named_enum!(WakeMethod, "wake method", {
 
 /// `clock_nanosleep(TIMER_ABSTIME)`.
 pub struct AbsoluteSleep {
+    /// The clock the deadlines are on.
     pub clock: ClockId,
 }
 
@@ -119,7 +120,9 @@ impl Waiter for AbsoluteSleep {
 
 /// Relative `clock_nanosleep` or `nanosleep` of one period.
 pub struct RelativeSleep {
+    /// The clock slept on.
     pub clock: ClockId,
+    /// The period, ns.
     pub period_ns: u64,
     /// Use `nanosleep(2)` instead of `clock_nanosleep`.
     pub nanosleep: bool,
@@ -128,6 +131,7 @@ pub struct RelativeSleep {
 }
 
 impl RelativeSleep {
+    /// A relative sleeper of `period_ns` on `clock` (`nanosleep`: `nanosleep(2)` instead).
     pub fn new(clock: ClockId, period_ns: u64, nanosleep: bool) -> Self {
         RelativeSleep {
             clock,
@@ -373,6 +377,7 @@ pub fn reached(end_ns: Option<u64>, t: u64) -> bool {
 /// What one measurement loop does.
 #[derive(Debug, Clone)]
 pub struct LoopConfig {
+    /// The period, ns.
     pub period_ns: u64,
     /// The common start, absolute on the loop's clock. The first deadline is
     /// [`first_deadline`]`(start_ns, period_ns, now at loop entry, start_margin_ns)`.
@@ -407,8 +412,11 @@ pub enum LoopEnd {
     Stopped,
     /// A sample exceeded `break_above_ns`; the stop flag was raised.
     Break {
+        /// The sample's sequence number.
         seq: u64,
+        /// Its wake-up time, ns on the loop's clock.
         t_ns: u64,
+        /// Its latency, ns.
         latency_ns: i64,
     },
     /// The wait failed.

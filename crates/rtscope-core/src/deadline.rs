@@ -70,8 +70,11 @@ pub const MIN_RUNTIME_NS: u64 = 1 << 10;
 /// of `period_ns`, available within `deadline_ns` of the period's start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeadlineParams {
+    /// CPU time per period, ns.
     pub runtime_ns: u64,
+    /// Relative deadline within the period, ns.
     pub deadline_ns: u64,
+    /// The period, ns.
     pub period_ns: u64,
 }
 
@@ -79,7 +82,9 @@ pub struct DeadlineParams {
 /// and `_max_us`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PeriodLimits {
+    /// Shortest period allowed, ns.
     pub min_ns: u64,
+    /// Longest period allowed, ns.
     pub max_ns: u64,
 }
 
@@ -231,7 +236,9 @@ fn ratio(period: u64, runtime: u64) -> u64 {
 /// (a runtime of -1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BandwidthLimit {
+    /// Runtime per period, µs.
     pub runtime_us: u64,
+    /// The period, µs.
     pub period_us: u64,
     /// What the kernel's own servers hold of each CPU inside that share
     /// (the fair-class server since 6.12), if any.
@@ -243,7 +250,9 @@ pub struct BandwidthLimit {
 /// debugfs; 50 ms of every 1 s by default since Linux 6.12).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerReserve {
+    /// The server's runtime in each period, ns.
     pub runtime_ns: u64,
+    /// The server's period, ns.
     pub period_ns: u64,
     /// Taken from the kernel's defaults because debugfs could not be read.
     pub assumed: bool,
@@ -347,6 +356,7 @@ fn rt_sysctls() -> (Option<i64>, Option<u64>) {
 pub struct DeadlineError {
     /// The kernel's errno, if the kernel refused.
     pub errno: Option<i32>,
+    /// What went wrong, for a person.
     pub message: String,
 }
 
@@ -496,8 +506,11 @@ pub enum Wake {
     /// `late` when that is more than the relative deadline (the kernel may
     /// have moved its periods since).
     Measured {
+        /// Latency from the period's start, ns.
         latency_ns: i64,
+        /// Periods overrun.
         overruns: u32,
+        /// More than the relative deadline late.
         late: bool,
     },
 }

@@ -14,28 +14,33 @@
 //! - [`timer`]: precise sleeps with overhead compensation, a software timer service
 //! - [`named`]: enums users name on the command line (`FromStr`/`Display`)
 //! - [`units`]: durations and CPU lists as users type them
-//! - [`sys`]: every unsafe libc call, wrapped once
+//! - `sys`: every unsafe libc call, wrapped once. Public for the `rtscope`
+//!   binary but hidden from these pages and **not covered by semantic
+//!   versioning**: its functions change with the binary's needs.
 //!
-//! The crate has no CLI or plotting dependencies and builds as pure Rust.
+//! The crate has no CLI or plotting dependencies and builds as pure Rust
+//! (Linux: x86-64, aarch64, armv7; Rust 1.85 or newer).
 //!
 //! # Embedding
 //!
-//! rtscope-core is not published on crates.io; depend on it by path or git:
-//!
 //! ```toml
 //! [dependencies]
-//! rtscope-core = { path = "../rtscope/crates/rtscope-core" }
-//! # or: rtscope-core = { git = "<rtscope repository URL>" }
+//! rtscope-core = "0.1"
 //! libc = "0.2"
 //! ```
 //!
-//! A 1 ms control loop that measures its own period and its work, as
-//! `examples/control-loop` does (`cargo run --release -p control-loop`):
+//! A 1 ms control loop: SCHED_FIFO for its thread, a [`timer::PreciseSleep`]
+//! to each absolute deadline (the kernel's wait, woken a learnt margin early,
+//! then a short spin), a [`clock::Stopwatch`] around the work and a
+//! [`clock::PeriodProbe`] that checks the loop's own period (as
+//! `examples/control-loop` in the repository does, `cargo run --release -p
+//! control-loop`):
 //!
 //! ```no_run
 //! use rtscope_core::clock::{PeriodProbe, Stopwatch};
+//! use rtscope_core::cyclic::{Clock, PosixClock};
 //! use rtscope_core::rt::{Policy, ThreadSetup};
-//! use rtscope_core::sys;
+//! use rtscope_core::timer::{Compensation, PreciseSleep, SleepTuning, SystemWait, WaitApi};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // SCHED_FIFO 80 for this thread, timer slack 1 ns, 64 KiB of stack faulted in.
@@ -47,18 +52,23 @@
 //!     prefault_stack: 64 * 1024,
 //!     block_signals: vec![],
 //! };
-//! setup.apply()?; // fails without root / CAP_SYS_NICE
+//! setup.apply()?; // fails without root, CAP_SYS_NICE or RLIMIT_RTPRIO
 //!
+//! const PERIOD_NS: u64 = 1_000_000;
+//! let clock = PosixClock(libc::CLOCK_MONOTONIC);
+//! let wait = SystemWait::open(WaitApi::ClockNanosleep)?;
+//! let mut sleep = PreciseSleep::new(wait, clock, Compensation::Adaptive, SleepTuning::default());
 //! let sw = Stopwatch::new()?; // the best calibrated counter
-//! let mut probe = PeriodProbe::new(1_000_000)?; // expects 1 ms periods
-//! let mut next = sys::clock_ns(libc::CLOCK_MONOTONIC) + 1_000_000;
+//! let mut probe = PeriodProbe::new(PERIOD_NS)?; // expects 1 ms periods
+//! let mut next = clock.now() + PERIOD_NS;
 //! for _ in 0..1000 {
-//!     sys::sleep_until(libc::CLOCK_MONOTONIC, next)?; // absolute deadline
+//!     let wake = sleep.sleep_until(next)?; // absolute deadline: no drift
 //!     probe.tick(); // first thing after the wake-up: no allocation, no lock
 //!     let t = sw.start();
 //!     // ... the control law ...
 //!     let _work_ns = sw.elapsed_ns(t);
-//!     next += 1_000_000;
+//!     let _missed_by_ns = wake.error_ns();
+//!     next += PERIOD_NS;
 //! }
 //! let s = probe.summary();
 //! println!("{} periods, mean {:.1} ns, jitter up to {:+.1} ns", s.periods, s.mean_period_ns, s.jitter_max_ns);
@@ -68,12 +78,15 @@
 //! ```
 //!
 //! The pieces: [`rt::ThreadSetup`] (policy, priority, affinity, timer slack,
-//! stack prefault for the calling thread), [`sys::clock_ns`] and
-//! [`sys::sleep_until`] (`clock_gettime` and `clock_nanosleep(TIMER_ABSTIME)`,
-//! restarted after signals), [`clock::Stopwatch`] and [`clock::PeriodProbe`]
-//! (see their pages), and [`result::ResultDocument`], the JSON document that
-//! `rtscope report` and `rtscope compare` read. `cargo doc -p rtscope-core
-//! --no-deps --open` builds these pages.
+//! stack prefault for the calling thread), [`timer::PreciseSleep`] with its
+//! [`timer::Compensation`] (`None` is the plain `clock_nanosleep`; every
+//! sleep returns a [`timer::Wake`] with its error and the time spent
+//! spinning), [`clock::Stopwatch`] and [`clock::PeriodProbe`] (see their
+//! pages), and [`result::ResultDocument`], the JSON document that `rtscope
+//! report` and `rtscope compare` read. `cargo doc -p rtscope-core --no-deps
+//! --open` builds these pages.
+
+#![warn(missing_docs)]
 
 pub mod clock;
 pub mod cyclic;
@@ -86,8 +99,16 @@ pub mod record;
 pub mod result;
 pub mod rt;
 pub mod sample;
+// The raw libc layer: public for the rtscope binary, hidden from the
+// documentation and not covered by semantic versioning (sys/mod.rs).
+#[doc(hidden)]
 pub mod sys;
 pub mod system;
 pub mod timer;
 pub mod trace;
 pub mod units;
+
+// The crate README's example, compiled (not run) as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -72,7 +72,9 @@ macro_rules! named_enum {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MeasureClock {
+    /// `CLOCK_MONOTONIC`.
     Monotonic,
+    /// `CLOCK_REALTIME`.
     Realtime,
 }
 

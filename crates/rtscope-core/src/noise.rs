@@ -23,7 +23,9 @@ use crate::clock::{with_counter, Counter, Scale, Source};
 /// One gap: the reading before it and its length, in counter ticks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Gap {
+    /// The counter reading before the gap.
     pub start: u64,
+    /// The gap's length, ticks.
     pub ticks: u64,
 }
 
@@ -32,6 +34,7 @@ pub struct Gap {
 pub struct LoopTotals {
     /// First and last readings.
     pub first: u64,
+    /// The last reading.
     pub last: u64,
     /// Loop iterations (one counter read each).
     pub iterations: u64,
@@ -39,6 +42,7 @@ pub struct LoopTotals {
     pub min_ticks: u64,
     /// Gaps at or above the threshold, and their summed length.
     pub gaps: u64,
+    /// Their summed length, ticks.
     pub gap_ticks: u64,
     /// The longest single iteration.
     pub max_ticks: u64,
@@ -155,6 +159,7 @@ pub struct TickMap {
 }
 
 impl TickMap {
+    /// A map from ticks to ns through `scale`, for a counter of `width_bits` bits.
     pub fn new(scale: Scale, width_bits: u32) -> Self {
         TickMap {
             scale,
@@ -200,6 +205,7 @@ impl TickMap {
         self.pairs.len()
     }
 
+    /// No pair recorded yet.
     pub fn is_empty(&self) -> bool {
         self.pairs.is_empty()
     }

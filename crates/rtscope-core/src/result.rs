@@ -86,6 +86,7 @@ pub struct TraceReport {
     pub instance: String,
     /// Events enabled in it, and those asked for that the kernel lacks.
     pub events: Vec<String>,
+    /// Events asked for that this kernel does not have.
     pub missing_events: Vec<String>,
     /// Events read and decoded.
     pub events_read: u64,
@@ -93,7 +94,9 @@ pub struct TraceReport {
     /// (`lost_pages` pages said so, `lost_events` where it counted them),
     /// and its per-CPU `overrun` + `dropped events` counters.
     pub lost_pages: u64,
+    /// Events the kernel counted as lost.
     pub lost_events: u64,
+    /// The per-CPU `overrun` and `dropped events` counters, summed.
     pub overruns: u64,
     /// rtscope samples seen while tracing.
     pub samples: u64,
@@ -101,9 +104,11 @@ pub struct TraceReport {
     pub joined: u64,
     /// Samples without a matching kernel wake-up, and the reverse.
     pub unmatched_samples: u64,
+    /// Kernel wake-ups of the measured threads without a matching sample.
     pub unmatched_wakes: u64,
     /// For each stage, the number of joined samples it was observed for.
     pub observed: BTreeMap<String, u64>,
+    /// The built-in accuracy check of the joined samples.
     pub accuracy: TraceAccuracy,
     /// The worst joined samples, worst first, with their stages.
     pub worst: Vec<WakeStages>,
@@ -114,12 +119,17 @@ pub struct TraceReport {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default)]
 pub struct TraceAccuracy {
+    /// Joined samples checked.
     pub checked: u64,
     /// Samples whose latency is below the kernel's bound.
     pub below_kernel: u64,
+    /// Smallest (rtscope's latency − the kernel's bound), ns.
     pub min_ns: i64,
+    /// Median of the difference, ns.
     pub p50_ns: u64,
+    /// 99th percentile of the difference, ns.
     pub p99_ns: u64,
+    /// Largest difference, ns.
     pub max_ns: i64,
     /// `checked > 0 && below_kernel == 0`.
     pub passed: bool,
@@ -131,18 +141,27 @@ pub struct TraceAccuracy {
 pub struct WakeStages {
     /// The series (thread) it belongs to.
     pub series: String,
+    /// The sample's sequence number in its series.
     pub seq: u64,
     /// rtscope's stamp, on the measurement clock.
     pub t_ns: u64,
+    /// The CPU it woke on.
     pub cpu: u32,
+    /// rtscope's latency of the sample, ns.
     pub latency_ns: i64,
     /// The intended wake time (the kernel's `softexpires`).
     pub expires_ns: u64,
+    /// Stage: intended wake time to the timer interrupt (`hrtimer_expire_entry`), ns.
     pub timer_ns: i64,
+    /// Stage: timer interrupt to `sched_waking` of the thread, ns.
     pub wakeup_ns: Option<i64>,
+    /// Stage: `sched_waking` to `sched_switch` onto the CPU, ns.
     pub sched_ns: Option<i64>,
+    /// Stage: `sched_switch` to the return from the sleep system call, ns.
     pub return_ns: Option<i64>,
+    /// Stages: `sched_waking` to the return from the system call (sched + return), ns.
     pub switch_return_ns: Option<i64>,
+    /// Return from the system call to rtscope's clock read, ns.
     pub rtscope_kernel_ns: i64,
     /// The task the thread was switched in from (`comm[pid]`), when recorded.
     pub switched_from: Option<String>,
@@ -160,6 +179,7 @@ pub struct ContextEntry {
     pub start_ns: i64,
     /// How long it ran, ns.
     pub duration_ns: u64,
+    /// The CPU it ran on.
     pub cpu: u32,
     /// `irq`, `softirq`, `vector`, `task`, `nmi`, or a marker: `armed`,
     /// `timer`, `waking`, `switch`, `exit`.
@@ -236,7 +256,9 @@ pub struct LoadSchedule {
     /// On for `for_ns` at the start of every `every_ns`, from `start_ns`
     /// after the measurement window opened.
     pub every_ns: u64,
+    /// How long each on-phase lasts, ns.
     pub for_ns: u64,
+    /// When the first on-phase starts, ns after the window opened.
     pub start_ns: u64,
     /// `[on, off]` times, ns relative to the document's start (the clock of
     /// `start_clock_ns`), in order; at most [`MAX_ON_INTERVALS`] (the first ones).
@@ -254,9 +276,11 @@ pub const MAX_ON_INTERVALS: usize = 1000;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default)]
 pub struct InstanceReport {
+    /// The instance's index within its load (0, 1, ...).
     pub index: usize,
     /// Worker pid (also its process-group id).
     pub pid: i32,
+    /// The CPUs it was pinned to.
     pub cpus: Vec<usize>,
     /// CPU share over the window, percent of one CPU.
     pub cpu_percent: f64,
@@ -272,7 +296,9 @@ pub struct InstanceReport {
 /// The program that wrote a document.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Tool {
+    /// The program's name (`rtscope`).
     pub name: String,
+    /// Its version, and the commit it was built from.
     pub version: String,
 }
 
@@ -315,9 +341,13 @@ pub struct Series {
     /// What the series is (thread index, tid, CPU affinity, policy, period_ns ...).
     #[serde(default)]
     pub attributes: BTreeMap<String, serde_json::Value>,
+    /// The series' statistics.
     pub stats: Stats,
+    /// Overruns, negative and above-threshold samples.
     pub counters: SeriesCounters,
+    /// The latency histogram (non-empty buckets).
     pub histogram: HistogramExport,
+    /// Max and mean per interval of the run.
     pub timeline: Timeline,
     /// The worst samples, worst first.
     pub spikes: Vec<Spike>,
@@ -344,7 +374,9 @@ pub struct Series {
 /// counting the last skipped period too: `docs/cyclic.md`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Corrected {
+    /// Statistics over the intended periods.
     pub stats: Stats,
+    /// The histogram over the intended periods.
     pub histogram: HistogramExport,
     /// Per-block histograms, each skipped period in the block of its deadline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -388,6 +420,7 @@ impl Series {
 /// The run cut into consecutive time blocks, each with a compact histogram
 /// (see `record::blocks`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct BlockHistograms {
     /// Length of a block, ns; block `i` covers `[i, i + 1) * block_ns` after
     /// the start (in a pooled series: the repetitions' blocks one after the other).
@@ -413,16 +446,27 @@ pub struct BlockHistograms {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(from = "StatsJson", into = "StatsJson")]
 pub struct Stats {
+    /// Number of samples.
     pub count: u64,
+    /// Smallest latency, ns.
     pub min_ns: i64,
+    /// Largest latency, ns.
     pub max_ns: i64,
+    /// Mean latency, ns.
     pub mean_ns: f64,
+    /// Standard deviation, ns.
     pub stddev_ns: f64,
+    /// Median, ns.
     pub p50_ns: u64,
+    /// 90th percentile, ns.
     pub p90_ns: u64,
+    /// 99th percentile, ns.
     pub p99_ns: u64,
+    /// 99.9th percentile, ns.
     pub p99_9_ns: u64,
+    /// 99.99th percentile, ns.
     pub p99_99_ns: u64,
+    /// 99.999th percentile, ns.
     pub p99_999_ns: u64,
     /// Values the source did not measure (written as `null`, their fields 0).
     pub unknown: Unknown,
@@ -434,7 +478,9 @@ pub struct Stats {
 pub struct Unknown {
     /// p50 ... p99.999.
     pub percentiles: bool,
+    /// The standard deviation.
     pub stddev: bool,
+    /// The mean.
     pub mean: bool,
 }
 
@@ -447,9 +493,11 @@ impl Stats {
     pub fn has_percentiles(&self) -> bool {
         self.count > 0 && !self.unknown.percentiles
     }
+    /// The standard deviation is a measured value.
     pub fn has_stddev(&self) -> bool {
         self.count > 0 && !self.unknown.stddev
     }
+    /// The mean is a measured value.
     pub fn has_mean(&self) -> bool {
         self.count > 0 && !self.unknown.mean
     }
@@ -525,6 +573,7 @@ impl From<StatsJson> for Stats {
 
 /// Counters kept beside the distribution.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct SeriesCounters {
     /// Periods skipped because a wake-up came after the following deadline.
     pub overruns: u64,
@@ -542,8 +591,11 @@ pub struct SeriesCounters {
 /// The histogram's non-empty buckets.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct HistogramExport {
+    /// The lowest value the histogram tells apart, ns.
     pub lowest_ns: u64,
+    /// The highest value it holds, ns.
     pub highest_ns: u64,
+    /// Its precision: significant decimal digits (HdrHistogram).
     pub significant_digits: u8,
     /// `[value_ns, count]`: value is the lowest value of the bucket.
     pub buckets: Vec<[u64; 2]>,
@@ -552,73 +604,112 @@ pub struct HistogramExport {
 /// Per-interval latency summary.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Timeline {
+    /// The length of one interval, ns.
     pub interval_ns: u64,
+    /// The intervals, in time order.
     pub points: Vec<TimelinePoint>,
 }
 
 /// One timeline interval, starting `t_ns` after the run started.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct TimelinePoint {
+    /// Start of the interval, ns after the run started.
     pub t_ns: u64,
+    /// Samples in it.
     pub count: u64,
+    /// Smallest latency in it, ns.
     pub min_ns: u64,
+    /// Mean latency in it, ns.
     pub mean_ns: f64,
+    /// Largest latency in it, ns.
     pub max_ns: u64,
 }
 
 /// One of the worst samples.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Spike {
+    /// The sample's latency, ns.
     pub latency_ns: i64,
     /// When it happened, ns on the measurement clock.
     pub t_ns: u64,
+    /// Its sequence number in its series.
     pub seq: u64,
+    /// The CPU it woke on.
     pub cpu: u32,
 }
 
 /// What stopped a run under `--break-above`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct BreakEvent {
+    /// The `--break-above` threshold, ns.
     pub threshold_ns: u64,
+    /// The series the sample belongs to.
     pub series: String,
+    /// The sample's sequence number.
     pub seq: u64,
+    /// When it woke, ns on the measurement clock.
     pub t_ns: u64,
+    /// Its latency, ns.
     pub latency_ns: i64,
 }
 
 /// The `--fail-above` verdict.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Threshold {
+    /// The `--fail-above` threshold, ns.
     pub fail_above_ns: u64,
+    /// Whether any sample exceeded it.
     pub exceeded: bool,
+    /// How many samples did.
     pub samples_above: u64,
 }
 
 /// Errors reading or writing documents.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DocError {
     #[error("{path}: {source}")]
+    /// Reading or writing the file failed.
     Io {
+        /// The file.
         path: String,
         #[source]
+        /// What the system said.
         source: std::io::Error,
     },
     #[error("{path}: not an rtscope result document: {source}")]
+    /// The file is not valid JSON of a result document.
     Parse {
+        /// The file.
         path: String,
         #[source]
+        /// What the parser said.
         source: serde_json::Error,
     },
     #[error(
         "{path}: schema_version {found} is not supported (this rtscope reads {SCHEMA_VERSION})"
     )]
-    Version { path: String, found: u64 },
+    /// A `schema_version` this version of rtscope does not read.
+    Version {
+        /// The file.
+        path: String,
+        /// The version it has.
+        found: u64,
+    },
     /// Valid JSON without an integer `schema_version` (`{}`, `[]`, a null ...).
     #[error("{path}: not an rtscope result document")]
-    NotADocument { path: String },
+    NotADocument {
+        /// The file.
+        path: String,
+    },
     /// Larger than any result document rtscope writes (a device, a huge file).
     #[error("{path}: not an rtscope result document: larger than {limit_mib} MiB")]
-    TooLarge { path: String, limit_mib: u64 },
+    TooLarge {
+        /// The file.
+        path: String,
+        /// The largest size read, MiB.
+        limit_mib: u64,
+    },
 }
 
 pub use crate::file::{check_writable, write_atomic};

@@ -19,10 +19,15 @@ use crate::sys;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Policy {
+    /// `SCHED_FIFO`: real-time, first in first out within a priority.
     Fifo,
+    /// `SCHED_RR`: real-time, round robin within a priority.
     Rr,
+    /// `SCHED_OTHER`: the default time-sharing policy (CFS/EEVDF).
     Other,
+    /// `SCHED_BATCH`: time-sharing, for CPU-bound work.
     Batch,
+    /// `SCHED_IDLE`: runs only when nothing else wants the CPU.
     Idle,
     /// SCHED_DEADLINE: runtime, deadline and period instead of a priority
     /// ([`crate::deadline`]); [`ThreadSetup::apply`] does not set it.
@@ -80,18 +85,26 @@ crate::named_enum!(Policy, "policy", {
 #[derive(Debug, Error)]
 pub enum RtError {
     #[error("{0}")]
+    /// The policy needs a privilege the process lacks; the text says how to get it.
     Permission(String),
     #[error("cannot pin thread to CPUs {cpus}: {source}")]
+    /// `sched_setaffinity` refused the CPU list.
     Affinity {
+        /// The CPU list asked for, as a user types it (`0-3,6`).
         cpus: String,
         #[source]
+        /// What the kernel answered.
         source: io::Error,
     },
     #[error("cannot set scheduling policy {policy} priority {priority}: {source}")]
+    /// `sched_setscheduler` refused the policy or priority.
     Scheduler {
+        /// The policy's name (`fifo`, `rr`, ...).
         policy: &'static str,
+        /// The priority asked for.
         priority: i32,
         #[source]
+        /// What the kernel answered.
         source: io::Error,
     },
 }
@@ -141,10 +154,15 @@ pub struct ThreadSetup {
 /// What is really in force on a thread, read back after setup.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadState {
+    /// The thread's id (`gettid`).
     pub tid: i32,
+    /// Its policy, as [`Policy`] names it (`fifo`, `other`, ...).
     pub policy: String,
+    /// Its real-time priority (0 for the time-sharing policies).
     pub priority: i32,
+    /// The CPUs it may run on.
     pub cpus: Vec<usize>,
+    /// Its timer slack, ns (`PR_GET_TIMERSLACK`).
     pub timer_slack_ns: u64,
 }
 

@@ -17,10 +17,13 @@ use crate::units::{format_cpu_list, online_cpus, parse_cpu_list};
 /// What was known about the machine when the run started.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct SystemSnapshot {
+    /// The host name, where readable.
     pub hostname: Option<String>,
     /// `x86_64`, `aarch64`, ...
     pub arch: String,
+    /// `uname -r`.
     pub kernel_release: String,
+    /// `uname -v`.
     pub kernel_version: String,
     /// `PREEMPT_RT`, `PREEMPT_DYNAMIC`, `PREEMPT`, `voluntary`, `none`, or `unknown`.
     pub preemption_model: String,
@@ -28,14 +31,23 @@ pub struct SystemSnapshot {
     pub preempt_rt: bool,
     /// The PREEMPT_DYNAMIC mode in force (`full`, `voluntary`, `none`, `lazy`) where readable.
     pub preempt_dynamic_mode: Option<String>,
+    /// The kernel command line (`/proc/cmdline`).
     pub cmdline: Option<String>,
+    /// Its `isolcpus=`, if any.
     pub isolcpus: Option<String>,
+    /// Its `nohz_full=`, if any.
     pub nohz_full: Option<String>,
+    /// Its `rcu_nocbs=`, if any.
     pub rcu_nocbs: Option<String>,
+    /// The current clocksource.
     pub clocksource: Option<String>,
+    /// The clocksources the kernel offers.
     pub clocksources_available: Vec<String>,
+    /// The CPU model name.
     pub cpu_model: Option<String>,
+    /// The online CPUs, as a CPU list.
     pub online_cpus: String,
+    /// Their number.
     pub cpu_count: usize,
     /// `on`, `off`, `notsupported`, ... from `/sys/devices/system/cpu/smt/control`.
     pub smt: Option<String>,
@@ -47,6 +59,7 @@ pub struct SystemSnapshot {
     pub virtualization: Option<String>,
     /// `/proc/sys/kernel/sched_rt_runtime_us` (-1: RT throttling off).
     pub sched_rt_runtime_us: Option<i64>,
+    /// `/proc/sys/kernel/sched_rt_period_us`.
     pub sched_rt_period_us: Option<i64>,
     /// This process's timer slack, ns.
     pub timer_slack_ns: u64,

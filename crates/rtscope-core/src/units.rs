@@ -9,26 +9,38 @@ use thiserror::Error;
 
 /// What went wrong when parsing a user-supplied value.
 #[derive(Debug, Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ParseError {
     #[error("'{0}' is not a duration (expected a number with a unit: ns, us, ms, s, m, h, d)")]
+    /// Not a number with a unit.
     BadDuration(String),
     #[error("'{0}': negative durations are not allowed")]
+    /// A negative duration.
     Negative(String),
     #[error("'{0}' is too large")]
+    /// Too large for the unit's range (u64 ns).
     Overflow(String),
     #[error("'{0}' is not a CPU list (expected e.g. 0-3,6)")]
+    /// Not a CPU list.
     BadCpuList(String),
 }
 
 /// A time unit, with its length in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
+    /// Nanoseconds.
     Ns,
+    /// Microseconds.
     Us,
+    /// Milliseconds.
     Ms,
+    /// Seconds.
     S,
+    /// Minutes.
     Min,
+    /// Hours.
     H,
+    /// Days.
     D,
 }
 

@@ -7,7 +7,10 @@
 //! - `rtscope man DIR`: `rtscope.1` and one page per subcommand
 //!   (`rtscope-cyclic.1`, `rtscope-import-cyclictest.1`, ...) written to DIR.
 //!
-//! `packaging/build-deb.sh` installs both in the Debian package.
+//! `packaging/build-deb.sh` installs both in the Debian package. The pages
+//! pass `mandoc -Tlint -W warning` (CI): an upper-case title, a date (from
+//! `SOURCE_DATE_EPOCH` when set, as for reproducible builds, else today), and
+//! clap's blank-line paragraph breaks as one `.sp`.
 
 use std::path::{Path, PathBuf};
 
@@ -55,11 +58,14 @@ pub fn run_completions(a: CompletionsArgs) -> Result<i32> {
 pub fn run_man(a: ManArgs) -> Result<i32> {
     match a.dir {
         None => {
+            let date = man_date(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref())?;
             let mut buf = Vec::new();
             clap_mangen::Man::new(command())
+                .title("RTSCOPE")
+                .date(date)
                 .manual("rtscope manual")
                 .render(&mut buf)?;
-            crate::output::say(&String::from_utf8_lossy(&buf));
+            crate::output::say(&tidy_roff(&String::from_utf8_lossy(&buf)));
         }
         Some(dir) => {
             let pages = write_pages(&dir)?;
@@ -82,9 +88,52 @@ pub fn write_pages(dir: &Path) -> Result<Vec<PathBuf>> {
     // (its display name, which is also the page's name and title).
     let mut cmd = command().disable_help_subcommand(true);
     cmd.build();
+    let date = man_date(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref())?;
     let mut written = Vec::new();
-    pages(&cmd, dir, &mut written)?;
+    pages_under(&cmd, None, &date, dir, &mut written)?;
     Ok(written)
+}
+
+/// The date on the pages, `YYYY-MM-DD` (UTC): that of `source_date_epoch`
+/// (seconds since 1970, the `SOURCE_DATE_EPOCH` of reproducible builds) when
+/// given, else today's. An epoch that is not a number of seconds is a usage
+/// error, as the reproducible-builds specification asks.
+fn man_date(source_date_epoch: Option<&str>) -> Result<String> {
+    let t = match source_date_epoch {
+        Some(s) => {
+            let secs: u64 = s.trim().parse().map_err(|_| {
+                usage(format!(
+                    "SOURCE_DATE_EPOCH='{s}': not a number of seconds since 1970"
+                ))
+            })?;
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs)
+        }
+        None => std::time::SystemTime::now(),
+    };
+    let stamp = humantime::format_rfc3339_seconds(t).to_string();
+    Ok(stamp[..10].to_string())
+}
+
+/// clap_mangen's roff as `mandoc -Tlint` wants it: a blank line between two
+/// `.br` (clap's paragraph break in a long help) becomes one `.sp` (the same
+/// output, without the paragraph macros mandoc skips), and trailing blanks
+/// go (not an escaped `\ `).
+fn tidy_roff(page: &str) -> String {
+    let page = page.replace("\n.br\n\n.br\n", "\n.sp\n");
+    let mut out = String::with_capacity(page.len());
+    for line in page.split_inclusive('\n') {
+        let (body, nl) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        let mut end = body.trim_end_matches(' ').len();
+        if end < body.len() && body[..end].ends_with('\\') {
+            end += 1;
+        }
+        out.push_str(&body[..end]);
+        out.push_str(nl);
+    }
+    out
 }
 
 /// Examples for each page, by the page's name: a comment and a command line
@@ -223,22 +272,22 @@ fn extra_sections(name: &str, siblings: &[String]) -> String {
 }
 
 /// The page of `cmd`, then those of its visible subcommands. `parent`: the
-/// page that lists this one (none for `rtscope` itself).
-fn pages(cmd: &Command, dir: &Path, written: &mut Vec<PathBuf>) -> Result<()> {
-    pages_under(cmd, None, dir, written)
-}
-
+/// page that lists this one (none for `rtscope` itself); `date`: the
+/// pages' date.
 fn pages_under(
     cmd: &Command,
     parent: Option<&str>,
+    date: &str,
     dir: &Path,
     written: &mut Vec<PathBuf>,
 ) -> Result<()> {
+    let name = cmd.get_display_name().unwrap_or(cmd.get_name()).to_string();
     let man = clap_mangen::Man::new(cmd.clone())
+        .title(name.to_uppercase())
+        .date(date)
         .source(concat!("rtscope ", env!("CARGO_PKG_VERSION")))
         .manual("rtscope manual");
     let path = dir.join(man.get_filename());
-    let name = cmd.get_display_name().unwrap_or(cmd.get_name()).to_string();
     let subs: Vec<&Command> = cmd.get_subcommands().filter(|s| !s.is_hide_set()).collect();
     // SEE ALSO: the parent page, then the pages this one leads to.
     let mut see: Vec<String> = parent.map(str::to_string).into_iter().collect();
@@ -255,11 +304,11 @@ fn pages_under(
         Some(i) => format!("{}{extra}{}", &page[..i], &page[i..]),
         None => page + &extra,
     };
-    let buf = page.into_bytes();
+    let buf = tidy_roff(&page).into_bytes();
     std::fs::write(&path, buf).with_context(|| format!("writing {}", path.display()))?;
     written.push(path);
     for sub in subs {
-        pages_under(sub, Some(&name), dir, written)?;
+        pages_under(sub, Some(&name), date, dir, written)?;
     }
     Ok(())
 }
@@ -363,6 +412,64 @@ mod tests {
         let import =
             std::fs::read_to_string(dir.path().join("rtscope-import-cyclictest.1")).unwrap();
         assert!(import.contains("rtscope\\-import(1)"), "{import}");
+    }
+
+    #[test]
+    fn the_date_is_source_date_epochs_or_today() {
+        assert_eq!(man_date(Some("0")).unwrap(), "1970-01-01");
+        assert_eq!(man_date(Some("1795000000")).unwrap(), "2026-11-18");
+        assert_eq!(man_date(Some(" 86399\n")).unwrap(), "1970-01-01");
+        let e = man_date(Some("yesterday")).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_USAGE);
+        assert!(e.to_string().contains("SOURCE_DATE_EPOCH"), "{e}");
+        let today = man_date(None).unwrap();
+        assert_eq!(today.len(), 10, "{today}");
+        assert!(today.as_str() > "2026-01-01", "{today}");
+    }
+
+    #[test]
+    fn tidy_roff_merges_breaks_and_drops_trailing_blanks() {
+        let page = ".TP\nHow to read\n.br\n\n.br\n\\fIPossible values:\\fR\nkeep\\ \n[\\fB\\-h\\fR] \n.br\nlast";
+        assert_eq!(
+            tidy_roff(page),
+            ".TP\nHow to read\n.sp\n\\fIPossible values:\\fR\nkeep\\ \n[\\fB\\-h\\fR]\n.br\nlast"
+        );
+        // A lone .br is a break of its own, kept.
+        assert_eq!(tidy_roff("a\n.br\nb\n"), "a\n.br\nb\n");
+        // A line ending in a backslash (no blank after it) is left whole.
+        assert_eq!(tidy_roff("x\\\nnext"), "x\\\nnext");
+    }
+
+    #[test]
+    fn man_dir_writes_the_tidy_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("man");
+        let code = run_man(ManArgs {
+            dir: Some(out.clone()),
+        })
+        .unwrap();
+        assert_eq!(code, crate::error::EXIT_OK);
+        let page = std::fs::read_to_string(out.join("rtscope-cyclic.1")).unwrap();
+        assert!(page.contains(".TH RTSCOPE-CYCLIC 1 "), "{page}");
+        assert!(!page.contains("\n.br\n\n.br\n"));
+    }
+
+    #[test]
+    fn pages_have_an_upper_case_title_and_a_date() {
+        let dir = tempfile::tempdir().unwrap();
+        write_pages(dir.path()).unwrap();
+        let cyclic = std::fs::read_to_string(dir.path().join("rtscope-cyclic.1")).unwrap();
+        let th = cyclic.lines().find(|l| l.starts_with(".TH ")).unwrap();
+        let date = man_date(std::env::var("SOURCE_DATE_EPOCH").ok().as_deref()).unwrap();
+        assert_eq!(
+            th,
+            format!(
+                ".TH RTSCOPE-CYCLIC 1 {date} \"rtscope {}\" \"rtscope manual\"",
+                env!("CARGO_PKG_VERSION")
+            )
+        );
+        assert!(!cyclic.contains("\n.br\n\n.br\n"));
+        assert!(!cyclic.lines().any(|l| l.ends_with(' ')));
     }
 
     #[test]

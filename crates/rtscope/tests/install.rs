@@ -49,10 +49,27 @@ fn completions_refuse_an_unknown_shell_in_one_line() {
     assert!(e.contains("tcsh"), "{e}");
 }
 
+/// `rtscope ARGS` with SOURCE_DATE_EPOCH set to `epoch`: its stdout (exit 0).
+fn stdout_dated(args: &[&str], epoch: &str) -> String {
+    let out = rtscope()
+        .env("SOURCE_DATE_EPOCH", epoch)
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+    assert!(out.stderr.is_empty(), "{args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
 #[test]
 fn man_prints_the_main_page() {
-    let page = stdout_of(&["man"]);
-    assert!(page.contains(".TH rtscope 1"), "{page}");
+    // Upper-case title and SOURCE_DATE_EPOCH's date (mandoc -Tlint clean).
+    let page = stdout_dated(&["man"], "86400");
+    let th = format!(
+        ".TH RTSCOPE 1 1970-01-02 \"rtscope {}\" \"rtscope manual\"",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(page.contains(&th), "{page}");
     assert!(page.contains(".SH SYNOPSIS"), "{page}");
     assert!(page.contains("rtscope\\-cyclic(1)"), "{page}");
 }
@@ -61,7 +78,7 @@ fn man_prints_the_main_page() {
 fn man_dir_writes_one_page_per_subcommand() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("man1");
-    let said = stdout_of(&["man", out_dir.to_str().unwrap()]);
+    let said = stdout_dated(&["man", out_dir.to_str().unwrap()], "1795000000");
     assert!(said.starts_with("man: "), "{said}");
     let mut names: Vec<String> = std::fs::read_dir(&out_dir)
         .unwrap()
@@ -82,7 +99,7 @@ fn man_dir_writes_one_page_per_subcommand() {
     let cyclic = std::fs::read_to_string(out_dir.join("rtscope-cyclic.1")).unwrap();
     assert!(
         cyclic.contains(&format!(
-            ".TH rtscope-cyclic 1  \"rtscope {}\"",
+            ".TH RTSCOPE-CYCLIC 1 2026-11-18 \"rtscope {}\" \"rtscope manual\"",
             env!("CARGO_PKG_VERSION")
         )),
         "{cyclic}"
@@ -100,6 +117,19 @@ fn man_refuses_a_file_as_directory() {
     assert_eq!(out.status.code(), Some(2));
     let e = assert_one_line(&out.stderr);
     assert!(e.contains("not a directory"), "{e}");
+}
+
+#[test]
+fn man_refuses_a_source_date_epoch_that_is_no_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rtscope()
+        .env("SOURCE_DATE_EPOCH", "yesterday")
+        .args(["man", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let e = assert_one_line(&out.stderr);
+    assert!(e.contains("SOURCE_DATE_EPOCH='yesterday'"), "{e}");
 }
 
 #[test]

@@ -11,8 +11,9 @@
 use std::path::PathBuf;
 
 use rtscope_core::clock::{PeriodProbe, Stopwatch};
+use rtscope_core::cyclic::{Clock, PosixClock};
 use rtscope_core::rt::{Policy, ThreadSetup};
-use rtscope_core::sys;
+use rtscope_core::timer::{Compensation, PreciseSleep, SleepTuning, SystemWait, WaitApi};
 
 const PERIOD_NS: u64 = 1_000_000;
 
@@ -51,9 +52,14 @@ fn main() {
 
     let mut state = 1u64;
     let mut work_max_ns = 0;
-    let mut next = sys::clock_ns(libc::CLOCK_MONOTONIC) + PERIOD_NS;
+    // clock_nanosleep(TIMER_ABSTIME) to each deadline, uncompensated
+    // (Compensation::Adaptive would wake early and spin the rest).
+    let clock = PosixClock(libc::CLOCK_MONOTONIC);
+    let wait = SystemWait::open(WaitApi::ClockNanosleep).expect("clock_nanosleep");
+    let mut sleep = PreciseSleep::new(wait, clock, Compensation::None, SleepTuning::default());
+    let mut next = clock.now() + PERIOD_NS;
     for _ in 0..cycles {
-        sys::sleep_until(libc::CLOCK_MONOTONIC, next).expect("clock_nanosleep");
+        sleep.sleep_until(next).expect("clock_nanosleep");
         probe.tick(); // first thing after the wake-up
         let t = sw.start();
         for _ in 0..2000 {

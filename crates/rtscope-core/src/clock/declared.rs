@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 pub struct DeclaredFrequency {
     /// Where it comes from (`cpuid 0x15 ...`, `kernel log ...`, `cntfrq_el0`).
     pub origin: String,
+    /// The declared frequency, Hz.
     pub hz: f64,
 }
 

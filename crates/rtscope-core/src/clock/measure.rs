@@ -65,17 +65,29 @@ pub fn touched_buffer(n: usize) -> Vec<u64> {
 /// sub-ns precision for fast counters).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct DeltaSummary {
+    /// Number of deltas.
     pub count: u64,
+    /// Smallest delta, ns.
     pub min_ns: f64,
+    /// Median delta, ns.
     pub p50_ns: f64,
+    /// Mean delta, ns.
     pub mean_ns: f64,
+    /// 99th percentile, ns.
     pub p99_ns: f64,
+    /// Largest delta, ns.
     pub max_ns: f64,
+    /// Standard deviation, ns.
     pub stddev_ns: f64,
+    /// Smallest delta, in the source's counts.
     pub min_ticks: i64,
+    /// Median delta, in counts.
     pub p50_ticks: i64,
+    /// Mean delta, in counts.
     pub mean_ticks: f64,
+    /// 99th percentile, in counts.
     pub p99_ticks: i64,
+    /// Largest delta, in counts.
     pub max_ticks: i64,
     /// Deltas of 0: the source had not advanced between the two readings
     /// (a coarse clock, or a read cheaper than one count).
@@ -205,6 +217,7 @@ pub trait Sleeper {
 /// Sleeps on CLOCK_MONOTONIC with absolute deadlines; a signal interrupts the
 /// sleep, and if `stop` is then set the sleep ends early.
 pub struct SystemSleeper<'a> {
+    /// Set to end a sleep early (checked when a signal interrupts it).
     pub stop: &'a AtomicBool,
 }
 

@@ -73,20 +73,35 @@ impl<C: Counter + ?Sized> Counter for &C {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SourceId {
+    /// `CLOCK_MONOTONIC` through the vDSO.
     Monotonic,
+    /// `CLOCK_MONOTONIC_RAW`: not slewed by NTP.
     MonotonicRaw,
+    /// `CLOCK_REALTIME`: wall-clock time, may step.
     Realtime,
+    /// `CLOCK_BOOTTIME`: monotonic, counting suspend.
     Boottime,
+    /// `CLOCK_TAI`: International Atomic Time.
     Tai,
+    /// `CLOCK_MONOTONIC_COARSE`: the last tick's time, cheap and coarse.
     MonotonicCoarse,
+    /// `CLOCK_REALTIME_COARSE`: the last tick's wall-clock time.
     RealtimeCoarse,
+    /// `gettimeofday(2)`: wall-clock time in µs.
     Gettimeofday,
+    /// `CLOCK_MONOTONIC` through the real system call, not the vDSO.
     MonotonicSyscall,
+    /// x86-64 `rdtsc`: the time-stamp counter, unordered.
     Tsc,
+    /// x86-64 `rdtscp`: waits for earlier instructions to finish.
     Rdtscp,
+    /// x86-64 `lfence; rdtsc`: ordered after earlier loads.
     LfenceTsc,
+    /// Arm `cntvct_el0`: the generic timer's virtual count.
     Cntvct,
+    /// Arm cycle counter through `perf_event_open` (user-space reads).
     PerfCycles,
+    /// Arm `pmccntr`: the PMU cycle counter, where user access is enabled.
     Pmccntr,
 }
 
@@ -252,7 +267,9 @@ impl std::fmt::Display for SourceId {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{source_name}: unavailable: {reason}")]
 pub struct Unavailable {
+    /// The source's name ([`SourceId::name`]).
     pub source_name: &'static str,
+    /// Why it cannot be used.
     pub reason: String,
 }
 
@@ -268,20 +285,29 @@ impl Unavailable {
 /// An opened source: one variant per concrete counter type.
 #[derive(Debug)]
 pub enum Source {
+    /// A POSIX clock through `clock_gettime`.
     Posix(PosixCounter),
+    /// `gettimeofday(2)`.
     Gettimeofday(Gettimeofday),
+    /// A POSIX clock through the raw system call.
     Syscall(SyscallCounter),
     #[cfg(target_arch = "x86_64")]
+    /// `rdtsc`.
     Tsc(x86::Rdtsc),
     #[cfg(target_arch = "x86_64")]
+    /// `rdtscp`.
     Rdtscp(x86::Rdtscp),
     #[cfg(target_arch = "x86_64")]
+    /// `lfence; rdtsc`.
     LfenceTsc(x86::LfenceRdtsc),
     #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+    /// The generic timer's virtual count.
     Cntvct(arm::Cntvct),
     #[cfg(target_arch = "aarch64")]
+    /// The cycle counter through `perf_event_open`.
     PerfCycles(arm::PerfCycles),
     #[cfg(target_arch = "arm")]
+    /// `pmccntr`, the PMU cycle counter.
     Pmccntr(arm::Pmccntr),
 }
 
@@ -517,14 +543,20 @@ pub fn delta(earlier: u64, later: u64, width_bits: u32) -> i64 {
 /// What the report says about a source (available or not).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SourceInfo {
+    /// The source's name (`monotonic`, `lfence-tsc`, ...).
     pub name: String,
+    /// What it is, in a line.
     pub description: String,
+    /// Whether it can be read on this machine.
     pub available: bool,
     /// Why it cannot be used here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unavailable_reason: Option<String>,
+    /// Whether it never goes backwards.
     pub monotonic: bool,
+    /// What its counts are (ns, µs or counter ticks).
     pub unit: CountUnit,
+    /// How many bits the counter has before it wraps.
     pub width_bits: u32,
     /// Size of one count in ns: `clock_getres` for kernel clocks, 1/frequency
     /// for counters (after calibration).
@@ -585,12 +617,16 @@ impl SourceInfo {
 
 /// Errors of the embeddable tools ([`Stopwatch`], [`PeriodProbe`]).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClockError {
     #[error(transparent)]
+    /// The source asked for cannot be used here.
     Unavailable(#[from] Unavailable),
     #[error("no usable time source")]
+    /// No source on this machine can be used.
     NoSource,
     #[error("{0}")]
+    /// Reading or calibrating a source failed.
     Io(#[from] std::io::Error),
 }
 

@@ -8,7 +8,9 @@ use crate::sys::{self, ClockId};
 /// A POSIX clock read with `clock_gettime` (the vDSO where the kernel offers it).
 #[derive(Debug, Clone, Copy)]
 pub struct PosixCounter {
+    /// Which source this is.
     pub id: SourceId,
+    /// The clock read.
     pub clock: ClockId,
 }
 

@@ -41,6 +41,7 @@ use crate::system::SystemSnapshot;
 pub struct PeriodSummary {
     /// Periods observed (cycles - 1).
     pub periods: u64,
+    /// The period asked for, ns.
     pub requested_ns: u64,
     /// Mean observed period, ns (exact, from the source's counts).
     pub mean_period_ns: f64,
@@ -48,12 +49,15 @@ pub struct PeriodSummary {
     pub error_ns: f64,
     /// Smallest and largest (observed - requested), ns.
     pub jitter_min_ns: f64,
+    /// Largest (observed - requested), ns.
     pub jitter_max_ns: f64,
     /// Standard deviation of the observed period, ns.
     pub jitter_stddev_ns: f64,
     /// Percentiles of |observed - requested|, ns (from a histogram, 0.1 %).
     pub abs_jitter_p50_ns: u64,
+    /// 99th percentile of |observed - requested|, ns.
     pub abs_jitter_p99_ns: u64,
+    /// Largest |observed - requested|, ns (exact).
     pub abs_jitter_max_ns: f64,
 }
 

@@ -58,8 +58,11 @@ pub fn signed_delta(earlier: u64, later: u64, width_bits: u32) -> i64 {
 /// Result of one pair.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct PairOutcome {
+    /// Reads compared.
     pub iterations: u64,
+    /// Reads that were behind the other CPU's last one.
     pub backwards_steps: u64,
+    /// The largest such step back, in counts.
     pub max_backwards_ticks: u64,
 }
 

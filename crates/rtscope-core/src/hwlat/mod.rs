@@ -56,6 +56,7 @@ impl Sample {
 /// What a line of the hwlat trace holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Line {
+    /// A sample line.
     Sample(Sample),
     /// `CPU:N [LOST M EVENTS]`: the buffer overflowed (M events lost).
     Lost(u64),

@@ -39,18 +39,24 @@ use crate::trace::{cpumask, TracefsMount};
 #[derive(Debug, thiserror::Error)]
 pub enum HwlatError {
     #[error("tracefs is not available: {0}")]
+    /// tracefs is neither mounted nor mountable.
     NoTracefs(String),
     #[error(
         "this kernel has no hwlat tracer: it needs CONFIG_HWLAT_TRACER; available_tracers: {0}"
     )]
+    /// The kernel has no hwlat tracer.
     NoTracer(String),
     #[error("the kernel's tracer is in use: current_tracer is '{0}'{1}; rtscope hwlat takes it only when it is 'nop', and never from someone else")]
+    /// Another tracer is in use: its name, and what is known of its user.
     Busy(String, String),
     #[error("trace events are enabled at the top level ({0}): someone is tracing, and hwlat would change their trace (rtscope hwlat takes the tracer only when nothing else uses it)")]
+    /// Trace events are enabled at the top level.
     EventsEnabled(String),
     #[error("--mode {0}: this kernel's hwlat tracer has no hwlat_detector/mode (Linux 5.14 added it): it samples the CPUs round-robin only")]
+    /// `--mode` asked for, without `hwlat_detector/mode`.
     NoMode(String),
     #[error("{0}: {1}")]
+    /// A tracefs file could not be written.
     Setting(String, io::Error),
 }
 
@@ -170,6 +176,7 @@ pub fn width_first(current_width_us: u64, new_window_us: u64) -> bool {
 /// Where the tracer is: the tracefs root (found, mounted here, or given),
 /// and the state file of the run that holds it.
 pub struct Tracefs {
+    /// The tracefs root.
     pub root: PathBuf,
     /// Whether rtscope mounted tracefs for this run.
     pub mounted: bool,
@@ -213,6 +220,7 @@ pub struct Probe {
 }
 
 impl Probe {
+    /// Whether this kernel has the hwlat tracer.
     pub fn has_hwlat(&self) -> bool {
         self.available.iter().any(|t| t == "hwlat")
     }
@@ -479,6 +487,7 @@ pub struct Tracer {
     restored: bool,
     /// Samples read, and events the kernel said it lost.
     pub samples: u64,
+    /// Events the kernel said it lost.
     pub lost: u64,
     /// The pid of a killed run whose settings were given back first.
     pub recovered: Option<i32>,

@@ -40,7 +40,9 @@ pub enum Mechanism {
 /// `period_ns`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Budget {
+    /// The limit: RT throttling or the fair deadline server.
     pub mechanism: Mechanism,
+    /// Its period, ns.
     pub period_ns: u64,
     /// The CPU time an RT busy loop loses each period, ns.
     pub lost_ns: u64,
@@ -205,9 +207,11 @@ pub fn read_fair_server(debugfs: &Path, cpu: usize) -> Option<(u64, u64)> {
 pub struct Episode {
     /// The first gap's start and the last gap's end, ns.
     pub start_ns: u64,
+    /// The last gap's end, ns.
     pub end_ns: u64,
     /// Its gaps' summed length, ns.
     pub noise_ns: u64,
+    /// Its gaps.
     pub gaps: u64,
 }
 
@@ -225,8 +229,11 @@ pub enum Evidence {
 /// The throttling one budget explains.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Found {
+    /// The budget.
     pub budget: Budget,
+    /// Why its episodes were taken as throttling.
     pub evidence: Evidence,
+    /// The episodes it explains.
     pub episodes: Vec<Episode>,
 }
 
@@ -334,14 +341,21 @@ pub fn classify(gaps: &[(u64, u64)], budgets: &[Budget], run_ns: u64) -> (Vec<bo
 /// What one budget explains, as the result document records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FoundReport {
+    /// The budget.
     pub budget: Budget,
+    /// Why its episodes were taken as throttling.
     pub evidence: Evidence,
+    /// Episodes it explains.
     pub episodes: u64,
+    /// Gaps in them.
     pub gaps: u64,
+    /// Their summed length, ns.
     pub noise_ns: u64,
     /// `noise_ns` as a share of the run, per cent.
     pub pct: f64,
+    /// Mean episode length, ns.
     pub mean_episode_ns: u64,
+    /// Longest episode, ns.
     pub max_episode_ns: u64,
 }
 
@@ -354,9 +368,13 @@ pub struct Report {
     /// The gaps taken as throttling (in every episode found), their summed
     /// length, and that as a share of the run, per cent.
     pub episodes: u64,
+    /// Gaps taken as throttling.
     pub gaps: u64,
+    /// Their summed length, ns.
     pub noise_ns: u64,
+    /// That as a share of the run, per cent.
     pub pct: f64,
+    /// What each budget explains.
     pub found: Vec<FoundReport>,
 }
 

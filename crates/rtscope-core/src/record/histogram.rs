@@ -218,8 +218,11 @@ mod tests {
 /// the first overflows. Allocated once at creation.
 #[derive(Debug, Clone)]
 pub struct MicrosecondBins {
+    /// `bins[i]`: samples in `[i µs, i+1 µs)`.
     pub bins: Vec<u64>,
+    /// Samples at or above the last bin.
     pub overflows: u64,
+    /// Sequence numbers of the first overflows (bounded).
     pub overflow_seqs: Vec<u64>,
     max_seqs: usize,
 }

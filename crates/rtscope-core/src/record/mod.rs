@@ -33,9 +33,13 @@ use crate::sample::Sample;
 /// Everything kept for one series (one thread, or the union of all threads).
 #[derive(Debug, Clone)]
 pub struct SeriesRecorder {
+    /// The latency histogram (HDR, exact to 0.1 %).
     pub hist: LatencyHistogram,
+    /// Count, min, max, mean and standard deviation.
     pub stats: RunningStats,
+    /// Max and mean per time bucket, for the plots.
     pub timeline: TimelineBuilder,
+    /// The largest samples, with their times.
     pub spikes: SpikeKeeper,
     /// Per-block histograms (100 ms blocks, bounded).
     pub blocks: BlockRecorder,
@@ -62,8 +66,11 @@ pub struct SeriesRecorder {
 /// so a wake-up on time costs nothing more here.
 #[derive(Debug, Clone)]
 pub struct CorrectedRecorder {
+    /// The histogram of the skipped periods.
     pub hist: LatencyHistogram,
+    /// Their statistics.
     pub stats: RunningStats,
+    /// Their per-block histograms.
     pub blocks: BlockRecorder,
     /// Skipped periods above the threshold, if one is set.
     pub above_threshold: u64,

@@ -1,5 +1,10 @@
 //! Every `unsafe` libc call rtscope makes, each wrapped exactly once.
 //!
+//! **Not covered by semantic versioning.** This module is public for the
+//! `rtscope` binary, hidden from the documentation, and its items may change
+//! or go in any release. Embedders use the modules above it
+//! ([`crate::rt`], [`crate::clock`], [`crate::timer`], ...).
+//!
 //! The rest of the crate (and the binary) calls these safe wrappers. Keeping the
 //! `unsafe` surface in one module makes it reviewable: each function documents
 //! why the call is sound. The functions used on the measurement hot path

@@ -21,9 +21,11 @@ pub const DEFAULT_CALIBRATION_DELAYS_NS: [u64; 3] = [320_000, 1_000_000, 5_000_0
 /// One API × policy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CalibrationEntry {
+    /// The wait API calibrated.
     pub api: WaitApi,
     /// `fifo`, `other`, ...
     pub policy: String,
+    /// The delays measured, ns.
     pub delays_ns: Vec<u64>,
     /// The offset static compensation subtracts at each delay: the median
     /// lateness, corrected by the checking pass (see [`measure`]).
@@ -76,6 +78,7 @@ impl CalibrationEntry {
 /// A set of calibrations.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Calibration {
+    /// One entry per API and policy.
     pub entries: Vec<CalibrationEntry>,
 }
 

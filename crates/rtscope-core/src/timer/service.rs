@@ -55,12 +55,15 @@ struct Slot {
 /// One expiry popped from the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Expired {
+    /// The timer that expired.
     pub id: TimerId,
+    /// Its deadline, ns.
     pub deadline: u64,
     /// The user's value given to `insert`.
     pub token: u64,
     /// When the `add` call began, and when it had armed the kernel timer.
     pub requested: u64,
+    /// When the `add` call had armed the kernel timer, ns.
     pub armed: u64,
 }
 
@@ -210,17 +213,25 @@ pub enum Design {
     /// A one-shot kernel timer re-armed to the next deadline.
     Hopping,
     /// A periodic tick of this many ns checks the head of the list.
-    Polling { tick_ns: u64 },
+    /// A periodic tick of `tick_ns`.
+    Polling {
+        /// The tick, ns.
+        tick_ns: u64,
+    },
 }
 
 /// One virtual timer's expiry with its stage timestamps (CLOCK_MONOTONIC ns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fired {
+    /// The timer that fired.
     pub id: TimerId,
+    /// The user's value given to `add`.
     pub token: u64,
+    /// Its deadline, ns.
     pub deadline: u64,
     /// `add` began / had armed the kernel timer (hopping; polling: inserted).
     pub requested: u64,
+    /// When the `add` call had armed the kernel timer, ns.
     pub armed: u64,
     /// What the kernel timer was set to (hopping: head − offset; polling: the tick).
     pub hw_target: u64,

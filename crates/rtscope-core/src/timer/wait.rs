@@ -75,13 +75,21 @@ impl WaitApi {
 /// One of the real wait APIs, with what it needs created up front (the
 /// timerfd, the POSIX timer, the epoll set, the futex word, the condvar).
 pub enum SystemWait {
+    /// `clock_nanosleep(TIMER_ABSTIME)`.
     ClockNanosleep,
+    /// `nanosleep(2)` of the time left.
     Nanosleep,
+    /// A one-shot `timerfd`, read.
     Timerfd(sys::OneShotTimerfd),
+    /// A one-shot POSIX timer, its signal awaited.
     PosixTimer(sys::OneShotPosixTimer),
+    /// `epoll_wait` with a timeout.
     Epoll(sys::EpollSleep),
+    /// `FUTEX_WAIT` with a timeout on a word nobody wakes.
     Futex(AtomicU32),
+    /// `Condvar::wait_timeout` on a mutex nobody signals.
     Condvar(Mutex<()>, Condvar),
+    /// `pselect(2)` with a timeout and no descriptors.
     Select,
 }
 

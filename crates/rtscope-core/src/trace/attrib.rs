@@ -37,11 +37,17 @@ use super::event::{softirq_name, Decoder, Event, Kind};
 pub enum Owner {
     /// The measuring thread: inside a gap, kernel work no event covers.
     Own,
+    /// A task, by pid.
     Task(i32),
+    /// An interrupt handler, by line.
     Irq(i32),
+    /// A softirq, by number.
     Softirq(u32),
+    /// An x86 system vector, by index.
     Vector(u16),
+    /// An hrtimer callback, by the timer's address.
     Hrtimer(u64),
+    /// An NMI handler.
     Nmi,
     /// A gap with no kernel event: hardware or hypervisor.
     Hardware,
@@ -93,7 +99,9 @@ impl Owner {
 /// One gap, attributed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attributed {
+    /// Start of the gap, ns.
     pub start_ns: u64,
+    /// Its length, ns.
     pub len_ns: u64,
     /// Time per owner inside the gap, largest first (sums to the gap length).
     pub parts: Vec<(Owner, u64)>,

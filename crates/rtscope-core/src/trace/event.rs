@@ -9,28 +9,41 @@ use super::format::{read_int, read_str, read_uint, EventFormat, Field};
 /// What happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// `irq_handler_entry` of `irq`.
     IrqEntry {
+        /// The interrupt line.
         irq: i32,
     },
+    /// `irq_handler_exit` of `irq`.
     IrqExit {
+        /// The interrupt line.
         irq: i32,
     },
+    /// `softirq_entry` of softirq `vec` ([`softirq_name`]).
     SoftirqEntry {
+        /// The softirq number.
         vec: u32,
     },
+    /// `softirq_exit` of softirq `vec`.
     SoftirqExit {
+        /// The softirq number.
         vec: u32,
     },
     /// An x86 system vector (`irq_vectors:local_timer_entry`, ...): the index in [`Decoder::vector_name`].
     VectorEntry {
+        /// The vector's index.
         vector: u16,
     },
+    /// The end of an x86 system vector.
     VectorExit {
+        /// The vector's index.
         vector: u16,
     },
     /// `sched_switch`: the task that ran before and the one that runs now.
     Switch {
+        /// The pid that ran before.
         prev_pid: i32,
+        /// The pid that runs now.
         next_pid: i32,
         /// The task that ran before stays runnable (`prev_state` R or R+:
         /// preempted, or set aside by the scheduler), rather than sleeping.
@@ -38,37 +51,53 @@ pub enum Kind {
         /// Kernel priorities: 0-98 real-time (99 - the RT priority), 100-139
         /// normal (and idle), -1 deadline; where the format has them, else 0.
         prev_prio: i32,
+        /// The next task's kernel priority.
         next_prio: i32,
     },
     /// `sched_waking` of `pid`, to run on `target_cpu`.
     Waking {
+        /// The task woken.
         pid: i32,
+        /// The CPU it will run on.
         target_cpu: i32,
     },
     /// `nmi_handler`: an NMI handler ran for `delta_ns`, ending now.
     Nmi {
+        /// How long the handler ran, ns.
         delta_ns: u64,
     },
     /// `hrtimer_expire_entry`: the timer `hrtimer` (its address) runs its
     /// callback; `now` is the clock base's time read in the interrupt.
     HrtimerEntry {
+        /// The timer's address.
         hrtimer: u64,
+        /// Its callback's address.
         function: u64,
+        /// The clock base's time in the interrupt, ns.
         now: u64,
     },
+    /// `hrtimer_expire_exit`: the callback returned.
     HrtimerExit,
     /// `hrtimer_start`: `hrtimer` armed for `softexpires` (the time asked
     /// for) .. `expires` (plus the task's timer slack).
     HrtimerStart {
+        /// The timer's address.
         hrtimer: u64,
+        /// Its callback's address.
         function: u64,
+        /// The latest expiry (with the timer slack), ns.
         expires: u64,
+        /// The time asked for, ns.
         softexpires: u64,
     },
+    /// `sys_enter` of system call `nr`.
     SysEnter {
+        /// The system call number.
         nr: i64,
     },
+    /// `sys_exit` of system call `nr`.
     SysExit {
+        /// The system call number.
         nr: i64,
     },
     /// Not a kernel event: the kernel lost events on this CPU before this
@@ -79,9 +108,13 @@ pub enum Kind {
 /// One event: its CPU, trace-clock time, the current task's pid, and what.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Event {
+    /// Trace-clock time, ns.
     pub ts: u64,
+    /// The CPU it happened on.
     pub cpu: u32,
+    /// The pid current on that CPU.
     pub pid: i32,
+    /// What happened.
     pub kind: Kind,
 }
 
@@ -351,6 +384,7 @@ pub const SOFTIRQ_NAMES: [&str; 10] = [
     "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
 ];
 
+/// The kernel's name of softirq `vec` (`TIMER`, `NET_RX`, `RCU`, ...).
 pub fn softirq_name(vec: u32) -> &'static str {
     SOFTIRQ_NAMES.get(vec as usize).copied().unwrap_or("?")
 }

@@ -4,9 +4,13 @@
 /// One field of an event record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Field {
+    /// The field's name.
     pub name: String,
+    /// Its offset in the record, bytes.
     pub offset: usize,
+    /// Its size, bytes.
     pub size: usize,
+    /// Whether it is signed.
     pub signed: bool,
     /// `__data_loc`: a u32 whose low 16 bits are the offset of the data in
     /// the record and high 16 bits its length.
@@ -16,8 +20,11 @@ pub struct Field {
 /// An event's id and fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventFormat {
+    /// The event's name (`sched_switch`, ...).
     pub name: String,
+    /// Its id, as the records carry it.
     pub id: u16,
+    /// Its fields.
     pub fields: Vec<Field>,
 }
 
@@ -75,6 +82,7 @@ pub fn parse_format(text: &str) -> Option<EventFormat> {
 }
 
 impl EventFormat {
+    /// The field called `name`, if the event has one.
     pub fn field(&self, name: &str) -> Option<&Field> {
         self.fields.iter().find(|f| f.name == name)
     }
@@ -83,8 +91,11 @@ impl EventFormat {
 /// Where a page's commit word and data are (from `events/header_page`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageLayout {
+    /// Offset of the page's commit word, bytes.
     pub commit_offset: usize,
+    /// Size of the commit word, bytes.
     pub commit_size: usize,
+    /// Offset of the first record, bytes.
     pub data_offset: usize,
 }
 

@@ -33,14 +33,19 @@ use format::PageLayout;
 
 /// Why tracing could not be set up.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TraceError {
     #[error("tracefs is not available: {0}")]
+    /// tracefs is neither mounted nor mountable; the text says why.
     NoTracefs(String),
     #[error("cannot create a trace instance in {0}: {1}")]
+    /// The instance directory could not be created.
     Instance(PathBuf, io::Error),
     #[error("{0}: {1}")]
+    /// A tracefs file could not be written.
     Setting(PathBuf, io::Error),
     #[error("none of the requested trace events exists on this kernel")]
+    /// None of the events asked for exists.
     NoEvents,
 }
 
@@ -188,9 +193,11 @@ pub struct Instance {
     pub decoder: Decoder,
     /// The events enabled, and those asked for that this kernel lacks.
     pub enabled: Vec<String>,
+    /// Events asked for that this kernel lacks.
     pub missing: Vec<String>,
     /// Pages that said events were lost before them, and the count where known.
     pub lost_pages: u64,
+    /// Events the kernel counted as lost.
     pub lost_events: u64,
     /// Events decoded.
     pub events: u64,

@@ -13,7 +13,9 @@ const RB_MISSED_STORED: u64 = 1 << 30;
 /// One record of a page, with its absolute timestamp (trace clock ns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RawRecord<'a> {
+    /// Trace-clock time, ns.
     pub ts: u64,
+    /// The record's payload (the event's fields).
     pub data: &'a [u8],
 }
 

@@ -39,22 +39,27 @@ use crate::sample::Sample;
 /// One wait of a measurement thread as the kernel saw it (times: trace clock ns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelWake {
+    /// The measurement thread.
     pub tid: i32,
     /// The time asked for (`softexpires`).
     pub expires_ns: u64,
     /// `hrtimer_start`: when the wait was armed, and on which CPU.
     pub armed_ns: u64,
+    /// The CPU it was armed on.
     pub armed_cpu: u32,
     /// `hrtimer_expire_entry`: the interrupt's `now`, and its CPU.
     pub irq_ns: Option<u64>,
+    /// The CPU of the interrupt.
     pub irq_cpu: u32,
     /// `sched_waking` of the thread.
     pub waking_ns: Option<u64>,
     /// `sched_switch` into the thread, and the task it replaced.
     pub switch_ns: Option<u64>,
+    /// The task it replaced.
     pub switch_prev: Option<i32>,
     /// `sys_exit` of the wait, and its CPU.
     pub exit_ns: Option<u64>,
+    /// The CPU of `sys_exit`.
     pub exit_cpu: u32,
 }
 
@@ -74,6 +79,7 @@ pub struct WakeTracker {
 }
 
 impl WakeTracker {
+    /// A tracker of the measurement threads `tids`.
     pub fn new(tids: &[i32]) -> Self {
         WakeTracker {
             tids: tids.to_vec(),
@@ -175,6 +181,7 @@ pub struct Joiner {
     wakes: BTreeMap<u64, KernelWake>,
     /// Given up on: a sample without its wake-up, and the reverse.
     pub unmatched_samples: u64,
+    /// Wake-ups given up on without their sample.
     pub unmatched_wakes: u64,
 }
 
@@ -184,6 +191,7 @@ pub fn intended(s: &Sample) -> u64 {
 }
 
 impl Joiner {
+    /// Adds a sample; returns it with its kernel wake-up once both are in.
     pub fn sample(&mut self, s: &Sample) -> Option<(Sample, KernelWake)> {
         let t = intended(s);
         match self.wakes.remove(&t) {
@@ -195,6 +203,7 @@ impl Joiner {
         }
     }
 
+    /// Adds a kernel wake-up; returns it with its sample once both are in.
     pub fn wake(&mut self, w: &KernelWake) -> Option<(Sample, KernelWake)> {
         match self.samples.remove(&w.expires_ns) {
             Some(s) => Some((s, *w)),
@@ -224,10 +233,15 @@ impl Joiner {
 /// One sample split into stages (ns; see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stages {
+    /// Intended wake time to the timer interrupt, ns.
     pub timer_ns: i64,
+    /// Timer interrupt to `sched_waking`, ns.
     pub wakeup_ns: Option<i64>,
+    /// `sched_waking` to `sched_switch`, ns.
     pub sched_ns: Option<i64>,
+    /// `sched_switch` to `sys_exit`, ns.
     pub return_ns: Option<i64>,
+    /// `sched_waking` to `sys_exit`, ns.
     pub switch_return_ns: Option<i64>,
     /// rtscope's latency − the kernel's bound (`sys_exit − expires`).
     pub rtscope_kernel_ns: i64,
@@ -281,6 +295,7 @@ pub struct StageRecorder {
     observed: [u64; 6],
     /// Joined samples, and those below the kernel's bound.
     pub joined: u64,
+    /// Joined samples below the kernel's bound.
     pub below_kernel: u64,
     worst: Vec<(String, Sample, KernelWake, Stages)>,
     keep: usize,
