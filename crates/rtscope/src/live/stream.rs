@@ -139,6 +139,7 @@ pub fn snapshot_lines(s: &Snapshot, fmt: StreamFormat, out: &mut String) {
                 "interval_s": s.interval_s,
                 "series": s.series,
                 "loads": s.loads,
+                "warnings": s.warnings,
                 "snapshots_dropped": s.snapshots_dropped,
             });
             out.push_str(&v.to_string());
