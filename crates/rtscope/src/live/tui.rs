@@ -491,9 +491,14 @@ fn bound_label(ns: u64) -> String {
     }
 }
 
-/// The y axis's width for counts up to `cmax` (its label and a space).
+/// The y axis's width for counts up to `cmax`: its widest decade label
+/// (`100` is wider than `1k`) and a space.
 fn count_axis_width(cmax: u64) -> usize {
-    compact(10u64.saturating_pow(decades(cmax))).chars().count() + 1
+    (0..=decades(cmax))
+        .map(|d| compact(10u64.saturating_pow(d)).chars().count())
+        .max()
+        .unwrap_or(1)
+        + 1
 }
 
 /// Decades of the count axis: its top is 10^decades, at or above `cmax`.
@@ -1065,6 +1070,9 @@ mod tests {
         assert_eq!(decades(10), 1);
         assert_eq!(decades(11), 2);
         assert_eq!(count_axis_width(1), 2);
+        assert_eq!(count_axis_width(10), 3);
+        // `100` is wider than the top's `1k`.
+        assert_eq!(count_axis_width(1_000), 4);
         assert_eq!(count_axis_width(9_000), 4);
         assert_eq!(count_axis_width(10_001), 5);
         // 38 columns, counts up to 10k (axis `10k `): 34 left, 17 bars.
@@ -1101,12 +1109,13 @@ mod tests {
         for l in &t {
             assert!(l.chars().count() <= 20, "{l:?}");
         }
-        // Axis `1k ` (3 columns); 17 left for 4 bars: 3 wide, a space apart.
-        assert_eq!(t[0], "1k ███            ");
-        assert_eq!(t[4], " 1 ███ ███     ███");
+        // Axis ` 1k ` (4 columns, as wide as `100`); 16 left for 4 bars: 3
+        // wide, a space apart.
+        assert_eq!(t[0], " 1k ███            ");
+        assert_eq!(t[4], "  1 ███ ███     ███");
         // The last bound right under the last bar, the first at its bar,
         // the others where they fit (`20µs` would touch `10µs`).
-        assert_eq!(t[5], "   10µs        5ms  ");
+        assert_eq!(t[5], "    10µs        5ms ");
         assert!(t[5].trim_end().ends_with("5ms"));
         // One sample still shows: an eighth of a row at least.
         let t = text(&histogram_lines(
