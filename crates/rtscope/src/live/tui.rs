@@ -436,10 +436,10 @@ fn nice_ceil(ns: u64) -> u64 {
                 return v;
             }
         }
-        if d > u64::MAX / 10 {
-            return u64::MAX;
+        match d.checked_mul(10) {
+            Some(next) => d = next,
+            None => return u64::MAX,
         }
-        d *= 10;
     }
 }
 
@@ -908,6 +908,9 @@ mod tests {
         assert_eq!(us(Some(4_248_400)), "4248");
         assert_eq!(us(None), UNKNOWN);
         assert_eq!(count_cell(9_999_999), "9999999");
+        assert_eq!(count_cell(10_000_000), "10.0M");
+        assert_eq!(count_cell(9_999_999_999), "10000.0M");
+        assert_eq!(count_cell(10_000_000_000), "10.0G");
         assert_eq!(count_cell(12_345_678), "12.3M");
         assert_eq!(count_cell(12_345_678_901), "12.3G");
         assert_eq!(compact(0), "");
@@ -1056,6 +1059,20 @@ mod tests {
         );
         let bars = hist_bars(&b, Some(50_000_000), 40);
         assert_eq!(bars[16].upper_ns, 200_000_000);
+        // A sample beyond the max's bucket (another feed's figures): the
+        // axis reaches it too.
+        let b = buckets(&[(3, 5), (11, 1)]);
+        let bars = hist_bars(&b, Some(20_000), 20);
+        assert_eq!(bars.last().unwrap().upper_ns, 5_000_000);
+        // Fewer buckets than the bounds: the last one is the top.
+        let bars = hist_bars(&[0, 3], Some(50_000_000), 20);
+        assert_eq!(
+            bars,
+            [HistBar {
+                upper_ns: 2_000,
+                count: 3
+            }]
+        );
         // Nothing yet, or no room.
         assert!(hist_bars(&b, None, 10).is_empty());
         assert!(hist_bars(&buckets(&[]), Some(5), 10).is_empty());
@@ -1150,6 +1167,21 @@ mod tests {
             2,
         ));
         assert_eq!(t[0], "10000000000G ███ ▁▁▁");
+        // A label that would touch the last one is left out.
+        let one = |upper_ns| HistBar { upper_ns, count: 1 };
+        let t = text(&histogram_lines(&[one(1_000), one(20_000)], 9, 2));
+        assert_eq!(t, ["1 ███ ███", "     20µs"]);
+        let t = text(&histogram_lines(&[one(1_000), one(20_000)], 11, 2));
+        assert_eq!(t, ["1 ████ ████", "  1µs  20µs"]);
+        // The narrowest: 4 columns.
+        assert_eq!(
+            text(&histogram_lines(&[one(1_000)], 4, 2)),
+            ["1 ██", " 1µs"]
+        );
+        assert_eq!(
+            text(&histogram_lines(&[one(1_000)], 3, 2)),
+            ["no samples yet"]
+        );
         assert_eq!(text(&histogram_lines(&[], 20, 6)), ["no samples yet"]);
         assert_eq!(text(&histogram_lines(&bars, 20, 1)), ["no samples yet"]);
     }
@@ -1189,6 +1221,12 @@ mod tests {
             warning_lines(&[w("a"), w("b"), w("c")], 12, 2),
             ["warning: a", "… and 2 mor…"]
         );
+        // A cut line keeps the width, its last column the `…`.
+        assert_eq!(
+            warning_lines(&[w("abcdefghij klm")], 19, 1),
+            ["warning: abcdefghi…"]
+        );
+        assert_eq!(warning_lines(&[w("b")], 10, 1), ["warning: b"]);
         assert!(warning_lines(&[], 40, 4).is_empty());
         assert!(warning_lines(std::slice::from_ref(&long), 40, 0).is_empty());
         assert!(warning_lines(&[long], 9, 4).is_empty());
@@ -1289,5 +1327,33 @@ mod tests {
             rows[23].starts_with("loads: none · samples dropped: 0"),
             "{screen}"
         );
+        // The selected series' row is shown reversed.
+        assert!(buf[(2, 6)].modifier.contains(Modifier::REVERSED));
+        assert!(!buf[(2, 5)].modifier.contains(Modifier::REVERSED));
+        // Many warnings: 4 lines at 24 rows, what is left above the
+        // charts' 8 at 20, a sixth of 40.
+        let mut snap = snap;
+        snap.warnings = (0..10).map(|i| format!("w{i}")).collect();
+        for (h, lines) in [(24u16, 4usize), (20, 3), (40, 6)] {
+            let mut term =
+                ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, h)).unwrap();
+            term.draw(|f| draw(f, &v, Some(&snap), &[], &labels))
+                .unwrap();
+            let buf = term.backend().buffer().clone();
+            let row = |y: u16| -> String { (0..80).map(|x| buf[(x, y)].symbol()).collect() };
+            for y in 0..lines as u16 - 1 {
+                assert!(
+                    row(8 + y).starts_with(&format!("warning: w{y} ")),
+                    "{h}: {}",
+                    row(8 + y)
+                );
+            }
+            let more = row(8 + lines as u16 - 1);
+            assert!(
+                more.starts_with(&format!("… and {} more warnings", 11 - lines)),
+                "{h}: {more}"
+            );
+            assert!(row(8 + lines as u16).starts_with('┌'), "{h}");
+        }
     }
 }
