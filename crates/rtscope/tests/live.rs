@@ -62,13 +62,25 @@ fn stream_jsonl_has_a_run_line_snapshots_and_an_end() {
             for k in ["count", "overruns", "dropped"] {
                 assert!(x[k].is_u64(), "{k} in {x}");
             }
-            for k in ["min_ns", "mean_ns", "p50_ns", "p99_ns", "p999_ns", "max_ns"] {
+            for k in [
+                "min_ns", "mean_ns", "p50_ns", "p99_ns", "p999_ns", "max_ns", "act_ns",
+            ] {
                 assert!(x.get(k).is_some(), "{k} in {x}");
             }
             for k in ["count", "min_ns", "mean_ns", "p99_ns", "max_ns"] {
                 assert!(x["interval"].get(k).is_some(), "interval {k} in {x}");
             }
         }
+        // The run's warnings ride along, from the first snapshot on (this
+        // one it starts with: --no-rt).
+        assert!(
+            s["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().contains("without real-time priority")),
+            "{s}"
+        );
         // The interval counts add up to the count.
         let all = &series[2];
         assert_eq!(
@@ -403,7 +415,9 @@ fn live_view_in_tmux_shows_the_table_and_q_stops_with_results() {
         "series",
         "count",
         "p99.9",
-        "overruns",
+        "act",
+        "avg",
+        "missed",
         "dropped",
         "all",
         "max and p99",
@@ -465,6 +479,166 @@ fn live_view_in_tmux_shows_the_table_and_q_stops_with_results() {
     }
     tmux(&["-S", sock, "kill-server"]);
     assert_eq!(read_result(&json2)["end_reason"], "interrupted");
+}
+
+/// A latency label or cell of the terminal view in ns: `5ms`, `200µs`,
+/// `1s`, or a bare number of µs (the table's cells).
+fn shown_ns(tok: &str) -> Option<f64> {
+    let (num, scale) = if let Some(n) = tok.strip_suffix("µs") {
+        (n, 1e3)
+    } else if let Some(n) = tok.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = tok.strip_suffix('s') {
+        (n, 1e9)
+    } else {
+        (tok, 1e3)
+    };
+    num.parse::<f64>().ok().map(|v| v * scale)
+}
+
+/// From a capture of the view: the histogram's bound labels (ns, the row
+/// above its bottom border, inside the left box) and the `all` row's max.
+fn axis_and_max(screen: &str) -> (Vec<f64>, f64) {
+    let lines: Vec<&str> = screen.lines().collect();
+    let bottom = lines
+        .iter()
+        .rposition(|l| l.starts_with('└'))
+        .unwrap_or_else(|| panic!("no box bottom in\n{screen}"));
+    let inside: String = lines[bottom - 1]
+        .chars()
+        .skip(1)
+        .take_while(|&c| c != '│')
+        .collect();
+    let axis: Vec<f64> = inside
+        .split_whitespace()
+        .map(|t| shown_ns(t).unwrap_or_else(|| panic!("{t:?} on the axis of\n{screen}")))
+        .collect();
+    let header: Vec<&str> = lines
+        .iter()
+        .find(|l| l.contains("series") && l.contains(" act "))
+        .unwrap_or_else(|| panic!("no table header in\n{screen}"))
+        .trim_matches(|c| c == '│' || c == ' ')
+        .split_whitespace()
+        .collect();
+    let all: Vec<&str> = lines
+        .iter()
+        .find(|l| l.starts_with("│all "))
+        .unwrap_or_else(|| panic!("no `all` row in\n{screen}"))
+        .trim_matches(|c| c == '│' || c == ' ')
+        .split_whitespace()
+        .collect();
+    let at = header.iter().position(|&h| h == "max").unwrap();
+    (axis, shown_ns(all[at]).unwrap())
+}
+
+/// `--live` at 80×24: the histogram's axis reaches the max (its last bound
+/// label is at least the max the table shows beside it), the table has
+/// cyclictest's act and avg columns, and a warning the run's counters
+/// raise (a 1 µs period: no machine serves it, most periods are missed) is
+/// on screen while the run goes on, not only in the summary after it.
+#[test]
+fn live_view_at_80x24_shows_the_tail_the_columns_and_warnings_while_running() {
+    if !tool("tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let done = dir.path().join("done");
+    let session = format!("rtscope-80x24-{}", std::process::id());
+    let socket = dir.path().join("tmux.sock");
+    let sock = socket.to_str().unwrap();
+    let cmd = format!(
+        "{} cyclic --no-rt -t 1 -i 1us -D 4s --live --json {}; echo $? > {}; sleep 30",
+        rtscope_path().display(),
+        json.display(),
+        done.display()
+    );
+    tmux(&[
+        "-S",
+        sock,
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "80",
+        "-y",
+        "24",
+        &cmd,
+    ]);
+    // Captures of the view while the run goes on (its key line is shown).
+    let mut views = Vec::new();
+    for _ in 0..150 {
+        let s = tmux(&["-S", sock, "capture-pane", "-p", "-t", &session]);
+        if s.contains("[q] stop") && s.contains("│all ") {
+            views.push(s);
+        } else if done.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let summary = tmux(&["-S", sock, "capture-pane", "-p", "-t", &session]);
+    tmux(&["-S", sock, "kill-server"]);
+    assert!(
+        views.len() >= 3,
+        "the view was seen {} times:\n{summary}",
+        views.len()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&done).unwrap().trim(),
+        "0",
+        "{summary}"
+    );
+    for s in &views {
+        assert_eq!(s.lines().count(), 24, "{s}");
+        assert!(s.lines().all(|l| l.chars().count() <= 80), "{s}");
+        let (axis, max) = axis_and_max(s);
+        assert!(!axis.is_empty(), "{s}");
+        assert!(axis.windows(2).all(|w| w[0] < w[1]), "{axis:?} in\n{s}");
+        assert!(
+            *axis.last().unwrap() >= max,
+            "axis {axis:?} < max {max} in\n{s}"
+        );
+        for col in ["min", "act", "avg", "max", "p99", "missed"] {
+            assert!(
+                s.lines().any(|l| l
+                    .split_whitespace()
+                    .any(|t| t == col || t == format!("│{col}"))),
+                "no {col} column in\n{s}"
+            );
+        }
+    }
+    let warned = views
+        .iter()
+        .find(|s| s.contains("warning: ") && s.contains("of the periods were missed"));
+    assert!(
+        warned.is_some(),
+        "no warning while running:\n{}",
+        views.join("\n")
+    );
+    // The result says what the view said, and the run's max is no smaller
+    // than the last max the view showed.
+    let doc = read_result(&json);
+    assert_eq!(doc["end_reason"], "duration");
+    let all = doc["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["label"] == "all")
+        .unwrap();
+    let max = all["stats"]["max_ns"].as_f64().unwrap();
+    let (axis, shown) = axis_and_max(views.last().unwrap());
+    assert!(max + 500.0 >= shown, "{max} {shown}");
+    if max < shown + 500.0 {
+        // The max came before the last capture (the usual case): the
+        // axis of that capture reaches the run's max.
+        assert!(*axis.last().unwrap() >= max, "{axis:?} {max}");
+    }
+    assert!(doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("of the periods were missed")));
 }
 
 #[test]

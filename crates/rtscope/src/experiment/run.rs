@@ -316,7 +316,7 @@ pub fn begin_live(s: &RunSettings, header: &str, live: Option<LiveSetup>) -> Res
             eprintln!("warning: {}", crate::output::printable(w));
         }
     }
-    Ok(Run {
+    let mut run = Run {
         live,
         system,
         env,
@@ -326,7 +326,16 @@ pub fn begin_live(s: &RunSettings, header: &str, live: Option<LiveSetup>) -> Res
         clock: libc::CLOCK_MONOTONIC,
         start_clock_ns: sys::clock_ns(libc::CLOCK_MONOTONIC),
         shown,
-    })
+    };
+    // The live views show the warnings the run starts with (the terminal UI
+    // covers the lines printed above).
+    let starting = run.warnings(vec![]);
+    if let Some(l) = run.live.as_mut() {
+        for w in &starting {
+            l.hub.warn(w);
+        }
+    }
+    Ok(run)
 }
 
 impl Run {
@@ -448,7 +457,19 @@ impl Overload {
     /// Reads the counters of `s` (a run's total: `all` when there are
     /// several threads).
     pub fn of(s: &Series) -> Overload {
-        let (count, dropped, missed) = (s.stats.count, s.counters.dropped, s.counters.overruns);
+        Overload::of_counts(&OverloadCounts {
+            count: s.stats.count,
+            dropped: s.counters.dropped,
+            missed: s.counters.overruns,
+            late: s.counters.overrun_samples,
+            max_ns: s.stats.max_ns,
+            corrected: s.corrected.is_some(),
+        })
+    }
+
+    /// [`of`](Self::of) from the counters alone (the live view's snapshots).
+    pub fn of_counts(c: &OverloadCounts) -> Overload {
+        let (count, dropped, missed) = (c.count, c.dropped, c.missed);
         let taken = count + dropped;
         let due = taken + missed;
         let advice = "the period is below what this machine can serve \
@@ -462,18 +483,18 @@ impl Overload {
                 )
             }),
             missed: above_share(missed, due).then(|| {
-                let late = s.counters.overrun_samples;
+                let late = c.late;
                 let why = if late > 0 && missed >= STALL_PERIODS * late {
                     format!(
                         "{late} late wake-up{} of up to {} skipped them: the threads were held \
                          off the CPU that long (the host, RT throttling, a task of higher priority)",
                         if late == 1 { "" } else { "s" },
-                        rtscope_core::units::format_ns(s.stats.max_ns.max(0) as u64)
+                        rtscope_core::units::format_ns(c.max_ns.max(0) as u64)
                     )
                 } else {
                     advice.to_string()
                 };
-                let counted = if s.corrected.is_some() {
+                let counted = if c.corrected {
                     "; the figures over the intended periods count each at its lateness, \
                      those over the wake-ups leave them out"
                 } else {
@@ -492,6 +513,22 @@ impl Overload {
     pub fn warnings(&self) -> Vec<String> {
         self.dropped.iter().chain(&self.missed).cloned().collect()
     }
+}
+
+/// What [`Overload`] reads of a series.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OverloadCounts {
+    /// Samples taken.
+    pub count: u64,
+    /// Samples dropped (the rings were full).
+    pub dropped: u64,
+    /// Periods missed.
+    pub missed: u64,
+    /// Late wake-ups (the samples that missed periods).
+    pub late: u64,
+    pub max_ns: i64,
+    /// Whether figures over the intended periods are kept.
+    pub corrected: bool,
 }
 
 /// Late wake-ups that skipped this many periods each, on average, are

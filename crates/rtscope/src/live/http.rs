@@ -702,6 +702,10 @@ mod tests {
             max_ns: Some(3000),
             overruns: 0,
             dropped: 0,
+            act_ns: None,
+            late: 0,
+            negative: 0,
+            corrected: false,
             interval: IntervalFigures {
                 count: 3,
                 max_ns: Some(3000),
@@ -728,6 +732,7 @@ mod tests {
             }),
             series: vec![x],
             loads: vec![],
+            warnings: vec![],
             snapshots_dropped: 0,
         }
     }

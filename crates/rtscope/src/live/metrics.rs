@@ -461,6 +461,10 @@ mod tests {
             max_ns: max,
             overruns: 4,
             dropped: 5,
+            act_ns: None,
+            late: 0,
+            negative: 0,
+            corrected: false,
             interval: IntervalFigures {
                 max_ns: max,
                 buckets: max
@@ -497,6 +501,7 @@ mod tests {
                 series(UNION_LABEL, b, Some(150_000_000)),
             ],
             loads: vec![],
+            warnings: vec![],
             snapshots_dropped: 0,
         }
     }

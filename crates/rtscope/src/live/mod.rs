@@ -163,9 +163,20 @@ pub struct SeriesSnapshot {
     pub p99_ns: Option<u64>,
     pub p999_ns: Option<u64>,
     pub max_ns: Option<i64>,
+    /// The latest sample's latency (cyclictest's `Act`).
+    pub act_ns: Option<i64>,
     pub overruns: u64,
     pub dropped: u64,
     pub interval: IntervalFigures,
+    /// Late wake-ups (the samples that missed periods), samples with a
+    /// negative latency, and whether figures over the intended periods are
+    /// kept: for the run's warnings ([`live_warnings`]).
+    #[serde(skip)]
+    pub late: u64,
+    #[serde(skip)]
+    pub negative: u64,
+    #[serde(skip)]
+    pub corrected: bool,
     /// Counts per [`PROM_BUCKETS_NS`] bucket (not cumulative) and the
     /// overflow last; the sum of latencies (ns). For `/metrics`.
     #[serde(skip)]
@@ -189,9 +200,13 @@ impl SeriesSnapshot {
             p99_ns: known.then(|| rec.hist.quantile(0.99)),
             p999_ns: known.then(|| rec.hist.quantile(0.999)),
             max_ns: known.then(|| rec.stats.max()),
+            act_ns: None,
             overruns: rec.overruns,
             dropped,
             interval: IntervalFigures::default(),
+            late: rec.overrun_samples,
+            negative: rec.negative,
+            corrected: rec.corrected.is_some(),
             buckets: vec![],
             sum_ns: 0.0,
         }
@@ -221,8 +236,81 @@ pub struct Snapshot {
     pub run: Arc<RunInfo>,
     pub series: Vec<SeriesSnapshot>,
     pub loads: Vec<LoadStatus>,
+    /// The run's warnings as of now: those it started with (the system's,
+    /// the set-up's) and what its counters say so far (periods missed,
+    /// samples dropped, negative latencies), as the result will word them.
+    pub warnings: Vec<String>,
     /// Snapshots this sink did not take in time (dropped, not waited for).
     pub snapshots_dropped: u64,
+}
+
+/// The warnings a run's counters call for so far, worded as the result's
+/// (cyclic's `Aggregate::series`): more than 1 % of the samples dropped
+/// (or any dropped), more than 1 % of the periods missed (the union's, or
+/// when it stays within 1 %, each thread's beyond it), negative latencies.
+/// `series`: the threads, then `all` (the union) last when there is one.
+pub fn live_warnings(series: &[SeriesSnapshot]) -> Vec<String> {
+    let counts = |s: &SeriesSnapshot| crate::experiment::run::OverloadCounts {
+        count: s.count,
+        dropped: s.dropped,
+        missed: s.overruns,
+        late: s.late,
+        max_ns: s.max_ns.unwrap_or(0),
+        corrected: s.corrected,
+    };
+    let overload = |s: &SeriesSnapshot| crate::experiment::run::Overload::of_counts(&counts(s));
+    let (union, threads) = match series.split_last() {
+        Some((u, rest)) if u.label == UNION_LABEL => (Some(u), rest),
+        _ => (None, series),
+    };
+    let mut out = Vec::new();
+    let labelled = |s: &SeriesSnapshot, w: String| {
+        if union.is_some() || series.len() > 1 {
+            format!("{}: {w}", s.label)
+        } else {
+            w
+        }
+    };
+    match union {
+        Some(u) => match overload(u).dropped {
+            Some(w) => out.push(w),
+            None if u.dropped > 0 => out.push(format!(
+                "{} samples dropped: the aggregator could not keep up",
+                u.dropped
+            )),
+            None => {}
+        },
+        None => out.extend(threads.iter().filter_map(|s| {
+            let w = overload(s).dropped.or_else(|| {
+                (s.dropped > 0).then(|| {
+                    format!(
+                        "{} samples dropped: the aggregator could not keep up",
+                        s.dropped
+                    )
+                })
+            })?;
+            Some(labelled(s, w))
+        })),
+    }
+    match union.and_then(|u| overload(u).missed) {
+        Some(w) => out.push(w),
+        None if union.is_none() || threads.len() >= 2 => out.extend(
+            threads
+                .iter()
+                .filter_map(|s| Some(labelled(s, overload(s).missed?))),
+        ),
+        None => {}
+    }
+    let negative: u64 = match union {
+        Some(u) => u.negative,
+        None => threads.iter().map(|s| s.negative).sum(),
+    };
+    if negative > 0 {
+        out.push(format!(
+            "{negative} samples had negative latency (the clock was stepped)"
+        ));
+    }
+    out
 }
 
 fn ser_arc<S: serde::Serializer>(v: &Arc<RunInfo>, s: S) -> Result<S::Ok, S::Error> {
@@ -401,7 +489,14 @@ pub struct Hub {
     run: Arc<RunInfo>,
     loads: Vec<LoadStatus>,
     started: Instant,
+    /// Per series: the latest sample's latency.
+    last: Vec<Option<i64>>,
+    /// The warnings the run started with ([`warn`](Self::warn)).
+    warnings: Vec<String>,
 }
+
+/// The most warnings a hub keeps (it drops later ones).
+const MAX_WARNINGS: usize = 32;
 
 /// How many snapshots a feed's channel holds before it drops.
 const FEED_DEPTH: usize = 4;
@@ -418,6 +513,17 @@ impl Hub {
             run: Arc::new(run),
             loads,
             started: Instant::now(),
+            last: vec![None; series],
+            warnings: vec![],
+        }
+    }
+
+    /// Adds a warning every later snapshot carries (once; at most
+    /// [`MAX_WARNINGS`]). Not for the aggregator's hot path: the run's
+    /// supervising thread calls it when a warning arises.
+    pub fn warn(&mut self, w: &str) {
+        if self.warnings.len() < MAX_WARNINGS && !self.warnings.iter().any(|x| x == w) {
+            self.warnings.push(w.to_string());
         }
     }
 
@@ -465,6 +571,7 @@ impl Hub {
             return;
         }
         let lat = s.latency_ns.max(0) as u64;
+        self.last[i] = Some(s.latency_ns);
         self.buckets[i][prom_bucket(lat)] += 1;
         self.sums[i] += lat as f64;
         for sub in &mut self.subs {
@@ -493,7 +600,7 @@ impl Hub {
 
     fn publish(&mut self, series: impl FnOnce() -> Vec<SeriesSnapshot>, last: bool) {
         let now = Instant::now();
-        let mut base: Option<Vec<SeriesSnapshot>> = None;
+        let mut base: Option<(Vec<SeriesSnapshot>, Vec<String>)> = None;
         let mut build = Some(series);
         for sub in &mut self.subs {
             if sub.closed {
@@ -524,10 +631,14 @@ impl Hub {
                 for (i, s) in b.iter_mut().enumerate().take(self.series) {
                     s.buckets = self.buckets[i].to_vec();
                     s.sum_ns = self.sums[i];
+                    s.act_ns = self.last[i];
                 }
-                base = Some(b);
+                // What the counters say first: it arises while the run goes on.
+                let mut w = live_warnings(&b);
+                w.extend(self.warnings.iter().cloned());
+                base = Some((b, w));
             }
-            let mut series = base.clone().unwrap_or_default();
+            let (mut series, warnings) = base.clone().unwrap_or_default();
             for (s, acc) in series.iter_mut().zip(&mut sub.intervals) {
                 s.interval = acc.take(sub.keep_buckets);
             }
@@ -539,6 +650,7 @@ impl Hub {
                 run: self.run.clone(),
                 series,
                 loads: self.loads.clone(),
+                warnings,
                 snapshots_dropped: sub.dropped.load(Ordering::Relaxed),
             };
             match sub.tx.try_send(Feed::Snapshot(Arc::new(snap))) {
@@ -842,5 +954,127 @@ mod tests {
         };
         assert_eq!(b.len(), 2);
         assert_eq!(b[1].0, 1);
+    }
+
+    fn counted(label: &str, count: u64, missed: u64, dropped: u64) -> SeriesSnapshot {
+        let mut s = SeriesSnapshot::from_recorder(label, &SeriesRecorder::new(0, 1, None), dropped);
+        s.count = count;
+        s.overruns = missed;
+        s.max_ns = Some(2_000_000);
+        s
+    }
+
+    #[test]
+    fn live_warnings_word_the_counters_as_the_result_does() {
+        // Nothing missed, dropped or negative: nothing.
+        let ok = [
+            counted("thread 0", 1000, 10, 0),
+            counted(UNION_LABEL, 1000, 10, 0),
+        ];
+        assert!(live_warnings(&ok).is_empty());
+        assert!(live_warnings(&[]).is_empty());
+        // The union beyond 1 %: its warning, unlabelled.
+        let w = live_warnings(&[
+            counted("thread 0", 1000, 20, 0),
+            counted(UNION_LABEL, 1000, 20, 0),
+        ]);
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].starts_with("2.0% of the periods were missed (20 of 1020"),
+            "{w:?}"
+        );
+        // The union within 1 %, one of two threads beyond: that thread's.
+        let w = live_warnings(&[
+            counted("thread 0", 1000, 15, 0),
+            counted("thread 1", 1000, 0, 0),
+            counted(UNION_LABEL, 2000, 15, 0),
+        ]);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("thread 0: 1.5% of the periods were missed"),
+            "{w:?}"
+        );
+        // One thread: its own figures are the union's.
+        let w = live_warnings(&[
+            counted("thread 0", 1000, 15, 0),
+            counted(UNION_LABEL, 2000, 15, 0),
+        ]);
+        assert!(w.is_empty(), "{w:?}");
+        // Dropped: beyond 1 % the loud warning, otherwise any.
+        let w = live_warnings(&[
+            counted("thread 0", 100, 0, 0),
+            counted(UNION_LABEL, 100, 0, 5),
+        ]);
+        assert!(
+            w[0].contains("of the samples were dropped (5 of 105"),
+            "{w:?}"
+        );
+        let w = live_warnings(&[
+            counted("thread 0", 1000, 0, 0),
+            counted(UNION_LABEL, 1000, 0, 1),
+        ]);
+        assert_eq!(w, ["1 samples dropped: the aggregator could not keep up"]);
+        // Negative latencies (the union's count).
+        let mut u = counted(UNION_LABEL, 1000, 0, 0);
+        u.negative = 3;
+        let w = live_warnings(&[counted("thread 0", 1000, 0, 0), u]);
+        assert_eq!(
+            w,
+            ["3 samples had negative latency (the clock was stepped)"]
+        );
+        // No union (hwlat's CPUs): each series for itself, labelled.
+        let mut a = counted("cpu 0", 1000, 0, 2);
+        a.negative = 1;
+        let mut b = counted("cpu 1", 100, 50, 0);
+        b.negative = 1;
+        let w = live_warnings(&[a, b]);
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(w[0].starts_with("cpu 0: 2 samples dropped"), "{w:?}");
+        assert!(
+            w[1].starts_with("cpu 1: 33.3% of the periods were missed"),
+            "{w:?}"
+        );
+        assert_eq!(
+            w[2],
+            "2 samples had negative latency (the clock was stepped)"
+        );
+        assert!(live_warnings(&[counted("cpu 0", 100, 50, 0)])[0].starts_with("33.3%"));
+        let mut lone = counted("cpu 0", 100, 0, 0);
+        lone.dropped = 50;
+        assert!(live_warnings(&[lone])[0].starts_with("33.3% of the samples were dropped"));
+    }
+
+    #[test]
+    fn snapshots_carry_the_latest_value_and_the_warnings() {
+        let mut hub = Hub::new(2, info(), vec![]);
+        hub.warn("RT throttling is on");
+        hub.warn("RT throttling is on");
+        for i in 0..MAX_WARNINGS + 3 {
+            hub.warn(&format!("w{i}"));
+        }
+        assert_eq!(hub.warnings.len(), MAX_WARNINGS);
+        assert_eq!(hub.warnings[0], "RT throttling is on");
+        let sub = hub.subscribe(Duration::ZERO, false);
+        hub.record(0, &sample(1, 5000));
+        hub.record(0, &sample(2, 7000));
+        hub.tick(|| {
+            vec![
+                counted("thread 0", 100, 50, 0),
+                counted(UNION_LABEL, 100, 50, 0),
+            ]
+        });
+        let Ok(Feed::Snapshot(s)) = sub.rx.try_recv() else {
+            panic!()
+        };
+        assert_eq!(s.series[0].act_ns, Some(7000));
+        assert_eq!(s.series[1].act_ns, None);
+        // The counters' warning first, then those the run started with.
+        assert!(
+            s.warnings[0].starts_with("33.3% of the periods were missed"),
+            "{:?}",
+            s.warnings
+        );
+        assert_eq!(s.warnings[1], "RT throttling is on");
+        assert_eq!(s.warnings.len(), MAX_WARNINGS + 1);
     }
 }

@@ -139,6 +139,7 @@ pub fn snapshot_lines(s: &Snapshot, fmt: StreamFormat, out: &mut String) {
                 "interval_s": s.interval_s,
                 "series": s.series,
                 "loads": s.loads,
+                "warnings": s.warnings,
                 "snapshots_dropped": s.snapshots_dropped,
             });
             out.push_str(&v.to_string());
@@ -250,4 +251,54 @@ pub fn write_loop(
         ));
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn snapshot_lines_carry_the_series_and_the_warnings() {
+        let mut x = crate::live::SeriesSnapshot::from_recorder(
+            "all",
+            &rtscope_core::record::SeriesRecorder::new(0, 1, None),
+            0,
+        );
+        x.act_ns = Some(1234);
+        let s = Snapshot {
+            seq: 2,
+            state: "running",
+            elapsed_s: 1.5,
+            interval_s: 0.5,
+            run: Arc::new(crate::live::RunInfo {
+                experiment: "cyclic".into(),
+                host: "h".into(),
+                kernel: "k".into(),
+                preemption: "p".into(),
+                plan: "p".into(),
+                started_at: "t".into(),
+            }),
+            series: vec![x.clone(), x],
+            loads: vec![],
+            warnings: vec!["w".into()],
+            snapshots_dropped: 3,
+        };
+        let mut out = String::new();
+        snapshot_lines(&s, StreamFormat::Jsonl, &mut out);
+        let v: serde_json::Value = serde_json::from_str(out.trim_end()).unwrap();
+        assert_eq!(v["type"], "snapshot");
+        assert_eq!(v["seq"], 2);
+        assert_eq!(v["warnings"], serde_json::json!(["w"]));
+        assert_eq!(v["series"][1]["act_ns"], 1234);
+        assert_eq!(v["snapshots_dropped"], 3);
+        let mut out = String::new();
+        snapshot_lines(&s, StreamFormat::Csv, &mut out);
+        assert_eq!(out.lines().count(), 2);
+        assert!(out.starts_with("1.500,all,0,"), "{out}");
+        assert_eq!(
+            out.lines().next().unwrap().split(',').count(),
+            CSV_HEADER.split(',').count()
+        );
+    }
 }

@@ -175,6 +175,10 @@ mod tests {
             max_ns: None,
             overruns: 0,
             dropped: 0,
+            act_ns: None,
+            late: 0,
+            negative: 0,
+            corrected: false,
             interval: IntervalFigures {
                 count: values.len() as u64,
                 max_ns: values.iter().copied().max(),
@@ -202,6 +206,7 @@ mod tests {
             }),
             series,
             loads: vec![],
+            warnings: vec![],
             snapshots_dropped: 0,
         }
     }
