@@ -184,6 +184,11 @@ pub struct CompareArgs {
     /// whole 95% interval lies beyond it.
     #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = min_effect)]
     pub min_effect: f64,
+
+    /// Tail verdicts: compare how often each run went above DURATION, per hour of
+    /// measuring (a bare number is microseconds) [default: the baseline's p99.9].
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    pub tail_threshold: Option<u64>,
 }
 
 /// `--min-effect`: a percentage in [0, 100), `5` or `5%`, as a fraction.

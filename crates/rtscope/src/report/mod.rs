@@ -16,6 +16,7 @@ pub mod noise;
 mod snapshot_tests;
 pub mod stats;
 pub mod svg;
+pub mod tail;
 pub mod timer_chart;
 pub mod trace;
 pub mod verdict;
