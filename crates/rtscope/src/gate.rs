@@ -857,6 +857,49 @@ mod tests {
     }
 
     #[test]
+    fn options_and_display() {
+        let mut o = GateOptions::default();
+        assert!(o.is_empty());
+        o.gates = parse_gates("max>1s").unwrap();
+        assert!(!o.is_empty());
+        assert_eq!(o.gates[0].to_string(), "max>1s");
+        assert_eq!(Gate::fail_above(1_000).to_string(), "--fail-above 1us");
+        assert_eq!(Stat::P99_9.name(), "p99.9");
+        assert_eq!(Stat::Mean.name(), "avg");
+    }
+
+    #[test]
+    fn stored_results_are_gated_with_one_suite_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let junit = dir.path().join("j.xml");
+        let docs = vec![doc(), doc()];
+        let mut o = GateOptions {
+            gates: parse_gates("thread 0:p99>50us").unwrap(),
+            junit: Some(junit.clone()),
+        };
+        assert_eq!(gate_stored(&docs, &o).unwrap(), crate::error::EXIT_OK);
+        let x = std::fs::read_to_string(&junit).unwrap();
+        assert_eq!(x.matches("<testsuite ").count(), 2);
+        assert!(x.contains("<testsuites name=\"rtscope\" tests=\"2\" failures=\"0\" errors=\"0\" time=\"6.000\">"), "{x}");
+        o.gates = parse_gates("thread 1:p99>50us").unwrap();
+        assert_eq!(
+            gate_stored(&docs, &o).unwrap(),
+            crate::error::EXIT_THRESHOLD
+        );
+        let x = std::fs::read_to_string(&junit).unwrap();
+        assert!(x.contains("tests=\"2\" failures=\"2\""), "{x}");
+        // One failing of two: still 3.
+        let mut ok = doc();
+        ok.series[1].stats.p99_ns = 1;
+        assert_eq!(
+            gate_stored(&[ok, doc()], &o).unwrap(),
+            crate::error::EXIT_THRESHOLD
+        );
+        o.gates = vec![parse_gate("max>1s").unwrap(); MAX_GATES + 1];
+        assert!(gate_stored(&docs, &o).is_err());
+    }
+
+    #[test]
     fn gates_are_bounded() {
         assert!(check_count(MAX_GATES).is_ok());
         let e = check_count(MAX_GATES + 1).unwrap_err();

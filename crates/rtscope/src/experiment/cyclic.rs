@@ -1785,6 +1785,25 @@ mod aggregate_tests {
 }
 
 #[cfg(test)]
+mod gate_tests {
+    use super::*;
+
+    /// `--fail-above X` becomes the gate `all:max>X`, before the `--fail-if` gates.
+    #[test]
+    fn fail_above_is_the_first_gate() {
+        let mut o = CyclicOptions::default();
+        assert!(gated_outputs(&o).gates.gates.is_empty());
+        o.outputs.gates.gates = crate::gate::parse_gates("p99>50us").unwrap();
+        o.fail_above_ns = Some(200_000);
+        let g = gated_outputs(&o).gates.gates;
+        assert_eq!(g.len(), 2);
+        assert_eq!(g[0], crate::gate::Gate::fail_above(200_000));
+        assert_eq!(g[1].text, "p99>50us");
+        assert_eq!(plan(&o).unwrap().outputs.gates.gates, g);
+    }
+}
+
+#[cfg(test)]
 mod deadline_tests {
     use super::*;
     use crate::error::{exit_code, EXIT_USAGE};

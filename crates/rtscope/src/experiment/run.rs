@@ -758,6 +758,40 @@ mod tests {
         s
     }
 
+    /// Gates are checked on the document, recorded in the JSON written,
+    /// and the JUnit file written beside it; a failed gate is exit 3.
+    #[test]
+    fn deliver_checks_records_and_reports_gates() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = series(100, 0, 2);
+        s.label = "all".into();
+        let doc = ResultDocument::new("cyclic", serde_json::json!({}), Default::default(), vec![s]);
+        let (json, junit) = (dir.path().join("r.json"), dir.path().join("j.xml"));
+        let mut o = Outputs {
+            json: Some(json.clone()),
+            quiet: true,
+            ..Outputs::default()
+        };
+        // No gates: nothing recorded, exit 0.
+        assert_eq!(deliver(&doc, &o, vec![], ""), EXIT_OK);
+        assert_eq!(ResultDocument::read(&json).unwrap().gates, None);
+        o.gates = crate::gate::GateOptions {
+            gates: crate::gate::parse_gates("overruns>1,count<100").unwrap(),
+            junit: Some(junit.clone()),
+        };
+        assert_eq!(deliver(&doc, &o, vec![], ""), crate::error::EXIT_THRESHOLD);
+        let g = ResultDocument::read(&json).unwrap().gates.unwrap();
+        assert!(!g.passed);
+        assert_eq!(g.checks.len(), 2);
+        assert!(g.checks[0].failed && !g.checks[1].failed);
+        let x = std::fs::read_to_string(&junit).unwrap();
+        assert!(x.contains("tests=\"2\" failures=\"1\""), "{x}");
+        // Passing gates: exit 0, recorded as passed.
+        o.gates.gates = crate::gate::parse_gates("overruns>2").unwrap();
+        assert_eq!(deliver(&doc, &o, vec![], ""), EXIT_OK);
+        assert!(ResultDocument::read(&json).unwrap().gates.unwrap().passed);
+    }
+
     #[test]
     fn a_failed_file_outranks_a_failed_gate() {
         assert_eq!(exit_code(false, false), EXIT_OK);

@@ -96,9 +96,20 @@ pub fn gamma_p(a: f64, x: f64) -> f64 {
     }
 }
 
+/// The smallest magnitude a continued fraction's terms are let down to.
+const TINY: f64 = 1e-300;
+
+/// Lentz's guard: a term that would be (nearly) zero becomes [`TINY`].
+fn guard(v: f64) -> f64 {
+    if v.abs() < TINY {
+        TINY
+    } else {
+        v
+    }
+}
+
 /// The continued fraction of Q(a, x) without its leading factor.
 fn gamma_cf(a: f64, x: f64) -> f64 {
-    const TINY: f64 = 1e-300;
     let mut b = x + 1.0 - a;
     let mut c = 1.0 / TINY;
     let mut d = 1.0 / b;
@@ -107,13 +118,9 @@ fn gamma_cf(a: f64, x: f64) -> f64 {
         let an = -(i as f64) * (i as f64 - a);
         b += 2.0;
         d = an * d + b;
-        if d.abs() < TINY {
-            d = TINY;
-        }
+        d = guard(d);
         c = b + an / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
+        c = guard(c);
         d = 1.0 / d;
         let del = d * c;
         h *= del;
@@ -143,13 +150,10 @@ pub fn beta_inc(a: f64, b: f64, x: f64) -> f64 {
 
 /// The continued fraction of the incomplete beta function (modified Lentz).
 fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
-    const TINY: f64 = 1e-300;
     let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
     let mut c = 1.0;
     let mut d = 1.0 - qab * x / qap;
-    if d.abs() < TINY {
-        d = TINY;
-    }
+    d = guard(d);
     d = 1.0 / d;
     let mut h = d;
     for m in 1..100_000 {
@@ -157,24 +161,16 @@ fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
         let m2 = 2.0 * m;
         let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
         d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
+        d = guard(d);
         c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
+        c = guard(c);
         d = 1.0 / d;
         h *= d * c;
         let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
         d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
+        d = guard(d);
         c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
+        c = guard(c);
         d = 1.0 / d;
         let del = d * c;
         h *= del;
@@ -781,6 +777,66 @@ mod tests {
         ));
         assert_eq!(gamma_p(2.0, 0.0), 0.0);
         assert!(gamma_p(2.0, 1e3) > 0.999_999);
+    }
+
+    #[test]
+    fn lentz_guard() {
+        assert_eq!(guard(0.0), TINY);
+        assert_eq!(guard(-1e-301), TINY);
+        assert_eq!(guard(2.0), 2.0);
+        assert_eq!(guard(-3.0), -3.0);
+        // gamma_cf's first denominator is 0 at x = a - 1: guarded, still right.
+        assert!(close(
+            gamma_p(3.0, 2.0 + 1e-9),
+            1.0 - 5.0 * (-2.0f64).exp(),
+            1e-6
+        ));
+    }
+
+    #[test]
+    fn the_html_section() {
+        use super::super::compare;
+        use super::super::Run;
+        use rtscope_core::result::ResultDocument;
+        let run = |name: &str, tail: u64| {
+            let mut s = series(vec![[10_000, 100_000], [200_000, tail]], 10_000);
+            s.label = "all".into();
+            let mut doc =
+                ResultDocument::new("cyclic", serde_json::json!({}), Default::default(), vec![s]);
+            doc.duration_ns = 3_600_000_000_000;
+            Run {
+                name: name.into(),
+                path: format!("{name}.json").into(),
+                doc,
+            }
+        };
+        let c = compare::build(String::new(), vec![run("a<", 5), run("b", 50)], &[]).unwrap();
+        let h = html_section(&c);
+        assert!(
+            h.starts_with("<section class=\"tail\">\n<h3>Tail verdicts</h3>"),
+            "{h}"
+        );
+        assert!(
+            h.contains("<h4>all: above 10us (the baseline&#39;s p99.9)</h4>"),
+            "{h}"
+        );
+        assert!(h.contains("<tr><td>a&lt;</td><td>5</td><td>60min</td><td>5.00/h</td><td>1.62 – 11.7/h</td></tr>"), "{h}");
+        assert!(
+            h.contains(
+                "<p class=\"verdict worse\">b is worse in the tail than a&lt;: rate ratio 10x ["
+            ),
+            "{h}"
+        );
+        assert!(h.ends_with("</section>\n"));
+        let c = compare::build(String::new(), vec![run("b", 50), run("a", 5)], &[]).unwrap();
+        assert!(html_section(&c).contains("<p class=\"verdict better\">"));
+        let c = compare::build(String::new(), vec![run("a", 5), run("b", 5)], &[]).unwrap();
+        assert!(html_section(&c).contains("<p class=\"verdict same\">"));
+        // No threshold (no percentiles): no section.
+        let mut x = run("x", 5);
+        x.doc.series[0].stats.unknown.percentiles = true;
+        let c = compare::build(String::new(), vec![x, run("b", 5)], &[]).unwrap();
+        assert_eq!(html_section(&c), "");
     }
 
     #[test]
