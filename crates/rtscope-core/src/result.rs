@@ -66,6 +66,10 @@ pub struct ResultDocument {
     /// Set when `--fail-above` was given.
     #[serde(default)]
     pub threshold: Option<Threshold>,
+    /// `--fail-if` (and `--fail-above`): every gate checked on every series
+    /// it applies to, and whether any failed (absent without gates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gates: Option<GateReport>,
     /// Conditions that weaken the result (not RT, no mlock, a VM, ...).
     #[serde(default)]
     pub warnings: Vec<String>,
@@ -664,6 +668,38 @@ pub struct Threshold {
     pub samples_above: u64,
 }
 
+/// The gates of a run (`--fail-if`, `--fail-above`) and their outcome.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GateReport {
+    /// No gate failed.
+    pub passed: bool,
+    /// One entry per gate and series it was checked on, in the order given.
+    pub checks: Vec<GateCheck>,
+}
+
+/// One gate checked on one series. A gate names the condition that fails
+/// the run (`p99>50us`): it fails when that holds, or when the statistic
+/// was not recorded (`value` null: no samples, an import without it).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GateCheck {
+    /// The gate as given (`p99>50us`, `thread 0:max>=1ms`, `--fail-above 200us`).
+    pub gate: String,
+    /// The series' label.
+    pub series: String,
+    /// The statistic's name (`p99`, `max`, `overruns`, ...).
+    pub statistic: String,
+    /// `>`, `>=`, `<` or `<=`.
+    pub op: String,
+    /// The limit: ns for a duration statistic, a number for a count.
+    pub limit: f64,
+    /// `ns` or `count`.
+    pub unit: String,
+    /// The measured value (same unit), `null` when not recorded.
+    pub value: Option<f64>,
+    /// Whether this check failed the run.
+    pub failed: bool,
+}
+
 /// Errors reading or writing documents.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -813,6 +849,7 @@ impl ResultDocument {
             loads: vec![],
             break_event: None,
             threshold: None,
+            gates: None,
             warnings: vec![],
             trace: None,
         }
@@ -989,6 +1026,19 @@ mod tests {
                 fail_above_ns: 50,
                 exceeded: true,
                 samples_above: 49,
+            }),
+            gates: Some(GateReport {
+                passed: false,
+                checks: vec![GateCheck {
+                    gate: "p99>50ns".into(),
+                    series: "all".into(),
+                    statistic: "p99".into(),
+                    op: ">".into(),
+                    limit: 50.0,
+                    unit: "ns".into(),
+                    value: Some(60.0),
+                    failed: true,
+                }],
             }),
             warnings: vec!["w".into()],
             trace: None,

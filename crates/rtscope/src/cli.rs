@@ -117,9 +117,18 @@ pub struct ReportArgs {
     #[arg(required = true, value_name = "RESULT.json")]
     pub files: Vec<PathBuf>,
 
-    /// Write the HTML report to FILE.
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: PathBuf,
+    /// Write the HTML report to FILE (required unless --fail-if is given).
+    #[arg(
+        short = 'o',
+        long,
+        value_name = "FILE",
+        required_unless_present = "fail_if"
+    )]
+    pub output: Option<PathBuf>,
+
+    /// Check gates on the stored results (see `rtscope cyclic --help`); exit 3 when one fails.
+    #[command(flatten)]
+    pub gate: GateArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -175,6 +184,11 @@ pub struct CompareArgs {
     /// whole 95% interval lies beyond it.
     #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = min_effect)]
     pub min_effect: f64,
+
+    /// Tail verdicts: compare how often each run went above DURATION, per hour of
+    /// measuring (a bare number is microseconds) [default: the baseline's p99.9].
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    pub tail_threshold: Option<u64>,
 }
 
 /// `--min-effect`: a percentage in [0, 100), `5` or `5%`, as a fraction.
@@ -529,6 +543,38 @@ pub struct OutputArgs {
     /// Print only the final summary.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+
+    #[command(flatten)]
+    pub gate: GateArgs,
+}
+
+/// CI gates (every experiment's outputs).
+#[derive(Debug, Clone, Args)]
+pub struct GateArgs {
+    /// Exit with code 3 when a gate holds: [SERIES:]STAT OP LIMIT, comma-separated
+    /// (e.g. 'p99>50us,max>200us,overruns>0', 'thread 0:p99.9>=100us', 'count<1000').
+    /// STAT: min, max, avg (mean), stddev, p50, p90, p99, p99.9, p99.99, p99.999
+    /// (durations; a bare number is microseconds), count, overruns (missed),
+    /// overrun_samples, dropped, negative, samples_above (counts). OP: >, >=, <, <=.
+    /// Without SERIES: every series; `all:` the aggregate where there is one.
+    /// At most 64 gates (docs/ci-gates.md).
+    #[arg(long = "fail-if", value_name = "GATES", value_parser = crate::gate::parse_gates)]
+    pub fail_if: Vec<Vec<crate::gate::Gate>>,
+
+    /// Write the gates' outcome as a JUnit XML report to FILE (one test case per
+    /// series and gate), for CI systems.
+    #[arg(long, value_name = "FILE", requires = "fail_if")]
+    pub junit: Option<PathBuf>,
+}
+
+impl GateArgs {
+    /// The gates and the JUnit path (bounded in `Outputs::check`).
+    pub fn options(&self) -> crate::gate::GateOptions {
+        crate::gate::GateOptions {
+            gates: self.fail_if.iter().flatten().cloned().collect(),
+            junit: self.junit.clone(),
+        }
+    }
 }
 
 /// Where a run's results go (experiments without checkpoints).
@@ -550,6 +596,9 @@ pub struct ResultArgs {
     /// repetition, so that `compare` can use the spread between runs). At most 1000.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = repeat_count)]
     pub repeat: usize,
+
+    #[command(flatten)]
+    pub gate: GateArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -632,7 +681,8 @@ pub struct CyclicArgs {
     #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
     pub break_above: Option<u64>,
 
-    /// Run to the end, then exit with code 3 if any sample was above DURATION.
+    /// Run to the end, then exit with code 3 if any sample was above DURATION
+    /// (the gate --fail-if 'all:max>DURATION', with its own fail line).
     #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
     pub fail_above: Option<u64>,
 
@@ -1439,6 +1489,7 @@ impl From<&ResultArgs> for Outputs {
             quiet: a.quiet,
             repeat: a.repeat,
             live: Default::default(),
+            gates: a.gate.options(),
         }
     }
 }
@@ -1475,6 +1526,7 @@ impl CyclicArgs {
                 quiet: self.out.quiet,
                 repeat: self.repeat,
                 live: self.live.options(),
+                gates: self.out.gate.options(),
             },
             loads: self.loads.load.clone(),
             load_cpus: self.loads.load_cpus.clone(),

@@ -1,7 +1,7 @@
 //! Exit codes and the error kinds that map to them.
 //!
 //! 0 success, 1 the measurement could not run, 2 bad usage or bad input file,
-//! 3 a `--fail-above` threshold was crossed.
+//! 3 a gate failed (`--fail-if`, `--fail-above`; `compare --fail-if-worse`).
 
 use std::fmt;
 

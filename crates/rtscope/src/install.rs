@@ -226,7 +226,7 @@ const EXIT_STATUS: &[(&str, &str)] = &[
     ("0", "The command did what was asked: a measurement ran to its end, or was stopped with Ctrl-C or SIGTERM, and its results were written; check found every item ready."),
     ("1", "A run error: the machine refused something the run needs (a real-time priority, a trace instance, a device), or the run failed part way; what was measured is still written. check: an item warns."),
     ("2", "Refused input: a bad option, value or input file, said in one line on stderr before anything ran."),
-    ("3", "A gate failed: --fail-above (cyclic) or --fail-if-worse (compare); check: an item fails."),
+    ("3", "A gate failed: --fail-if or --fail-above (the experiments, report) or --fail-if-worse (compare); check: an item fails."),
     ("130", "A second SIGINT or SIGTERM ended the process at once."),
 ];
 

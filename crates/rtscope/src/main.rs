@@ -1,8 +1,8 @@
 //! rtscope: a real-time latency lab for Linux.
 //!
 //! `main` only parses, dispatches and maps errors to exit codes: 0 success,
-//! 1 the measurement could not run, 2 bad usage or bad input, 3 a
-//! `--fail-above` threshold was crossed.
+//! 1 the measurement could not run, 2 bad usage or bad input, 3 a gate
+//! (`--fail-if`, `--fail-above`) failed.
 
 // No unsafe code in the binary: libc is reached through rtscope_core::sys.
 #![forbid(unsafe_code)]
@@ -13,6 +13,7 @@ mod check;
 mod cli;
 mod error;
 mod experiment;
+mod gate;
 mod import;
 mod install;
 mod limits;

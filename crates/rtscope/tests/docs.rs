@@ -708,7 +708,7 @@ fn check(dir: &Path, ex: &Example, args: &[String]) -> Result<(), String> {
         .is_some_and(|s| s.iter().any(|l| l.starts_with("error:")));
     let ok_codes: &[i32] = if wants_error {
         &[2]
-    } else if args.iter().any(|a| a == "--fail-above") {
+    } else if args.iter().any(|a| a == "--fail-above" || a == "--fail-if") {
         &[0, 3]
     } else if args.first().is_some_and(|a| a == "check") {
         // The audit's verdict: 0 ready, 1 warnings, 3 a failed check.
@@ -829,6 +829,9 @@ const COMMON_OPTIONS: &[&str] = &[
     "--policy",
     "--no-rt",
     "--default-system",
+    // CI gates: docs/ci-gates.md.
+    "--fail-if",
+    "--junit",
 ];
 
 /// Whether `page` mentions the option: its long form, or its short form as a

@@ -50,7 +50,7 @@ use rtscope_core::sys::{self, ClockId};
 use rtscope_core::units::{format_cpu_list, format_ns, online_cpus};
 
 use super::run::{self, ExtraFile, Outputs, RtChoice, Run, RunSettings};
-use crate::error::{usage, EXIT_OK, EXIT_RUN, EXIT_THRESHOLD};
+use crate::error::{usage, EXIT_RUN};
 use crate::output::cyclictest::Style as CyclictestStyle;
 use crate::output::live::{Live, ThreadStatus};
 use crate::output::{histogram as hist_out, summary};
@@ -309,7 +309,7 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
         break_above_ns: a.break_above_ns,
         fail_above_ns: a.fail_above_ns,
         checkpoint_ns: a.checkpoint_ns,
-        outputs: a.outputs.clone(),
+        outputs: gated_outputs(a),
         raw: a.raw.clone(),
         histogram: a.histogram.clone(),
         ring_capacity,
@@ -318,6 +318,16 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
         trace,
         cyclictest: a.cyclictest.clone(),
     })
+}
+
+/// The outputs with `--fail-above X` as the gate `all:max>X`, first
+/// among the gates (`--fail-if`): one machinery decides exit code 3.
+fn gated_outputs(a: &CyclicOptions) -> Outputs {
+    let mut o = a.outputs.clone();
+    if let Some(t) = a.fail_above_ns {
+        o.gates.gates.insert(0, crate::gate::Gate::fail_above(t));
+    }
+    o
 }
 
 /// Refuses what a deadline run cannot honour, and the deadline options
@@ -896,7 +906,8 @@ pub struct Outcome {
 
 impl Outcome {
     /// Writes every requested file and prints the summary (see
-    /// [`run::deliver`]); the exit code: 0, 1 (a thread or a file failed).
+    /// [`run::deliver`]); the exit code: 0, 1 (a thread or a file failed),
+    /// 3 (a gate failed: `--fail-if`, `--fail-above`).
     pub fn deliver(self, plan: &CyclicPlan) -> i32 {
         let mut extra = Vec::new();
         if let (Some(text), Some(p)) = (self.histogram, &plan.histogram) {
@@ -935,10 +946,10 @@ impl Outcome {
         for e in &self.thread_errors {
             eprintln!("error: {e}");
         }
-        if code != EXIT_OK || !self.thread_errors.is_empty() {
+        if !self.thread_errors.is_empty() {
             return EXIT_RUN;
         }
-        EXIT_OK
+        code
     }
 }
 
@@ -949,11 +960,10 @@ pub fn run(options: &CyclicOptions) -> Result<i32> {
         return run_repeated(&plan, options.repeat);
     }
     let out = execute(&plan)?;
-    let threshold = out.doc.threshold.clone();
-    let fail = fail_line(&out.doc);
     let accuracy = out.doc.trace.as_ref().map(|t| t.accuracy.clone());
+    // 0, 1, or 3 when a gate failed (its fail lines are printed).
     let code = out.deliver(&plan);
-    if code != EXIT_OK {
+    if code == EXIT_RUN {
         return Ok(code);
     }
     if let Some(a) = accuracy.filter(|a| a.below_kernel > 0) {
@@ -963,33 +973,7 @@ pub fn run(options: &CyclicOptions) -> Result<i32> {
         );
         return Ok(EXIT_RUN);
     }
-    if threshold.is_some_and(|t| t.exceeded) {
-        eprintln!("{fail}");
-        return Ok(EXIT_THRESHOLD);
-    }
-    Ok(EXIT_OK)
-}
-
-/// The `fail:` line of `--fail-above`: the samples above it, and the
-/// intended periods above it (missed ones at their lateness) when the
-/// union has them. A skipped period is never later than the wake-up that
-/// skipped it, so the verdict is the same either way; the count is not.
-fn fail_line(doc: &ResultDocument) -> String {
-    let Some(t) = &doc.threshold else {
-        return String::new();
-    };
-    let periods = doc
-        .series
-        .iter()
-        .find(|s| s.label == "all")
-        .and_then(|s| s.corrected.as_ref()?.above_threshold)
-        .map(|n| format!(" ({n} of the intended periods)"))
-        .unwrap_or_default();
-    format!(
-        "fail: {} samples above {}{periods}",
-        t.samples_above,
-        format_ns(t.fail_above_ns)
-    )
+    Ok(code)
 }
 
 /// `--repeat N`: N runs one after the other, pooled into one document
@@ -1022,18 +1006,15 @@ fn run_repeated(plan: &CyclicPlan, n: usize) -> Result<i32> {
     let doc = super::repeat::pool(docs);
     let mut text = summary::cyclic_summary(&doc);
     text.push_str(&super::repeat::note(&doc, n));
+    // 0, 1, or 3 when a gate failed (its fail lines are printed).
     let code = run::deliver(&doc, &plan.outputs, vec![], &text);
     for e in &errors {
         eprintln!("error: {e}");
     }
-    if code != EXIT_OK || !errors.is_empty() {
+    if !errors.is_empty() {
         return Ok(EXIT_RUN);
     }
-    if doc.threshold.as_ref().is_some_and(|t| t.exceeded) {
-        eprintln!("{}", fail_line(&doc));
-        return Ok(EXIT_THRESHOLD);
-    }
-    Ok(EXIT_OK)
+    Ok(code)
 }
 
 /// Runs a planned measurement to its end. Errors before the measurement
@@ -1517,7 +1498,7 @@ mod aggregate_tests {
         agg.drain();
         let (series, _) = agg.series();
         let mut doc = ResultDocument::new("cyclic", json!({}), Default::default(), series);
-        assert_eq!(fail_line(&doc), "");
+        assert_eq!(crate::gate::fail_above_line(&doc), "");
         doc.threshold = Some(Threshold {
             fail_above_ns: 1_200,
             exceeded: true,
@@ -1525,11 +1506,14 @@ mod aggregate_tests {
         });
         // 4500 and the skipped 3500, 2500, 1500 (not 500).
         assert_eq!(
-            fail_line(&doc),
+            crate::gate::fail_above_line(&doc),
             "fail: 1 samples above 1.2us (4 of the intended periods)"
         );
         doc.series[1].corrected = None;
-        assert_eq!(fail_line(&doc), "fail: 1 samples above 1.2us");
+        assert_eq!(
+            crate::gate::fail_above_line(&doc),
+            "fail: 1 samples above 1.2us"
+        );
     }
 
     /// A thread that missed more than 1 % of its periods is named when the
@@ -1814,6 +1798,25 @@ mod aggregate_tests {
         assert_eq!(agg.threads[0].rec.count(), 3);
         assert_eq!(agg.all.count(), 3);
         assert_eq!(agg.threads[0].last.map(|s| s.seq), Some(2));
+    }
+}
+
+#[cfg(test)]
+mod gate_tests {
+    use super::*;
+
+    /// `--fail-above X` becomes the gate `all:max>X`, before the `--fail-if` gates.
+    #[test]
+    fn fail_above_is_the_first_gate() {
+        let mut o = CyclicOptions::default();
+        assert!(gated_outputs(&o).gates.gates.is_empty());
+        o.outputs.gates.gates = crate::gate::parse_gates("p99>50us").unwrap();
+        o.fail_above_ns = Some(200_000);
+        let g = gated_outputs(&o).gates.gates;
+        assert_eq!(g.len(), 2);
+        assert_eq!(g[0], crate::gate::Gate::fail_above(200_000));
+        assert_eq!(g[1].text, "p99>50us");
+        assert_eq!(plan(&o).unwrap().outputs.gates.gates, g);
     }
 }
 

@@ -591,6 +591,10 @@ pub struct Outputs {
     /// `--stream`, `--listen`, `--live` (see [`crate::live`]).
     #[serde(skip)]
     pub live: crate::live::LiveOptions,
+    /// `--fail-if`, `--junit` (and cyclic's `--fail-above`): checked by
+    /// [`deliver`] on the final document (see [`crate::gate`]).
+    #[serde(skip)]
+    pub gates: crate::gate::GateOptions,
 }
 
 impl Default for Outputs {
@@ -602,6 +606,7 @@ impl Default for Outputs {
             quiet: false,
             repeat: 1,
             live: Default::default(),
+            gates: Default::default(),
         }
     }
 }
@@ -615,6 +620,8 @@ impl Outputs {
             paths.add(flag, *p)?;
         }
         paths.add("--report", self.report.as_deref())?;
+        paths.add("--junit", self.gates.junit.as_deref())?;
+        crate::gate::check_count(self.gates.gates.len())?;
         if let Some(s) = self.live.stream.as_deref().filter(|s| s.as_os_str() != "-") {
             paths.add("--stream", Some(s))?;
         }
@@ -631,9 +638,30 @@ impl Outputs {
 pub fn deliver(
     doc: &ResultDocument,
     outputs: &Outputs,
-    extra: Vec<ExtraFile>,
+    mut extra: Vec<ExtraFile>,
     summary: &str,
 ) -> i32 {
+    // Gates: checked on the final document and recorded in it, the JUnit
+    // file written with the others.
+    let gated;
+    let (doc, gate_report) = if outputs.gates.is_empty() {
+        (doc, None)
+    } else {
+        let report = crate::gate::evaluate(&outputs.gates.gates, doc);
+        let mut d = doc.clone();
+        d.gates = Some(report.clone());
+        gated = d;
+        (&gated, Some(report))
+    };
+    if let (Some(r), Some(p)) = (&gate_report, &outputs.gates.junit) {
+        let xml = crate::gate::junit(r, doc);
+        extra.push(ExtraFile {
+            what: "junit",
+            flag: "--junit",
+            path: p.clone(),
+            write: Box::new(move |p: &Path| rtscope_core::file::write_atomic(p, xml.as_bytes())),
+        });
+    }
     let mut written = String::new();
     let mut errors = Vec::new();
     let mut file = |what: &str, flag: &str, path: &Path, res: std::io::Result<()>| match res {
@@ -663,10 +691,25 @@ pub fn deliver(
         eprintln!("error: {e}");
     }
     let failed_load = doc.loads.iter().any(|l| !l.errors.is_empty());
-    if errors.is_empty() && !failed_load {
-        EXIT_OK
-    } else {
+    let mut gate_failed = false;
+    if let Some(r) = &gate_report {
+        for line in crate::gate::fail_lines(&outputs.gates.gates, r, doc) {
+            eprintln!("{line}");
+        }
+        gate_failed = !r.passed;
+    }
+    exit_code(!errors.is_empty() || failed_load, gate_failed)
+}
+
+/// [`deliver`]'s exit code: 1 when a file or a load failed, else 3 when a
+/// gate failed, else 0.
+fn exit_code(failed: bool, gate_failed: bool) -> i32 {
+    if failed {
         EXIT_RUN
+    } else if gate_failed {
+        crate::error::EXIT_THRESHOLD
+    } else {
+        EXIT_OK
     }
 }
 
@@ -680,6 +723,48 @@ mod tests {
         s.counters.dropped = dropped;
         s.counters.overruns = overruns;
         s
+    }
+
+    /// Gates are checked on the document, recorded in the JSON written,
+    /// and the JUnit file written beside it; a failed gate is exit 3.
+    #[test]
+    fn deliver_checks_records_and_reports_gates() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = series(100, 0, 2);
+        s.label = "all".into();
+        let doc = ResultDocument::new("cyclic", serde_json::json!({}), Default::default(), vec![s]);
+        let (json, junit) = (dir.path().join("r.json"), dir.path().join("j.xml"));
+        let mut o = Outputs {
+            json: Some(json.clone()),
+            quiet: true,
+            ..Outputs::default()
+        };
+        // No gates: nothing recorded, exit 0.
+        assert_eq!(deliver(&doc, &o, vec![], ""), EXIT_OK);
+        assert_eq!(ResultDocument::read(&json).unwrap().gates, None);
+        o.gates = crate::gate::GateOptions {
+            gates: crate::gate::parse_gates("overruns>1,count<100").unwrap(),
+            junit: Some(junit.clone()),
+        };
+        assert_eq!(deliver(&doc, &o, vec![], ""), crate::error::EXIT_THRESHOLD);
+        let g = ResultDocument::read(&json).unwrap().gates.unwrap();
+        assert!(!g.passed);
+        assert_eq!(g.checks.len(), 2);
+        assert!(g.checks[0].failed && !g.checks[1].failed);
+        let x = std::fs::read_to_string(&junit).unwrap();
+        assert!(x.contains("tests=\"2\" failures=\"1\""), "{x}");
+        // Passing gates: exit 0, recorded as passed.
+        o.gates.gates = crate::gate::parse_gates("overruns>2").unwrap();
+        assert_eq!(deliver(&doc, &o, vec![], ""), EXIT_OK);
+        assert!(ResultDocument::read(&json).unwrap().gates.unwrap().passed);
+    }
+
+    #[test]
+    fn a_failed_file_outranks_a_failed_gate() {
+        assert_eq!(exit_code(false, false), EXIT_OK);
+        assert_eq!(exit_code(false, true), crate::error::EXIT_THRESHOLD);
+        assert_eq!(exit_code(true, true), EXIT_RUN);
+        assert_eq!(exit_code(true, false), EXIT_RUN);
     }
 
     #[test]

@@ -291,6 +291,9 @@ pub struct SeriesComparison {
     pub verdicts: Vec<Verdict>,
     /// What the figures and verdicts are taken over.
     pub over: Over,
+    /// The tail verdicts: exceedances of a threshold per hour
+    /// ([`super::tail`]); `None` without a threshold.
+    pub tail: Option<super::tail::TailComparison>,
 }
 
 /// What a comparison's figures are taken over.
@@ -478,10 +481,13 @@ pub fn compare_series(
             rows.push(row);
         }
     }
+    let names: Vec<String> = runs.iter().map(|r| r.name.clone()).collect();
+    let durations: Vec<u64> = runs.iter().map(|r| r.doc.duration_ns).collect();
     SeriesComparison {
         label: m.label.clone(),
         rows,
         verdicts,
+        tail: super::tail::compare(&names, &series, &durations, settings),
         over,
     }
 }
@@ -695,6 +701,10 @@ pub fn text(c: &Comparison) -> String {
                 let _ = writeln!(out, "  advice: {a}");
             }
         }
+        if let Some(t) = &s.tail {
+            let names: Vec<String> = c.runs.iter().map(|r| r.name.clone()).collect();
+            out.push_str(&super::tail::text(t, &names));
+        }
     }
     out
 }
@@ -859,6 +869,7 @@ pub fn html_page(cs: &[Comparison]) -> String {
         for n in &c.notes {
             let _ = writeln!(b, "<p class=\"sub\">Note: {}</p>", esc(n));
         }
+        b.push_str(&super::tail::html_section(c));
         for (s, m) in c.series.iter().zip(&c.matched) {
             let _ = writeln!(b, "<h3>{}</h3>", esc(&s.label));
             b.push_str(&rows_table(&s.rows));
@@ -1118,6 +1129,7 @@ pub fn run(a: CompareArgs) -> Result<i32> {
     }
     let settings = Settings {
         min_effect: a.min_effect,
+        tail_threshold_ns: a.tail_threshold,
         ..Settings::default()
     };
     let cs = collect(&a.files, &a.matches, &settings)?;

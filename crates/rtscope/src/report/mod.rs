@@ -16,6 +16,7 @@ pub mod noise;
 mod snapshot_tests;
 pub mod stats;
 pub mod svg;
+pub mod tail;
 pub mod timer_chart;
 pub mod trace;
 pub mod verdict;
@@ -143,8 +144,16 @@ pub fn render_html(docs: &[ResultDocument]) -> String {
 /// `rtscope report RESULT.json... -o report.html`.
 pub fn run_report(a: ReportArgs) -> Result<i32> {
     let inputs: Vec<&Path> = a.files.iter().map(PathBuf::as_path).collect();
-    refuse_output_onto_input("--output", &a.output, &inputs)?;
-    crate::output::files::check_output("--output", &a.output)?;
+    let gates = a.gate.options();
+    for (flag, p) in [
+        ("--output", a.output.as_ref()),
+        ("--junit", gates.junit.as_ref()),
+    ] {
+        if let Some(p) = p {
+            refuse_output_onto_input(flag, p, &inputs)?;
+            crate::output::files::check_output(flag, p)?;
+        }
+    }
     let names = run_names(&a.files);
     let mut runs = Vec::new();
     for (p, name) in a.files.iter().zip(names) {
@@ -154,11 +163,17 @@ pub fn run_report(a: ReportArgs) -> Result<i32> {
             doc: load(p)?,
         });
     }
-    let page = html::report_page(&runs);
-    write_atomic(&a.output, page.as_bytes())
-        .with_context(|| format!("--output {}", a.output.display()))?;
-    crate::output::outln!("report: {}", a.output.display());
-    Ok(EXIT_OK)
+    if let Some(out) = &a.output {
+        let page = html::report_page(&runs);
+        write_atomic(out, page.as_bytes())
+            .with_context(|| format!("--output {}", out.display()))?;
+        crate::output::outln!("report: {}", out.display());
+    }
+    if gates.is_empty() {
+        return Ok(EXIT_OK);
+    }
+    let docs: Vec<_> = runs.into_iter().map(|r| r.doc).collect();
+    crate::gate::gate_stored(&docs, &gates)
 }
 
 #[cfg(test)]

@@ -89,6 +89,7 @@ pub fn fixed_doc_with_spike(host: &str, shift_ns: i64, spike_ns: i64) -> ResultD
         }],
         break_event: None,
         threshold: None,
+        gates: None,
         warnings: vec![],
         trace: None,
     }

@@ -67,6 +67,9 @@ pub struct Settings {
     pub resamples: usize,
     /// Seed of the resampling.
     pub seed: u64,
+    /// `compare --tail-threshold`: the threshold of the tail verdicts
+    /// (`None`: the baseline's p99.9; see [`super::tail`]).
+    pub tail_threshold_ns: Option<u64>,
 }
 
 impl Default for Settings {
@@ -75,6 +78,7 @@ impl Default for Settings {
             min_effect: 0.05,
             resamples: 2000,
             seed: 0x5eed_1234_abcd_0001,
+            tail_threshold_ns: None,
         }
     }
 }

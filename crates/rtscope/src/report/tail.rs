@@ -1,0 +1,1079 @@
+//! Tail verdicts of `rtscope compare`: how often each run went beyond a
+//! threshold, per hour of measuring, and whether a run is worse or better
+//! in the tail than the baseline.
+//!
+//! Percentile verdicts ([`super::verdict`]) need samples beyond the
+//! percentile on both sides (20 for p99.9: 20 000 samples a run); the
+//! maximum gets none. A rate of rare events does not: a run's exceedances of
+//! a fixed threshold are counted, and counts are compared as rates.
+//!
+//! - **Threshold**: `--tail-threshold DURATION`, or the baseline's p99.9.
+//!   An exceedance is a value above it (at the histogram's resolution,
+//!   0.1 %); for a periodic series, a value over the intended periods, so
+//!   that a missed period counts at its lateness as in the other figures.
+//! - **Rate**: exceedances / the run's measuring time (`duration_ns`; a
+//!   pooled run: the sum of its repetitions'), per hour, with the exact
+//!   (Garwood) 95 % Poisson interval: `[χ²(α/2; 2k)/2, χ²(1−α/2; 2k+2)/2]`,
+//!   computed through the regularized incomplete gamma function.
+//! - **Verdict**: the exact conditional test of the rate ratio: given
+//!   `n = kA + kB` exceedances, `kB` is binomial with `p = tB·rB / (tA·rA +
+//!   tB·rB)`; the Clopper–Pearson interval of `p` becomes the 95 % interval
+//!   of `rB / rA`. **Worse in the tail** when the whole interval lies above
+//!   `1 + δ` (`--min-effect`), **better** when it lies below `1 / (1 + δ)`,
+//!   **can't tell** otherwise.
+//! - **Repeated runs** (`--repeat`, pooled): exceedances cluster in time,
+//!   so the Poisson interval is too narrow when they do. Where both runs
+//!   have repetitions and per-block histograms, a circular block bootstrap
+//!   over their 100 ms blocks (block length by Politis & White, at least 8
+//!   bootstrap blocks) gives a second interval of the ratio, and a call is
+//!   made only when both intervals make it.
+
+use std::fmt::Write;
+
+use rtscope_core::record::blocks::{self, bucket_range, Block};
+use rtscope_core::result::Series;
+use rtscope_core::units::format_ns;
+
+use super::compare::Comparison;
+use super::esc;
+use super::verdict::{politis_white, Rng, Settings, MIN_BOOT_BLOCKS, MIN_TAIL};
+use crate::output::printable;
+
+/// Two-sided 95 %.
+const ALPHA: f64 = 0.05;
+
+// ---------------------------------------------------------------------------
+// Special functions.
+
+/// ln Γ(x), x > 0 (Lanczos, g = 7, n = 9: about 15 significant digits).
+pub fn ln_gamma(x: f64) -> f64 {
+    const G: f64 = 7.0;
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection.
+        let pi = std::f64::consts::PI;
+        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut a = C[0];
+    let t = x + G + 0.5;
+    for (i, c) in C.iter().enumerate().skip(1) {
+        a += c / (x + i as f64);
+    }
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+/// The regularized lower incomplete gamma function P(a, x), a > 0, x ≥ 0
+/// (series below a + 1, Lentz's continued fraction above).
+pub fn gamma_p(a: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    let lead = a * x.ln() - x - ln_gamma(a);
+    if x < a + 1.0 {
+        let (mut ap, mut sum, mut del) = (a, 1.0 / a, 1.0 / a);
+        for _ in 0..100_000 {
+            ap += 1.0;
+            del *= x / ap;
+            sum += del;
+            if del.abs() < sum.abs() * 1e-16 {
+                break;
+            }
+        }
+        (sum.ln() + lead).exp().min(1.0)
+    } else {
+        1.0 - (lead.exp() * gamma_cf(a, x)).clamp(0.0, 1.0)
+    }
+}
+
+/// The smallest magnitude a continued fraction's terms are let down to.
+const TINY: f64 = 1e-300;
+
+/// Lentz's guard: a term that would be (nearly) zero becomes [`TINY`].
+fn guard(v: f64) -> f64 {
+    if v.abs() < TINY {
+        TINY
+    } else {
+        v
+    }
+}
+
+/// The continued fraction of Q(a, x) without its leading factor.
+fn gamma_cf(a: f64, x: f64) -> f64 {
+    let mut b = x + 1.0 - a;
+    let mut c = 1.0 / TINY;
+    let mut d = 1.0 / b;
+    let mut h = d;
+    for i in 1..100_000 {
+        let an = -(i as f64) * (i as f64 - a);
+        b += 2.0;
+        d = an * d + b;
+        d = guard(d);
+        c = b + an / c;
+        c = guard(c);
+        d = 1.0 / d;
+        let del = d * c;
+        h *= del;
+        if (del - 1.0).abs() < 1e-16 {
+            break;
+        }
+    }
+    h
+}
+
+/// The regularized incomplete beta function I_x(a, b), a, b > 0, 0 ≤ x ≤ 1.
+pub fn beta_inc(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let lead =
+        (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        (lead * beta_cf(a, b, x) / a).clamp(0.0, 1.0)
+    } else {
+        (1.0 - lead * beta_cf(b, a, 1.0 - x) / b).clamp(0.0, 1.0)
+    }
+}
+
+/// The continued fraction of the incomplete beta function (modified Lentz).
+fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
+    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
+    let mut c = 1.0;
+    let mut d = 1.0 - qab * x / qap;
+    d = guard(d);
+    d = 1.0 / d;
+    let mut h = d;
+    for m in 1..100_000 {
+        let m = m as f64;
+        let m2 = 2.0 * m;
+        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1.0 + aa * d;
+        d = guard(d);
+        c = 1.0 + aa / c;
+        c = guard(c);
+        d = 1.0 / d;
+        h *= d * c;
+        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1.0 + aa * d;
+        d = guard(d);
+        c = 1.0 + aa / c;
+        c = guard(c);
+        d = 1.0 / d;
+        let del = d * c;
+        h *= del;
+        if (del - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    h
+}
+
+/// The `x` in `[lo, hi]` where the increasing function `f` reaches `target`
+/// (bisection, 200 halvings: to the resolution of an f64).
+fn solve_increasing(f: impl Fn(f64) -> f64, target: f64, mut lo: f64, mut hi: f64) -> f64 {
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if f(mid) < target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// The exact (Garwood) two-sided `1 − alpha` interval of a Poisson mean
+/// from `k` events: the λ where `P(X ≥ k; λ) = alpha/2` and where
+/// `P(X ≤ k; λ) = alpha/2` (0 below when `k = 0`).
+pub fn poisson_interval(k: u64, alpha: f64) -> (f64, f64) {
+    let kf = k as f64;
+    let top = kf + 20.0 * (kf + 1.0).sqrt() + 20.0;
+    let lo = if k == 0 {
+        0.0
+    } else {
+        // P(X >= k; λ) = P(k, λ), increasing in λ.
+        solve_increasing(|l| gamma_p(kf, l), alpha / 2.0, 0.0, top)
+    };
+    // P(X <= k; λ) = 1 − P(k + 1, λ): decreasing; so P(k + 1, λ) = 1 − alpha/2.
+    let hi = solve_increasing(|l| gamma_p(kf + 1.0, l), 1.0 - alpha / 2.0, 0.0, top);
+    (lo, hi)
+}
+
+/// The exact (Clopper–Pearson) two-sided `1 − alpha` interval of a binomial
+/// proportion from `x` successes in `n` trials.
+pub fn binomial_interval(x: u64, n: u64, alpha: f64) -> (f64, f64) {
+    assert!(x <= n && n > 0, "binomial_interval({x}, {n})");
+    let (xf, nf) = (x as f64, n as f64);
+    let lo = if x == 0 {
+        0.0
+    } else {
+        // P(X >= x; p) = I_p(x, n − x + 1), increasing in p.
+        solve_increasing(|p| beta_inc(xf, nf - xf + 1.0, p), alpha / 2.0, 0.0, 1.0)
+    };
+    let hi = if x == n {
+        1.0
+    } else {
+        // P(X <= x; p) = 1 − I_p(x + 1, n − x) = alpha/2.
+        solve_increasing(
+            |p| beta_inc(xf + 1.0, nf - xf, p),
+            1.0 - alpha / 2.0,
+            0.0,
+            1.0,
+        )
+    };
+    (lo, hi)
+}
+
+/// The exact conditional 95 % interval of the rate ratio `rB / rA` from
+/// `ka` events in exposure `ta` and `kb` in `tb`; `None` without events.
+pub fn rate_ratio_interval(ka: u64, ta: f64, kb: u64, tb: f64) -> Option<(f64, f64)> {
+    let n = ka + kb;
+    if n == 0 || ta <= 0.0 || tb <= 0.0 {
+        return None;
+    }
+    let (pl, pu) = binomial_interval(kb, n, ALPHA);
+    let odds = |p: f64| {
+        if p >= 1.0 {
+            f64::INFINITY
+        } else {
+            p / (1.0 - p)
+        }
+    };
+    Some((odds(pl) * ta / tb, odds(pu) * ta / tb))
+}
+
+// ---------------------------------------------------------------------------
+// The block bootstrap of a rate ratio.
+
+/// Per-block exceedances of `threshold_ns` (buckets starting above it, at
+/// the blocks' resolution of 1/32 of a power of two), blocks without
+/// samples left out.
+pub fn block_exceedances(blocks: &[Block], threshold_ns: u64) -> Vec<u64> {
+    blocks
+        .iter()
+        .filter(|b| b.iter().any(|e| e.1 > 0))
+        .map(|b| {
+            b.iter()
+                .filter(|(k, _)| bucket_range(*k).0 > threshold_ns)
+                .map(|e| e.1)
+                .sum()
+        })
+        .collect()
+}
+
+/// The block length (in blocks) for the circular bootstrap of `x`:
+/// Politis & White's, at least 1, with at least [`MIN_BOOT_BLOCKS`] blocks.
+pub fn boot_block_length(x: &[u64]) -> usize {
+    let f: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let cap = (x.len() / MIN_BOOT_BLOCKS).max(1);
+    (politis_white(&f).round() as usize).clamp(1, cap)
+}
+
+/// One circular-block-bootstrap resample of the sum of `x` (blocks of
+/// `len`, as many as fit the series' length, whole).
+fn resample_sum(x: &[u64], len: usize, rng: &mut Rng) -> (u64, usize) {
+    let n = x.len();
+    let draws = (n / len).max(1);
+    let mut sum = 0;
+    for _ in 0..draws {
+        let start = rng.below(n);
+        for j in 0..len {
+            sum += x[(start + j) % n];
+        }
+    }
+    (sum, draws * len)
+}
+
+/// The 95 % percentile interval of `rB / rA` by the circular block
+/// bootstrap of both runs' per-block exceedances (`resamples` each);
+/// `None` with fewer than [`MIN_BOOT_BLOCKS`] blocks on a side.
+pub fn bootstrap_ratio(a: &[u64], b: &[u64], resamples: usize, seed: u64) -> Option<BootInterval> {
+    if a.len() < MIN_BOOT_BLOCKS || b.len() < MIN_BOOT_BLOCKS || resamples < 40 {
+        return None;
+    }
+    let (la, lb) = (boot_block_length(a), boot_block_length(b));
+    let mut rng = Rng::new(seed);
+    let mut ratios: Vec<f64> = (0..resamples)
+        .map(|_| {
+            let (sa, na) = resample_sum(a, la, &mut rng);
+            let (sb, nb) = resample_sum(b, lb, &mut rng);
+            let (ra, rb) = (sa as f64 / na as f64, sb as f64 / nb as f64);
+            match (ra > 0.0, rb > 0.0) {
+                (true, _) => rb / ra,
+                (false, true) => f64::INFINITY,
+                // Neither: no information; a ratio of 1 keeps it undecided.
+                (false, false) => 1.0,
+            }
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let at = |q: f64| ratios[((q * resamples as f64) as usize).min(resamples - 1)];
+    Some(BootInterval {
+        lo: at(ALPHA / 2.0),
+        hi: at(1.0 - ALPHA / 2.0),
+        blocks: (a.len() / la, b.len() / lb),
+        block_len: (la, lb),
+    })
+}
+
+/// A block-bootstrap interval of the rate ratio.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BootInterval {
+    pub lo: f64,
+    pub hi: f64,
+    /// Bootstrap blocks per run (baseline, run).
+    pub blocks: (usize, usize),
+    /// Their length in recorded blocks.
+    pub block_len: (usize, usize),
+}
+
+// ---------------------------------------------------------------------------
+// The comparison.
+
+/// A tail call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TailCall {
+    Worse,
+    Better,
+    CantTell,
+}
+
+/// The call of a ratio interval under the practical-effect threshold δ.
+pub fn call(lo: f64, hi: f64, delta: f64) -> TailCall {
+    if lo > 1.0 + delta {
+        TailCall::Worse
+    } else if hi < 1.0 / (1.0 + delta) {
+        TailCall::Better
+    } else {
+        TailCall::CantTell
+    }
+}
+
+/// One run's exceedances.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TailRun {
+    pub name: String,
+    /// Values above the threshold.
+    pub exceedances: u64,
+    /// Measuring time, hours.
+    pub hours: f64,
+    /// Values in all (samples, or intended periods).
+    pub count: u64,
+    /// Exact 95 % interval of the rate, per hour.
+    pub interval: (f64, f64),
+}
+
+impl TailRun {
+    /// Exceedances per hour.
+    pub fn rate(&self) -> f64 {
+        self.exceedances as f64 / self.hours
+    }
+}
+
+/// One run against the baseline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TailVerdict {
+    /// `rB / rA`: `None` when the baseline had none.
+    pub ratio: Option<f64>,
+    /// The exact conditional interval of the ratio (`None`: no exceedances).
+    pub exact: Option<(f64, f64)>,
+    /// The block-bootstrap interval (repeated runs).
+    pub boot: Option<BootInterval>,
+    pub call: TailCall,
+}
+
+/// How much data a p99.9 verdict needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Need {
+    /// Values each run (each repetition, with repetitions) needs.
+    pub per_run: u64,
+    /// Whether that is per repetition.
+    pub per_repetition: bool,
+    /// The fewest values a run (repetition) here has.
+    pub have: u64,
+    /// Seconds a run needs at the baseline's rate of values.
+    pub secs: Option<f64>,
+}
+
+/// The tail comparison of one matched series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TailComparison {
+    pub threshold_ns: u64,
+    /// Whether the threshold is the baseline's p99.9 (not given).
+    pub from_baseline: bool,
+    pub runs: Vec<TailRun>,
+    /// One per run after the baseline.
+    pub verdicts: Vec<TailVerdict>,
+    pub need: Need,
+}
+
+/// Values of `s` above `threshold_ns` (histogram buckets starting above it).
+pub fn exceedances(s: &Series, threshold_ns: u64) -> u64 {
+    s.histogram
+        .buckets
+        .iter()
+        .filter(|b| b[0] > threshold_ns)
+        .map(|b| b[1])
+        .sum()
+}
+
+/// What a p99.9 verdict needs, from the baseline `a`: [`MIN_TAIL`] values
+/// beyond it in each run, or half that in each repetition when runs are
+/// repeated (as [`super::verdict`] asks).
+pub fn need_p999(series: &[Series], durations_ns: &[u64]) -> Need {
+    let q = 0.999;
+    let per_repetition = series.iter().any(|s| s.repetitions.len() >= 2);
+    let beyond = if per_repetition {
+        MIN_TAIL / 2.0
+    } else {
+        MIN_TAIL
+    };
+    let per_run = (beyond / (1.0 - q)).round() as u64;
+    let units = |s: &Series| -> Vec<u64> {
+        if s.repetitions.is_empty() {
+            vec![s.stats.count]
+        } else {
+            s.repetitions.iter().map(|r| r.stats.count).collect()
+        }
+    };
+    let have = series.iter().flat_map(units).min().unwrap_or(0);
+    let a = &series[0];
+    let secs = (durations_ns[0] > 0 && a.stats.count > 0).then(|| {
+        let per_s = a.stats.count as f64 / (durations_ns[0] as f64 / 1e9);
+        per_run as f64 / per_s
+    });
+    Need {
+        per_run,
+        per_repetition,
+        have,
+        secs,
+    }
+}
+
+/// Compares the tails of `series` (the matched series as compared, the
+/// first the baseline) measured over `durations_ns`. `None` when there is
+/// no threshold (none given, and the baseline has no p99.9).
+pub fn compare(
+    names: &[String],
+    series: &[Series],
+    durations_ns: &[u64],
+    st: &Settings,
+) -> Option<TailComparison> {
+    let a = series.first()?;
+    let (threshold_ns, from_baseline) = match st.tail_threshold_ns {
+        Some(t) => (t, false),
+        None if a.stats.has_percentiles() => (a.stats.p99_9_ns, true),
+        None => return None,
+    };
+    let runs: Vec<TailRun> = names
+        .iter()
+        .zip(series)
+        .zip(durations_ns)
+        .map(|((n, s), &d)| {
+            let k = exceedances(s, threshold_ns);
+            let hours = d as f64 / 3.6e12;
+            let (lo, hi) = poisson_interval(k, ALPHA);
+            TailRun {
+                name: n.clone(),
+                exceedances: k,
+                hours,
+                count: s.stats.count,
+                interval: if hours > 0.0 {
+                    (lo / hours, hi / hours)
+                } else {
+                    (0.0, f64::INFINITY)
+                },
+            }
+        })
+        .collect();
+    let decoded = |s: &Series| -> Option<Vec<u64>> {
+        (s.repetitions.len() >= 2).then_some(())?;
+        let b = blocks::decode(s.blocks.as_ref()?)?;
+        Some(block_exceedances(&b, threshold_ns))
+    };
+    let base_blocks = decoded(a);
+    let verdicts = (1..series.len())
+        .map(|i| {
+            let (ra, rb) = (&runs[0], &runs[i]);
+            let exact = rate_ratio_interval(ra.exceedances, ra.hours, rb.exceedances, rb.hours);
+            let boot = match (&base_blocks, decoded(&series[i])) {
+                (Some(x), Some(y)) => {
+                    bootstrap_ratio(x, &y, st.resamples, st.seed ^ threshold_ns ^ i as u64)
+                }
+                _ => None,
+            };
+            let c_exact = exact.map_or(TailCall::CantTell, |(lo, hi)| call(lo, hi, st.min_effect));
+            let c = match &boot {
+                Some(bi) if call(bi.lo, bi.hi, st.min_effect) != c_exact => TailCall::CantTell,
+                _ => c_exact,
+            };
+            TailVerdict {
+                ratio: (ra.exceedances > 0 && ra.hours > 0.0 && rb.hours > 0.0)
+                    .then(|| rb.rate() / ra.rate()),
+                exact,
+                boot,
+                call: c,
+            }
+        })
+        .collect();
+    Some(TailComparison {
+        threshold_ns,
+        from_baseline,
+        runs,
+        verdicts,
+        need: need_p999(series, durations_ns),
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Presentation.
+
+/// A rate per hour with three significant digits: `3600/h`, `0.52/h`.
+pub fn rate_text(r: f64) -> String {
+    if !r.is_finite() {
+        return "∞".into();
+    }
+    if r == 0.0 {
+        return "0".into();
+    }
+    let digits = (2 - r.abs().log10().floor() as i32).max(0) as usize;
+    format!("{r:.digits$}")
+}
+
+/// A ratio: `4.0x`, `0.25x`, `∞`.
+pub fn ratio_text(r: f64) -> String {
+    if !r.is_finite() {
+        "∞".into()
+    } else if r == 0.0 {
+        "0x".into()
+    } else if r >= 10.0 {
+        format!("{r:.0}x")
+    } else if r >= 0.1 {
+        format!("{r:.2}x")
+    } else {
+        format!("{r:.3}x")
+    }
+}
+
+/// The measuring time: `3.0s`, `25min`, `2.5h`.
+fn hours_text(h: f64) -> String {
+    let s = h * 3600.0;
+    if s < 120.0 {
+        format!("{s:.1}s")
+    } else if s < 7200.0 {
+        format!("{:.0}min", s / 60.0)
+    } else {
+        format!("{h:.1}h")
+    }
+}
+
+/// The threshold as said: `1.247ms (the baseline's p99.9)`.
+pub fn threshold_text(t: &TailComparison) -> String {
+    if t.from_baseline {
+        format!("{} (the baseline's p99.9)", format_ns(t.threshold_ns))
+    } else {
+        format!("{} (--tail-threshold)", format_ns(t.threshold_ns))
+    }
+}
+
+/// One run's line: `b: 12 above in 3.0s = 14400/h [7441, 25155]`.
+pub fn run_line(r: &TailRun) -> String {
+    format!(
+        "{}: {} above in {} = {}/h [{}, {}]",
+        r.name,
+        r.exceedances,
+        hours_text(r.hours),
+        rate_text(r.rate()),
+        rate_text(r.interval.0),
+        rate_text(r.interval.1)
+    )
+}
+
+/// The verdict's sentence for run `b` against the baseline `a`.
+pub fn verdict_line(v: &TailVerdict, b: &str, a: &str) -> String {
+    let what = match v.call {
+        TailCall::Worse => format!("{b} is worse in the tail than {a}"),
+        TailCall::Better => format!("{b} is better in the tail than {a}"),
+        TailCall::CantTell => format!("can't tell {b} from {a} in the tail"),
+    };
+    let Some((lo, hi)) = v.exact else {
+        return format!("{what}: neither run went above the threshold");
+    };
+    let mut s = format!(
+        "{what}: rate ratio {} [{}, {}] (exact conditional test)",
+        v.ratio.map_or("∞".into(), ratio_text),
+        ratio_text(lo),
+        ratio_text(hi)
+    );
+    if let Some(bi) = &v.boot {
+        let _ = write!(
+            s,
+            "; block bootstrap [{}, {}] ({} and {} blocks)",
+            ratio_text(bi.lo),
+            ratio_text(bi.hi),
+            bi.blocks.0,
+            bi.blocks.1
+        );
+    }
+    s
+}
+
+/// How long a run would need to judge p99.9.
+pub fn need_line(n: &Need) -> String {
+    let unit = if n.per_repetition {
+        "repetition"
+    } else {
+        "run"
+    };
+    let time = n
+        .secs
+        .map(|s| format!(", about {} at the baseline's rate", hours_text(s / 3600.0)))
+        .unwrap_or_default();
+    let enough = if n.have >= n.per_run {
+        "enough"
+    } else {
+        "too few"
+    };
+    format!(
+        "p99.9 needs {} values beyond it in each {unit}: {} values{time}; the shortest here has {} ({enough})",
+        if n.per_repetition {
+            MIN_TAIL / 2.0
+        } else {
+            MIN_TAIL
+        },
+        n.per_run,
+        n.have
+    )
+}
+
+/// The terminal lines of a tail comparison (after a series' verdicts).
+pub fn text(t: &TailComparison, names: &[String]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "tail: values above {}, per hour of measuring (95% exact Poisson interval):",
+        threshold_text(t)
+    );
+    for r in &t.runs {
+        let _ = writeln!(o, "  {}", printable(&run_line(r)));
+    }
+    for (i, v) in t.verdicts.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "tail verdict: {}",
+            printable(&verdict_line(v, &names[i + 1], &names[0]))
+        );
+    }
+    let _ = writeln!(o, "  {}", need_line(&t.need));
+    o
+}
+
+/// The HTML section of a comparison's tail verdicts (one table per series).
+pub fn html_section(c: &Comparison) -> String {
+    let mut b = String::new();
+    let tails: Vec<(&str, &TailComparison)> = c
+        .series
+        .iter()
+        .filter_map(|s| s.tail.as_ref().map(|t| (s.label.as_str(), t)))
+        .collect();
+    if tails.is_empty() {
+        return b;
+    }
+    let names: Vec<String> = c.runs.iter().map(|r| r.name.clone()).collect();
+    b.push_str("<section class=\"tail\">\n<h3>Tail verdicts</h3>\n");
+    b.push_str(
+        "<p class=\"sub\">Values above a threshold per hour of measuring, with the exact 95 % \
+         Poisson interval; verdicts by the exact conditional test of the rate ratio (and, for \
+         repeated runs, a block bootstrap).</p>\n",
+    );
+    for (label, t) in tails {
+        let _ = writeln!(
+            b,
+            "<h4>{}: above {}</h4>",
+            esc(label),
+            esc(&threshold_text(t))
+        );
+        b.push_str("<table><thead><tr><th>run</th><th>above</th><th>measured</th><th>per hour</th><th>95 % interval</th></tr></thead><tbody>\n");
+        for r in &t.runs {
+            let _ = writeln!(
+                b,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}/h</td><td>{} – {}/h</td></tr>",
+                esc(&r.name),
+                r.exceedances,
+                esc(&hours_text(r.hours)),
+                esc(&rate_text(r.rate())),
+                esc(&rate_text(r.interval.0)),
+                esc(&rate_text(r.interval.1))
+            );
+        }
+        b.push_str("</tbody></table>\n");
+        for (i, v) in t.verdicts.iter().enumerate() {
+            let class = match v.call {
+                TailCall::Worse => "worse",
+                TailCall::Better => "better",
+                TailCall::CantTell => "same",
+            };
+            let _ = writeln!(
+                b,
+                "<p class=\"verdict {class}\">{}</p>",
+                esc(&verdict_line(v, &names[i + 1], &names[0]))
+            );
+        }
+        let _ = writeln!(b, "<p class=\"sub\">{}</p>", esc(&need_line(&t.need)));
+    }
+    b.push_str("</section>\n");
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, rel: f64) -> bool {
+        (a - b).abs() <= rel * b.abs().max(1e-12)
+    }
+
+    #[test]
+    fn ln_gamma_matches_factorials_and_half() {
+        for (n, f) in [(1u32, 1.0f64), (2, 1.0), (5, 24.0), (11, 3_628_800.0)] {
+            assert!(close(ln_gamma(n as f64), f.ln(), 1e-12) || f == 1.0, "{n}");
+        }
+        assert!(ln_gamma(1.0).abs() < 1e-13);
+        assert!(close(
+            ln_gamma(0.5),
+            std::f64::consts::PI.sqrt().ln(),
+            1e-12
+        ));
+        assert!(close(ln_gamma(0.1), 2.252_712_651_734_206, 1e-12));
+        assert!(close(ln_gamma(171.0), 706.573_062_245_787_4, 1e-12));
+    }
+
+    #[test]
+    fn incomplete_gamma_known_values() {
+        // P(1, x) = 1 - e^-x.
+        assert!(close(gamma_p(1.0, 2.0), 1.0 - (-2.0f64).exp(), 1e-12));
+        // P(3, 2) = 1 - e^-2 (1 + 2 + 2) (the series side), P(3, 7) the fraction side.
+        assert!(close(gamma_p(3.0, 2.0), 1.0 - 5.0 * (-2.0f64).exp(), 1e-12));
+        assert!(close(
+            gamma_p(3.0, 7.0),
+            1.0 - (-7.0f64).exp() * (1.0 + 7.0 + 24.5),
+            1e-12
+        ));
+        assert_eq!(gamma_p(2.0, 0.0), 0.0);
+        assert!(gamma_p(2.0, 1e3) > 0.999_999);
+    }
+
+    #[test]
+    fn lentz_guard() {
+        assert_eq!(guard(0.0), TINY);
+        assert_eq!(guard(-1e-301), TINY);
+        assert_eq!(guard(2.0), 2.0);
+        assert_eq!(guard(-3.0), -3.0);
+        // gamma_cf's first denominator is 0 at x = a - 1: guarded, still right.
+        assert!(close(
+            gamma_p(3.0, 2.0 + 1e-9),
+            1.0 - 5.0 * (-2.0f64).exp(),
+            1e-6
+        ));
+    }
+
+    #[test]
+    fn the_html_section() {
+        use super::super::compare;
+        use super::super::Run;
+        use rtscope_core::result::ResultDocument;
+        let run = |name: &str, tail: u64| {
+            let mut s = series(vec![[10_000, 100_000], [200_000, tail]], 10_000);
+            s.label = "all".into();
+            let mut doc =
+                ResultDocument::new("cyclic", serde_json::json!({}), Default::default(), vec![s]);
+            doc.duration_ns = 3_600_000_000_000;
+            Run {
+                name: name.into(),
+                path: format!("{name}.json").into(),
+                doc,
+            }
+        };
+        let c = compare::build(String::new(), vec![run("a<", 5), run("b", 50)], &[]).unwrap();
+        let h = html_section(&c);
+        assert!(
+            h.starts_with("<section class=\"tail\">\n<h3>Tail verdicts</h3>"),
+            "{h}"
+        );
+        assert!(
+            h.contains("<h4>all: above 10us (the baseline&#39;s p99.9)</h4>"),
+            "{h}"
+        );
+        assert!(h.contains("<tr><td>a&lt;</td><td>5</td><td>60min</td><td>5.00/h</td><td>1.62 – 11.7/h</td></tr>"), "{h}");
+        assert!(
+            h.contains(
+                "<p class=\"verdict worse\">b is worse in the tail than a&lt;: rate ratio 10x ["
+            ),
+            "{h}"
+        );
+        assert!(h.ends_with("</section>\n"));
+        let c = compare::build(String::new(), vec![run("b", 50), run("a", 5)], &[]).unwrap();
+        assert!(html_section(&c).contains("<p class=\"verdict better\">"));
+        let c = compare::build(String::new(), vec![run("a", 5), run("b", 5)], &[]).unwrap();
+        assert!(html_section(&c).contains("<p class=\"verdict same\">"));
+        // No threshold (no percentiles): no section.
+        let mut x = run("x", 5);
+        x.doc.series[0].stats.unknown.percentiles = true;
+        let c = compare::build(String::new(), vec![x, run("b", 5)], &[]).unwrap();
+        assert_eq!(html_section(&c), "");
+    }
+
+    #[test]
+    fn incomplete_beta_known_values() {
+        // I_x(1, 1) = x; I_x(a, 1) = x^a; I_x(1, b) = 1 - (1 - x)^b.
+        assert!(close(beta_inc(1.0, 1.0, 0.3), 0.3, 1e-12));
+        assert!(close(beta_inc(3.0, 1.0, 0.4), 0.064, 1e-12));
+        assert!(close(beta_inc(1.0, 4.0, 0.2), 1.0 - 0.8f64.powi(4), 1e-12));
+        // Symmetry: I_0.5(a, a) = 0.5; I_x(a, b) = 1 - I_1-x(b, a).
+        assert!(close(beta_inc(7.0, 7.0, 0.5), 0.5, 1e-12));
+        assert!(close(
+            beta_inc(2.5, 6.0, 0.7),
+            1.0 - beta_inc(6.0, 2.5, 0.3),
+            1e-12
+        ));
+        assert_eq!(beta_inc(2.0, 3.0, 0.0), 0.0);
+        assert_eq!(beta_inc(2.0, 3.0, 1.0), 1.0);
+    }
+
+    /// Garwood's intervals, as tabulated (e.g. R `poisson.test`,
+    /// scipy `chi2.ppf(0.025, 2k)/2`, `chi2.ppf(0.975, 2k+2)/2`).
+    #[test]
+    fn poisson_intervals_match_the_tables() {
+        let cases = [
+            (0u64, 0.0, 3.688_879),
+            (1, 0.025_318, 5.571_643),
+            (2, 0.242_209, 7.224_688),
+            (5, 1.623_486, 11.668_332),
+            (10, 4.795_389, 18.390_356),
+            (100, 81.363_949, 121.627_676),
+        ];
+        for (k, lo, hi) in cases {
+            let (l, h) = poisson_interval(k, 0.05);
+            assert!(close(l, lo, 1e-5) || (lo == 0.0 && l == 0.0), "{k}: {l}");
+            assert!(close(h, hi, 1e-5), "{k}: {h}");
+        }
+        // Large counts: close to k ± 1.96 √k.
+        let (l, h) = poisson_interval(1_000_000, 0.05);
+        assert!(close(l, 1e6 - 1.96 * 1e3, 1e-4), "{l}");
+        assert!(close(h, 1e6 + 1.96 * 1e3, 1e-4), "{h}");
+    }
+
+    /// Clopper–Pearson, as tabulated (R `binom.test`).
+    #[test]
+    fn binomial_intervals_match_the_tables() {
+        let cases = [
+            (5u64, 10u64, 0.187_086, 0.812_914),
+            (0, 10, 0.0, 0.308_497),
+            (10, 10, 0.691_503, 1.0),
+            (1, 20, 0.001_265, 0.248_733),
+        ];
+        for (x, n, lo, hi) in cases {
+            let (l, h) = binomial_interval(x, n, 0.05);
+            assert!(
+                close(l, lo, 1e-4) || (lo == 0.0 && l == 0.0),
+                "{x}/{n}: {l}"
+            );
+            assert!(close(h, hi, 1e-4), "{x}/{n}: {h}");
+        }
+    }
+
+    #[test]
+    fn rate_ratios_and_their_calls() {
+        // Equal counts over equal time: the ratio interval holds 1.
+        let (lo, hi) = rate_ratio_interval(10, 1.0, 10, 1.0).unwrap();
+        assert!(lo < 1.0 && hi > 1.0);
+        assert_eq!(call(lo, hi, 0.05), TailCall::CantTell);
+        // 5 vs 40 in the same time: clearly worse; the reverse, better.
+        // (The Clopper-Pearson interval of 40/45 as odds, checked against
+        // a direct sum of binomial terms: [3.157385, 25.971145].)
+        let (lo, hi) = rate_ratio_interval(5, 1.0, 40, 1.0).unwrap();
+        assert!(
+            close(lo, 3.157_385, 1e-5) && close(hi, 25.971_145, 1e-5),
+            "{lo} {hi}"
+        );
+        assert_eq!(call(lo, hi, 0.05), TailCall::Worse);
+        let (lo, hi) = rate_ratio_interval(40, 1.0, 5, 1.0).unwrap();
+        assert_eq!(call(lo, hi, 0.05), TailCall::Better);
+        // The same counts, B measured 8x as long: the same rate.
+        let (lo, hi) = rate_ratio_interval(5, 1.0, 40, 8.0).unwrap();
+        assert!(lo < 1.0 && hi > 1.0, "{lo} {hi}");
+        // None in the baseline: no upper bound.
+        let (lo, hi) = rate_ratio_interval(0, 1.0, 30, 1.0).unwrap();
+        assert!(hi.is_infinite() && lo > 5.0, "{lo}");
+        assert_eq!(rate_ratio_interval(0, 1.0, 0, 1.0), None);
+        assert_eq!(rate_ratio_interval(3, 0.0, 3, 1.0), None);
+        // The rule at its edges.
+        assert_eq!(call(1.06, 2.0, 0.05), TailCall::Worse);
+        assert_eq!(call(1.05, 2.0, 0.05), TailCall::CantTell);
+        assert_eq!(call(0.1, 0.95, 0.05), TailCall::Better);
+        assert_eq!(call(0.1, 1.0 / 1.05, 0.05), TailCall::CantTell);
+    }
+
+    #[test]
+    fn the_bootstrap_widens_for_clustered_exceedances() {
+        // 200 blocks each; exceedances spread evenly (Poisson-like) or all in
+        // a few bursts: the same totals, the bursts' interval far wider.
+        let even_a: Vec<u64> = (0..200).map(|i| u64::from(i % 4 == 0)).collect();
+        let even_b: Vec<u64> = (0..200).map(|i| u64::from(i % 2 == 0)).collect();
+        let burst_a: Vec<u64> = (0..200).map(|i| if i % 50 == 0 { 13 } else { 0 }).collect();
+        let burst_b: Vec<u64> = (0..200).map(|i| if i % 50 == 0 { 25 } else { 0 }).collect();
+        let e = bootstrap_ratio(&even_a, &even_b, 2000, 1).unwrap();
+        let b = bootstrap_ratio(&burst_a, &burst_b, 2000, 1).unwrap();
+        assert!(e.lo > 1.2 && e.hi < 3.5, "{e:?}");
+        assert!(b.hi / b.lo > 2.0 * e.hi / e.lo, "{b:?} vs {e:?}");
+        // Deterministic.
+        assert_eq!(bootstrap_ratio(&burst_a, &burst_b, 2000, 1), Some(b));
+        // Too few blocks: none.
+        assert_eq!(bootstrap_ratio(&even_a[..7], &even_b, 2000, 1), None);
+        assert_eq!(bootstrap_ratio(&even_a, &even_b, 10, 1), None);
+        // Block lengths stay within their bounds.
+        assert_eq!(boot_block_length(&[0, 1, 0, 1]), 1);
+        assert!(boot_block_length(&burst_a) <= 200 / MIN_BOOT_BLOCKS);
+    }
+
+    #[test]
+    fn block_exceedances_count_buckets_above() {
+        // Bucket 40 starts at 16, bucket 100 at a larger value.
+        let (low40, _) = bucket_range(40);
+        let (low100, _) = bucket_range(100);
+        let blocks: Vec<Block> = vec![vec![(40, 5), (100, 2)], vec![], vec![(100, 3)]];
+        assert_eq!(block_exceedances(&blocks, low40), vec![2, 3]);
+        assert_eq!(block_exceedances(&blocks, low40 - 1), vec![7, 3]);
+        assert_eq!(block_exceedances(&blocks, low100), vec![0, 0]);
+    }
+
+    fn series(buckets: Vec<[u64; 2]>, p999: u64) -> Series {
+        let mut s = Series::default();
+        s.stats.count = buckets.iter().map(|b| b[1]).sum();
+        s.stats.p99_9_ns = p999;
+        s.histogram.buckets = buckets;
+        s
+    }
+
+    #[test]
+    fn a_comparison_counts_rates_and_calls() {
+        let a = series(vec![[10_000, 100_000], [200_000, 5]], 10_000);
+        let b = series(
+            vec![[10_000, 100_000], [150_000, 40], [300_000, 10]],
+            10_000,
+        );
+        assert_eq!(exceedances(&a, 10_000), 5);
+        assert_eq!(exceedances(&b, 10_000), 50);
+        assert_eq!(exceedances(&b, 150_000), 10);
+        let names = vec!["a".to_string(), "b".to_string()];
+        let hour = 3_600_000_000_000u64;
+        let st = Settings::default();
+        let t = compare(&names, &[a.clone(), b.clone()], &[hour, hour], &st).unwrap();
+        assert!(t.from_baseline);
+        assert_eq!(t.threshold_ns, 10_000);
+        assert_eq!(t.runs[0].exceedances, 5);
+        assert!(close(t.runs[1].rate(), 50.0, 1e-12));
+        assert!(close(t.runs[0].interval.1, 11.668_332, 1e-5));
+        assert_eq!(t.verdicts[0].call, TailCall::Worse);
+        assert!(close(t.verdicts[0].ratio.unwrap(), 10.0, 1e-12));
+        assert!(t.verdicts[0].boot.is_none());
+        // A threshold given: above 150 us, 0 against 10.
+        let st2 = Settings {
+            tail_threshold_ns: Some(150_000),
+            ..st
+        };
+        let t2 = compare(&names, &[a.clone(), b.clone()], &[hour, hour], &st2).unwrap();
+        assert!(!t2.from_baseline);
+        assert_eq!(t2.runs[0].exceedances, 5);
+        assert_eq!(t2.runs[1].exceedances, 10);
+        // The reverse, measured 10x as long: the same rate, can't tell.
+        let t3 = compare(&names, &[b.clone(), a.clone()], &[hour, hour / 10], &st).unwrap();
+        assert_eq!(t3.verdicts[0].call, TailCall::CantTell);
+        // No percentiles and no threshold: nothing to compare.
+        let mut np = a.clone();
+        np.stats.unknown.percentiles = true;
+        assert_eq!(compare(&names, &[np, b], &[hour, hour], &st), None);
+    }
+
+    #[test]
+    fn the_need_of_p999() {
+        let mut a = Series::default();
+        a.stats.count = 3000;
+        let n = need_p999(&[a.clone(), a.clone()], &[3_000_000_000, 3_000_000_000]);
+        assert_eq!(n.per_run, 20_000);
+        assert!(!n.per_repetition);
+        assert_eq!(n.have, 3000);
+        assert!(close(n.secs.unwrap(), 20.0, 1e-9));
+        assert!(need_line(&n).contains("p99.9 needs 20 values beyond it in each run: 20000 values, about 20.0s at the baseline's rate; the shortest here has 3000 (too few)"));
+        let mut r = a.clone();
+        r.repetitions = vec![a.clone(), a.clone()];
+        r.stats.count = 6000;
+        let n = need_p999(&[r.clone(), r], &[6_000_000_000, 6_000_000_000]);
+        assert!(n.per_repetition);
+        assert_eq!(n.per_run, 10_000);
+        assert_eq!(n.have, 3000);
+        let mut big = a.clone();
+        big.stats.count = 30_000;
+        let n = need_p999(&[big.clone(), big], &[0, 0]);
+        assert_eq!(n.secs, None);
+        assert!(need_line(&n).ends_with("(enough)"));
+    }
+
+    #[test]
+    fn texts() {
+        assert_eq!(rate_text(3600.0), "3600");
+        assert_eq!(rate_text(14.44), "14.4");
+        assert_eq!(rate_text(0.5234), "0.523");
+        assert_eq!(rate_text(0.0), "0");
+        assert_eq!(rate_text(f64::INFINITY), "∞");
+        assert_eq!(ratio_text(4.0), "4.00x");
+        assert_eq!(ratio_text(25.4), "25x");
+        assert_eq!(ratio_text(0.05), "0.050x");
+        assert_eq!(ratio_text(0.0), "0x");
+        assert_eq!(ratio_text(f64::INFINITY), "∞");
+        assert_eq!(hours_text(3.0 / 3600.0), "3.0s");
+        assert_eq!(hours_text(0.5), "30min");
+        assert_eq!(hours_text(2.5), "2.5h");
+        let v = TailVerdict {
+            ratio: Some(4.0),
+            exact: Some((1.5, 12.0)),
+            boot: None,
+            call: TailCall::Worse,
+        };
+        assert_eq!(
+            verdict_line(&v, "b", "a"),
+            "b is worse in the tail than a: rate ratio 4.00x [1.50x, 12x] (exact conditional test)"
+        );
+        let none = TailVerdict {
+            ratio: None,
+            exact: None,
+            boot: None,
+            call: TailCall::CantTell,
+        };
+        assert_eq!(
+            verdict_line(&none, "b", "a"),
+            "can't tell b from a in the tail: neither run went above the threshold"
+        );
+        let r = TailRun {
+            name: "b".into(),
+            exceedances: 12,
+            hours: 3.0 / 3600.0,
+            count: 3000,
+            interval: (7441.0, 25155.0),
+        };
+        assert_eq!(run_line(&r), "b: 12 above in 3.0s = 14400/h [7441, 25155]");
+    }
+}

@@ -1,0 +1,153 @@
+//! `rtscope compare`'s tail verdicts end to end: exceedances of a threshold
+//! per hour with their exact Poisson intervals, the rate-ratio verdict, the
+//! block bootstrap of repeated runs, what a p99.9 verdict would need, and
+//! the HTML section.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{alongside, assert_exit, rtscope};
+use rtscope_core::result::ResultDocument;
+
+/// A real short run, as the base of the documents made below.
+fn real_run(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    let json = dir.join(format!("{name}.json"));
+    let mut args = vec!["cyclic", "-t", "1", "-q", "--json", json.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = rtscope().args(&args).output().unwrap();
+    if out.status.code() == Some(1) {
+        args.push("--no-rt");
+        let out = rtscope().args(&args).output().unwrap();
+        assert_exit(&out, 0);
+    } else {
+        assert_exit(&out, 0);
+    }
+    json
+}
+
+/// The run's document with every series made exactly `base` values at 10 µs
+/// and `tail` at 200 µs over one hour of measuring; p99.9 is 10 µs.
+fn shaped(src: &Path, dst: &Path, base: u64, tail: u64) {
+    let mut d = ResultDocument::read(src).unwrap();
+    d.duration_ns = 3_600_000_000_000;
+    for s in &mut d.series {
+        s.corrected = None;
+        s.blocks = None;
+        s.histogram.buckets = vec![[10_000, base], [200_000, tail]];
+        s.stats.count = base + tail;
+        s.stats.min_ns = 10_000;
+        s.stats.max_ns = 200_000;
+        s.stats.p50_ns = 10_000;
+        s.stats.p90_ns = 10_000;
+        s.stats.p99_ns = 10_000;
+        s.stats.p99_9_ns = 10_000;
+        s.counters.overruns = 0;
+    }
+    d.write(dst).unwrap();
+}
+
+fn compare(args: &[&Path], extra: &[&str]) -> String {
+    let out = rtscope()
+        .arg("compare")
+        .args(args)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_higher_rate_of_exceedances_is_worse_in_the_tail() {
+    let _turn = alongside();
+    let dir = tempfile::tempdir().unwrap();
+    let src = real_run(dir.path(), "src", &["-l", "20"]);
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    shaped(&src, &a, 1_000_000, 5);
+    shaped(&src, &b, 1_000_000, 50);
+    let text = compare(&[&a, &b], &[]);
+    // The baseline's p99.9 (10 us) is the threshold: 5 and 50 above it in
+    // an hour; Garwood's intervals of 5 and 50 events.
+    assert!(
+        text.contains(
+            "tail: values above 10us (the baseline's p99.9), per hour of measuring (95% exact Poisson interval):\n  a: 5 above in 60min = 5.00/h [1.62, 11.7]\n  b: 50 above in 60min = 50.0/h [37.1, 65.9]\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("tail verdict: b is worse in the tail than a: rate ratio 10x ["),
+        "{text}"
+    );
+    assert!(text.contains("(exact conditional test)\n"), "{text}");
+    assert!(!text.contains("block bootstrap ["), "{text}");
+    // About 1 M values a run at 278 a second: p99.9 could be judged.
+    assert!(
+        text.contains("p99.9 needs 20 values beyond it in each run: 20000 values, about"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the shortest here has 1000005 (enough)"),
+        "{text}"
+    );
+    // The other way round: better; against itself: can't tell.
+    let text = compare(&[&b, &a], &[]);
+    assert!(
+        text.contains("tail verdict: a is better in the tail than b: rate ratio 0.10x ["),
+        "{text}"
+    );
+    let again = dir.path().join("again.json");
+    std::fs::copy(&a, &again).unwrap();
+    let text = compare(&[&a, &again], &[]);
+    assert!(
+        text.contains("tail verdict: can't tell again from a in the tail: rate ratio 1.00x ["),
+        "{text}"
+    );
+    // A threshold above every value: nothing to compare, said so.
+    let text = compare(&[&a, &b], &["--tail-threshold", "1ms"]);
+    assert!(
+        text.contains("tail: values above 1ms (--tail-threshold)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("can't tell b from a in the tail: neither run went above the threshold"),
+        "{text}"
+    );
+    // The HTML page has the section.
+    let html = dir.path().join("c.html");
+    compare(&[&a, &b], &["--html", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<h3>Tail verdicts</h3>"), "{page}");
+    assert!(
+        page.contains("<p class=\"verdict worse\">b is worse in the tail than a: rate ratio 10x [")
+    );
+    // A bad threshold is one line, exit 2.
+    let out = rtscope()
+        .arg("compare")
+        .args([&a, &b])
+        .args(["--tail-threshold", "soon"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    common::assert_one_line(&out.stderr);
+}
+
+#[test]
+fn repeated_runs_get_a_block_bootstrap_too() {
+    let _turn = alongside();
+    let dir = tempfile::tempdir().unwrap();
+    // Two repetitions of 600 ms: 12 blocks of 100 ms a side. A threshold of
+    // 1 ns: every value is above it, so both intervals exist.
+    let a = real_run(dir.path(), "a", &["-l", "600", "--repeat", "2"]);
+    let b = real_run(dir.path(), "b", &["-l", "600", "--repeat", "2"]);
+    let text = compare(&[&a, &b], &["--tail-threshold", "1ns"]);
+    assert!(
+        text.contains("tail: values above 1ns (--tail-threshold)"),
+        "{text}"
+    );
+    assert!(text.contains("; block bootstrap ["), "{text}");
+    assert!(
+        text.contains("p99.9 needs 10 values beyond it in each repetition: 10000 values"),
+        "{text}"
+    );
+}
