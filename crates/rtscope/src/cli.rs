@@ -120,6 +120,10 @@ pub struct ReportArgs {
     /// Write the HTML report to FILE.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: PathBuf,
+
+    /// Leave out what identifies the machine before sharing: host name, kernel command line, user names in paths, IP addresses.
+    #[arg(long)]
+    pub redact: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -135,6 +139,10 @@ pub struct ServeArgs {
     /// Allow a non-loopback address (anyone who can reach it can read every result in DIR).
     #[arg(long)]
     pub listen_any: bool,
+
+    /// Leave out what identifies the machine from the pages and JSON served: host name, kernel command line, user names in paths, IP addresses.
+    #[arg(long)]
+    pub redact: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -175,6 +183,10 @@ pub struct CompareArgs {
     /// whole 95% interval lies beyond it.
     #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = min_effect)]
     pub min_effect: f64,
+
+    /// Leave out what identifies the machine before sharing: host name, kernel command line, user names in paths, IP addresses.
+    #[arg(long)]
+    pub redact: bool,
 }
 
 /// `--min-effect`: a percentage in [0, 100), `5` or `5%`, as a fraction.

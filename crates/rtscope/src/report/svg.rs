@@ -180,6 +180,45 @@ pub fn count_label(v: f64) -> String {
     }
 }
 
+/// About how wide `text` is drawn at `px` pixels: 0.6 em a character, what
+/// DejaVu Sans and the usual system-ui fonts average (digits 0.64 em, so
+/// 0.62 keeps a margin for labels of numbers).
+pub fn text_width(text: &str, px: f64) -> f64 {
+    text.chars().count() as f64 * px * 0.62
+}
+
+/// `text` as it fits in `width` pixels at `px`: whole, or cut at the last
+/// `; ` (then `, `) that fits, else at a character with `…`; and whether it
+/// was cut (the caller then adds the whole text as a tooltip).
+pub fn fit(text: &str, px: f64, width: f64) -> (String, bool) {
+    if text_width(text, px) <= width {
+        return (text.to_string(), false);
+    }
+    for sep in ["; ", ", "] {
+        let mut best = None;
+        for (i, _) in text.match_indices(sep) {
+            if text_width(&text[..i], px) <= width {
+                best = Some(i);
+            }
+        }
+        if let Some(i) = best.filter(|i| *i > 0) {
+            return (text[..i].to_string(), true);
+        }
+    }
+    let keep = ((width / (px * 0.62)) as usize).saturating_sub(1);
+    let cut: String = text.chars().take(keep).collect();
+    (format!("{}…", cut.trim_end()), true)
+}
+
+/// A `<text>`'s content: `text` fitted to `width`, with the whole text as
+/// its tooltip when it was cut.
+fn fitted(text: &str, px: f64, width: f64) -> String {
+    match fit(text, px, width) {
+        (t, false) => esc(&t),
+        (t, true) => format!("<title>{}</title>{}", esc(text), esc(&t)),
+    }
+}
+
 const MARGIN_LEFT: f64 = 62.0;
 const MARGIN_RIGHT: f64 = 16.0;
 const MARGIN_TOP: f64 = 30.0;
@@ -220,7 +259,8 @@ impl Chart {
             s,
             r#"<text class="ctitle" x="{}" y="18" text-anchor="middle">{}</text>"#,
             f1(l + w / 2.0),
-            esc(&self.title)
+            // 13 px bold: about 0.67 em a character.
+            fitted(&self.title, 14.0, f64::from(self.width) - 12.0)
         );
         // Shaded bands, behind everything else, clipped to the plot area.
         if !self.bands.is_empty() {
@@ -248,8 +288,16 @@ impl Chart {
         s.push_str(r#"<g class="grid">"#);
         for (v, label) in &self.x.ticks {
             let (x, _) = self.px(*v, 0.0);
-            // The last label at the right edge would be cut off: align its end there.
-            let anchor = if x > l + w - 20.0 { "end" } else { "middle" };
+            // The last label at the right edge would be cut off: align its
+            // end there; the first, at the left, would meet the y axis'
+            // lowest label: align its start there.
+            let anchor = if x > l + w - 20.0 {
+                "end"
+            } else if x < l + 20.0 {
+                "start"
+            } else {
+                "middle"
+            };
             let _ = write!(
                 s,
                 r#"<line x1="{x}" y1="{t}" x2="{x}" y2="{b}"/><text class="tick" x="{x}" y="{ty}" text-anchor="{anchor}">{lab}</text>"#,
@@ -292,13 +340,13 @@ impl Chart {
             r#"<text class="alabel" x="{}" y="{}" text-anchor="middle">{}</text>"#,
             f1(l + w / 2.0),
             f1(t + h + 34.0),
-            esc(&self.x.label)
+            fitted(&self.x.label, 11.0, f64::from(self.width) - 8.0)
         );
         let _ = write!(
             s,
             r#"<text class="alabel" transform="translate(14 {}) rotate(-90)" text-anchor="middle">{}</text>"#,
             f1(t + h / 2.0),
-            esc(&self.y.label)
+            fitted(&self.y.label, 11.0, f64::from(self.height) - 8.0)
         );
         // Data.
         for line in &self.lines {
@@ -365,11 +413,12 @@ impl Chart {
         if !entries.is_empty() {
             let longest = entries
                 .iter()
-                .map(|e| e.label.chars().count())
-                .max()
-                .unwrap_or(0)
-                .min(40);
-            let lw = 34.0 + longest as f64 * 6.6;
+                .map(|e| text_width(&e.label, 11.0))
+                .fold(0.0, f64::max);
+            // Labels longer than the plot is wide (or 40 characters) are
+            // cut, whole in the tooltip.
+            let room = (w - 12.0 - 34.0).max(40.0).min(text_width(&"x".repeat(40), 11.0));
+            let lw = 34.0 + longest.min(room);
             let lh = 6.0 + 15.0 * entries.len() as f64;
             let lx = if self.legend_left {
                 l + 6.0
@@ -394,7 +443,7 @@ impl Chart {
                     f1(lx + 24.0),
                     f1(lx + 29.0),
                     f1(y + 4.0),
-                    esc(&e.label),
+                    fitted(&e.label, 11.0, lw - 34.0),
                     y = f1(y),
                     c = e.color,
                     dash = if e.dashed {
@@ -415,6 +464,33 @@ impl Chart {
 mod tests {
     use super::*;
 
+    #[test]
+    fn long_labels_are_fitted() {
+        assert_eq!(text_width("abcde", 10.0), 31.0);
+        assert_eq!(fit("short", 11.0, 100.0), ("short".to_string(), false));
+        let long = "time since start (s); max (solid) and mean (dashed); markers";
+        // 11 px: 6.82 px a character; "time since start (s)" is 20 (136 px).
+        assert_eq!(
+            fit(long, 11.0, 140.0),
+            ("time since start (s)".to_string(), true)
+        );
+        assert_eq!(
+            fit(long, 11.0, 360.0),
+            (
+                "time since start (s); max (solid) and mean (dashed)".to_string(),
+                true
+            )
+        );
+        assert_eq!(fit("a, b, c", 10.0, 30.0), ("a, b".to_string(), true));
+        let (t, cut) = fit("abcdefghijklmnop", 10.0, 62.0);
+        assert!(cut);
+        assert_eq!(t, "abcdefghi…");
+        assert_eq!(fitted("x<y", 10.0, 100.0), "x&lt;y");
+        assert_eq!(
+            fitted("abcdefghijklmnop", 10.0, 62.0),
+            "<title>abcdefghijklmnop</title>abcdefghi…"
+        );
+    }
     #[test]
     fn nice_ticks() {
         assert_eq!(
