@@ -44,10 +44,19 @@ impl Figure {
     }
 }
 
-/// A duration in ns with its own unit, signed as it is: `-1.2 µs`, `952.3 µs`, `3.854 ms`.
+/// A duration in ns with its own unit, signed as it is: `-1.2 µs`,
+/// `952.3 µs`, `49.26 ms` (µs up to 10 ms: a key figure stays short).
 pub fn with_unit(ns: f64) -> String {
-    let unit = latency_unit(ns.abs());
-    format!("{} {}", in_unit(ns, unit), unit.name)
+    let a = ns.abs();
+    if a < 2_000.0 {
+        format!("{} ns", in_unit(ns, latency_unit(a)))
+    } else if a < 1e7 {
+        format!("{:.1} µs", ns / 1e3)
+    } else if a < 1e10 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.2} s", ns / 1e9)
+    }
 }
 
 /// The series whose figures speak for the run: `all` (the union of the
@@ -173,6 +182,22 @@ fn series_figures(series: &[Series]) -> Vec<Figure> {
                     }
                 }
             }
+            if h.repetitions.len() > 1 {
+                let p99s: Vec<u64> = h.repetitions.iter().map(|r| r.stats.p99_ns).collect();
+                let (lo, hi) = (
+                    p99s.iter().copied().min().unwrap_or(0),
+                    p99s.iter().copied().max().unwrap_or(0),
+                );
+                f.push(Figure::new(
+                    "runs pooled",
+                    h.repetitions.len().to_string(),
+                    format!(
+                        "p99 per run {} to {}",
+                        with_unit(lo as f64),
+                        with_unit(hi as f64)
+                    ),
+                ));
+            }
             f.push(Figure::new(
                 "samples",
                 st.count.to_string(),
@@ -287,7 +312,13 @@ mod tests {
         assert_eq!(with_unit(-12_000.0), "-12.0 µs");
         assert_eq!(with_unit(952_300.0), "952.3 µs");
         assert_eq!(with_unit(3_854_045.0), "3854.0 µs");
-        assert_eq!(with_unit(350_000_000.0), "350.000 ms");
+        assert_eq!(with_unit(9_999_000.0), "9999.0 µs");
+        assert_eq!(with_unit(49_256_000.0), "49.26 ms");
+        assert_eq!(with_unit(-49_256_000.0), "-49.26 ms");
+        assert_eq!(with_unit(350_000_000.0), "350.00 ms");
+        assert_eq!(with_unit(12_500_000_000.0), "12.50 s");
+        assert_eq!(with_unit(1_999.0), "1999 ns");
+        assert_eq!(with_unit(2_000.0), "2.0 µs");
         assert_eq!(with_unit(35.0), "35.0 ns");
     }
 
@@ -323,6 +354,17 @@ mod tests {
         assert_eq!(get(&f, "missed periods").value, "0 of 2000");
         assert!(!f.iter().any(|x| x.label == "p99 over the intended periods"));
         assert_eq!(get(&f, "samples").note, "");
+        assert!(!f.iter().any(|x| x.label == "runs pooled"));
+        // Pooled repetitions: how many, and how far their p99 lay apart.
+        let mut pooled = series("all", &lat, None);
+        pooled.repetitions = vec![
+            series("all", &lat, None),
+            series("all", &lat.iter().map(|l| l * 2).collect::<Vec<_>>(), None),
+        ];
+        let f = figures(&doc(vec![pooled]));
+        let r = get(&f, "runs pooled");
+        assert_eq!(r.value, "2");
+        assert_eq!(r.note, "p99 per run 20.6 µs to 41.2 µs");
         // A short run: p99 too.
         let f = figures(&doc(vec![series("all", &lat[..500], None)]));
         assert_eq!(get(&f, "p99").class, "thin");

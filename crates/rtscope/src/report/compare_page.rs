@@ -427,3 +427,80 @@ fn runs_table(runs: &[Run]) -> String {
     s.push_str("</table>\n");
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_core::result::ResultDocument;
+
+    fn run(name: &str, kernel: &str, loads: &str, warnings: &[&str]) -> Run {
+        let mut doc = ResultDocument::new(
+            "cyclic",
+            serde_json::json!({"period_ns": 1_000_000, "loads": loads, "json": format!("{name}.json")}),
+            Default::default(),
+            vec![],
+        );
+        doc.system.kernel_release = kernel.into();
+        doc.system.hostname = Some("box".into());
+        doc.end_reason = rtscope_core::result::EndReason::Imported;
+        doc.warnings = warnings.iter().map(|w| w.to_string()).collect();
+        Run {
+            name: name.into(),
+            path: Default::default(),
+            doc,
+        }
+    }
+
+    /// Only the fields that differ are tabled; the identical ones are
+    /// counted and collapsed; output paths are neither.
+    #[test]
+    fn differences_show_what_differs() {
+        let runs = [
+            run("a", "6.1", "none", &[]),
+            run("b", "6.6-rt", "cpu:50", &[]),
+        ];
+        let d = differences(&runs);
+        assert!(
+            d.contains("<tr><td class=\"l\">system · kernel</td><td>6.1</td><td>6.6-rt</td></tr>"),
+            "{d}"
+        );
+        assert!(
+            d.contains("<td class=\"l\">plan · loads</td><td>none</td><td>cpu:50</td>"),
+            "{d}"
+        );
+        assert!(!d.contains("plan · json"), "{d}");
+        assert!(!d.contains("system · host</td><td>"), "{d}");
+        let same = d
+            .split("<details class=\"same\">")
+            .nth(1)
+            .expect("identical, collapsed");
+        assert!(
+            same.contains(">system · host<") && same.contains(">plan · period_ns<"),
+            "{same}"
+        );
+        // The host and the snapshot's rows less the kernel, and the plan's period_ns.
+        let n = (1 + system_rows(&runs[0].doc.system).len() - 1) + 1;
+        assert!(
+            d.contains(&format!("<summary>identical: {n} fields</summary>")),
+            "{d}"
+        );
+        let same_runs = [run("a", "6.1", "none", &[]), run("b", "6.1", "none", &[])];
+        assert!(
+            differences(&same_runs).contains("Nothing: the systems and the plans are the same.")
+        );
+    }
+
+    /// Warnings every run has are said once; the others under their run.
+    #[test]
+    fn shared_warnings_once() {
+        let runs = [
+            run("a", "6.1", "none", &["in a VM", "only a"]),
+            run("b", "6.1", "none", &["in a VM"]),
+        ];
+        assert_eq!(run_warnings(&runs), ["all runs: in a VM", "a: only a"]);
+        assert_eq!(run_warnings(&runs[..1]), ["a: in a VM", "a: only a"]);
+        let b = verdicts_block(&[]);
+        assert!(b.contains("No series to compare."), "{b}");
+        assert!(!b.contains("wcount"), "{b}");
+    }
+}

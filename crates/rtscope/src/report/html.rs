@@ -645,7 +645,12 @@ fn plan_scalar(key: &str, v: &serde_json::Value) -> String {
     match v {
         V::String(s) => s.clone(),
         V::Null => "none".into(),
-        V::Number(n) if key.ends_with("_ns") => n.as_u64().map(format_ns).unwrap_or(n.to_string()),
+        // Durations with their unit, signed as they are (a calibration residual of -2.8us).
+        V::Number(n) if key.ends_with("_ns") => n
+            .as_u64()
+            .map(format_ns)
+            .or_else(|| n.as_i64().map(signed_ns))
+            .unwrap_or(n.to_string()),
         // A parsed spec (a load) reads best as the text it was parsed from.
         V::Object(o) if o.get("text").is_some_and(|t| t.is_string()) => {
             o["text"].as_str().unwrap_or_default().to_string()
@@ -1122,6 +1127,13 @@ mod tests {
         let t = summary_table(std::slice::from_ref(&se), unit);
         assert!(t.contains(">-1.7</td>"), "{t}");
         assert_eq!(signed_ns(-1_200), "-1.2us");
+        let plan = serde_json::json!({"calibration": {"entries": [
+            {"api": "x", "residual_ns": [-2817, 799], "offset_ns": 25363}]}});
+        let rows = plan_rows(&plan);
+        assert_eq!(
+            rows[0].1, "api x, offset 25.363us, residual -2.817us, 799ns",
+            "{rows:?}"
+        );
         assert_eq!(signed_ns(1_200), "1.2us");
         assert_eq!(signed_ns(0), "0ns");
     }

@@ -202,7 +202,16 @@ pub fn fit(text: &str, px: f64, width: f64) -> (String, bool) {
             }
         }
         if let Some(i) = best.filter(|i| *i > 0) {
-            return (text[..i].to_string(), true);
+            // `latency (µs, log: ...)` cut at the comma still closes its parenthesis.
+            let cut = &text[..i];
+            let open = cut
+                .matches('(')
+                .count()
+                .saturating_sub(cut.matches(')').count());
+            if open > 0 && text_width(&format!("{cut})"), px) > width {
+                continue;
+            }
+            return (format!("{cut}{}", ")".repeat(open)), true);
         }
     }
     let keep = ((width / (px * 0.62)) as usize).saturating_sub(1);
@@ -409,7 +418,13 @@ impl Chart {
             );
         }
         // Legend: top right, inside the plot area.
-        let entries: Vec<&Line> = self.lines.iter().filter(|l| l.legend).collect();
+        let mut entries: Vec<&Line> = self.lines.iter().filter(|l| l.legend).collect();
+        // One line named as the chart is (a small multiple): the title says it.
+        if let [one] = entries[..] {
+            if one.label == self.title {
+                entries.clear();
+            }
+        }
         if !entries.is_empty() {
             let longest = entries
                 .iter()
@@ -417,7 +432,9 @@ impl Chart {
                 .fold(0.0, f64::max);
             // Labels longer than the plot is wide (or 40 characters) are
             // cut, whole in the tooltip.
-            let room = (w - 12.0 - 34.0).max(40.0).min(text_width(&"x".repeat(40), 11.0));
+            let room = (w - 12.0 - 34.0)
+                .max(40.0)
+                .min(text_width(&"x".repeat(40), 11.0));
             let lw = 34.0 + longest.min(room);
             let lh = 6.0 + 15.0 * entries.len() as f64;
             let lx = if self.legend_left {
@@ -443,7 +460,7 @@ impl Chart {
                     f1(lx + 24.0),
                     f1(lx + 29.0),
                     f1(y + 4.0),
-                    fitted(&e.label, 11.0, lw - 34.0),
+                    fitted(&e.label, 11.0, lw - 33.0),
                     y = f1(y),
                     c = e.color,
                     dash = if e.dashed {
@@ -464,6 +481,70 @@ impl Chart {
 mod tests {
     use super::*;
 
+    fn chart(title: &str, labels: &[&str], width: u32) -> Chart {
+        let axis = |label: &str| Axis {
+            scale: Scale::Linear {
+                min: 0.0,
+                max: 10.0,
+            },
+            ticks: vec![(0.0, "0".into()), (5.0, "5".into()), (10.0, "10".into())],
+            label: label.into(),
+        };
+        Chart {
+            kind: "t",
+            title: title.into(),
+            width,
+            height: 200,
+            x: axis("x axis, with a long explanation; and more of it after that"),
+            y: axis("y"),
+            lines: labels
+                .iter()
+                .map(|l| Line {
+                    label: l.to_string(),
+                    color: "#000",
+                    points: vec![(1.0, 1.0), (2.0, 2.0)],
+                    dashed: false,
+                    width: 1.0,
+                    legend: true,
+                })
+                .collect(),
+            markers: vec![],
+            empty_note: None,
+            legend_left: false,
+            bands: vec![],
+        }
+    }
+
+    /// A small multiple's one line named as its title gets no legend; the
+    /// first x tick starts at the axis, the last ends there; a long axis
+    /// label is cut with its whole text as the tooltip.
+    #[test]
+    fn labels_keep_apart() {
+        assert!(!chart("thread 0", &["thread 0"], 380)
+            .render()
+            .contains("class=\"legend\""));
+        assert!(chart("thread 0", &["thread 0 max"], 380)
+            .render()
+            .contains("class=\"legend\""));
+        assert!(chart("t", &["a", "b"], 380)
+            .render()
+            .contains("class=\"legend\""));
+        let svg = chart("t", &["a"], 380).render();
+        assert!(svg.contains("text-anchor=\"start\">0</text>"), "{svg}");
+        assert!(svg.contains("text-anchor=\"middle\">5</text>"), "{svg}");
+        assert!(svg.contains("text-anchor=\"end\">10</text>"), "{svg}");
+        assert!(svg.contains("<title>x axis, with a long explanation; and more of it after that</title>x axis, with a long explanation</text>"), "{svg}");
+        let wide = chart("t", &["a"], 1160).render();
+        assert!(
+            wide.contains(">x axis, with a long explanation; and more of it after that</text>"),
+            "{wide}"
+        );
+        // A legend label longer than the plot is wide is cut.
+        let long = "a very long legend label that runs on and on past the frame";
+        let svg = chart("t", &[long, "b"], 300).render();
+        assert!(svg.contains(&format!("<title>{long}</title>")), "{svg}");
+    }
+
     #[test]
     fn long_labels_are_fitted() {
         assert_eq!(text_width("abcde", 10.0), 31.0);
@@ -482,6 +563,10 @@ mod tests {
             )
         );
         assert_eq!(fit("a, b, c", 10.0, 30.0), ("a, b".to_string(), true));
+        assert_eq!(
+            fit("latency (µs, log: 150 bins)", 10.0, 90.0),
+            ("latency (µs)".to_string(), true)
+        );
         let (t, cut) = fit("abcdefghijklmnop", 10.0, 62.0);
         assert!(cut);
         assert_eq!(t, "abcdefghi…");
