@@ -208,6 +208,8 @@ fn list(dir: &Path, base: Option<&str>, redact: bool) -> String {
         })
         .unwrap_or_default();
     files.sort_by(|a, b| b.cmp(a));
+    // Only runs of the baseline's experiment are offered to compare with it.
+    let base_experiment = base.and_then(|b| Some(read(&dir.join(b), false).ok()?.experiment));
     let mut rows = String::new();
     let mut shown = 0;
     for (_, name) in &files {
@@ -222,6 +224,9 @@ fn list(dir: &Path, base: Option<&str>, redact: bool) -> String {
         let h = href(name);
         let pick = match base {
             Some(b) if b == name => "<b>baseline</b> (<a href=\"../\">clear</a>)".to_string(),
+            Some(_) if base_experiment.as_deref() != Some(doc.experiment.as_str()) => {
+                "another experiment".to_string()
+            }
             Some(b) => format!(
                 "<a href=\"../compare/{}/{h}\">compare with {}</a>",
                 href(b),
@@ -336,6 +341,9 @@ mod tests {
         doc_of(40_000, "lab-box-7")
             .write(&dir.join("b.json"))
             .unwrap();
+        let mut other = doc_of(40_000, "lab-box-7");
+        other.experiment = "ipc".into();
+        other.write(&dir.join("c.json")).unwrap();
         let get = |path: &str, redact: bool| {
             let r = page(&dir, &Request::get(path), redact);
             (r.status, String::from_utf8(r.body).unwrap())
@@ -356,6 +364,11 @@ mod tests {
             "{picked}"
         );
         assert!(!picked.contains("compare/a.json/a.json"), "{picked}");
+        assert!(!picked.contains("compare/a.json/c.json"), "{picked}");
+        assert!(
+            picked.contains("<td class=\"l\">another experiment</td>"),
+            "{picked}"
+        );
         assert!(picked.contains("href=\"../run/b.json\""), "{picked}");
         let (st, cmp) = get("/compare/a.json/b.json", false);
         assert_eq!(st, 200, "{cmp}");

@@ -161,6 +161,8 @@ pub fn table(loads: &[LoadReport]) -> String {
             },
             esc(&if l.fell_short {
                 format!("{short}: fell short")
+            } else if short.ends_with("points") || short.ends_with('%') {
+                format!("{short}, within tolerance")
             } else {
                 short
             }),
@@ -283,6 +285,9 @@ mod tests {
         assert!(!t.contains("Highlighted"), "{t}");
         assert!(!t.contains("Per instance"), "{t}");
         assert!(t.contains("<td class=\"l\">all the time</td>"), "{t}");
+        assert!(t.contains("<td>none</td>"), "{t}");
+        let t = table(&[load("cpu:30", "cpu", Some(30), &[28.0])]);
+        assert!(t.contains("<td>2.0 points, within tolerance</td>"), "{t}");
         assert_eq!(table(&[]), "");
     }
 }
