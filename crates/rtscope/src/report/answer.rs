@@ -355,6 +355,19 @@ mod tests {
         assert!(!f.iter().any(|x| x.label == "p99 over the intended periods"));
         assert_eq!(get(&f, "samples").note, "");
         assert!(!f.iter().any(|x| x.label == "runs pooled"));
+        assert_eq!(get(&f, "worst max").note, "", "one series: not named");
+        assert!(!f.iter().any(|x| x.label == "dropped"));
+        let mut one = series("all", &lat, None);
+        one.repetitions = vec![series("all", &lat, None)];
+        one.counters.dropped = 4;
+        let f = figures(&doc(vec![one]));
+        assert!(
+            !f.iter().any(|x| x.label == "runs pooled"),
+            "one run is not pooled"
+        );
+        let d = get(&f, "dropped");
+        assert_eq!((d.value.as_str(), d.class), ("4", "bad"));
+        assert_eq!(get(&f, "missed periods").value, "0 of 2004");
         // Pooled repetitions: how many, and how far their p99 lay apart.
         let mut pooled = series("all", &lat, None);
         pooled.repetitions = vec![
@@ -407,5 +420,6 @@ mod tests {
             "{html}"
         );
         assert!(!section(&d, &[]).contains("wcount"));
+        assert!(section(&d, &["w1".into()]).contains("<p class=\"wcount\">1 warning:</p>"));
     }
 }

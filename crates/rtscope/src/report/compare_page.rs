@@ -490,6 +490,64 @@ mod tests {
         );
     }
 
+    fn with_series(mut r: Run, base_ns: i64) -> Run {
+        use rtscope_core::record::SeriesRecorder;
+        use rtscope_core::sample::Sample;
+        let mut rec = SeriesRecorder::new(0, 4, None);
+        for seq in 0..3000u64 {
+            rec.record(&Sample {
+                seq,
+                t_ns: seq * 1_000_000,
+                latency_ns: base_ns + (seq % 13) as i64 * 100,
+                overruns: 0,
+                cpu: 0,
+            });
+        }
+        r.doc.series = vec![rec.to_series("all", 0)];
+        r.doc.duration_ns = 3_000_000_000;
+        r
+    }
+
+    /// The verdicts lead the page, each named by its series (and cell), the
+    /// conditions that differ warned of with them.
+    #[test]
+    fn verdicts_lead() {
+        let runs = vec![
+            with_series(run("a", "6.1", "none", &[]), 20_000),
+            with_series(run("b", "6.1", "cpu:50", &[]), 40_000),
+        ];
+        let c = super::super::compare::build_with(
+            String::new(),
+            runs.clone(),
+            &[],
+            &Settings::default(),
+        )
+        .unwrap();
+        let b = verdicts_block(std::slice::from_ref(&c));
+        assert!(b.contains("<p class=\"verdict worse\"><span class=\"vlabel\">all:</span> b is worse than a at p50"), "{b}");
+        assert!(b.contains("the runs differ in loads"), "{b}");
+        assert!(!b.contains("No series to compare."), "{b}");
+        let c = super::super::compare::build_with(
+            "p1ms/cpu.json".into(),
+            runs,
+            &[],
+            &Settings::default(),
+        )
+        .unwrap();
+        let b = verdicts_block(std::slice::from_ref(&c));
+        assert!(
+            b.contains("<span class=\"vlabel\">p1ms/cpu.json · all:</span>"),
+            "{b}"
+        );
+        let page = html_page(&[c]);
+        let v = page.find("<p class=\"verdict").unwrap();
+        assert!(v < page.find("What differs between the runs").unwrap());
+        assert!(
+            page.find("How the verdicts are drawn").unwrap()
+                > page.find("data-chart=\"histogram\"").unwrap()
+        );
+    }
+
     /// Warnings every run has are said once; the others under their run.
     #[test]
     fn shared_warnings_once() {

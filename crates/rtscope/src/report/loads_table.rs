@@ -105,7 +105,7 @@ pub fn asked_achieved(l: &LoadReport) -> (String, String, String) {
 fn schedule(l: &LoadReport) -> String {
     match &l.schedule {
         Some(sc) => format!(
-            "for {} every {} from {}: on {} times, {:.1} s of {:.1} s",
+            "for {} every {} from {}: on {} times, {:.1} s of {:.1} s (CPU share over the on-time)",
             format_ns(sc.for_ns),
             format_ns(sc.every_ns),
             format_ns(sc.start_ns),
@@ -253,6 +253,49 @@ mod tests {
         assert_eq!((b.as_str(), c.as_str()), ("31.0 % CPU", "none"));
         let (a, _, c) = asked_achieved(&load("mem-churn", "mem-churn", None, &[99.0]));
         assert_eq!((a.as_str(), c.as_str()), ("as much as it can", "–"));
+    }
+
+    /// A paced net load: asked and achieved in packets/s, the shortfall in
+    /// percent of the rate for the instance furthest below.
+    #[test]
+    fn a_net_load_in_packets() {
+        let mut l = load("net,rate=1000", "net", None, &[5.0, 5.0]);
+        l.lifetime_s = 2.0;
+        l.instance_reports = [1800u64, 1000]
+            .iter()
+            .map(|n| rtscope_core::result::InstanceReport {
+                counters: [("packets_sent".to_string(), *n)].into_iter().collect(),
+                ..Default::default()
+            })
+            .collect();
+        let (a, b, c) = asked_achieved(&l);
+        assert_eq!(a, "1000 packets/s per instance");
+        assert_eq!(b, "700 packets/s, 5.0 % CPU (per instance: 5.0 %, 5.0 %)");
+        assert_eq!(c, "50.0 %");
+        // On for 2 s of the 3 s window: the rate is over the 1 s of its 2 s life it was on.
+        l.schedule = Some(rtscope_core::result::LoadSchedule {
+            on_s: 2.0,
+            on_count: 1,
+            ..Default::default()
+        });
+        let (_, b, c) = asked_achieved(&l);
+        assert_eq!(
+            (b.as_str(), c.as_str()),
+            (
+                "1400 packets/s, 5.0 % CPU (per instance: 5.0 %, 5.0 %)",
+                "none"
+            )
+        );
+        assert!(
+            schedule(&l).starts_with("for 0ns every 0ns from 0ns: on 1 times, 2.0 s of 3.0 s"),
+            "{}",
+            schedule(&l)
+        );
+        // Unlimited, or not net: not paced.
+        let (a, _, _) = asked_achieved(&load("net,rate=0", "net", None, &[5.0]));
+        assert_eq!(a, "as much as it can");
+        let (a, _, _) = asked_achieved(&load("cpu", "cpu", None, &[5.0]));
+        assert_eq!(a, "as much as it can");
     }
 
     /// The table: one row per load (no JSON), a load that fell short

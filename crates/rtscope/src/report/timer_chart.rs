@@ -280,6 +280,50 @@ mod tests {
         assert_eq!(none[0].0, 320_000.0);
     }
 
+    /// The section opens with the terminal's conclusions, then the chart.
+    #[test]
+    fn conclusions_lead() {
+        use crate::output::timer::TimerCell;
+        let cell = |comp: &str, req: u64, mean_abs: f64| {
+            let c = TimerCell {
+                api: "nanosleep".into(),
+                compensation: comp.into(),
+                policy: "fifo".into(),
+                requested_ns: req,
+                wakes: 100,
+                error_p50_ns: 1_000,
+                error_p99_ns: 30_000,
+                error_mean_ns: mean_abs,
+                abs_error_mean_ns: mean_abs,
+                ..Default::default()
+            };
+            let mut s = series("nanosleep", comp, req, 1_000, 30_000);
+            s.attributes
+                .insert("timer".into(), serde_json::to_value(c).unwrap());
+            s
+        };
+        let d = doc(vec![
+            cell("none", 500_000, 50_000.0),
+            cell("static", 500_000, 2_500.0),
+        ]);
+        let want = crate::output::timer::sweep_conclusions(&crate::output::timer::sweep_cells(&d));
+        assert!(want.contains("static compensation"), "{want}");
+        let c = conclusions(&d);
+        assert_eq!(c.matches("<li>").count(), want.lines().count(), "{c}");
+        assert!(c.contains("<b>20× better</b>"), "{c}");
+        let html = section(&d);
+        assert!(html.starts_with("<h3>Conclusions</h3>"), "{html}");
+        assert!(
+            html.find("<ul class=\"conclusions\">").unwrap()
+                < html.find("data-chart=\"timer-error\"").unwrap()
+        );
+        // No sweep cells (the attributes of an older or partial document): no list.
+        assert_eq!(
+            conclusions(&doc(vec![series("nanosleep", "none", 1, 1, 1)])),
+            ""
+        );
+    }
+
     #[test]
     fn factors_are_bold() {
         assert_eq!(
