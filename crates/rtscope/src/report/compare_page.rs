@@ -548,6 +548,26 @@ mod tests {
         );
     }
 
+    /// The changes as error bars, every coordinate: the zone, the ticks,
+    /// each run's bar, estimate and call (a run worse at p50, one better).
+    #[test]
+    fn effects_chart() {
+        let runs = vec![
+            with_series(run("a", "6.1", "none", &[]), 20_000),
+            with_series(run("b", "6.1", "none", &[]), 40_000),
+            with_series(run("a run with a long name", "6.1", "none", &[]), 10_000),
+        ];
+        let c = super::super::compare::build_with(String::new(), runs, &[], &Settings::default())
+            .unwrap();
+        let svg = effects_svg("all", &c.runs, &c.series[0].verdicts);
+        assert!(
+            svg.contains("<title>a run with a long name p99.9</title>"),
+            "{svg}"
+        );
+        insta::assert_snapshot!(svg.replace("/>", "/>\n"));
+        assert_eq!(effects_svg("all", &c.runs[..1], &[]), "");
+    }
+
     /// Warnings every run has are said once; the others under their run.
     #[test]
     fn shared_warnings_once() {
