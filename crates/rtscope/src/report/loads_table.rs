@@ -292,7 +292,7 @@ mod tests {
             schedule(&l)
         );
         // Unlimited, or not net: not paced.
-        let (a, _, _) = asked_achieved(&load("net,rate=0", "net", None, &[5.0]));
+        let (a, _, _) = asked_achieved(&load("net,rate=unlimited", "net", None, &[5.0]));
         assert_eq!(a, "as much as it can");
         let (a, _, _) = asked_achieved(&load("cpu", "cpu", None, &[5.0]));
         assert_eq!(a, "as much as it can");
