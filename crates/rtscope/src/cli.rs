@@ -129,6 +129,10 @@ pub struct ReportArgs {
     /// Check gates on the stored results (see `rtscope cyclic --help`); exit 3 when one fails.
     #[command(flatten)]
     pub gate: GateArgs,
+
+    /// Leave out what identifies the machine before sharing: host name, kernel command line, user names in paths, IP addresses.
+    #[arg(long)]
+    pub redact: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -144,6 +148,10 @@ pub struct ServeArgs {
     /// Allow a non-loopback address (anyone who can reach it can read every result in DIR).
     #[arg(long)]
     pub listen_any: bool,
+
+    /// Leave out what identifies the machine from the pages and JSON served: host name, kernel command line, user names in paths, IP addresses.
+    #[arg(long)]
+    pub redact: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -189,6 +197,10 @@ pub struct CompareArgs {
     /// measuring (a bare number is microseconds) [default: the baseline's p99.9].
     #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
     pub tail_threshold: Option<u64>,
+
+    /// Leave out what identifies the machine before sharing: host name, kernel command line, user names in paths, IP addresses.
+    #[arg(long)]
+    pub redact: bool,
 }
 
 /// `--min-effect`: a percentage in [0, 100), `5` or `5%`, as a fraction.

@@ -1039,6 +1039,11 @@ fn compare_of_unlike_runs_shows_the_plan_differences_and_warns() {
         "{head}"
     );
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.contains("<h3>Plan differences</h3>"));
-    assert!(page.contains("the runs differ in period_ns, wake"));
+    // The page: the warning with the verdicts, the settings among what differs.
+    let differs = page
+        .find("<h3>What differs between the runs</h3>")
+        .expect("what differs");
+    let warning = page.find("the runs differ in period_ns, wake").unwrap();
+    assert!(warning < differs, "the warning leads");
+    assert!(page[differs..].contains("<td class=\"l\">plan · period_ns</td>"));
 }

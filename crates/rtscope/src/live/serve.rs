@@ -1,10 +1,14 @@
 //! `rtscope serve DIR`: the result documents of a directory over HTTP, on
 //! the live server ([`super::http`], with its bounds; pages are read and
-//! rendered on its blocking threads): `/` lists them, `/run/NAME`
-//! renders one's HTML report with the `report` module, `/raw/NAME` returns
-//! the JSON. NAME is a plain file name in DIR: anything with a path
-//! separator, a `..`, a leading dot or that resolves outside DIR is refused
-//! (403); nothing is written.
+//! rendered on its blocking threads): `/` lists them with their key
+//! figures, `/run/NAME` renders one's HTML report with the `report` module,
+//! `/raw/NAME` returns the JSON, `/base/NAME` is the list with NAME picked
+//! as the baseline (each other run then links to its comparison), and
+//! `/compare/BASE/NAME` renders the comparison page of the two. NAME is a
+//! plain file name in DIR: anything with a path separator, a `..`, a
+//! leading dot or that resolves outside DIR is refused (403); nothing is
+//! written. With `--redact` every page and JSON leaves out the host name,
+//! the kernel command line, user names and addresses.
 
 use std::path::{Path, PathBuf};
 
@@ -38,10 +42,11 @@ pub fn run(a: &ServeArgs) -> Result<i32> {
         crate::output::printable(&dir.display().to_string())
     ));
     let flag = signals.flag.clone();
+    let redact = a.redact;
     http::serve(
         listener,
         &flag,
-        http::Pages::blocking(move |req| page(&dir, req)),
+        http::Pages::blocking(move |req| page(&dir, req, redact)),
         http::LIMITS,
         || {},
     )
@@ -77,30 +82,92 @@ pub fn resolve(dir: &Path, name: &str) -> Result<PathBuf, Response> {
     }
 }
 
-fn page(dir: &Path, req: &Request) -> Response {
+/// Reads `p`, redacted when asked.
+fn read(p: &Path, redact: bool) -> Result<ResultDocument, Response> {
+    match ResultDocument::read(p) {
+        Ok(d) if redact => Ok(crate::report::redact::document(&d)),
+        Ok(d) => Ok(d),
+        Err(e) => Err(Response::text(422, format!("not a result document: {e}\n"))),
+    }
+}
+
+fn page(dir: &Path, req: &Request, redact: bool) -> Response {
     let html = |status, body: String| Response::new(status, "text/html; charset=utf-8", body);
     if req.path == "/" || req.path == "/index.html" {
-        return html(200, list(dir));
+        return html(200, list(dir, None, redact));
+    }
+    if let Some(name) = req.path.strip_prefix("/base/") {
+        return match resolve(dir, name) {
+            Err(r) => r,
+            Ok(p) => {
+                let base = p.file_name().map(|n| n.to_string_lossy().into_owned());
+                html(200, list(dir, base.as_deref(), redact))
+            }
+        };
+    }
+    if let Some(pair) = req.path.strip_prefix("/compare/") {
+        let Some((a, b)) = pair.split_once('/') else {
+            return Response::text(404, "not found: /compare/BASE.json/RUN.json\n");
+        };
+        return match (resolve(dir, a), resolve(dir, b)) {
+            (Err(r), _) | (_, Err(r)) => r,
+            (Ok(pa), Ok(pb)) => compare(&pa, &pb, redact),
+        };
     }
     if let Some(name) = req.path.strip_prefix("/run/") {
         return match resolve(dir, name) {
             Err(r) => r,
-            Ok(p) => match ResultDocument::read(&p) {
+            Ok(p) => match read(&p, redact) {
                 Ok(doc) => html(200, crate::report::render_html(std::slice::from_ref(&doc))),
-                Err(e) => Response::text(422, format!("not a result document: {e}\n")),
+                Err(r) => r,
             },
         };
     }
     if let Some(name) = req.path.strip_prefix("/raw/") {
         return match resolve(dir, name) {
             Err(r) => r,
+            Ok(p) if redact => match read(&p, true) {
+                Ok(doc) => Response::new(200, "application/json", doc.to_json()),
+                Err(r) => r,
+            },
             Ok(p) => match std::fs::read(&p) {
                 Ok(b) => Response::new(200, "application/json", b),
                 Err(_) => Response::text(404, "no such result\n"),
             },
         };
     }
-    Response::text(404, "not found: try /, /run/NAME.json or /raw/NAME.json\n")
+    Response::text(
+        404,
+        "not found: try /, /run/NAME.json, /raw/NAME.json, /base/NAME.json or /compare/BASE.json/NAME.json\n",
+    )
+}
+
+/// The comparison page of two results (the first the baseline), as
+/// `rtscope compare A B --html` renders it.
+fn compare(a: &Path, b: &Path, redact: bool) -> Response {
+    use crate::report::{compare, run_names, Run};
+    let paths = [a.to_path_buf(), b.to_path_buf()];
+    let names = run_names(&paths);
+    let mut runs = Vec::new();
+    for (p, name) in paths.iter().zip(names) {
+        match read(p, redact) {
+            Ok(doc) => runs.push(Run {
+                name,
+                path: p.file_name().map(PathBuf::from).unwrap_or_default(),
+                doc,
+            }),
+            Err(r) => return r,
+        }
+    }
+    let settings = crate::report::verdict::Settings::default();
+    match compare::build_with(String::new(), runs, &[], &settings) {
+        Ok(c) if c.series.is_empty() => Response::text(
+            422,
+            "no series in common (labels differ): compare them with rtscope compare --match A=B\n",
+        ),
+        Ok(c) => Response::new(200, "text/html; charset=utf-8", compare::html_page(&[c])),
+        Err(e) => Response::text(422, format!("{e}\n")),
+    }
 }
 
 /// Percent-encodes a file name for a link (all but unreserved characters).
@@ -114,8 +181,20 @@ fn href(name: &str) -> String {
     utf8_percent_encode(name, KEEP).to_string()
 }
 
-/// The list of result documents in `dir`, newest first.
-fn list(dir: &Path) -> String {
+/// The key figures of a document in one line: `worst max 952.3 µs · p99 46.3 µs · ...`.
+fn key_figures(doc: &ResultDocument) -> String {
+    crate::report::answer::figures(doc)
+        .iter()
+        .take(5)
+        .map(|f| format!("{} {}", f.label, f.value))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// The list of result documents in `dir`, newest first, with their key
+/// figures; with `base` picked, every other run links to its comparison
+/// with it, else each links to be picked as the baseline.
+fn list(dir: &Path, base: Option<&str>, redact: bool) -> String {
     let mut files: Vec<(std::time::SystemTime, String)> = std::fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(|e| e.ok())
@@ -129,6 +208,8 @@ fn list(dir: &Path) -> String {
         })
         .unwrap_or_default();
     files.sort_by(|a, b| b.cmp(a));
+    // Only runs of the baseline's experiment are offered to compare with it.
+    let base_experiment = base.and_then(|b| Some(read(&dir.join(b), false).ok()?.experiment));
     let mut rows = String::new();
     let mut shown = 0;
     for (_, name) in &files {
@@ -136,25 +217,53 @@ fn list(dir: &Path) -> String {
             break;
         }
         // Only rtscope results are listed (other JSON files are skipped).
-        let Ok(doc) = ResultDocument::read(&dir.join(name)) else {
+        let Ok(doc) = read(&dir.join(name), redact) else {
             continue;
         };
         shown += 1;
+        let h = href(name);
+        let pick = match base {
+            Some(b) if b == name => "<b>baseline</b> (<a href=\"../\">clear</a>)".to_string(),
+            Some(_) if base_experiment.as_deref() != Some(doc.experiment.as_str()) => {
+                "another experiment".to_string()
+            }
+            Some(b) => format!(
+                "<a href=\"../compare/{}/{h}\">compare with {}</a>",
+                href(b),
+                esc(b)
+            ),
+            None => format!("<a href=\"base/{h}\">pick as baseline</a>"),
+        };
+        let up = if base.is_some() { "../" } else { "" };
         rows.push_str(&format!(
-            "<tr><td><a href=\"run/{h}\">{n}</a></td><td>{e}</td><td>{host}</td><td>{t}</td><td>{s}</td><td><a href=\"raw/{h}\">json</a></td></tr>\n",
-            h = href(name),
+            "<tr><td class=\"l\"><a href=\"{up}run/{h}\">{n}</a></td><td class=\"l\">{e}</td><td class=\"l\">{host}</td><td class=\"l\">{t}</td><td>{dur}</td><td class=\"l\">{fig}</td><td>{w}</td><td class=\"l\">{pick}</td><td><a href=\"{up}raw/{h}\">json</a></td></tr>\n",
             n = esc(name),
             e = esc(&doc.experiment),
             host = esc(doc.system.hostname.as_deref().unwrap_or("–")),
             t = esc(&doc.started_at),
-            s = doc.series.len(),
+            dur = esc(&crate::report::html::duration_text(&doc)),
+            fig = esc(&key_figures(&doc)),
+            w = crate::report::html::doc_warnings(&doc).len(),
         ));
     }
+    let shown_dir = dir.display().to_string();
+    let shown_dir = if redact {
+        crate::report::redact::path_text(&shown_dir)
+    } else {
+        shown_dir
+    };
+    let how = match base {
+        Some(b) => format!(
+            "Baseline: <b>{}</b>. Pick the run to compare with it.",
+            esc(b)
+        ),
+        None => "Pick a run as the baseline, then the run to compare with it.".into(),
+    };
     let body = format!(
-        "<h1>rtscope results</h1><p>{shown} result document{} in {}</p>\
-         <table><thead><tr><th>file</th><th>experiment</th><th>host</th><th>started</th><th>series</th><th></th></tr></thead><tbody>{rows}</tbody></table>",
+        "<h1>rtscope results</h1><p>{shown} result document{} in {}. {how}</p>\
+         <table class=\"runs\"><thead><tr><th class=\"l\">file</th><th class=\"l\">experiment</th><th class=\"l\">host</th><th class=\"l\">started</th><th>duration</th><th class=\"l\">key figures</th><th>warnings</th><th class=\"l\">compare</th><th></th></tr></thead><tbody>{rows}</tbody></table>",
         if shown == 1 { "" } else { "s" },
-        esc(&dir.display().to_string())
+        esc(&shown_dir)
     );
     crate::report::html::page("rtscope results", &body)
 }
@@ -178,7 +287,7 @@ mod tests {
         doc.write(&dir.join(".hidden.json")).unwrap();
         doc.write(&dir.join("notes.txt")).unwrap();
         std::fs::write(dir.join("other.json"), "{\"not\": \"a result\"}").unwrap();
-        let get = |path: &str| page(&dir, &Request::get(path));
+        let get = |path: &str| page(&dir, &Request::get(path), false);
         for index in ["/", "/index.html"] {
             let r = get(index);
             assert_eq!(r.status, 200, "{index}");
@@ -193,6 +302,100 @@ mod tests {
         assert_eq!(get("/run/other.json").status, 422);
         assert_eq!(get("/nope").status, 404);
         assert_eq!(href("a b/ü-_.~.json"), "a%20b%2F%C3%BC-_.~.json");
+    }
+
+    fn doc_of(base_ns: i64, host: &str) -> ResultDocument {
+        use rtscope_core::record::SeriesRecorder;
+        use rtscope_core::sample::Sample;
+        let mut r = SeriesRecorder::new(0, 4, None).over_intended_periods(1_000_000);
+        for seq in 0..2000u64 {
+            r.record(&Sample {
+                seq,
+                t_ns: seq * 1_000_000,
+                latency_ns: base_ns + (seq % 10) as i64 * 100,
+                overruns: 0,
+                cpu: 0,
+            });
+        }
+        let mut d = ResultDocument::new(
+            "cyclic",
+            serde_json::json!({"period_ns": 1_000_000}),
+            rtscope_core::system::SystemSnapshot::default(),
+            vec![r.to_series("all", 0)],
+        );
+        d.system.hostname = Some(host.into());
+        d.system.cmdline = Some("root=/dev/vda secret=42".into());
+        d.duration_ns = 2_000_000_000;
+        d
+    }
+
+    /// The list shows key figures, picks a baseline, links the comparison;
+    /// the comparison renders; --redact leaves the host out everywhere.
+    #[test]
+    fn the_list_picks_two_runs_to_compare() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().canonicalize().unwrap();
+        doc_of(20_000, "lab-box-7")
+            .write(&dir.join("a.json"))
+            .unwrap();
+        doc_of(40_000, "lab-box-7")
+            .write(&dir.join("b.json"))
+            .unwrap();
+        let mut other = doc_of(40_000, "lab-box-7");
+        other.experiment = "ipc".into();
+        other.write(&dir.join("c.json")).unwrap();
+        let get = |path: &str, redact: bool| {
+            let r = page(&dir, &Request::get(path), redact);
+            (r.status, String::from_utf8(r.body).unwrap())
+        };
+        let (st, index) = get("/", false);
+        assert_eq!(st, 200);
+        assert!(index.contains("worst max 20.9 µs · p99 20.9 µs"), "{index}");
+        assert!(index.contains("worst max 40.9 µs"), "{index}");
+        assert!(
+            index.contains("href=\"base/a.json\">pick as baseline"),
+            "{index}"
+        );
+        let (st, picked) = get("/base/a.json", false);
+        assert_eq!(st, 200);
+        assert!(picked.contains("Baseline: <b>a.json</b>"), "{picked}");
+        assert!(
+            picked.contains("href=\"../compare/a.json/b.json\">compare with a.json"),
+            "{picked}"
+        );
+        assert!(!picked.contains("compare/a.json/a.json"), "{picked}");
+        assert!(!picked.contains("compare/a.json/c.json"), "{picked}");
+        assert!(
+            picked.contains("<td class=\"l\">another experiment</td>"),
+            "{picked}"
+        );
+        assert!(picked.contains("href=\"../run/b.json\""), "{picked}");
+        let (st, cmp) = get("/compare/a.json/b.json", false);
+        assert_eq!(st, 200, "{cmp}");
+        assert!(cmp.contains("<h1>rtscope comparison: a vs b</h1>"), "{cmp}");
+        assert!(cmp.contains("b is worse than a"), "{cmp}");
+        assert_eq!(get("/compare/a.json", false).0, 404);
+        assert_eq!(get("/compare/a.json/..%2Fx.json", false).0, 403);
+        assert_eq!(get("/base/missing.json", false).0, 404);
+        // Redacted: no host name, no kernel command line, in any page.
+        for path in [
+            "/",
+            "/base/a.json",
+            "/run/a.json",
+            "/raw/a.json",
+            "/compare/a.json/b.json",
+        ] {
+            let (st, body) = get(path, false);
+            assert_eq!(st, 200, "{path}");
+            assert!(
+                body.contains("lab-box-7"),
+                "{path} unredacted shows the host"
+            );
+            let (st, body) = get(path, true);
+            assert_eq!(st, 200, "{path}");
+            assert!(!body.contains("lab-box-7"), "{path}: {body}");
+            assert!(!body.contains("secret=42"), "{path}: {body}");
+        }
     }
 
     #[test]

@@ -145,7 +145,6 @@ pub fn sweep_table(cells: &[TimerCell]) -> String {
     let mut rows = vec![head];
     let keys = uniq(cells.iter().map(|c| c.api.as_str()));
     let pols = uniq(cells.iter().map(|c| c.policy.as_str()));
-    let mut verdicts = String::new();
     for api in &keys {
         for pol in &pols {
             let mine: Vec<&TimerCell> = cells
@@ -186,15 +185,41 @@ pub fn sweep_table(cells: &[TimerCell]) -> String {
                 }
                 rows.push(row);
             }
-            verdicts.push_str(&verdict(api, pol, &mine, &comps));
         }
     }
+    let verdicts = sweep_conclusions(cells);
     let mut out =
         String::from("\ntimer error = actual - requested wake, µs (p50/p99/max; spin: CPU spent spinning / time asleep):\n");
     out.push_str(&render(&rows));
     out.push('\n');
     out.push_str(&verdicts);
     out
+}
+
+/// The sweep's conclusions, one line each (what the terminal prints under
+/// its table, and what the HTML report opens its timer section with): per
+/// API × policy, how flat the uncompensated error is and what each
+/// compensation made of the mean |error| and the p99.
+pub fn sweep_conclusions(cells: &[TimerCell]) -> String {
+    let comps = uniq(cells.iter().map(|c| c.compensation.as_str()));
+    let mut out = String::new();
+    for api in uniq(cells.iter().map(|c| c.api.as_str())) {
+        for pol in uniq(cells.iter().map(|c| c.policy.as_str())) {
+            let mine: Vec<&TimerCell> = cells
+                .iter()
+                .filter(|c| c.api == api && c.policy == pol)
+                .collect();
+            if !mine.is_empty() {
+                out.push_str(&verdict(api, pol, &mine, &comps));
+            }
+        }
+    }
+    out
+}
+
+/// The sweep cells of a timer document (empty for beacon and service runs).
+pub fn sweep_cells(doc: &ResultDocument) -> Vec<TimerCell> {
+    cells(doc, "timer")
 }
 
 /// What the verdict lines say of one compensation's cells.

@@ -15,11 +15,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use rtscope_core::result::{write_atomic, Series};
 
-use super::charts::{self, Plotted};
-use super::html::{self, doc_unit, has_percentiles, in_unit, system_rows, warnings_list};
-use super::svg::color;
-use super::verdict::{self, pct, pct_plain, Call, Effect, Method, Settings};
-use super::{esc, load, run_names, Run};
+use super::html::{self, doc_unit, has_percentiles, in_unit};
+use super::verdict::{self, pct_plain, Call, Effect, Method, Settings};
+use super::{load, run_names, Run};
 use crate::cli::CompareArgs;
 use crate::error::{usage, EXIT_OK, EXIT_THRESHOLD};
 use crate::import::MAX_JSON_BYTES;
@@ -537,7 +535,7 @@ pub fn build_with(
 }
 
 /// Plan keys that name outputs, not the measured conditions.
-const OUTPUT_KEYS: &[&str] = &[
+pub const OUTPUT_KEYS: &[&str] = &[
     "json",
     "raw",
     "histogram",
@@ -816,109 +814,7 @@ fn looks_like_result(p: &Path) -> bool {
         .is_some_and(|v| v.get("schema_version").is_some() && v.get("series").is_some())
 }
 
-/// The HTML page of comparisons.
-pub fn html_page(cs: &[Comparison]) -> String {
-    let mut b = String::new();
-    let title = match cs.first() {
-        Some(c) => format!(
-            "rtscope comparison: {}",
-            c.runs
-                .iter()
-                .map(|r| r.name.as_str())
-                .collect::<Vec<_>>()
-                .join(" vs ")
-        ),
-        None => "rtscope comparison".into(),
-    };
-    let _ = writeln!(b, "<h1>{}</h1>", esc(&title));
-    let delta = cs
-        .iter()
-        .flat_map(|c| &c.series)
-        .flat_map(|s| &s.verdicts)
-        .map(|v| v.min_effect)
-        .next()
-        .unwrap_or(Settings::default().min_effect);
-    let _ = writeln!(
-        b,
-        "<p class=\"sub\">The first run is the baseline; ratios are run / baseline. {}</p>",
-        esc(&method_note(delta))
-    );
-    if let Some(c) = cs.first() {
-        b.push_str(&runs_table(&c.runs));
-        b.push_str(&system_diff(&c.runs));
-    }
-    for c in cs {
-        if !c.cell.is_empty() {
-            let _ = writeln!(b, "<h2>{}</h2>", esc(&c.cell));
-        }
-        for r in &c.runs {
-            let w = html::doc_warnings(&r.doc);
-            if !w.is_empty() {
-                let _ = writeln!(b, "<p class=\"sub\">Warnings for {}:</p>", esc(&r.name));
-                b.push_str(&warnings_list(&w));
-            }
-        }
-        let (diff, warnings) = plan_differences(&c.runs);
-        if !warnings.is_empty() {
-            b.push_str(&warnings_list(&warnings));
-        }
-        if !diff.is_empty() {
-            b.push_str("<h3>Plan differences</h3>\n");
-            b.push_str(&rows_table(&diff));
-        }
-        for n in &c.notes {
-            let _ = writeln!(b, "<p class=\"sub\">Note: {}</p>", esc(n));
-        }
-        b.push_str(&super::tail::html_section(c));
-        for (s, m) in c.series.iter().zip(&c.matched) {
-            let _ = writeln!(b, "<h3>{}</h3>", esc(&s.label));
-            b.push_str(&rows_table(&s.rows));
-            for (i, v) in s.verdicts.iter().enumerate() {
-                let _ = writeln!(
-                    b,
-                    "<p class=\"verdict {}\">{}</p>",
-                    v.class(),
-                    esc(&v.text(&c.runs[i + 1].name, &c.runs[0].name))
-                );
-                let _ = writeln!(b, "<p class=\"sub\">Intervals: {}</p>", esc(&v.methods()));
-                for a in v.advice() {
-                    let _ = writeln!(b, "<p class=\"sub\">Advice: {}</p>", esc(&a));
-                }
-            }
-            b.push_str(&effects_svg(&s.label, &c.runs, &s.verdicts));
-            // The charts show what the verdicts were drawn from.
-            let (views, _) = compared_series(&c.runs, m);
-            let plotted: Vec<Plotted> = c
-                .runs
-                .iter()
-                .zip(&views)
-                .enumerate()
-                .map(|(i, (r, v))| Plotted {
-                    label: r.name.clone(),
-                    color: color(i),
-                    series: v,
-                    start_clock_ns: r.doc.start_clock_ns,
-                })
-                .collect();
-            let over = s.over.header().trim_start_matches(", ");
-            let t = |k: &str| {
-                if over.is_empty() || k.starts_with("Latency over time") {
-                    format!("{k}: {}", s.label)
-                } else {
-                    format!("{k} ({over}): {}", s.label)
-                }
-            };
-            for chart in [
-                charts::histogram(&t("Histogram"), &plotted, &plotted, 1160, 360),
-                charts::percentiles(&t("Percentiles"), &plotted, &plotted, 1160, 360),
-                charts::timeline(&t("Latency over time"), &plotted, &plotted, 1160, 300),
-            ] {
-                b.push_str(&html::render_or_note(&chart));
-            }
-        }
-    }
-    html::page(&title, &b)
-}
+pub use super::compare_page::html_page;
 
 /// The rule and the methods, as printed under every comparison.
 pub fn method_note(min_effect: f64) -> String {
@@ -933,193 +829,6 @@ pub fn method_note(min_effect: f64) -> String {
     )
 }
 
-/// The changes of one series as error bars: one row per run and percentile,
-/// the no-effect zone shaded, intervals without a verdict in grey.
-pub fn effects_svg(label: &str, runs: &[Run], verdicts: &[Verdict]) -> String {
-    let rows: Vec<(usize, &Effect)> = verdicts
-        .iter()
-        .enumerate()
-        .flat_map(|(i, v)| v.effects.iter().map(move |e| (i + 1, e)))
-        .collect();
-    if rows.is_empty() {
-        return String::new();
-    }
-    let z = verdicts[0].min_effect.ln_1p();
-    // The axis: log ratio, symmetric, wide enough for every interval.
-    let mut span = (2.0 * z).max(0.05);
-    for (_, e) in &rows {
-        if let Some((lo, hi)) = e.interval {
-            span = span.max(lo.ln_1p().abs()).max(hi.ln_1p().abs());
-        }
-        if let Some(x) = e.estimate {
-            span = span.max(x.ln_1p().abs());
-        }
-    }
-    let span = (span * 1.1).min(3.0);
-    let (w, left, plot_w, row_h, top) = (1160.0, 150.0, 620.0, 24.0, 34.0);
-    let h = top + row_h * rows.len() as f64 + 30.0;
-    let x = |l: f64| left + (l.clamp(-span, span) + span) / (2.0 * span) * plot_w;
-    let mut s = format!(
-        "<svg class=\"chart\" data-chart=\"effects\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" \
-         role=\"img\" aria-label=\"{}\">\n<text class=\"ctitle\" x=\"8\" y=\"18\">{}</text>\n",
-        esc(&format!("Changes: {label}")),
-        esc(&format!("Changes against the baseline, 95% intervals: {label}"))
-    );
-    let (y0, y1) = (top - 6.0, top + row_h * rows.len() as f64);
-    let _ = writeln!(
-        s,
-        "<rect class=\"zone\" x=\"{:.1}\" y=\"{y0:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#e9ecf1\"/>",
-        x(-z),
-        x(z) - x(-z),
-        y1 - y0
-    );
-    for t in [-span, -span / 2.0, 0.0, span / 2.0, span] {
-        let _ = writeln!(
-            s,
-            "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{y0:.1}\" y2=\"{y1:.1}\" stroke=\"{1}\"/>\
-             <text class=\"alabel\" x=\"{0:.1}\" y=\"{2:.1}\" text-anchor=\"middle\">{3}</text>",
-            x(t),
-            if t == 0.0 { "#9aa3b2" } else { "#eceff4" },
-            y1 + 14.0,
-            esc(&pct(t.exp_m1()))
-        );
-    }
-    for (k, (run, e)) in rows.iter().enumerate() {
-        let y = top + row_h * k as f64 + row_h / 2.0 - 6.0;
-        let decided = matches!(e.call, Call::Worse | Call::Better);
-        let col = if decided {
-            color(*run - 1 + 1).to_string()
-        } else {
-            "#a0a6b0".to_string()
-        };
-        let _ = writeln!(
-            s,
-            "<text x=\"8\" y=\"{:.1}\"{}>{} {}</text>",
-            y + 4.0,
-            if decided { "" } else { " class=\"alabel\"" },
-            esc(&runs[*run].name),
-            e.name
-        );
-        if let Some((lo, hi)) = e.interval {
-            let (a, b) = (x(lo.ln_1p()), x(hi.ln_1p()));
-            let _ = writeln!(
-                s,
-                "<line class=\"errbar\" x1=\"{a:.1}\" x2=\"{b:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"{col}\" stroke-width=\"2.5\"/>\
-                 <line x1=\"{a:.1}\" x2=\"{a:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{col}\"/>\
-                 <line x1=\"{b:.1}\" x2=\"{b:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{col}\"/>",
-                y - 5.0,
-                y + 5.0,
-                y - 5.0,
-                y + 5.0
-            );
-        }
-        if let Some(est) = e.estimate {
-            let _ = writeln!(
-                s,
-                "<circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"3.5\" fill=\"{col}\"/>",
-                x(est.ln_1p())
-            );
-        }
-        let what = match e.call {
-            Call::Worse => "worse",
-            Call::Better => "better",
-            Call::Same => "same within the zone",
-            Call::Unclear => "no clear difference",
-            Call::TooFewSamples => "too few samples",
-        };
-        let _ = writeln!(
-            s,
-            "<text x=\"{:.1}\" y=\"{:.1}\"{}>{} {}</text>",
-            left + plot_w + 12.0,
-            y + 4.0,
-            if decided { "" } else { " class=\"alabel\"" },
-            esc(e.text().trim_start_matches(e.name).trim()),
-            what
-        );
-    }
-    s.push_str("</svg>\n");
-    s
-}
-
-fn rows_table(rows: &[Vec<String>]) -> String {
-    let mut s = String::from("<table class=\"compare\">\n");
-    for (i, r) in rows.iter().enumerate() {
-        s.push_str("<tr>");
-        for (j, cell) in r.iter().enumerate() {
-            let tag = if i == 0 { "th" } else { "td" };
-            let class = if j == 0 { " class=\"l\"" } else { "" };
-            let _ = write!(s, "<{tag}{class}>{}</{tag}>", esc(cell));
-        }
-        s.push_str("</tr>\n");
-    }
-    s.push_str("</table>\n");
-    s
-}
-
-fn runs_table(runs: &[Run]) -> String {
-    let mut rows = vec![vec![
-        "run".to_string(),
-        "file".into(),
-        "experiment".into(),
-        "started".into(),
-        "duration".into(),
-        "command line".into(),
-    ]];
-    for r in runs {
-        rows.push(vec![
-            r.name.clone(),
-            r.path.display().to_string(),
-            r.doc.experiment.clone(),
-            r.doc.started_at.clone(),
-            rtscope_core::units::format_ns(r.doc.duration_ns),
-            super::shell_join(&r.doc.command_line),
-        ]);
-    }
-    let mut s = String::from("<h3>Runs</h3>\n<table class=\"runs\">\n");
-    for (i, r) in rows.iter().enumerate() {
-        s.push_str("<tr>");
-        for (j, cell) in r.iter().enumerate() {
-            let tag = if i == 0 { "th" } else { "td" };
-            let style = if i > 0 && j == 0 {
-                format!(" class=\"l\" style=\"color:{}\"", color(i - 1))
-            } else {
-                " class=\"l\"".to_string()
-            };
-            let _ = write!(s, "<{tag}{style}>{}</{tag}>", esc(cell));
-        }
-        s.push_str("</tr>\n");
-    }
-    s.push_str("</table>\n");
-    s
-}
-
-/// The runs' system snapshots side by side, rows that differ highlighted.
-fn system_diff(runs: &[Run]) -> String {
-    let cols: Vec<Vec<(&str, String)>> = runs.iter().map(|r| system_rows(&r.doc.system)).collect();
-    let mut s =
-        String::from("<h3>Systems</h3>\n<table class=\"kv sysdiff\">\n<tr><th class=\"l\"></th>");
-    for r in runs {
-        let _ = write!(s, "<th class=\"l\">{}</th>", esc(&r.name));
-    }
-    s.push_str("</tr>\n");
-    for (k, (name, _)) in cols[0].iter().enumerate() {
-        let vals: Vec<&str> = cols.iter().map(|c| c[k].1.as_str()).collect();
-        let differs = vals.iter().any(|v| *v != vals[0]);
-        let _ = write!(
-            s,
-            "<tr{}><td>{}</td>",
-            if differs { " class=\"diff\"" } else { "" },
-            esc(name)
-        );
-        for v in vals {
-            let _ = write!(s, "<td class=\"l mono\">{}</td>", esc(v));
-        }
-        s.push_str("</tr>\n");
-    }
-    s.push_str("</table>\n");
-    s
-}
-
 /// `rtscope compare`.
 pub fn run(a: CompareArgs) -> Result<i32> {
     if let Some(p) = &a.html {
@@ -1132,7 +841,12 @@ pub fn run(a: CompareArgs) -> Result<i32> {
         tail_threshold_ns: a.tail_threshold,
         ..Settings::default()
     };
-    let cs = collect(&a.files, &a.matches, &settings)?;
+    let mut cs = collect(&a.files, &a.matches, &settings)?;
+    if a.redact {
+        cs.iter_mut()
+            .flat_map(|c| c.runs.iter_mut())
+            .for_each(Run::redact);
+    }
     // Nothing in common is not a comparison: say so, and do not pass it as
     // "not worse" either.
     if let Some(c) = cs.iter().find(|c| c.series.is_empty()) {

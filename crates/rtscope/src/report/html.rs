@@ -85,9 +85,12 @@ tr.short td{background:var(--warnbg);color:var(--warn)}
 code,.mono{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12.5px}
 code.cmd{display:block;background:var(--band);padding:6px 10px;border-radius:4px;white-space:pre-wrap;word-break:break-all}
 ul.warnings{background:var(--warnbg);color:var(--warn);border-left:4px solid #e08a00;padding:8px 12px 8px 30px;margin:8px 0}
-.grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:4px 28px}
+.grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(420px,100%),1fr));gap:4px 28px}
 .multiples{display:flex;flex-wrap:wrap;gap:6px}
 svg.chart{display:block;max-width:100%;height:auto;margin:6px 0}
+.cw{overflow-x:auto;max-width:100%}
+.multiples>.cw{flex:0 1 auto}
+svg.chart[width="1160"]{min-width:640px}
 svg.chart text{font:11px system-ui,"DejaVu Sans",sans-serif;fill:var(--fg)}
 svg.chart text.ctitle{font-size:13px;font-weight:600}
 svg.chart text.alabel{fill:var(--muted)}
@@ -103,6 +106,20 @@ td.thin,td.unknown{color:var(--muted)}
 .worse{color:#b3261e}.better{color:#1b7a36}.same{color:var(--muted)}
 details{margin:6px 0}
 summary{cursor:pointer;color:var(--muted)}
+table{display:block;max-width:100%;overflow-x:auto}
+.answer{margin:14px 0 8px}
+.figures{display:flex;flex-wrap:wrap;gap:8px}
+.fig{border:1px solid var(--line);border-radius:6px;padding:6px 12px;min-width:128px;max-width:100%;background:var(--band)}
+.fig .flabel,.fig .fnote{color:var(--muted);font-size:12px;overflow-wrap:anywhere}
+.fig .fvalue{font-size:20px;font-weight:600;font-variant-numeric:tabular-nums;white-space:nowrap}
+.fig.bad{border-color:#e6a09a;background:#fdecea}.fig.bad .fvalue{color:#b3261e}
+.fig.thin .fvalue{color:var(--muted)}
+p.wcount{margin:10px 0 0;color:var(--warn);font-weight:600}
+ul.conclusions{padding-left:22px}ul.conclusions li{margin:3px 0}
+details>summary h3{display:inline;margin:0}
+details.meta,details.summary,details.same{margin:22px 0 6px}
+td.exact{font-style:italic}
+@media (max-width:600px){body{padding:12px}h1{font-size:19px}}
 footer{margin-top:40px;color:var(--muted);font-size:12px;border-top:1px solid var(--line);padding-top:8px}
 "#;
 
@@ -151,33 +168,45 @@ pub fn report_page(runs: &[Run]) -> String {
     page(&title, &body)
 }
 
-/// Every part of one run's section.
+/// Above this many series the summary table starts collapsed.
+pub const SUMMARY_OPEN_MAX: usize = 24;
+
+/// Every part of one run's section: the answer first (key figures and
+/// warnings; a timer sweep's conclusions and chart), then the tables and
+/// charts, then the run's details, system and plan, collapsed.
 pub fn run_section(r: &Run) -> String {
     let d = &r.doc;
     let mut s = String::new();
     s.push_str(&header(r));
-    s.push_str(&warnings_list(&doc_warnings(d)));
-    s.push_str("<div class=\"grid2\">\n<div>\n<h3>System</h3>\n");
-    s.push_str(&kv_table(&system_rows(&d.system), "system"));
-    s.push_str("</div>\n<div>\n<h3>Plan</h3>\n");
-    let plan = plan_rows(&d.plan);
-    let plan: Vec<(&str, String)> = plan.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-    s.push_str(&kv_table(&plan, "plan"));
-    s.push_str("</div>\n</div>\n");
+    s.push_str(&super::answer::section(d, &doc_warnings(d)));
+    let timer = if d.experiment == "timer" {
+        super::timer_chart::section(d)
+    } else {
+        String::new()
+    };
+    s.push_str(&timer);
     let unit = doc_unit(std::slice::from_ref(d));
     let periodic = d.series.iter().any(|x| x.corrected.is_some());
-    let _ = writeln!(
-        s,
-        "<h3>Summary (latency in {}{})</h3>",
+    let heading = format!(
+        "Summary (latency in {}{})",
         unit.name,
         if periodic { ", over the wake-ups" } else { "" }
     );
-    s.push_str(&summary_table(&d.series, unit));
+    let table = summary_table(&d.series, unit);
+    // A timer sweep's table (one row per cell) follows its chart, closed;
+    // so does any table of many series.
+    if !timer.is_empty() || d.series.len() > SUMMARY_OPEN_MAX {
+        let _ = writeln!(
+            s,
+            "<details class=\"summary\"><summary><h3>{heading}: {} series</h3></summary>\n{table}</details>",
+            d.series.len()
+        );
+    } else {
+        let _ = writeln!(s, "<h3>{heading}</h3>");
+        s.push_str(&table);
+    }
     s.push_str(&intended_table(&d.series, unit));
     s.push_str(&super::noise::section(d));
-    if d.experiment == "timer" {
-        s.push_str(&super::timer_chart::section(d));
-    }
     s.push_str(&super::hwlat::section(d));
     let (shown, note) = chart_selection(&d.series);
     if let Some(note) = note {
@@ -208,13 +237,26 @@ pub fn run_section(r: &Run) -> String {
     s.push_str(&chart_block(&plotted, "Percentiles", "percentiles", &[]));
     s.push_str(&spikes_table(d, unit));
     s.push_str(&super::trace::section(d));
-    let loads: Vec<serde_json::Value> = d
-        .loads
-        .iter()
-        .filter_map(|l| serde_json::to_value(l).ok())
-        .collect();
-    s.push_str(&loads_table(&loads));
+    s.push_str(&super::loads_table::table(&d.loads));
     s.push_str(&attributes_details(&d.series));
+    s.push_str(&details_block(r));
+    s
+}
+
+/// The run's details, system snapshot and plan, collapsed.
+fn details_block(r: &Run) -> String {
+    let d = &r.doc;
+    let mut s = String::from(
+        "<details class=\"meta\"><summary><h3>Run details, system and plan</h3></summary>\n",
+    );
+    s.push_str(&header_table(r));
+    s.push_str("<div class=\"grid2\">\n<div>\n<h3>System</h3>\n");
+    s.push_str(&kv_table(&system_rows(&d.system), "system"));
+    s.push_str("</div>\n<div>\n<h3>Plan</h3>\n");
+    let plan = plan_rows(&d.plan);
+    let plan: Vec<(&str, String)> = plan.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    s.push_str(&kv_table(&plan, "plan"));
+    s.push_str("</div>\n</div>\n</details>\n");
     s
 }
 
@@ -262,7 +304,7 @@ pub fn render_or_note(c: &super::svg::Chart) -> String {
             esc(&c.title),
             esc(note)
         ),
-        None => c.render() + "\n",
+        None => format!("<div class=\"cw\">{}</div>\n", c.render()),
     }
 }
 
@@ -287,7 +329,29 @@ fn end_reason_text(e: EndReason) -> &'static str {
     }
 }
 
+/// The run in one line, and its command line.
 fn header(r: &Run) -> String {
+    let d = &r.doc;
+    let mut s = String::from("<div class=\"header\">\n");
+    let _ = writeln!(
+        s,
+        "<p class=\"sub\">{} measured on {} from {} for {} ({}).</p>",
+        esc(&d.experiment),
+        esc(d.system.hostname.as_deref().unwrap_or("an unknown host")),
+        esc(or_unknown(&d.started_at)),
+        esc(&duration_text(d)),
+        esc(end_reason_text(d.end_reason)),
+    );
+    let _ = writeln!(
+        s,
+        "<code class=\"cmd\">{}</code>",
+        esc(&shell_join(&d.command_line))
+    );
+    s.push_str("</div>\n");
+    s
+}
+
+fn header_table(r: &Run) -> String {
     let d = &r.doc;
     let mut rows: Vec<(String, String)> = vec![
         ("experiment".into(), esc(&d.experiment)),
@@ -315,7 +379,7 @@ fn header(r: &Run) -> String {
                 b.series,
                 b.seq,
                 b.t_ns,
-                format_ns(b.latency_ns.max(0) as u64),
+                signed_ns(b.latency_ns),
                 format_ns(b.threshold_ns)
             )),
         ));
@@ -338,26 +402,22 @@ fn header(r: &Run) -> String {
             )),
         ));
     }
-    let mut s = String::from("<div class=\"header\">\n");
-    let _ = writeln!(
-        s,
-        "<p class=\"sub\">{} measured on {} from {} for {}.</p>",
-        esc(&d.experiment),
-        esc(d.system.hostname.as_deref().unwrap_or("an unknown host")),
-        esc(or_unknown(&d.started_at)),
-        esc(&duration_text(d)),
-    );
-    let _ = writeln!(
-        s,
-        "<code class=\"cmd\">{}</code>",
-        esc(&shell_join(&d.command_line))
-    );
+    let mut s = String::new();
     s.push_str("<table class=\"kv\">\n");
     for (k, v) in rows {
         let _ = writeln!(s, "<tr><td>{}</td><td>{v}</td></tr>", esc(&k));
     }
-    s.push_str("</table>\n</div>\n");
+    s.push_str("</table>\n");
     s
+}
+
+/// A signed duration: `-1.2us`, never clamped to 0.
+pub fn signed_ns(ns: i64) -> String {
+    if ns < 0 {
+        format!("-{}", format_ns(ns.unsigned_abs()))
+    } else {
+        format_ns(ns.unsigned_abs())
+    }
 }
 
 fn or_unknown(s: &str) -> &str {
@@ -585,7 +645,12 @@ fn plan_scalar(key: &str, v: &serde_json::Value) -> String {
     match v {
         V::String(s) => s.clone(),
         V::Null => "none".into(),
-        V::Number(n) if key.ends_with("_ns") => n.as_u64().map(format_ns).unwrap_or(n.to_string()),
+        // Durations with their unit, signed as they are (a calibration residual of -2.8us).
+        V::Number(n) if key.ends_with("_ns") => n
+            .as_u64()
+            .map(format_ns)
+            .or_else(|| n.as_i64().map(signed_ns))
+            .unwrap_or(n.to_string()),
         // A parsed spec (a load) reads best as the text it was parsed from.
         V::Object(o) if o.get("text").is_some_and(|t| t.is_string()) => {
             o["text"].as_str().unwrap_or_default().to_string()
@@ -713,6 +778,8 @@ pub fn summary_table(series: &[Series], unit: Unit) -> String {
         let p = |ns: u64, q: f64| {
             if !has_percentiles(se) {
                 v(false, 0.0)
+            } else if let Some(c) = clamped_quantile(se, ns, q, unit) {
+                c
             } else if thin_tail(st.count, q) {
                 format!(
                     "<td class=\"thin\" title=\"fewer than 10 of {} samples lie above this quantile: it is about the maximum\">≈{}</td>",
@@ -742,6 +809,36 @@ pub fn summary_table(series: &[Series], unit: Unit) -> String {
     }
     s.push_str("</table>\n");
     s
+}
+
+/// The cell of a quantile the histogram clamped: a series with negative
+/// samples (a timer's static compensation wakes early) counts them as 0 in
+/// its histogram, so a quantile read there as 0 lies somewhere between the
+/// minimum and 0. The exact signed value where the series carries it
+/// (`attributes.timer.error_p50_ns`, `error_p99_ns`), else `≤ 0` with the
+/// range; `None` when the quantile is not clamped.
+pub fn clamped_quantile(se: &Series, ns: u64, q: f64, unit: Unit) -> Option<String> {
+    if se.stats.min_ns >= 0 || ns > 0 {
+        return None;
+    }
+    let key = if q == 0.5 {
+        Some("error_p50_ns")
+    } else if q == 0.99 {
+        Some("error_p99_ns")
+    } else {
+        None
+    };
+    let exact = key.and_then(|k| se.attributes.get("timer")?.get(k)?.as_i64());
+    Some(match exact {
+        Some(x) => format!(
+            "<td class=\"exact\" title=\"exact signed value (the histogram counts negative samples as 0)\">{}</td>",
+            in_unit(x as f64, unit)
+        ),
+        None => format!(
+            "<td class=\"unknown\" title=\"negative samples are counted as 0 in the histogram: this quantile lies between the minimum ({}) and 0\">≤ 0</td>",
+            signed_ns(se.stats.min_ns)
+        ),
+    })
 }
 
 /// The figures over the intended periods (each missed period counted at
@@ -837,63 +934,6 @@ fn json_cell(v: &serde_json::Value) -> String {
         serde_json::Value::Null => "-".into(),
         other => other.to_string(),
     }
-}
-
-/// A load's schedule in a few words (its intervals are shaded on the timeline).
-fn schedule_cell(sc: &serde_json::Value) -> String {
-    let ns = |k: &str| rtscope_core::units::format_ns(sc[k].as_u64().unwrap_or(0));
-    format!(
-        "for {} every {} from {}: on {} times, {} s (CPU share over the on-time)",
-        ns("for_ns"),
-        ns("every_ns"),
-        ns("start_ns"),
-        sc["on_count"].as_u64().unwrap_or(0),
-        sc["on_s"].as_f64().unwrap_or(0.0)
-    )
-}
-
-/// The loads that ran beside the measurement: one row each, one column per key.
-pub fn loads_table(loads: &[serde_json::Value]) -> String {
-    if loads.is_empty() {
-        return String::new();
-    }
-    let mut keys: Vec<&str> = Vec::new();
-    for l in loads {
-        if let Some(o) = l.as_object() {
-            for k in o.keys() {
-                if !keys.contains(&k.as_str()) {
-                    keys.push(k);
-                }
-            }
-        }
-    }
-    let mut s = String::from("<h3>Loads</h3>\n<table class=\"loads\">\n<tr>");
-    for k in &keys {
-        let _ = write!(s, "<th class=\"l\">{}</th>", esc(k));
-    }
-    s.push_str("</tr>\n");
-    let short = |l: &serde_json::Value| l["fell_short"] == serde_json::Value::Bool(true);
-    for l in loads {
-        s.push_str(if short(l) {
-            "<tr class=\"short\">"
-        } else {
-            "<tr>"
-        });
-        for k in &keys {
-            let v = match l.get(*k) {
-                Some(sc) if *k == "schedule" && sc.is_object() => schedule_cell(sc),
-                Some(v) => json_cell(v),
-                None => String::new(),
-            };
-            let _ = write!(s, "<td class=\"l mono\">{}</td>", esc(&v));
-        }
-        s.push_str("</tr>\n");
-    }
-    s.push_str("</table>\n");
-    if loads.iter().any(short) {
-        s.push_str("<p class=\"sub\">Highlighted: a load that fell short of what it was asked for (see the warnings): the run was not under the load it names.</p>\n");
-    }
-    s
 }
 
 fn attributes_details(series: &[Series]) -> String {
@@ -1048,23 +1088,91 @@ mod tests {
         assert!(missed(&doc(vec![periodic(2, false), t.clone(), t])).len() == 1);
     }
 
-    /// A load that fell short is highlighted, and the table says why.
+    /// A quantile the histogram clamped to 0 shows signed: exact where the
+    /// series carries it, else `≤ 0` with the minimum; others as they are.
     #[test]
-    fn loads_table_marks_a_load_that_fell_short() {
-        let short = serde_json::json!({"spec": "cpu:50", "fell_short": true});
-        let fine = serde_json::json!({"spec": "cpu:100", "fell_short": false});
-        let old = serde_json::json!({"spec": "cpu:25"});
-        let t = loads_table(&[fine.clone(), short, old.clone()]);
-        assert_eq!(t.matches("<tr class=\"short\">").count(), 1, "{t}");
-        let row = t
-            .lines()
-            .find(|l| l.starts_with("<tr class=\"short\">"))
-            .unwrap();
-        assert!(row.contains(">cpu:50<") && row.contains(">true<"), "{t}");
-        assert!(t.contains("Highlighted: a load that fell short"), "{t}");
-        let t = loads_table(&[fine, old]);
-        assert!(!t.contains("short\""), "{t}");
-        assert!(!t.contains("Highlighted"), "{t}");
+    fn negative_quantiles_are_not_clamped() {
+        let unit = charts::latency_unit(20_000.0);
+        let mut se = periodic(0, false);
+        assert_eq!(
+            clamped_quantile(&se, 0, 0.5, unit),
+            None,
+            "min is not negative"
+        );
+        se.stats.min_ns = -5_611;
+        assert_eq!(
+            clamped_quantile(&se, 8_530, 0.99, unit),
+            None,
+            "above 0: exact"
+        );
+        let c = clamped_quantile(&se, 0, 0.5, unit).unwrap();
+        assert!(
+            c.contains(">≤ 0</td>") && c.contains("minimum (-5.611us)"),
+            "{c}"
+        );
+        se.attributes.insert(
+            "timer".into(),
+            serde_json::json!({"error_p50_ns": -1745, "error_p99_ns": -12}),
+        );
+        let c = clamped_quantile(&se, 0, 0.5, unit).unwrap();
+        assert!(
+            c.starts_with("<td class=\"exact\"") && c.ends_with(">-1.7</td>"),
+            "{c}"
+        );
+        let c = clamped_quantile(&se, 0, 0.99, unit).unwrap();
+        assert!(c.ends_with(">-0.0</td>"), "{c}");
+        let c = clamped_quantile(&se, 0, 0.999, unit).unwrap();
+        assert!(c.contains(">≤ 0</td>"), "no exact p99.9: {c}");
+        se.stats.p50_ns = 0;
+        let t = summary_table(std::slice::from_ref(&se), unit);
+        assert!(t.contains(">-1.7</td>"), "{t}");
+        assert_eq!(signed_ns(-1_200), "-1.2us");
+        let plan = serde_json::json!({"calibration": {"entries": [
+            {"api": "x", "residual_ns": [-2817, 799], "offset_ns": 25363}]}});
+        let rows = plan_rows(&plan);
+        assert_eq!(
+            rows[0].1, "api x, offset 25.363us, residual -2.817us, 799ns",
+            "{rows:?}"
+        );
+        assert_eq!(signed_ns(1_200), "1.2us");
+        assert_eq!(signed_ns(0), "0ns");
+    }
+
+    /// The answer leads; system and plan are collapsed at the end.
+    #[test]
+    fn the_section_leads_with_the_answer() {
+        let r = Run {
+            name: "r".into(),
+            path: Default::default(),
+            doc: doc(vec![periodic(2, true)]),
+        };
+        let page = run_section(&r);
+        let answer = page.find("<section class=\"answer\">").unwrap();
+        let summary = page.find("<h3>Summary").unwrap();
+        let meta = page.find("<details class=\"meta\">").unwrap();
+        let system = page.find("<table class=\"kv system\">").unwrap();
+        assert!(
+            answer < summary && summary < meta && meta < system,
+            "{page}"
+        );
+        // Many series: the table is collapsed.
+        let many: Vec<Series> = (0..=SUMMARY_OPEN_MAX)
+            .map(|i| {
+                let mut x = periodic(0, true);
+                x.label = format!("t{i}");
+                x
+            })
+            .collect();
+        let r = Run {
+            doc: doc(many.clone()),
+            ..r
+        };
+        assert!(run_section(&r).contains("<details class=\"summary\"><summary><h3>Summary (latency in µs, over the wake-ups): 25 series</h3>"));
+        let r = Run {
+            doc: doc(many[1..].to_vec()),
+            ..r
+        };
+        assert!(!run_section(&r).contains("<details class=\"summary\">"));
     }
 
     /// A PREEMPT_RT kernel reads "PREEMPT_RT" once (the kernel lab's RT

@@ -7,11 +7,15 @@
 //! - `rtscope report`: [`run_report`].
 //! - `rtscope compare`: [`compare::run`].
 
+pub mod answer;
 pub mod charts;
 pub mod compare;
+pub mod compare_page;
 pub mod html;
 pub mod hwlat;
+pub mod loads_table;
 pub mod noise;
+pub mod redact;
 #[cfg(test)]
 mod snapshot_tests;
 pub mod stats;
@@ -70,6 +74,16 @@ pub struct Run {
     pub name: String,
     pub path: PathBuf,
     pub doc: ResultDocument,
+}
+
+impl Run {
+    /// Leaves out what identifies the machine ([`redact::document`]), in
+    /// the document and in the path shown.
+    pub fn redact(&mut self) {
+        self.doc = redact::document(&self.doc);
+        self.path = PathBuf::from(redact::path_text(&self.path.display().to_string()));
+        self.name = redact::path_text(&self.name);
+    }
 }
 
 /// Reads a result document; a missing or malformed file is a usage error (exit 2).
@@ -157,11 +171,15 @@ pub fn run_report(a: ReportArgs) -> Result<i32> {
     let names = run_names(&a.files);
     let mut runs = Vec::new();
     for (p, name) in a.files.iter().zip(names) {
-        runs.push(Run {
+        let mut run = Run {
             name,
             path: p.clone(),
             doc: load(p)?,
-        });
+        };
+        if a.redact {
+            run.redact();
+        }
+        runs.push(run);
     }
     if let Some(out) = &a.output {
         let page = html::report_page(&runs);

@@ -180,6 +180,54 @@ pub fn count_label(v: f64) -> String {
     }
 }
 
+/// About how wide `text` is drawn at `px` pixels: 0.6 em a character, what
+/// DejaVu Sans and the usual system-ui fonts average (digits 0.64 em, so
+/// 0.62 keeps a margin for labels of numbers).
+pub fn text_width(text: &str, px: f64) -> f64 {
+    text.chars().count() as f64 * px * 0.62
+}
+
+/// `text` as it fits in `width` pixels at `px`: whole, or cut at the last
+/// `; ` (then `, `) that fits, else at a character with `…`; and whether it
+/// was cut (the caller then adds the whole text as a tooltip).
+pub fn fit(text: &str, px: f64, width: f64) -> (String, bool) {
+    if text_width(text, px) <= width {
+        return (text.to_string(), false);
+    }
+    for sep in ["; ", ", "] {
+        let mut best = None;
+        for (i, _) in text.match_indices(sep) {
+            if text_width(&text[..i], px) <= width {
+                best = Some(i);
+            }
+        }
+        if let Some(i) = best.filter(|i| *i > 0) {
+            // `latency (µs, log: ...)` cut at the comma still closes its parenthesis.
+            let cut = &text[..i];
+            let open = cut
+                .matches('(')
+                .count()
+                .saturating_sub(cut.matches(')').count());
+            if open > 0 && text_width(&format!("{cut})"), px) > width {
+                continue;
+            }
+            return (format!("{cut}{}", ")".repeat(open)), true);
+        }
+    }
+    let keep = ((width / (px * 0.62)) as usize).saturating_sub(1);
+    let cut: String = text.chars().take(keep).collect();
+    (format!("{}…", cut.trim_end()), true)
+}
+
+/// A `<text>`'s content: `text` fitted to `width`, with the whole text as
+/// its tooltip when it was cut.
+fn fitted(text: &str, px: f64, width: f64) -> String {
+    match fit(text, px, width) {
+        (t, false) => esc(&t),
+        (t, true) => format!("<title>{}</title>{}", esc(text), esc(&t)),
+    }
+}
+
 const MARGIN_LEFT: f64 = 62.0;
 const MARGIN_RIGHT: f64 = 16.0;
 const MARGIN_TOP: f64 = 30.0;
@@ -220,7 +268,8 @@ impl Chart {
             s,
             r#"<text class="ctitle" x="{}" y="18" text-anchor="middle">{}</text>"#,
             f1(l + w / 2.0),
-            esc(&self.title)
+            // 13 px bold: about 0.67 em a character.
+            fitted(&self.title, 14.0, f64::from(self.width) - 12.0)
         );
         // Shaded bands, behind everything else, clipped to the plot area.
         if !self.bands.is_empty() {
@@ -248,8 +297,16 @@ impl Chart {
         s.push_str(r#"<g class="grid">"#);
         for (v, label) in &self.x.ticks {
             let (x, _) = self.px(*v, 0.0);
-            // The last label at the right edge would be cut off: align its end there.
-            let anchor = if x > l + w - 20.0 { "end" } else { "middle" };
+            // The last label at the right edge would be cut off: align its
+            // end there; the first, at the left, would meet the y axis'
+            // lowest label: align its start there.
+            let anchor = if x > l + w - 20.0 {
+                "end"
+            } else if x < l + 20.0 {
+                "start"
+            } else {
+                "middle"
+            };
             let _ = write!(
                 s,
                 r#"<line x1="{x}" y1="{t}" x2="{x}" y2="{b}"/><text class="tick" x="{x}" y="{ty}" text-anchor="{anchor}">{lab}</text>"#,
@@ -292,13 +349,13 @@ impl Chart {
             r#"<text class="alabel" x="{}" y="{}" text-anchor="middle">{}</text>"#,
             f1(l + w / 2.0),
             f1(t + h + 34.0),
-            esc(&self.x.label)
+            fitted(&self.x.label, 11.0, f64::from(self.width) - 8.0)
         );
         let _ = write!(
             s,
             r#"<text class="alabel" transform="translate(14 {}) rotate(-90)" text-anchor="middle">{}</text>"#,
             f1(t + h / 2.0),
-            esc(&self.y.label)
+            fitted(&self.y.label, 11.0, f64::from(self.height) - 8.0)
         );
         // Data.
         for line in &self.lines {
@@ -361,15 +418,24 @@ impl Chart {
             );
         }
         // Legend: top right, inside the plot area.
-        let entries: Vec<&Line> = self.lines.iter().filter(|l| l.legend).collect();
+        let mut entries: Vec<&Line> = self.lines.iter().filter(|l| l.legend).collect();
+        // One line named as the chart is (a small multiple): the title says it.
+        if let [one] = entries[..] {
+            if one.label == self.title {
+                entries.clear();
+            }
+        }
         if !entries.is_empty() {
             let longest = entries
                 .iter()
-                .map(|e| e.label.chars().count())
-                .max()
-                .unwrap_or(0)
-                .min(40);
-            let lw = 34.0 + longest as f64 * 6.6;
+                .map(|e| text_width(&e.label, 11.0))
+                .fold(0.0, f64::max);
+            // Labels longer than the plot is wide (or 40 characters) are
+            // cut, whole in the tooltip.
+            let room = (w - 12.0 - 34.0)
+                .max(40.0)
+                .min(text_width(&"x".repeat(40), 11.0));
+            let lw = 34.0 + longest.min(room);
             let lh = 6.0 + 15.0 * entries.len() as f64;
             let lx = if self.legend_left {
                 l + 6.0
@@ -394,7 +460,7 @@ impl Chart {
                     f1(lx + 24.0),
                     f1(lx + 29.0),
                     f1(y + 4.0),
-                    esc(&e.label),
+                    fitted(&e.label, 11.0, lw - 33.0),
                     y = f1(y),
                     c = e.color,
                     dash = if e.dashed {
@@ -415,6 +481,101 @@ impl Chart {
 mod tests {
     use super::*;
 
+    fn chart(title: &str, labels: &[&str], width: u32) -> Chart {
+        let axis = |label: &str| Axis {
+            scale: Scale::Linear {
+                min: 0.0,
+                max: 10.0,
+            },
+            ticks: vec![(0.0, "0".into()), (5.0, "5".into()), (10.0, "10".into())],
+            label: label.into(),
+        };
+        Chart {
+            kind: "t",
+            title: title.into(),
+            width,
+            height: 200,
+            x: axis("x axis, with a long explanation; and more of it after that"),
+            y: axis("y"),
+            lines: labels
+                .iter()
+                .map(|l| Line {
+                    label: l.to_string(),
+                    color: "#000",
+                    points: vec![(1.0, 1.0), (2.0, 2.0)],
+                    dashed: false,
+                    width: 1.0,
+                    legend: true,
+                })
+                .collect(),
+            markers: vec![],
+            empty_note: None,
+            legend_left: false,
+            bands: vec![],
+        }
+    }
+
+    /// A small multiple's one line named as its title gets no legend; the
+    /// first x tick starts at the axis, the last ends there; a long axis
+    /// label is cut with its whole text as the tooltip.
+    #[test]
+    fn labels_keep_apart() {
+        assert!(!chart("thread 0", &["thread 0"], 380)
+            .render()
+            .contains("class=\"legend\""));
+        assert!(chart("thread 0", &["thread 0 max"], 380)
+            .render()
+            .contains("class=\"legend\""));
+        assert!(chart("t", &["a", "b"], 380)
+            .render()
+            .contains("class=\"legend\""));
+        let svg = chart("t", &["a"], 380).render();
+        assert!(svg.contains("text-anchor=\"start\">0</text>"), "{svg}");
+        assert!(svg.contains("text-anchor=\"middle\">5</text>"), "{svg}");
+        assert!(svg.contains("text-anchor=\"end\">10</text>"), "{svg}");
+        assert!(svg.contains("<title>x axis, with a long explanation; and more of it after that</title>x axis, with a long explanation</text>"), "{svg}");
+        let wide = chart("t", &["a"], 1160).render();
+        assert!(
+            wide.contains(">x axis, with a long explanation; and more of it after that</text>"),
+            "{wide}"
+        );
+        // A legend label longer than the plot is wide is cut.
+        let long = "a very long legend label that runs on and on past the frame";
+        let svg = chart("t", &[long, "b"], 300).render();
+        assert!(svg.contains(&format!("<title>{long}</title>")), "{svg}");
+    }
+
+    #[test]
+    fn long_labels_are_fitted() {
+        assert_eq!(text_width("abcde", 10.0), 31.0);
+        assert_eq!(fit("short", 11.0, 100.0), ("short".to_string(), false));
+        let long = "time since start (s); max (solid) and mean (dashed); markers";
+        // 11 px: 6.82 px a character; "time since start (s)" is 20 (136 px).
+        assert_eq!(
+            fit(long, 11.0, 140.0),
+            ("time since start (s)".to_string(), true)
+        );
+        assert_eq!(
+            fit(long, 11.0, 360.0),
+            (
+                "time since start (s); max (solid) and mean (dashed)".to_string(),
+                true
+            )
+        );
+        assert_eq!(fit("a, b, c", 10.0, 30.0), ("a, b".to_string(), true));
+        assert_eq!(
+            fit("latency (µs, log: 150 bins)", 10.0, 90.0),
+            ("latency (µs)".to_string(), true)
+        );
+        let (t, cut) = fit("abcdefghijklmnop", 10.0, 62.0);
+        assert!(cut);
+        assert_eq!(t, "abcdefghi…");
+        assert_eq!(fitted("x<y", 10.0, 100.0), "x&lt;y");
+        assert_eq!(
+            fitted("abcdefghijklmnop", 10.0, 62.0),
+            "<title>abcdefghijklmnop</title>abcdefghi…"
+        );
+    }
     #[test]
     fn nice_ticks() {
         assert_eq!(

@@ -162,7 +162,8 @@ pub fn section(d: &ResultDocument) -> String {
             bands: vec![],
         }
     };
-    let mut s = String::from("<h3>Timer error against the requested delay</h3>\n<p class=\"sub\">p50 (solid) and p99 (dashed) of the wake-up error per compensation strategy; below the grey line a wake-up came early.</p>\n");
+    let mut s = conclusions(d);
+    s.push_str("<h3>Timer error against the requested delay</h3>\n<p class=\"sub\">p50 (solid) and p99 (dashed) of the wake-up error per compensation strategy; below the grey line a wake-up came early.</p>\n");
     if g.len() == 1 {
         let ((api, policy), per) = g.iter().next().expect("one group");
         s.push_str(&render_or_note(&chart(
@@ -184,6 +185,48 @@ pub fn section(d: &ResultDocument) -> String {
         s.push_str("</div>\n");
     }
     s
+}
+
+/// The sweep's conclusions, as the terminal prints them under its table
+/// ([`crate::output::timer::sweep_conclusions`]), one item each, the
+/// factors (`12× better`) in bold.
+pub fn conclusions(d: &ResultDocument) -> String {
+    let cells = crate::output::timer::sweep_cells(d);
+    let text = crate::output::timer::sweep_conclusions(&cells);
+    if text.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("<h3>Conclusions</h3>\n<ul class=\"conclusions\">\n");
+    for line in text.lines() {
+        s.push_str("<li>");
+        s.push_str(&bold_factors(&super::esc(line)));
+        s.push_str("</li>\n");
+    }
+    s.push_str("</ul>\n");
+    s
+}
+
+/// `… 31.3 µs → 6.1 µs, 5.2× better; …` with `5.2× better` in bold.
+fn bold_factors(line: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in line.split(", ").enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let (head, tail) = part.split_at(part.find(';').unwrap_or(part.len()));
+        let factor = head.split_once("× ").is_some_and(|(n, w)| {
+            !n.is_empty()
+                && n.chars()
+                    .all(|c| c.is_ascii_digit() || c == '.' || c == '∞')
+                && (w == "better" || w == "worse")
+        });
+        if factor {
+            out.push_str(&format!("<b>{head}</b>{tail}"));
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -235,6 +278,62 @@ mod tests {
         let g = groups(&d.series);
         let none = &g[&("nanosleep".to_string(), "fifo".to_string())]["none"];
         assert_eq!(none[0].0, 320_000.0);
+    }
+
+    /// The section opens with the terminal's conclusions, then the chart.
+    #[test]
+    fn conclusions_lead() {
+        use crate::output::timer::TimerCell;
+        let cell = |comp: &str, req: u64, mean_abs: f64| {
+            let c = TimerCell {
+                api: "nanosleep".into(),
+                compensation: comp.into(),
+                policy: "fifo".into(),
+                requested_ns: req,
+                wakes: 100,
+                error_p50_ns: 1_000,
+                error_p99_ns: 30_000,
+                error_mean_ns: mean_abs,
+                abs_error_mean_ns: mean_abs,
+                ..Default::default()
+            };
+            let mut s = series("nanosleep", comp, req, 1_000, 30_000);
+            s.attributes
+                .insert("timer".into(), serde_json::to_value(c).unwrap());
+            s
+        };
+        let d = doc(vec![
+            cell("none", 500_000, 50_000.0),
+            cell("static", 500_000, 2_500.0),
+        ]);
+        let want = crate::output::timer::sweep_conclusions(&crate::output::timer::sweep_cells(&d));
+        assert!(want.contains("static compensation"), "{want}");
+        let c = conclusions(&d);
+        assert_eq!(c.matches("<li>").count(), want.lines().count(), "{c}");
+        assert!(c.contains("<b>20× better</b>"), "{c}");
+        let html = section(&d);
+        assert!(html.starts_with("<h3>Conclusions</h3>"), "{html}");
+        assert!(
+            html.find("<ul class=\"conclusions\">").unwrap()
+                < html.find("data-chart=\"timer-error\"").unwrap()
+        );
+        // No sweep cells (the attributes of an older or partial document): no list.
+        assert_eq!(
+            conclusions(&doc(vec![series("nanosleep", "none", 1, 1, 1)])),
+            ""
+        );
+    }
+
+    #[test]
+    fn factors_are_bold() {
+        assert_eq!(
+            bold_factors("a: mean |error| 31.3 µs → 6.1 µs, 5.2× better; median 2 µs, 12× worse"),
+            "a: mean |error| 31.3 µs → 6.1 µs, <b>5.2× better</b>; median 2 µs, <b>12× worse</b>"
+        );
+        assert_eq!(
+            bold_factors("x, 3× bigger, ×, no change"),
+            "x, 3× bigger, ×, no change"
+        );
     }
 
     #[test]
