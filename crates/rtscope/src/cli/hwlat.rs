@@ -1,0 +1,107 @@
+//! `rtscope hwlat`.
+
+use super::*;
+
+#[derive(Debug, Clone, Args)]
+pub struct HwlatArgs {
+    /// CPUs to measure, e.g. 1 or 2-3 (default: every online CPU).
+    #[arg(short = 'a', long = "cpus", visible_alias = "cpu-list", value_name = "LIST",
+          value_parser = cpu_list)]
+    pub cpus: Option<CpuList>,
+
+    /// How long to measure (s, m, h; a bare number is seconds).
+    #[arg(short = 'D', long, value_name = "DURATION", default_value = "10s",
+          value_parser = positive_duration_s)]
+    pub duration: u64,
+
+    /// The tracer takes one sample per window [default: 1s] (a bare number is microseconds).
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    pub window: Option<u64>,
+
+    /// The part of each window the CPU sampled spins with interrupts off [default: 500ms];
+    /// below --window (a bare number is microseconds).
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    pub width: Option<u64>,
+
+    /// A sample is a window whose largest gap is above this (a bare number is microseconds).
+    #[arg(short = 'T', long, value_name = "DURATION", default_value = "10us",
+          value_parser = positive_duration_us)]
+    pub threshold: u64,
+
+    /// Which CPUs the tracer samples at once (hwlat_detector/mode; default: as the kernel has it).
+    #[arg(long, value_enum)]
+    pub mode: Option<crate::experiment::hwlat::Mode>,
+
+    /// The kernel's hwlat tracer, or a busy loop per CPU from user space (auto: the tracer
+    /// where the kernel has it).
+    #[arg(long, value_enum, default_value_t = crate::experiment::hwlat::Method::Auto)]
+    pub method: crate::experiment::hwlat::Method,
+
+    /// User space: the counter the loop reads (default: tsc where invariant, cntvct on aarch64).
+    #[arg(short = 's', long, value_name = "NAME", value_parser = source_name)]
+    pub source: Option<String>,
+
+    /// User space: calibrate the counter over this window [default: 200ms] (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_s)]
+    pub calibrate: Option<u64>,
+
+    /// User space: the per-CPU buffer of the kernel events, KiB [default: 4096].
+    #[arg(long = "trace-buffer", value_name = "KIB",
+          value_parser = clap::value_parser!(u32).range(64..=1_048_576))]
+    pub trace_buffer_kb: Option<u32>,
+
+    /// Keep the N largest samples per CPU.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub spikes: usize,
+
+    #[command(flatten)]
+    pub rt: RtArgs,
+
+    #[command(flatten)]
+    pub loads: LoadArgs,
+
+    #[command(flatten)]
+    pub out: ResultArgs,
+
+    #[command(flatten)]
+    pub live: LiveArgs,
+}
+
+impl HwlatArgs {
+    /// The options these arguments ask for.
+    pub fn options(&self) -> anyhow::Result<crate::experiment::hwlat::HwlatOptions> {
+        let d = crate::experiment::hwlat::HwlatOptions::default();
+        let given = [
+            ("--window", self.window.is_some()),
+            ("--width", self.width.is_some()),
+            ("--mode", self.mode.is_some()),
+            ("--source", self.source.is_some()),
+            ("--calibrate", self.calibrate.is_some()),
+            ("--trace-buffer", self.trace_buffer_kb.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, yes)| yes.then_some(name))
+        .collect();
+        Ok(crate::experiment::hwlat::HwlatOptions {
+            cpus: self.cpus.as_deref().map(<[usize]>::to_vec),
+            duration_ns: self.duration,
+            window_ns: self.window.unwrap_or(d.window_ns),
+            width_ns: self.width.unwrap_or(d.width_ns),
+            threshold_ns: self.threshold,
+            mode: self.mode,
+            method: self.method,
+            source: self.source.clone(),
+            calibration_window_ns: self.calibrate.unwrap_or(d.calibration_window_ns),
+            trace_buffer_kb: self.trace_buffer_kb.unwrap_or(d.trace_buffer_kb),
+            spikes: self.spikes,
+            rt: self.rt.choice()?,
+            loads: self.loads.load.clone(),
+            load_cpus: self.loads.load_cpus.clone(),
+            outputs: Outputs {
+                live: self.live.options(),
+                ..Outputs::from(&self.out)
+            },
+            given,
+        })
+    }
+}
