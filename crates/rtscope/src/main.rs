@@ -15,7 +15,6 @@ mod error;
 mod experiment;
 mod gate;
 mod import;
-mod install;
 mod limits;
 mod live;
 mod load;
@@ -39,13 +38,13 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Noise(a) => experiment::noise::run(&a.options()?),
         Command::Hwlat(a) => experiment::hwlat::run(&a.options()?),
         Command::Irq(a) => experiment::irq::run(&a.options()?),
-        Command::Report(a) => report::run_report(a),
-        Command::Serve(a) => live::serve::run(&a),
-        Command::Compare(a) => report::compare::run(a),
-        Command::Pool(a) => experiment::repeat::run_pool(&a),
+        Command::Report(a) => report::run_report(a.options()),
+        Command::Serve(a) => live::serve::run(&a.options()),
+        Command::Compare(a) => report::compare::run(a.options()),
+        Command::Pool(a) => experiment::repeat::run_pool(&a.options()),
         Command::Import(s) => import::run(s.options()),
         Command::Load(a) => load::command::run(a.options()),
-        Command::Matrix(a) => experiment::matrix::run(a),
+        Command::Matrix(a) => experiment::matrix::run(a.options()?),
         Command::LoadWorker(a) => Ok(load::worker::main(
             &a.spec,
             a.instance,
@@ -56,8 +55,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Clock(a) => experiment::clock::run(&a.options()?),
         Command::Period(a) => experiment::period::run(&a.options()?),
         Command::Timer(a) => experiment::timer::run(&a.options()?),
-        Command::Completions(a) => install::run_completions(a),
-        Command::Man(a) => install::run_man(a),
+        Command::Completions(a) => cli::man::run_completions(a),
+        Command::Man(a) => cli::man::run_man(a),
     }
 }
 

@@ -105,3 +105,65 @@ impl HwlatArgs {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::experiment::hwlat::{HwlatOptions, Method, Mode};
+
+    #[test]
+    fn the_command_line() {
+        use clap::Parser;
+        let cli = super::super::Cli::try_parse_from([
+            "rtscope",
+            "hwlat",
+            "-D",
+            "30s",
+            "--width",
+            "950ms",
+            "--window",
+            "1s",
+            "-T",
+            "20",
+            "--cpu-list",
+            "0",
+            "--mode",
+            "per-cpu",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .unwrap();
+        let super::super::Command::Hwlat(a) = cli.command else {
+            panic!("not hwlat")
+        };
+        let o = a.options().unwrap();
+        assert_eq!(o.cpus, Some(vec![0]));
+        assert_eq!(
+            (o.duration_ns, o.width_ns, o.window_ns),
+            (30_000_000_000, 950_000_000, 1_000_000_000)
+        );
+        assert_eq!(o.threshold_ns, 20_000, "a bare number is µs");
+        assert_eq!((o.mode, o.method), (Some(Mode::PerCpu), Method::Auto));
+        assert_eq!(o.given, ["--window", "--width", "--mode"]);
+        assert_eq!(o.outputs.live.listen.as_deref(), Some("127.0.0.1:0"));
+        let cli = super::super::Cli::try_parse_from([
+            "rtscope",
+            "hwlat",
+            "--method",
+            "user-space",
+            "-s",
+            "monotonic",
+        ])
+        .unwrap();
+        let super::super::Command::Hwlat(a) = cli.command else {
+            panic!("not hwlat")
+        };
+        let o = a.options().unwrap();
+        let d = HwlatOptions::default();
+        assert_eq!(
+            (o.window_ns, o.width_ns, o.threshold_ns),
+            (d.window_ns, d.width_ns, d.threshold_ns)
+        );
+        assert_eq!(o.given, ["--source"]);
+        assert_eq!(o.method, Method::UserSpace);
+    }
+}

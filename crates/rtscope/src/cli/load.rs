@@ -129,3 +129,25 @@ pub struct MatrixArgs {
     #[arg(short = 'q', long)]
     pub quiet: bool,
 }
+
+impl MatrixArgs {
+    /// The command's plain options.
+    pub fn options(self) -> anyhow::Result<crate::experiment::matrix::MatrixOptions> {
+        Ok(crate::experiment::matrix::MatrixOptions {
+            rt: self.rt.choice()?,
+            periods: self.periods,
+            loads: self.loads,
+            levels: self.levels,
+            samples: self.samples,
+            out: self.out,
+            resume: self.resume,
+            repeat: self.repeat,
+            threads: self.threads,
+            cpus: self.cpus,
+            load_cpus: self.load_cpus,
+            clock: self.clock,
+            wake: self.wake,
+            quiet: self.quiet,
+        })
+    }
+}

@@ -22,6 +22,7 @@ mod install;
 mod ipc;
 mod irq;
 mod load;
+pub mod man;
 mod noise;
 mod report;
 mod timer;

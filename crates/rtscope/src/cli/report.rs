@@ -26,6 +26,18 @@ pub struct ReportArgs {
     pub redact: bool,
 }
 
+impl ReportArgs {
+    /// The command's plain options.
+    pub fn options(self) -> crate::report::ReportOptions {
+        crate::report::ReportOptions {
+            gates: self.gate.options(),
+            files: self.files,
+            output: self.output,
+            redact: self.redact,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Directory of result documents (*.json; not searched recursively).
@@ -45,6 +57,18 @@ pub struct ServeArgs {
     pub redact: bool,
 }
 
+impl ServeArgs {
+    /// The command's plain options.
+    pub fn options(self) -> crate::live::serve::ServeOptions {
+        crate::live::serve::ServeOptions {
+            dir: self.dir,
+            listen: self.listen,
+            listen_any: self.listen_any,
+            redact: self.redact,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct PoolArgs {
     /// Result documents of single runs of the same experiment with the same settings.
@@ -58,6 +82,17 @@ pub struct PoolArgs {
     /// Print nothing but errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+impl PoolArgs {
+    /// The command's plain options.
+    pub fn options(self) -> crate::experiment::repeat::PoolOptions {
+        crate::experiment::repeat::PoolOptions {
+            files: self.files,
+            out: self.out,
+            quiet: self.quiet,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -92,6 +127,21 @@ pub struct CompareArgs {
     /// Leave out what identifies the machine before sharing: host name, kernel command line, user names in paths, IP addresses.
     #[arg(long)]
     pub redact: bool,
+}
+
+impl CompareArgs {
+    /// The command's plain options.
+    pub fn options(self) -> crate::report::compare::CompareOptions {
+        crate::report::compare::CompareOptions {
+            files: self.files,
+            matches: self.matches,
+            html: self.html,
+            fail_if_worse: self.fail_if_worse,
+            min_effect: self.min_effect,
+            tail_threshold: self.tail_threshold,
+            redact: self.redact,
+        }
+    }
 }
 
 /// `--min-effect`: a percentage in [0, 100), `5` or `5%`, as a fraction.

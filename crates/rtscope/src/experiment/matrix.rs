@@ -22,8 +22,7 @@ use rtscope_core::result::{now_rfc3339, write_atomic, EndReason, ResultDocument}
 use rtscope_core::units::format_ns;
 
 use super::cyclic::{self, CyclicOptions};
-use super::run::Outputs;
-use crate::cli::MatrixArgs;
+use super::run::{Outputs, RtChoice};
 use crate::error::{usage, EXIT_OK, EXIT_RUN};
 use crate::load::{parse_spec, LoadSet, LoadSpec};
 use crate::output::matrix::{self as out, CellEntry, CellSummary};
@@ -150,8 +149,64 @@ pub fn cell_id(period_ns: u64, spec: Option<&LoadSpec>) -> String {
     id
 }
 
+/// What `rtscope matrix` runs: every period × load × level cell of
+/// `rtscope cyclic`, and where the results go.
+#[derive(Debug, Clone)]
+pub struct MatrixOptions {
+    /// Periods, ns.
+    pub periods: Vec<u64>,
+    /// Load lists (`none,cpu,mem-churn,size=64M`).
+    pub loads: Vec<String>,
+    /// Levels for loads that take one, %.
+    pub levels: Vec<u8>,
+    /// Wake-ups per measurement thread in each cell.
+    pub samples: u64,
+    /// The output directory.
+    pub out: PathBuf,
+    /// Skip cells already complete in `out`.
+    pub resume: bool,
+    /// Rounds over all cells.
+    pub repeat: usize,
+    /// Measurement threads (default: one per CPU).
+    pub threads: Option<usize>,
+    /// CPUs of the measurement threads.
+    pub cpus: Option<Vec<usize>>,
+    /// CPUs of the loads.
+    pub load_cpus: Option<Vec<usize>>,
+    /// The schedule's and the latency's clock.
+    pub clock: rtscope_core::named::MeasureClock,
+    /// How threads wait.
+    pub wake: rtscope_core::cyclic::WakeMethod,
+    /// The real-time settings.
+    pub rt: RtChoice,
+    /// Only the final summary.
+    pub quiet: bool,
+}
+
+impl Default for MatrixOptions {
+    /// `rtscope matrix`'s defaults.
+    fn default() -> Self {
+        MatrixOptions {
+            periods: vec![1_000_000],
+            loads: vec!["none".into()],
+            levels: vec![50, 100],
+            samples: 10_000,
+            out: PathBuf::new(),
+            resume: false,
+            repeat: 1,
+            threads: None,
+            cpus: None,
+            load_cpus: None,
+            clock: rtscope_core::named::MeasureClock::Monotonic,
+            wake: rtscope_core::cyclic::WakeMethod::Absolute,
+            rt: RtChoice::default(),
+            quiet: false,
+        }
+    }
+}
+
 /// Every cell in order: periods, then loads, then levels.
-fn cells(a: &MatrixArgs) -> Result<Vec<(CellEntry, Option<LoadSpec>)>> {
+fn cells(a: &MatrixOptions) -> Result<Vec<(CellEntry, Option<LoadSpec>)>> {
     let items = load_items(&a.loads)?;
     let mut specs: Vec<Option<LoadSpec>> = Vec::new();
     for it in &items {
@@ -205,14 +260,14 @@ fn cells(a: &MatrixArgs) -> Result<Vec<(CellEntry, Option<LoadSpec>)>> {
 
 /// The options every cell shares: `rtscope cyclic`'s defaults and the
 /// matrix's own settings.
-fn base_options(a: &MatrixArgs) -> Result<CyclicOptions> {
+fn base_options(a: &MatrixOptions) -> Result<CyclicOptions> {
     Ok(CyclicOptions {
         threads: a.threads,
         cpus: a.cpus.clone(),
         loops: Some(a.samples),
         clock: a.clock,
         wake: a.wake,
-        rt: a.rt.choice()?,
+        rt: a.rt,
         load_cpus: a.load_cpus.clone(),
         outputs: Outputs {
             quiet: true,
@@ -380,7 +435,7 @@ fn cell_estimate_ms(period_ns: u64, samples: u64, loaded: bool) -> u64 {
 }
 
 /// Runs the matrix; the exit code.
-pub fn run(a: MatrixArgs) -> Result<i32> {
+pub fn run(a: MatrixOptions) -> Result<i32> {
     let mut plan = cells(&a)?;
     // Everything is checked before the first cell runs.
     let specs: Vec<LoadSpec> = plan.iter().filter_map(|c| c.1.clone()).collect();
@@ -647,33 +702,14 @@ mod tests {
         assert_eq!((s.min_ns, s.max_ns), (o.min_ns, o.max_ns));
     }
 
-    fn args(loads: &[&str], levels: &[u8], periods: &[u64]) -> MatrixArgs {
-        let mut argv: Vec<String> = vec!["matrix".into(), "--out".into(), "/tmp/x".into()];
-        for l in loads {
-            argv.extend(["--loads".into(), l.to_string()]);
+    fn args(loads: &[&str], levels: &[u8], periods: &[u64]) -> MatrixOptions {
+        MatrixOptions {
+            loads: loads.iter().map(|l| l.to_string()).collect(),
+            levels: levels.to_vec(),
+            periods: periods.to_vec(),
+            out: "/tmp/x".into(),
+            ..MatrixOptions::default()
         }
-        argv.push("--levels".into());
-        argv.push(
-            levels
-                .iter()
-                .map(|l| l.to_string())
-                .collect::<Vec<_>>()
-                .join(","),
-        );
-        argv.push("--periods".into());
-        argv.push(
-            periods
-                .iter()
-                .map(|p| format!("{p}ns"))
-                .collect::<Vec<_>>()
-                .join(","),
-        );
-        #[derive(clap::Parser)]
-        struct W {
-            #[command(flatten)]
-            a: MatrixArgs,
-        }
-        <W as clap::Parser>::try_parse_from(argv).unwrap().a
     }
 
     #[test]

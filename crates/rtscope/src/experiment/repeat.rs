@@ -52,7 +52,18 @@ const FREE_PLAN_KEYS: &[&str] = &[
 /// `rtscope pool -o OUT IN...`: single runs of one experiment, made with the
 /// same settings (e.g. alternately with another setting's runs, for an
 /// A/B/A/B comparison), pooled as `--repeat` would have pooled them.
-pub fn run_pool(a: &crate::cli::PoolArgs) -> Result<i32> {
+/// What `rtscope pool` pools and where the pooled document goes.
+#[derive(Debug, Clone, Default)]
+pub struct PoolOptions {
+    /// Result documents of single runs.
+    pub files: Vec<std::path::PathBuf>,
+    /// The pooled document.
+    pub out: std::path::PathBuf,
+    /// Nothing but errors.
+    pub quiet: bool,
+}
+
+pub fn run_pool(a: &PoolOptions) -> Result<i32> {
     use crate::error::usage;
     let inputs: Vec<&std::path::Path> = a.files.iter().map(|p| p.as_path()).collect();
     crate::report::refuse_output_onto_input("--out", &a.out, &inputs)?;

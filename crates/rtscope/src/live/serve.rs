@@ -17,14 +17,26 @@ use anyhow::Result;
 use rtscope_core::result::ResultDocument;
 
 use super::http::{self, Request, Response};
-use crate::cli::ServeArgs;
 use crate::error::{usage, EXIT_OK};
 use crate::report::esc;
 
 /// The most documents the list shows.
 const MAX_LISTED: usize = 1000;
 
-pub fn run(a: &ServeArgs) -> Result<i32> {
+/// What `rtscope serve` serves, where.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// The directory of result documents.
+    pub dir: std::path::PathBuf,
+    /// HOST:PORT to listen on.
+    pub listen: String,
+    /// Allow an address other than loopback.
+    pub listen_any: bool,
+    /// Leave out what identifies the machine.
+    pub redact: bool,
+}
+
+pub fn run(a: &ServeOptions) -> Result<i32> {
     let dir = a
         .dir
         .canonicalize()
@@ -36,7 +48,7 @@ pub fn run(a: &ServeArgs) -> Result<i32> {
     let bound = listener
         .local_addr()
         .map_or_else(|_| a.listen.clone(), |x| x.to_string());
-    let signals = crate::experiment::run::StopSignals::install()?;
+    let signals = crate::signals::StopSignals::install()?;
     crate::output::say(&format!(
         "serving the results in {} on http://{bound}/ (Ctrl-C stops)\n",
         crate::output::printable(&dir.display().to_string())

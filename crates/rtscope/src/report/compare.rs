@@ -18,7 +18,6 @@ use rtscope_core::result::{write_atomic, Series};
 use super::html::{self, doc_unit, has_percentiles, in_unit};
 use super::verdict::{self, pct_plain, Call, Effect, Method, Settings};
 use super::{load, run_names, Run};
-use crate::cli::CompareArgs;
 use crate::error::{usage, EXIT_OK, EXIT_THRESHOLD};
 use crate::import::MAX_JSON_BYTES;
 use crate::output::printable;
@@ -829,8 +828,27 @@ pub fn method_note(min_effect: f64) -> String {
     )
 }
 
+/// What `rtscope compare` compares and how.
+#[derive(Debug, Clone, Default)]
+pub struct CompareOptions {
+    /// Result documents or matrix directories; the first is the baseline.
+    pub files: Vec<PathBuf>,
+    /// Series paired explicitly, `LABEL=LABEL`.
+    pub matches: Vec<String>,
+    /// The HTML page, if wanted.
+    pub html: Option<PathBuf>,
+    /// Exit 3 when a run is clearly worse.
+    pub fail_if_worse: bool,
+    /// Smallest change that counts, as a fraction.
+    pub min_effect: f64,
+    /// The tail verdicts' threshold, ns (default: the baseline's p99.9).
+    pub tail_threshold: Option<u64>,
+    /// Leave out what identifies the machine.
+    pub redact: bool,
+}
+
 /// `rtscope compare`.
-pub fn run(a: CompareArgs) -> Result<i32> {
+pub fn run(a: CompareOptions) -> Result<i32> {
     if let Some(p) = &a.html {
         let inputs: Vec<&Path> = a.files.iter().map(PathBuf::as_path).collect();
         super::refuse_output_onto_input("--html", p, &inputs)?;

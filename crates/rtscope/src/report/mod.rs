@@ -30,7 +30,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use rtscope_core::result::{write_atomic, ResultDocument};
 
-use crate::cli::ReportArgs;
 use crate::error::{usage, EXIT_OK};
 
 /// Escapes text for HTML and SVG (element content and quoted attributes).
@@ -155,10 +154,23 @@ pub fn render_html(docs: &[ResultDocument]) -> String {
     html::report_page(&runs)
 }
 
+/// What `rtscope report` reads and writes.
+#[derive(Debug, Clone, Default)]
+pub struct ReportOptions {
+    /// Result documents, one section each.
+    pub files: Vec<PathBuf>,
+    /// The HTML report (optional when gates are given).
+    pub output: Option<PathBuf>,
+    /// Gates checked on the stored results.
+    pub gates: crate::gate::GateOptions,
+    /// Leave out what identifies the machine.
+    pub redact: bool,
+}
+
 /// `rtscope report RESULT.json... -o report.html`.
-pub fn run_report(a: ReportArgs) -> Result<i32> {
+pub fn run_report(a: ReportOptions) -> Result<i32> {
     let inputs: Vec<&Path> = a.files.iter().map(PathBuf::as_path).collect();
-    let gates = a.gate.options();
+    let gates = &a.gates;
     for (flag, p) in [
         ("--output", a.output.as_ref()),
         ("--junit", gates.junit.as_ref()),
@@ -191,7 +203,7 @@ pub fn run_report(a: ReportArgs) -> Result<i32> {
         return Ok(EXIT_OK);
     }
     let docs: Vec<_> = runs.into_iter().map(|r| r.doc).collect();
-    crate::gate::gate_stored(&docs, &gates)
+    crate::gate::gate_stored(&docs, gates)
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! What installing rtscope needs besides the binary: shell completions and
-//! man pages, both generated from the clap definitions in `cli.rs` so that
+//! man pages, both generated from the clap definitions in `cli/` so that
 //! they never drift from the options the binary takes.
 //!
 //! - `rtscope completions bash|zsh|fish|elvish|powershell`: the script on stdout.
@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::{Command, CommandFactory};
 
-use crate::cli::{Cli, CompletionsArgs, ManArgs};
+use super::{Cli, CompletionsArgs, ManArgs};
 use crate::error::usage;
 
 /// The clap command tree, as the completions and man pages see it (man pages
@@ -402,7 +402,7 @@ mod tests {
                 let words: Vec<&str> = cmd.split_whitespace().collect();
                 let sub = page.trim_start_matches("rtscope").replace('-', " ");
                 assert!(cmd.starts_with(&format!("rtscope{sub}")), "{page}: {cmd}");
-                if let Err(e) = crate::cli::Cli::try_parse_from(&words) {
+                if let Err(e) = super::Cli::try_parse_from(&words) {
                     panic!("{page}: {cmd}: {e}");
                 }
             }
