@@ -19,6 +19,7 @@ mod limits;
 mod live;
 mod load;
 mod output;
+mod overload;
 mod report;
 mod signals;
 

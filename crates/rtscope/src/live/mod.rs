@@ -250,7 +250,7 @@ pub struct Snapshot {
 /// when it stays within 1 %, each thread's beyond it), negative latencies.
 /// `series`: the threads, then `all` (the union) last when there is one.
 pub fn live_warnings(series: &[SeriesSnapshot]) -> Vec<String> {
-    let counts = |s: &SeriesSnapshot| crate::experiment::run::OverloadCounts {
+    let counts = |s: &SeriesSnapshot| crate::overload::OverloadCounts {
         count: s.count,
         dropped: s.dropped,
         missed: s.overruns,
@@ -258,7 +258,7 @@ pub fn live_warnings(series: &[SeriesSnapshot]) -> Vec<String> {
         max_ns: s.max_ns.unwrap_or(0),
         corrected: s.corrected,
     };
-    let overload = |s: &SeriesSnapshot| crate::experiment::run::Overload::of_counts(&counts(s));
+    let overload = |s: &SeriesSnapshot| crate::overload::Overload::of_counts(&counts(s));
     let (union, threads) = match series.split_last() {
         Some((u, rest)) if u.label == UNION_LABEL => (Some(u), rest),
         _ => (None, series),
