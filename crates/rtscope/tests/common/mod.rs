@@ -240,3 +240,70 @@ pub fn own_tracefs_mounts_of(pid: u32) -> Vec<String> {
         })
         .collect()
 }
+
+// The helpers of the tests that read results (report, compare, import).
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn run(args: &[&str]) -> Out {
+    let o = rtscope().args(args).output().unwrap();
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+pub fn import(kind: &str, input: &Path, out: &Path) -> rtscope_core::result::ResultDocument {
+    let o = run(&["import", "cyclictest", kind, s(input), "-o", s(out)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("imported 3 series"), "{}", o.stdout);
+    read_result(out);
+    rtscope_core::result::ResultDocument::read(out).unwrap()
+}
+
+/// A real short cyclic run (SCHED_FIFO where allowed, else --no-rt).
+pub fn real_run(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    let json = dir.join(format!("{name}.json"));
+    let base = [
+        "cyclic",
+        "-l",
+        "400",
+        "-i",
+        "500us",
+        "-q",
+        "--json",
+        s(&json),
+    ];
+    let mut args: Vec<&str> = base.to_vec();
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    if o.code == 1 {
+        args.push("--no-rt");
+        let o = run(&args);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+    } else {
+        assert_eq!(o.code, 0, "{}", o.stderr);
+    }
+    json
+}
+
+pub fn one_line_usage_error(o: &Out) {
+    assert_eq!(o.code, 2, "stdout {} stderr {}", o.stdout, o.stderr);
+    assert_eq!(o.stderr.trim_end().lines().count(), 1, "{}", o.stderr);
+    assert!(!o.stderr.contains("panicked"), "{}", o.stderr);
+}
