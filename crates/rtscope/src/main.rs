@@ -44,7 +44,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Compare(a) => report::compare::run(a.options()),
         Command::Pool(a) => experiment::repeat::run_pool(&a.options()),
         Command::Import(s) => import::run(s.options()),
-        Command::Load(a) => load::command::run(a.options()),
+        Command::Load(a) => experiment::load::run(a.options()),
         Command::Matrix(a) => experiment::matrix::run(a.options()?),
         Command::LoadWorker(a) => Ok(load::worker::main(
             &a.spec,

@@ -32,8 +32,8 @@ pub struct LoadCmdArgs {
 
 impl LoadCmdArgs {
     /// The command's plain options.
-    pub fn options(self) -> crate::load::command::LoadCommand {
-        crate::load::command::LoadCommand {
+    pub fn options(self) -> crate::experiment::load::LoadCommand {
+        crate::experiment::load::LoadCommand {
             specs: self.specs,
             list: self.list,
             load_cpus: self.load_cpus,

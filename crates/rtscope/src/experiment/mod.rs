@@ -12,6 +12,7 @@ pub mod hwlat;
 pub mod ipc;
 pub mod irq;
 pub mod irq_gpio;
+pub mod load;
 pub mod matrix;
 pub mod noise;
 pub mod period;

@@ -17,7 +17,6 @@
 //! Every load takes the schedule keys `every=`, `for=` and `start=` (see
 //! [`Schedule`]): on for `for=` in each `every=` period, stopped in between.
 
-pub mod command;
 pub mod regulate;
 pub mod shortfall;
 pub mod supervisor;

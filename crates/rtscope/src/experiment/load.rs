@@ -9,9 +9,9 @@ use rtscope_core::result::{EndReason, ResultDocument};
 use rtscope_core::system::SystemSnapshot;
 use rtscope_core::units::format_ns;
 
-use super::{list_text, LoadSet};
 use crate::error::{usage, EXIT_OK};
 use crate::experiment::run::{deliver, Outputs};
+use crate::load::{list_text, LoadSet};
 use crate::output::files::OutputPaths;
 use crate::output::say;
 use crate::signals::StopSignals;
@@ -21,7 +21,7 @@ use crate::signals::StopSignals;
 #[derive(Debug, Clone, Default)]
 pub struct LoadCommand {
     /// The loads to run.
-    pub specs: Vec<super::LoadSpec>,
+    pub specs: Vec<crate::load::LoadSpec>,
     /// List the loads instead.
     pub list: bool,
     /// CPUs the loads run on (default: every online CPU).
