@@ -25,6 +25,10 @@ pub const MAX_WAIT_NS: u64 = 3_600_000_000_000;
 /// they are pooled).
 pub const MAX_REPEAT: usize = 1000;
 
+/// The largest JSON input read (cyclictest's --json of a long run with -h is
+/// a few MiB): beyond it the file is refused rather than read into memory.
+pub const MAX_JSON_BYTES: u64 = 256 << 20;
+
 /// The most beacon intervals per order (`timer --beacon --cycles`), each kept
 /// in memory.
 pub const MAX_BEACON_CYCLES: u64 = 1_000_000;

@@ -66,7 +66,7 @@ pub struct PoolOptions {
 pub fn run_pool(a: &PoolOptions) -> Result<i32> {
     use crate::error::usage;
     let inputs: Vec<&std::path::Path> = a.files.iter().map(|p| p.as_path()).collect();
-    crate::report::refuse_output_onto_input("--out", &a.out, &inputs)?;
+    crate::output::files::refuse_output_onto_input("--out", &a.out, &inputs)?;
     crate::output::files::check_output("--out", &a.out)?;
     let mut docs = Vec::new();
     for p in &a.files {

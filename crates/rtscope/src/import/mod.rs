@@ -41,9 +41,7 @@ pub fn run(s: Import) -> Result<i32> {
     }
 }
 
-/// The largest JSON input read (cyclictest's --json of a long run with -h is
-/// a few MiB): beyond it the file is refused rather than read into memory.
-pub const MAX_JSON_BYTES: u64 = 256 << 20;
+pub use crate::limits::MAX_JSON_BYTES;
 
 /// Opens a JSON input to be read as a stream: refuses a directory, a file
 /// larger than [`MAX_JSON_BYTES`], and anything that does not start with `{`
@@ -129,7 +127,7 @@ impl<R: Read> Read for Capped<R> {
 fn run_cyclictest(a: CyclictestImport) -> Result<i32> {
     let input = a.json.as_ref().or(a.histogram.as_ref());
     if let Some(p) = input {
-        crate::report::refuse_output_onto_input("--output", &a.output, &[p.as_path()])?;
+        crate::output::files::refuse_output_onto_input("--output", &a.output, &[p.as_path()])?;
     }
     crate::output::files::check_output("--output", &a.output)?;
     let (path, doc) = if let Some(p) = &a.json {

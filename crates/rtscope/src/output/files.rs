@@ -7,7 +7,7 @@
 //! - two outputs may not name the same file (`--json x --report x` would keep
 //!   only the last), except a device such as `/dev/null`;
 //! - no output may name one of the command's inputs (`report in.json -o in.json`;
-//!   see `crate::report::refuse_output_onto_input`).
+//!   see [`refuse_output_onto_input`]).
 
 use std::path::{Path, PathBuf};
 
@@ -70,6 +70,26 @@ impl OutputPaths {
         self.outputs.push((flag, path.to_path_buf()));
         Ok(())
     }
+}
+
+/// Refuses an output path that names one of the inputs (`report in.json -o
+/// in.json`, `./x` and `x`, a symbolic link to it): the input would be
+/// replaced by the output. Paths are compared canonicalised; an output that
+/// does not exist yet cannot be an input. Called before anything is written.
+pub fn refuse_output_onto_input(flag: &str, output: &Path, inputs: &[&Path]) -> Result<()> {
+    let Ok(out) = output.canonicalize() else {
+        return Ok(());
+    };
+    for input in inputs {
+        if input.canonicalize().is_ok_and(|i| i == out) {
+            return Err(usage(format!(
+                "{flag} {}: that is an input file ({}): write the output to another file",
+                output.display(),
+                input.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

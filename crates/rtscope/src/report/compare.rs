@@ -19,7 +19,7 @@ use super::html::{self, doc_unit, has_percentiles, in_unit};
 use super::verdict::{self, pct_plain, Call, Effect, Method, Settings};
 use super::{load, run_names, Run};
 use crate::error::{usage, EXIT_OK, EXIT_THRESHOLD};
-use crate::import::MAX_JSON_BYTES;
+use crate::limits::MAX_JSON_BYTES;
 use crate::output::printable;
 use crate::output::summary::render;
 

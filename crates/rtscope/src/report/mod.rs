@@ -90,25 +90,7 @@ pub fn load(path: &Path) -> Result<ResultDocument> {
     ResultDocument::read(path).map_err(|e| usage(e.to_string()))
 }
 
-/// Refuses an output path that names one of the inputs (`report in.json -o
-/// in.json`, `./x` and `x`, a symbolic link to it): the input would be
-/// replaced by the output. Paths are compared canonicalised; an output that
-/// does not exist yet cannot be an input. Called before anything is written.
-pub fn refuse_output_onto_input(flag: &str, output: &Path, inputs: &[&Path]) -> Result<()> {
-    let Ok(out) = output.canonicalize() else {
-        return Ok(());
-    };
-    for input in inputs {
-        if input.canonicalize().is_ok_and(|i| i == out) {
-            return Err(usage(format!(
-                "{flag} {}: that is an input file ({}): write the output to another file",
-                output.display(),
-                input.display()
-            )));
-        }
-    }
-    Ok(())
-}
+pub use crate::output::files::refuse_output_onto_input;
 
 /// Short, distinct names for runs: file stems, or more of the path where stems collide.
 pub fn run_names(paths: &[PathBuf]) -> Vec<String> {
