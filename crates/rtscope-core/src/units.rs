@@ -197,9 +197,45 @@ pub fn online_cpus() -> Vec<usize> {
         })
 }
 
+/// A count or rate with an SI multiplier, one decimal where it is one:
+/// `12345.0` -> `12.3k`, `2.5e6` -> `2.5M`, `42.0` -> `42`, `0.5` -> `0.5`.
+pub fn format_si(x: f64) -> String {
+    let a = x.abs();
+    if a >= 1e9 {
+        format!("{:.1}G", x / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.1}M", x / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.1}k", x / 1e3)
+    } else if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn si_multipliers_at_their_bounds() {
+        assert_eq!(format_si(0.0), "0");
+        assert_eq!(format_si(42.0), "42");
+        assert_eq!(format_si(0.5), "0.5");
+        assert_eq!(format_si(9_999.0), "9999");
+        assert_eq!(format_si(9_999.5), "9999.5");
+        assert_eq!(format_si(10_000.0), "10.0k");
+        assert_eq!(format_si(12_345.0), "12.3k");
+        assert_eq!(format_si(999_999.0), "1000.0k");
+        assert_eq!(format_si(1_000_000.0), "1.0M");
+        assert_eq!(format_si(2_500_000.0), "2.5M");
+        assert_eq!(format_si(1e9), "1.0G");
+        assert_eq!(format_si(3.25e9), "3.2G");
+        assert_eq!(format_si(-12_345.0), "-12.3k");
+        assert_eq!(format_si(-2e6), "-2.0M");
+        assert_eq!(format_si(-4e9), "-4.0G");
+    }
 
     #[test]
     fn durations() {

@@ -137,7 +137,7 @@ pub fn of(l: &LoadReport) -> Option<String> {
             "load {} sent {} packets/s per instance of the {rate} asked ({:.1} %){}, more than {} % short \
              (the sender could not keep up): {consequence}",
             l.spec,
-            crate::output::loads::si(mean),
+            rtscope_core::units::format_si(mean),
             percent(mean),
             worst_instance(&rates, low, "/s"),
             SHORTFALL_TOLERANCE_POINTS

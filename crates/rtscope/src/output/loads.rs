@@ -6,20 +6,7 @@ use rtscope_core::result::LoadReport;
 use super::summary::render;
 
 /// `12345` -> `12.3k`, for counters and rates.
-pub fn si(x: f64) -> String {
-    let a = x.abs();
-    if a >= 1e9 {
-        format!("{:.1}G", x / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.1}M", x / 1e6)
-    } else if a >= 1e4 {
-        format!("{:.1}k", x / 1e3)
-    } else if x.fract() == 0.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.1}")
-    }
-}
+pub use rtscope_core::units::format_si as si;
 
 /// One row per load: spec, instances, CPUs, level, achieved CPU % (mean and
 /// per instance), counters with their rate per second. Empty if no load ran.
