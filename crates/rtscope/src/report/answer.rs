@@ -13,9 +13,9 @@ use std::fmt::Write;
 
 use rtscope_core::result::{ResultDocument, Series};
 
+use super::cells::{has_percentiles, in_unit, thin_tail, warnings_list};
 use super::charts::latency_unit;
 use super::esc;
-use super::html::{has_percentiles, in_unit, thin_tail, warnings_list};
 
 /// One key figure: what it is, its value (with its unit), and a remark.
 #[derive(Debug, Clone, PartialEq)]

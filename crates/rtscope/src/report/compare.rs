@@ -499,6 +499,19 @@ pub struct Comparison {
     pub matched: Vec<Matched>,
 }
 
+impl Comparison {
+    /// Each series' label with its tail comparison (where it has one), and
+    /// the runs' names, baseline first: what the tail section shows.
+    pub fn tails(&self) -> (Vec<(&str, &super::tail::TailComparison)>, Vec<String>) {
+        let tails = self
+            .series
+            .iter()
+            .filter_map(|s| s.tail.as_ref().map(|t| (s.label.as_str(), t)))
+            .collect();
+        (tails, self.runs.iter().map(|r| r.name.clone()).collect())
+    }
+}
+
 /// Builds the comparison of `runs` with the default settings.
 #[cfg(test)]
 pub fn build(cell: String, runs: Vec<Run>, explicit: &[String]) -> Result<Comparison> {

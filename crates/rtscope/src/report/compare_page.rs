@@ -41,7 +41,8 @@ pub fn html_page(cs: &[Comparison]) -> String {
     // 2. Tail verdicts (exceedances per hour), after the percentile
     //    verdicts and before the runs' details.
     for c in cs {
-        b.push_str(&super::tail::html_section(c));
+        let (tails, names) = c.tails();
+        b.push_str(&super::tail::html_section(&tails, &names));
     }
     // 3. What differs between the runs.
     if let Some(c) = cs.first() {

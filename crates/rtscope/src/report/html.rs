@@ -294,19 +294,7 @@ pub fn chart_block(
     s
 }
 
-/// The chart, or only its note when it has nothing to draw (an imported
-/// document has no timeline, a cyclictest file without -h no histogram).
-pub fn render_or_note(c: &super::svg::Chart) -> String {
-    match &c.empty_note {
-        Some(note) => format!(
-            "<p class=\"sub nochart\" data-chart-missing=\"{}\">{}: {}.</p>\n",
-            c.kind,
-            esc(&c.title),
-            esc(note)
-        ),
-        None => format!("<div class=\"cw\">{}</div>\n", c.render()),
-    }
-}
+pub use super::svg::render_or_note;
 
 /// The run's duration, or "unknown" where an import did not hold it.
 pub fn duration_text(d: &ResultDocument) -> String {
@@ -479,19 +467,6 @@ fn missed_share(d: &ResultDocument) -> Option<String> {
             missed as f64 * 100.0 / due as f64
         )
     })
-}
-
-/// A warnings list (nothing when there are none).
-pub fn warnings_list(w: &[String]) -> String {
-    if w.is_empty() {
-        return String::new();
-    }
-    let mut s = String::from("<ul class=\"warnings\">\n");
-    for x in w {
-        let _ = writeln!(s, "<li>{}</li>", esc(x));
-    }
-    s.push_str("</ul>\n");
-    s
 }
 
 fn opt(s: &Option<String>) -> String {
@@ -730,32 +705,7 @@ pub fn doc_unit(docs: &[ResultDocument]) -> Unit {
     latency_unit(p99 as f64)
 }
 
-/// A latency in `unit`: ns (one decimal below 100 ns), µs with one decimal,
-/// ms/s with three.
-pub fn in_unit(ns: f64, unit: Unit) -> String {
-    let v = ns / unit.div;
-    match unit.name {
-        "ns" if v.abs() < 100.0 => format!("{v:.1}"),
-        "ns" => format!("{v:.0}"),
-        "µs" => format!("{v:.1}"),
-        _ => format!("{v:.3}"),
-    }
-}
-
-/// Whether a series has percentiles (an imported document may have no histogram).
-pub fn has_percentiles(s: &Series) -> bool {
-    s.stats.has_percentiles() && !s.histogram.buckets.is_empty()
-}
-
-/// Shown for a value that was not measured (`null` in the document).
-pub const UNKNOWN: &str = "–";
-
-/// Whether fewer than 10 samples lie above quantile `q` of `count` samples:
-/// such a quantile is little more than the largest samples (p99.99 of 5,000
-/// samples is the maximum).
-pub fn thin_tail(count: u64, q: f64) -> bool {
-    (count as f64) * (1.0 - q) < 10.0
-}
+pub use super::cells::{has_percentiles, in_unit, thin_tail, warnings_list, UNKNOWN};
 
 /// The summary table: count, min, mean, p50, p99, p99.9, p99.99, max, stddev, overruns, dropped.
 pub fn summary_table(series: &[Series], unit: Unit) -> String {

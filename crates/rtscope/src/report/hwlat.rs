@@ -12,7 +12,7 @@ use rtscope_core::units::format_ns;
 
 use super::charts::{latency_unit, log_ticks_125};
 use super::esc;
-use super::html::render_or_note;
+use super::svg::render_or_note;
 use super::svg::{color, linear_ticks, Axis, Chart, Line, Marker, Scale};
 
 fn u(v: Option<&serde_json::Value>) -> Option<u64> {

@@ -19,7 +19,7 @@ pub fn parameters(l: &LoadReport) -> String {
         .map(|r| r.trim_start_matches([':', ',']))
         .unwrap_or(&l.spec);
     if rest.is_empty() {
-        super::html::UNKNOWN.to_string()
+        super::cells::UNKNOWN.to_string()
     } else {
         rest.to_string()
     }
@@ -97,7 +97,7 @@ pub fn asked_achieved(l: &LoadReport) -> (String, String, String) {
     (
         "as much as it can".to_string(),
         cpu,
-        super::html::UNKNOWN.to_string(),
+        super::cells::UNKNOWN.to_string(),
     )
 }
 

@@ -8,6 +8,7 @@
 //! - `rtscope compare`: [`compare::run`].
 
 pub mod answer;
+pub mod cells;
 pub mod charts;
 pub mod compare;
 pub mod compare_page;

@@ -477,6 +477,20 @@ impl Chart {
     }
 }
 
+/// The chart, or only its note when it has nothing to draw (an imported
+/// document has no timeline, a cyclictest file without -h no histogram).
+pub fn render_or_note(c: &Chart) -> String {
+    match &c.empty_note {
+        Some(note) => format!(
+            "<p class=\"sub nochart\" data-chart-missing=\"{}\">{}: {}.</p>\n",
+            c.kind,
+            esc(&c.title),
+            esc(note)
+        ),
+        None => format!("<div class=\"cw\">{}</div>\n", c.render()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

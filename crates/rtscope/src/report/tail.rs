@@ -34,7 +34,6 @@ use rtscope_core::record::blocks::{self, bucket_range, Block};
 use rtscope_core::result::Series;
 use rtscope_core::units::format_ns;
 
-use super::compare::Comparison;
 use super::esc;
 use super::verdict::{politis_white, Rng, Settings, MIN_BOOT_BLOCKS, MIN_TAIL};
 use crate::output::printable;
@@ -681,18 +680,14 @@ pub fn text(t: &TailComparison, names: &[String]) -> String {
     o
 }
 
-/// The HTML section of a comparison's tail verdicts (one table per series).
-pub fn html_section(c: &Comparison) -> String {
+/// The HTML section of a comparison's tail verdicts (one table per series):
+/// each series' label with its tails, and the runs' names, baseline first
+/// ([`Comparison::tails`](super::compare::Comparison::tails)).
+pub fn html_section(tails: &[(&str, &TailComparison)], names: &[String]) -> String {
     let mut b = String::new();
-    let tails: Vec<(&str, &TailComparison)> = c
-        .series
-        .iter()
-        .filter_map(|s| s.tail.as_ref().map(|t| (s.label.as_str(), t)))
-        .collect();
     if tails.is_empty() {
         return b;
     }
-    let names: Vec<String> = c.runs.iter().map(|r| r.name.clone()).collect();
     b.push_str("<section class=\"tail\">\n<h3>Tail verdicts</h3>\n");
     b.push_str(
         "<p class=\"sub\">Values above a threshold per hour of measuring, with the exact 95 % \
@@ -790,6 +785,11 @@ mod tests {
         ));
     }
 
+    fn section(c: &super::super::compare::Comparison) -> String {
+        let (tails, names) = c.tails();
+        html_section(&tails, &names)
+    }
+
     #[test]
     fn the_html_section() {
         use super::super::compare;
@@ -808,7 +808,7 @@ mod tests {
             }
         };
         let c = compare::build(String::new(), vec![run("a<", 5), run("b", 50)], &[]).unwrap();
-        let h = html_section(&c);
+        let h = section(&c);
         assert!(
             h.starts_with("<section class=\"tail\">\n<h3>Tail verdicts</h3>"),
             "{h}"
@@ -826,14 +826,14 @@ mod tests {
         );
         assert!(h.ends_with("</section>\n"));
         let c = compare::build(String::new(), vec![run("b", 50), run("a", 5)], &[]).unwrap();
-        assert!(html_section(&c).contains("<p class=\"verdict better\">"));
+        assert!(section(&c).contains("<p class=\"verdict better\">"));
         let c = compare::build(String::new(), vec![run("a", 5), run("b", 5)], &[]).unwrap();
-        assert!(html_section(&c).contains("<p class=\"verdict same\">"));
+        assert!(section(&c).contains("<p class=\"verdict same\">"));
         // No threshold (no percentiles): no section.
         let mut x = run("x", 5);
         x.doc.series[0].stats.unknown.percentiles = true;
         let c = compare::build(String::new(), vec![x, run("b", 5)], &[]).unwrap();
-        assert_eq!(html_section(&c), "");
+        assert_eq!(section(&c), "");
     }
 
     #[test]

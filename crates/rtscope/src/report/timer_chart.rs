@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use rtscope_core::result::{ResultDocument, Series};
 
 use super::charts::{latency_unit, log_ticks_125};
-use super::html::render_or_note;
+use super::svg::render_or_note;
 use super::svg::{color, Axis, Chart, Line, Scale};
 
 /// Strategies in the order they are drawn (and coloured).
