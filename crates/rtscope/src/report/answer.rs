@@ -71,7 +71,7 @@ pub fn headline(series: &[Series]) -> Option<&Series> {
 /// A quantile figure of `s`, `≈`-marked where fewer than 10 samples lie above it.
 fn quantile(s: &Series, name: &str, ns: u64, q: f64) -> Figure {
     if !has_percentiles(s) {
-        return Figure::new(name, super::html::UNKNOWN.into(), "not measured");
+        return Figure::new(name, super::cells::UNKNOWN.into(), "not measured");
     }
     let f = Figure::new(name, with_unit(ns as f64), "");
     if thin_tail(s.stats.count, q) {
