@@ -334,8 +334,9 @@ impl Tracefs {
     }
 
     /// Gives back what a run killed outright (its state file names a pid
-    /// that is gone) left set: when the tracer's files still hold what that
-    /// run set, its saved values are written back. Returns the dead run's
+    /// that is gone) left set: when each of the tracer's files still holds
+    /// what that run set, or its value from before (a run killed half-way
+    /// through setting them), its saved values are written back. Returns the dead run's
     /// pid when it did. A state file of a gone run whose settings someone
     /// changed since is removed, and the files are left alone. (Every mount
     /// of tracefs shows the same tracer: the state of a run that mounted its
@@ -352,8 +353,10 @@ impl Tracefs {
             .iter()
             .filter(|(f, _)| f != "tracing_cpumask")
             .all(|(f, v)| {
-                std::fs::read_to_string(self.root.join(f))
-                    .is_ok_and(|now| writable(f, &now) == writable(f, v))
+                std::fs::read_to_string(self.root.join(f)).is_ok_and(|now| {
+                    let now = writable(f, &now);
+                    now == writable(f, v) || value(&st.saved, f).is_some_and(|old| now == old)
+                })
             });
         let _ = std::fs::remove_file(&self.state);
         if !still {
@@ -975,6 +978,51 @@ mod tests {
         )
         .unwrap();
         std::fs::write(d.path().join("tracing_thresh"), "50").unwrap();
+        assert_eq!(fs.recover(), None);
+        assert_eq!(read(d.path(), "current_tracer"), "hwlat");
+        assert!(!d.path().join(".rtscope-hwlat.state").exists());
+        // Killed half-way through its settings: the tracer set, the width
+        // not yet: given back all the same.
+        std::fs::write(
+            d.path().join("tracing_thresh"),
+            &value_of(&st.saved, "tracing_thresh"),
+        )
+        .unwrap();
+        let width = value_of(&st.saved, "hwlat_detector/width");
+        std::fs::write(d.path().join("hwlat_detector/width"), &width).unwrap();
+        std::fs::write(
+            d.path().join(".rtscope-hwlat.state"),
+            serde_json::to_string(&st).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(fs.recover(), Some(i32::MAX));
+        assert_eq!(read(d.path(), "current_tracer"), "nop");
+        assert_eq!(differences(&before, &snapshot(d.path())), []);
+        // Recovered, the state file is gone: a second call has nothing to do.
+        assert_eq!(fs.recover(), None);
+    }
+
+    fn value_of(saved: &[(String, String)], f: &str) -> String {
+        value(saved, f).unwrap().to_string()
+    }
+
+    #[test]
+    fn a_gone_runs_state_with_a_third_value_is_dropped() {
+        let _one = one_at_a_time();
+        let d = fake();
+        let fs = Tracefs::at(d.path().into());
+        let t = Tracer::start(Tracefs::at(d.path().into()), &settings()).unwrap();
+        std::mem::forget(t);
+        ACTIVE.lock().unwrap().take();
+        let mut st: State = serde_json::from_str(&read(d.path(), ".rtscope-hwlat.state")).unwrap();
+        st.pid = i32::MAX;
+        std::fs::write(
+            d.path().join(".rtscope-hwlat.state"),
+            serde_json::to_string(&st).unwrap(),
+        )
+        .unwrap();
+        // Neither the run's width nor the one before it: someone else's.
+        std::fs::write(d.path().join("hwlat_detector/width"), "123").unwrap();
         assert_eq!(fs.recover(), None);
         assert_eq!(read(d.path(), "current_tracer"), "hwlat");
         assert!(!d.path().join(".rtscope-hwlat.state").exists());
