@@ -985,7 +985,7 @@ mod tests {
         // not yet: given back all the same.
         std::fs::write(
             d.path().join("tracing_thresh"),
-            &value_of(&st.saved, "tracing_thresh"),
+            value_of(&st.saved, "tracing_thresh"),
         )
         .unwrap();
         let width = value_of(&st.saved, "hwlat_detector/width");
