@@ -1,33 +1,7 @@
 //! Unit tests of the ipc experiment: the table, planning, timing arithmetic,
 //! and each mechanism's channel carrying a stamp between two threads.
 
-use clap::Parser;
-
 use super::*;
-use crate::cli::{Cli, Command};
-
-fn args(extra: &[&str]) -> IpcOptions {
-    let mut v = vec!["rtscope", "ipc"];
-    v.extend_from_slice(extra);
-    match Cli::try_parse_from(v).expect("parses").command {
-        Command::Ipc(a) => a.options().expect("valid options"),
-        _ => unreachable!(),
-    }
-}
-
-fn parse_err(extra: &[&str]) -> String {
-    let mut v = vec!["rtscope", "ipc"];
-    v.extend_from_slice(extra);
-    Cli::try_parse_from(v)
-        .expect_err("must be refused")
-        .to_string()
-}
-
-fn plan_err(extra: &[&str]) -> String {
-    let e = plan(&args(extra)).expect_err("must be refused");
-    assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_USAGE);
-    e.to_string()
-}
 
 #[test]
 fn table_names_are_unique_and_natural_is_supported() {
@@ -54,85 +28,6 @@ fn natural_patterns_by_kind() {
         };
         assert_eq!(m.natural, want, "{}", m.name);
     }
-}
-
-#[test]
-fn plan_all_uses_natural_patterns() {
-    let p = plan(&args(&["--no-rt"])).unwrap();
-    assert_eq!(p.sessions.len(), MECHANISMS.len());
-    for (s, m) in p.sessions.iter().zip(MECHANISMS) {
-        assert_eq!(s.mechanism, m.name);
-        assert_eq!(s.pattern, m.natural);
-        assert_eq!(s.between, Between::Threads);
-        assert_eq!(s.period_ns, 1_000_000);
-    }
-    assert_eq!((p.loops, p.repetitions), (1000, 1));
-}
-
-#[test]
-fn plan_cross_product_of_lists() {
-    let p = plan(&args(&[
-        "--mech",
-        "futex,pipe",
-        "--pattern",
-        "handoff,roundtrip",
-        "--between",
-        "threads,processes",
-        "--period",
-        "10ms,30ms,50ms",
-        "--repetitions",
-        "50",
-        "--no-rt",
-    ]))
-    .unwrap();
-    assert_eq!(p.sessions.len(), 2 * 2 * 2 * 3);
-    assert_eq!(p.repetitions, 50);
-    assert!(p.sessions.iter().any(|s| s.mechanism == "pipe"
-        && s.pattern == Pattern::Handoff
-        && s.period_ns == 30_000_000));
-}
-
-#[test]
-fn all_with_unsupported_pattern_skips_explicit_refuses() {
-    let p = plan(&args(&["--pattern", "roundtrip", "--no-rt"])).unwrap();
-    assert!(p.sessions.iter().all(|s| s.mechanism != "mutex"));
-    assert_eq!(p.skipped, vec!["mutex roundtrip".to_string()]);
-    let e = plan_err(&["--mech", "mutex", "--pattern", "roundtrip"]);
-    assert!(
-        e.contains("mutex does not support --pattern roundtrip"),
-        "{e}"
-    );
-}
-
-#[test]
-fn bad_input_is_refused() {
-    let e = plan_err(&["--mech", "futex,carrier-pigeon"]);
-    assert!(e.contains("unknown mechanism 'carrier-pigeon'"), "{e}");
-    assert!(plan_err(&["--mech", "futex,,pipe"]).contains("empty"));
-    assert!(parse_err(&["--repetitions", "0"]).contains("at least 1"));
-    assert!(parse_err(&["--period", "0"]).contains("greater than 0"));
-    assert!(parse_err(&["-l", "0"]).contains("at least 1"));
-    assert!(parse_err(&["--cpus", "1"]).contains("CPU pair"));
-    assert!(parse_err(&["--pattern", "sideways"]).contains("sideways"));
-    assert!(plan_err(&["--cpus", "0,4096"]).contains("not online"));
-    assert!(plan_err(&["-l", "1000000", "--repetitions", "1000"]).contains("at most"));
-}
-
-#[test]
-fn priorities_and_placement() {
-    let p = plan(&args(&["-p", "80"])).unwrap();
-    assert_eq!((p.receiver_priority, p.sender_priority), (80, 79));
-    let p = plan(&args(&["-p", "1"])).unwrap();
-    assert_eq!(p.sender_priority, 1);
-    let p = plan(&args(&["-p", "80", "--sender-priority", "90"])).unwrap();
-    assert_eq!(p.sender_priority, 90);
-    let p = plan(&args(&["--no-rt"])).unwrap();
-    assert_eq!((p.receiver_priority, p.sender_priority), (0, 0));
-    let p = plan(&args(&["--cpus", "0,0", "--no-rt"])).unwrap();
-    assert_eq!((p.sender_cpu, p.receiver_cpu), (Some(0), Some(0)));
-    assert!(p.placement.contains("same CPU"));
-    let s = &p.sessions[0];
-    assert_eq!(p.suffix(s), "threads cpu0->cpu0 1ms");
 }
 
 #[test]
