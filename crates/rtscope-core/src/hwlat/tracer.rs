@@ -930,26 +930,12 @@ mod tests {
         let _one = one_at_a_time();
         let d = fake();
         let before = snapshot(d.path());
-        let t = Tracer::start(Tracefs::at(d.path().into()), &settings()).unwrap();
-        // As if killed: nothing restored, the state file left, its pid gone.
-        let mut st: State = serde_json::from_str(&read(d.path(), ".rtscope-hwlat.state")).unwrap();
-        std::mem::forget(t);
-        ACTIVE.lock().unwrap().take();
-        st.pid = i32::MAX;
-        std::fs::write(
-            d.path().join(".rtscope-hwlat.state"),
-            serde_json::to_string(&st).unwrap(),
-        )
-        .unwrap();
+        let st = killed_run(d.path());
         let fs = Tracefs::at(d.path().into());
         // A live pid's hwlat is someone's run: refused, named.
         let mut live = st.clone();
         live.pid = std::process::id() as i32;
-        std::fs::write(
-            d.path().join(".rtscope-hwlat.state"),
-            serde_json::to_string(&live).unwrap(),
-        )
-        .unwrap();
+        write_state(d.path(), &live);
         let e = Tracer::start(Tracefs::at(d.path().into()), &settings())
             .err()
             .unwrap();
@@ -957,26 +943,13 @@ mod tests {
             e.to_string().contains("another rtscope hwlat run, pid"),
             "{e}"
         );
-        std::fs::write(
-            d.path().join(".rtscope-hwlat.state"),
-            serde_json::to_string(&st).unwrap(),
-        )
-        .unwrap();
+        write_state(d.path(), &st);
         assert_eq!(fs.recover(), Some(i32::MAX));
         assert_eq!(read(d.path(), "current_tracer"), "nop");
         assert_eq!(differences(&before, &snapshot(d.path())), []);
         assert!(!d.path().join(".rtscope-hwlat.state").exists());
         // A gone run whose settings someone changed since: left alone.
-        let t = Tracer::start(Tracefs::at(d.path().into()), &settings()).unwrap();
-        std::mem::forget(t);
-        ACTIVE.lock().unwrap().take();
-        let mut st: State = serde_json::from_str(&read(d.path(), ".rtscope-hwlat.state")).unwrap();
-        st.pid = i32::MAX;
-        std::fs::write(
-            d.path().join(".rtscope-hwlat.state"),
-            serde_json::to_string(&st).unwrap(),
-        )
-        .unwrap();
+        let st = killed_run(d.path());
         std::fs::write(d.path().join("tracing_thresh"), "50").unwrap();
         assert_eq!(fs.recover(), None);
         assert_eq!(read(d.path(), "current_tracer"), "hwlat");
@@ -990,16 +963,32 @@ mod tests {
         .unwrap();
         let width = value_of(&st.saved, "hwlat_detector/width");
         std::fs::write(d.path().join("hwlat_detector/width"), &width).unwrap();
-        std::fs::write(
-            d.path().join(".rtscope-hwlat.state"),
-            serde_json::to_string(&st).unwrap(),
-        )
-        .unwrap();
+        write_state(d.path(), &st);
         assert_eq!(fs.recover(), Some(i32::MAX));
         assert_eq!(read(d.path(), "current_tracer"), "nop");
         assert_eq!(differences(&before, &snapshot(d.path())), []);
         // Recovered, the state file is gone: a second call has nothing to do.
         assert_eq!(fs.recover(), None);
+    }
+
+    /// A run started on the fake tree at `dir`, then as if killed: nothing
+    /// restored, its state file left, naming a pid that is gone.
+    fn killed_run(dir: &Path) -> State {
+        let t = Tracer::start(Tracefs::at(dir.into()), &settings()).unwrap();
+        std::mem::forget(t);
+        ACTIVE.lock().unwrap().take();
+        let mut st: State = serde_json::from_str(&read(dir, ".rtscope-hwlat.state")).unwrap();
+        st.pid = i32::MAX;
+        write_state(dir, &st);
+        st
+    }
+
+    fn write_state(dir: &Path, st: &State) {
+        std::fs::write(
+            dir.join(".rtscope-hwlat.state"),
+            serde_json::to_string(st).unwrap(),
+        )
+        .unwrap();
     }
 
     fn value_of(saved: &[(String, String)], f: &str) -> String {
@@ -1011,16 +1000,7 @@ mod tests {
         let _one = one_at_a_time();
         let d = fake();
         let fs = Tracefs::at(d.path().into());
-        let t = Tracer::start(Tracefs::at(d.path().into()), &settings()).unwrap();
-        std::mem::forget(t);
-        ACTIVE.lock().unwrap().take();
-        let mut st: State = serde_json::from_str(&read(d.path(), ".rtscope-hwlat.state")).unwrap();
-        st.pid = i32::MAX;
-        std::fs::write(
-            d.path().join(".rtscope-hwlat.state"),
-            serde_json::to_string(&st).unwrap(),
-        )
-        .unwrap();
+        killed_run(d.path());
         // Neither the run's width nor the one before it: someone else's.
         std::fs::write(d.path().join("hwlat_detector/width"), "123").unwrap();
         assert_eq!(fs.recover(), None);

@@ -231,6 +231,17 @@ mod tests {
     use super::platform::*;
     use super::*;
 
+    /// A tree of `files` (absolute paths below a temporary root).
+    fn fake_tree<T: AsRef<[u8]>>(files: &[(&str, T)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let p = dir.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        dir
+    }
+
     /// Every check runs on any tree, once each, the hwlat row last.
     #[test]
     fn every_check_once_in_order() {
@@ -252,12 +263,7 @@ mod tests {
     #[test]
     fn the_deadline_bandwidth_on_fake_trees() {
         let check = |files: &[(&str, &str)]| {
-            let dir = tempfile::tempdir().unwrap();
-            for (path, text) in files {
-                let p = dir.path().join(path.trim_start_matches('/'));
-                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-                std::fs::write(p, text).unwrap();
-            }
+            let dir = fake_tree(files);
             let root = Root::new(dir.path());
             let c = super::sched::deadline_bandwidth(&root, &Facts::read(&root, None));
             (c.status, c.found, c.fix)
@@ -341,12 +347,7 @@ mod tests {
     #[test]
     fn the_hwlat_tracer_and_the_smi_counter() {
         let check = |files: &[(&str, &[u8])]| {
-            let dir = tempfile::tempdir().unwrap();
-            for (path, text) in files {
-                let p = dir.path().join(path.trim_start_matches('/'));
-                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-                std::fs::write(p, text).unwrap();
-            }
+            let dir = fake_tree(files);
             let root = Root::new(dir.path());
             let c = hwlat(&root, &Facts::read(&root, None));
             (c.status, c.found, c.fix)
