@@ -96,10 +96,13 @@ fn spawn(tracefs: &Path, args: &[&str]) -> std::process::Child {
         .unwrap()
 }
 
-/// Waits until the fake tracer is set (`current_tracer` hwlat).
+/// Waits until the fake tracer is set: `current_tracer` hwlat and
+/// `tracing_on` 1, which rtscope writes last (it turns tracing off before its
+/// settings), so that every setting is written.
 fn until_set(tracefs: &Path) {
     let t0 = std::time::Instant::now();
-    while std::fs::read_to_string(tracefs.join("current_tracer")).unwrap() != "hwlat" {
+    let read = |f: &str| std::fs::read_to_string(tracefs.join(f)).unwrap();
+    while read("current_tracer") != "hwlat" || read("tracing_on").trim() != "1" {
         assert!(
             t0.elapsed() < Duration::from_secs(30),
             "the tracer was never set"
