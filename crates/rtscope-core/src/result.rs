@@ -106,7 +106,11 @@ pub struct TraceReport {
     pub samples: u64,
     /// Samples joined with their kernel wake-up and split into stages.
     pub joined: u64,
-    /// Samples without a matching kernel wake-up, and the reverse.
+    /// Samples paired with their kernel wake-up whose record lacks the timer
+    /// interrupt or the syscall exit: not split into stages.
+    /// `joined + incomplete + unmatched_samples = samples`.
+    pub incomplete: u64,
+    /// Samples without a matching kernel wake-up.
     pub unmatched_samples: u64,
     /// Kernel wake-ups of the measured threads without a matching sample.
     pub unmatched_wakes: u64,

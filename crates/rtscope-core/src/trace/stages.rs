@@ -67,10 +67,17 @@ pub struct KernelWake {
 #[derive(Debug, Default)]
 pub struct WakeTracker {
     tids: Vec<i32>,
-    /// Armed timers: address -> (tid, softexpires, armed at, CPU).
-    timers: HashMap<u64, (i32, u64, u64, u32)>,
-    /// The wake-up in progress, per thread (after its timer fired).
+    /// Armed timers: address -> (tid, softexpires, armed at, CPU, callback).
+    timers: HashMap<u64, (i32, u64, u64, u32, u64)>,
+    /// The wake-up in progress, per thread (after its timer fired), and its
+    /// timer's callback.
     open: HashMap<i32, KernelWake>,
+    open_fn: HashMap<i32, u64>,
+    /// Per thread, the callback of the timer its waits use (learnt from its
+    /// first complete wait): other timers armed while it is the current task
+    /// (the tick's, the scheduler's, armed from an interrupt it was running
+    /// under) are not its waits.
+    sleeper_fn: HashMap<i32, u64>,
     done: Vec<KernelWake>,
     /// Waits whose timer was armed again before their `sys_exit` was seen.
     pub incomplete: u64,
@@ -97,17 +104,21 @@ impl WakeTracker {
             Kind::HrtimerStart {
                 hrtimer,
                 softexpires,
+                function,
                 ..
             } if self.ours(e.pid) => {
+                if self.sleeper_fn.get(&e.pid).is_some_and(|f| *f != function) {
+                    return;
+                }
                 if let Some(w) = self.open.remove(&e.pid) {
                     self.incomplete += 1;
                     self.done.push(w);
                 }
                 self.timers
-                    .insert(hrtimer, (e.pid, softexpires, e.ts, e.cpu));
+                    .insert(hrtimer, (e.pid, softexpires, e.ts, e.cpu, function));
             }
             Kind::HrtimerEntry { hrtimer, now, .. } => {
-                if let Some((tid, expires, armed, armed_cpu)) = self
+                if let Some((tid, expires, armed, armed_cpu, function)) = self
                     .timers
                     .remove(&hrtimer)
                     .filter(|t| now >= t.1 && e.ts >= t.2)
@@ -116,6 +127,7 @@ impl WakeTracker {
                         self.incomplete += 1;
                         self.done.push(w);
                     }
+                    self.open_fn.insert(tid, function);
                     self.open.insert(
                         tid,
                         KernelWake {
@@ -162,6 +174,9 @@ impl WakeTracker {
                     w.exit_ns = Some(e.ts);
                     w.exit_cpu = e.cpu;
                     self.done.push(w);
+                    if let Some(f) = self.open_fn.get(&e.pid) {
+                        self.sleeper_fn.entry(e.pid).or_insert(*f);
+                    }
                 }
             }
             _ => {}
@@ -197,7 +212,11 @@ impl Joiner {
         match self.wakes.remove(&t) {
             Some(w) => Some((*s, w)),
             None => {
-                self.samples.insert(t, *s);
+                if self.samples.insert(t, *s).is_some() {
+                    // Two samples of one thread with one intended time: the
+                    // earlier one can no longer be paired.
+                    self.unmatched_samples += 1;
+                }
                 None
             }
         }
@@ -208,7 +227,9 @@ impl Joiner {
         match self.samples.remove(&w.expires_ns) {
             Some(s) => Some((s, *w)),
             None => {
-                self.wakes.insert(w.expires_ns, *w);
+                if self.wakes.insert(w.expires_ns, *w).is_some() {
+                    self.unmatched_wakes += 1;
+                }
                 None
             }
         }
@@ -297,6 +318,9 @@ pub struct StageRecorder {
     pub joined: u64,
     /// Joined samples below the kernel's bound.
     pub below_kernel: u64,
+    /// Samples paired with a kernel wake-up whose record lacks the timer
+    /// interrupt or the syscall exit (not split: the total cannot be).
+    pub incomplete: u64,
     worst: Vec<(String, Sample, KernelWake, Stages)>,
     keep: usize,
 }
@@ -311,6 +335,7 @@ impl StageRecorder {
             observed: [0; 6],
             joined: 0,
             below_kernel: 0,
+            incomplete: 0,
             worst: Vec::new(),
             keep,
         }
@@ -319,7 +344,10 @@ impl StageRecorder {
     /// Records a joined sample of `series`; returns its stages (`None`: the
     /// kernel's record lacked the interrupt or the syscall exit).
     pub fn record(&mut self, series: &str, s: &Sample, w: &KernelWake) -> Option<Stages> {
-        let st = Stages::of(s, w)?;
+        let Some(st) = Stages::of(s, w) else {
+            self.incomplete += 1;
+            return None;
+        };
         self.joined += 1;
         if st.rtscope_kernel_ns < 0 {
             self.below_kernel += 1;
@@ -685,6 +713,78 @@ mod tests {
     }
 
     #[test]
+    fn other_timers_armed_under_the_thread_are_not_its_waits() {
+        // The tick's timer, armed from an interrupt while the measurement
+        // thread is the current task, carries its pid.
+        let tick = |ts: u64, at: u64| {
+            ev(
+                ts,
+                1,
+                42,
+                Kind::HrtimerStart {
+                    hrtimer: 0x71c,
+                    function: 0x7,
+                    expires: at,
+                    softexpires: at,
+                },
+            )
+        };
+        let tick_fires = |ts: u64| {
+            ev(
+                ts,
+                1,
+                0,
+                Kind::HrtimerEntry {
+                    hrtimer: 0x71c,
+                    function: 0x7,
+                    now: ts,
+                },
+            )
+        };
+        let mut t = WakeTracker::new(&[42]);
+        // The first wait teaches the tracker its timer's callback.
+        for e in wake_events(42, 1_000_000, true) {
+            t.event(&e);
+        }
+        // Wait 2: the tick is armed between the wake-up and the exit (it must
+        // not close wait 2), and again while the thread runs; it fires before
+        // wait 3's timer (it must not open a wait of the thread).
+        let w2 = wake_events(42, 2_000_000, true);
+        for e in &w2[..3] {
+            t.event(e);
+        }
+        t.event(&tick(2_005_000, 2_500_000));
+        for e in &w2[3..] {
+            t.event(e);
+        }
+        t.event(&tick(2_020_000, 2_900_000));
+        let w3 = wake_events(42, 3_000_000, true);
+        t.event(&w3[0]);
+        t.event(&tick_fires(2_900_000));
+        for e in &w3[1..] {
+            t.event(e);
+        }
+        let w = t.take();
+        assert_eq!(t.incomplete, 0);
+        let got: Vec<(u64, bool)> = w
+            .iter()
+            .map(|w| (w.expires_ns, w.exit_ns.is_some()))
+            .collect();
+        assert_eq!(
+            got,
+            [(1_000_000, true), (2_000_000, true), (3_000_000, true)]
+        );
+        // Before its first complete wait, a thread's timers are all taken.
+        let mut t = WakeTracker::new(&[42]);
+        let w1 = wake_events(42, 1_000_000, true);
+        for e in &w1[..3] {
+            t.event(e);
+        }
+        t.event(&tick(1_005_000, 1_500_000));
+        assert_eq!(t.incomplete, 1);
+    }
+
+    #[test]
     fn missing_switch_and_lost_events() {
         let mut t = WakeTracker::new(&[42]);
         for e in wake_events(42, 1_000_000, false) {
@@ -712,6 +812,11 @@ mod tests {
         assert_eq!((st.sched_ns, st.return_ns), (None, None));
         assert_eq!(st.switch_return_ns, Some(6_000));
         assert!(Stages::of(&s(2_000_000), &w[1]).is_none());
+        // The recorder counts such a pair as incomplete, not as joined.
+        let mut r = StageRecorder::new(0, 0);
+        assert!(r.record("cpu1", &s(2_000_000), &w[1]).is_none());
+        assert!(r.record("cpu1", &s(1_000_000), &w[0]).is_some());
+        assert_eq!((r.joined, r.incomplete), (1, 1));
         // A sample that never gets its wake-up is given up when expired.
         let mut j = Joiner::default();
         j.sample(&s(5_000_000));
@@ -720,5 +825,15 @@ mod tests {
         assert_eq!((j.unmatched_samples, j.unmatched_wakes), (0, 1));
         j.finish();
         assert_eq!((j.unmatched_samples, j.unmatched_wakes), (1, 1));
+        // A second sample or wake-up of one intended time replaces the first,
+        // which is counted as given up on.
+        let mut j = Joiner::default();
+        assert!(j.sample(&s(5_000_000)).is_none());
+        assert!(j.sample(&s(5_000_000)).is_none());
+        assert!(j.wake(&w[2]).is_none());
+        assert!(j.wake(&w[2]).is_none());
+        assert_eq!((j.unmatched_samples, j.unmatched_wakes), (1, 1));
+        j.finish();
+        assert_eq!((j.unmatched_samples, j.unmatched_wakes), (2, 2));
     }
 }

@@ -147,10 +147,13 @@ pub struct Tracer {
     labels: Vec<String>,
     by_tid: HashMap<i32, usize>,
     rec: StageRecorder,
+    /// Events read but not taken yet (see [`Tracer::pump`]).
     batch: Vec<Event>,
     history: VecDeque<Event>,
     newest_intended: u64,
     samples: u64,
+    /// Samples of a thread the tracer does not follow (counted unmatched).
+    stray_samples: u64,
     /// Outlier windows: (latency, series, seq, entries), worst first.
     contexts: Vec<(i64, String, u64, Vec<ContextEntry>)>,
     /// Filters that could not be set (the run is then only heavier).
@@ -202,6 +205,7 @@ impl Tracer {
             history: VecDeque::new(),
             newest_intended: 0,
             samples: 0,
+            stray_samples: 0,
             contexts: Vec::new(),
             filter_errors,
         }
@@ -211,22 +215,37 @@ impl Tracer {
     pub fn sample(&mut self, i: usize, s: &Sample) {
         self.samples += 1;
         self.newest_intended = self.newest_intended.max(intended(s));
-        if let Some((s, w)) = self.joiners.get_mut(i).and_then(|j| j.sample(s)) {
+        let Some(j) = self.joiners.get_mut(i) else {
+            self.stray_samples += 1;
+            return;
+        };
+        if let Some((s, w)) = j.sample(s) {
             self.joined(i, &s, &w);
         }
     }
 
     /// Reads the events available now and joins what completed.
+    ///
+    /// The per-CPU buffers are read one after the other, so a CPU read early
+    /// may still get events older than the newest of a CPU read later: only
+    /// events stamped before the read began are taken now (every CPU had
+    /// written those); the rest wait for the next read, in time order.
     pub fn pump(&mut self) {
+        let before = rtscope_core::sys::clock_ns(libc::CLOCK_MONOTONIC);
+        self.pump_until(before);
+    }
+
+    /// Reads the events available now and takes those stamped up to `until`.
+    fn pump_until(&mut self, until: u64) {
         let mut batch = std::mem::take(&mut self.batch);
-        batch.clear();
         self.inst.read(|e| batch.push(*e));
         batch.sort_by_key(|e| e.ts);
-        for e in &batch {
+        let ready = batch.partition_point(|e| e.ts <= until);
+        for e in &batch[..ready] {
             self.tracker.event(e);
         }
         if self.outliers_ns.is_some() {
-            self.history.extend(batch.iter().copied());
+            self.history.extend(batch[..ready].iter().copied());
             let newest = self.history.back().map_or(0, |e| e.ts);
             while self
                 .history
@@ -236,6 +255,7 @@ impl Tracer {
                 self.history.pop_front();
             }
         }
+        batch.drain(..ready);
         self.batch = batch;
         for w in self.tracker.take() {
             let Some(&i) = self.by_tid.get(&w.tid) else {
@@ -280,8 +300,8 @@ impl Tracer {
     /// the stage series, the report and warnings.
     pub fn finish(mut self) -> (Vec<Series>, TraceReport, Vec<String>) {
         self.inst.stop();
-        self.pump();
-        let mut unmatched_samples = 0;
+        self.pump_until(u64::MAX);
+        let mut unmatched_samples = self.stray_samples;
         let mut unmatched_wakes = 0;
         for j in &mut self.joiners {
             j.finish();
@@ -316,6 +336,7 @@ impl Tracer {
             overruns,
             samples: self.samples,
             joined: self.rec.joined,
+            incomplete: self.rec.incomplete,
             unmatched_samples,
             unmatched_wakes,
             observed: self.rec.observed(),
@@ -333,9 +354,11 @@ impl Tracer {
             ));
         } else if report.samples > report.joined {
             warnings.push(format!(
-                "{} of {} samples have no complete kernel record (not split into stages)",
+                "{} of {} samples not split into stages: {} without their kernel wake-up, {} whose record lacks the timer interrupt or the syscall exit",
                 report.samples - report.joined,
-                report.samples
+                report.samples,
+                report.unmatched_samples,
+                report.incomplete
             ));
         }
         if report.accuracy.below_kernel > 0 {

@@ -69,6 +69,17 @@ pub fn context_highlights(ctx: &[ContextEntry], n: usize) -> Vec<&ContextEntry> 
 }
 
 /// The trace section of the summary.
+/// Why samples were not split, for the summary line: empty when all were.
+pub fn not_split(t: &TraceReport) -> String {
+    if t.joined >= t.samples {
+        return String::new();
+    }
+    format!(
+        " ({} without their kernel wake-up, {} with an incomplete kernel record)",
+        t.unmatched_samples, t.incomplete
+    )
+}
+
 pub fn summary(t: &TraceReport) -> String {
     let mut out = String::new();
     let obs = |k: &str| t.observed.get(k).copied().unwrap_or(0);
@@ -81,9 +92,10 @@ pub fn summary(t: &TraceReport) -> String {
         )
     };
     out.push_str(&format!(
-        "trace: {} of {} samples split into stages (sched_switch recorded for {}); {} events read, {lost}\n",
+        "trace: {} of {} samples split into stages{} (sched_switch recorded for {}); {} events read, {lost}\n",
         t.joined,
         t.samples,
+        not_split(t),
         obs("sched"),
         t.events_read
     ));
@@ -158,5 +170,26 @@ mod tests {
             context_line(&c),
             "+2.0 us  CPU 1  IRQ 11 virtio0 ran 38.0 us"
         );
+    }
+
+    #[test]
+    fn the_summary_says_why_samples_were_not_split() {
+        let mut t = TraceReport {
+            samples: 500,
+            joined: 500,
+            ..Default::default()
+        };
+        assert_eq!(not_split(&t), "");
+        assert!(summary(&t).starts_with("trace: 500 of 500 samples split into stages (sched"));
+        t.joined = 493;
+        t.incomplete = 5;
+        t.unmatched_samples = 2;
+        assert_eq!(
+            not_split(&t),
+            " (2 without their kernel wake-up, 5 with an incomplete kernel record)"
+        );
+        assert!(summary(&t).starts_with(
+            "trace: 493 of 500 samples split into stages (2 without their kernel wake-up, 5 with"
+        ));
     }
 }

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use rtscope_core::result::{ResultDocument, TraceReport, WakeStages};
 
 use super::esc;
-use crate::output::trace::{breakdown, context_highlights, context_line};
+use crate::output::trace::{breakdown, context_highlights, context_line, not_split};
 
 /// Segments of a bar: name, colour.
 const SEGMENTS: [(&str, &str); 6] = [
@@ -156,11 +156,12 @@ pub fn section(d: &ResultDocument) -> String {
     let sched = t.observed.get("sched").copied().unwrap_or(0);
     let _ = writeln!(
         s,
-        "<p class=\"sub\">{} of {} samples joined with their kernel wake-up (trace clock {}, instance {}); \
+        "<p class=\"sub\">{} of {} samples joined with their kernel wake-up{} (trace clock {}, instance {}); \
          the switch into the thread was recorded for {sched} (on an idle CPU the kernel rarely records it: \
          then scheduling and return are one stage, switch+return). Events read: {}; lost: {} overrun, {} pages with losses.</p>",
         t.joined,
         t.samples,
+        esc(&not_split(t)),
         esc(&t.clock),
         esc(&t.instance),
         t.events_read,
