@@ -107,16 +107,13 @@ pub fn attach(
         .collect();
     set(checks, "irq-affinity", text.join("; "));
     // OS noise on the same CPUs: the evidence for isolation and throttling.
-    let quiet_out = crate::experiment::run::Outputs {
-        quiet: true,
-        ..Default::default()
-    };
+    let quiet_run = crate::experiment::run::RunRequest::quiet();
     let options = crate::experiment::noise::NoiseOptions {
         cpus: Some(cpus.clone()),
         duration_ns: window_ns,
         calibration_window_ns: 100_000_000,
         spikes: 4,
-        outputs: quiet_out.clone(),
+        run: quiet_run.clone(),
         ..Default::default()
     };
     if !quiet {
@@ -166,7 +163,7 @@ pub fn attach(
         cpus: Some(cpus.clone()),
         period_ns: 1_000_000,
         duration_ns: Some(window_ns),
-        outputs: quiet_out,
+        run: quiet_run,
         ..Default::default()
     };
     if !quiet {
@@ -268,10 +265,7 @@ fn hwlat_probe_options(cpus: &[usize], window_ns: u64) -> crate::experiment::hwl
         cpus: Some(cpus.to_vec()),
         duration_ns: window_ns,
         method: crate::experiment::hwlat::Method::Tracer,
-        outputs: crate::experiment::run::Outputs {
-            quiet: true,
-            ..Default::default()
-        },
+        run: crate::experiment::run::RunRequest::quiet(),
         ..Default::default()
     }
 }
@@ -424,8 +418,8 @@ mod tests {
         assert_eq!(o.cpus, Some(vec![2, 3]));
         assert_eq!(o.duration_ns, 1_500_000_000);
         assert_eq!(o.method, crate::experiment::hwlat::Method::Tracer);
-        assert!(o.outputs.quiet);
-        assert_eq!(o.outputs.json, None);
+        assert!(o.run.outputs.quiet);
+        assert_eq!(o.run.outputs.json, None);
         let d = crate::experiment::hwlat::HwlatOptions::default();
         assert_eq!(
             (o.window_ns, o.width_ns, o.threshold_ns),

@@ -108,10 +108,9 @@ impl ClockArgs {
             calibrate_ns: self.calibrate,
             warp_ns: self.warp,
             cpu: self.cpu,
-            rt: self.rt.choice()?,
-            loads: self.loads.load.clone(),
-            load_cpus: self.loads.load_cpus.clone(),
-            outputs: Outputs::from(&self.out),
+            run: self
+                .loads
+                .request(self.rt.choice()?, Outputs::from(&self.out)),
         })
     }
 }
@@ -125,10 +124,9 @@ impl PeriodArgs {
             sources: self.sources.clone(),
             calibrate_ns: self.calibrate,
             cpu: self.cpu,
-            rt: self.rt.choice()?,
-            loads: self.loads.load.clone(),
-            load_cpus: self.loads.load_cpus.clone(),
-            outputs: Outputs::from(&self.out),
+            run: self
+                .loads
+                .request(self.rt.choice()?, Outputs::from(&self.out)),
         })
     }
 }

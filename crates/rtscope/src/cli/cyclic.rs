@@ -147,7 +147,17 @@ impl CyclicArgs {
             warmup: self.warmup,
             clock: self.clock,
             wake: self.wake,
-            rt: self.rt.choice_with_deadline()?,
+            run: self.loads.request(
+                self.rt.choice_with_deadline()?,
+                Outputs {
+                    json: self.out.json.clone(),
+                    report: self.out.report.clone(),
+                    quiet: self.out.quiet,
+                    repeat: self.repeat,
+                    live: self.live.options(),
+                    gates: self.out.gate.options(),
+                },
+            ),
             deadline: crate::experiment::cyclic::DeadlineAsk {
                 runtime_ns: self.dl_runtime,
                 deadline_ns: self.dl_deadline,
@@ -159,16 +169,6 @@ impl CyclicArgs {
             break_above_ns: self.break_above,
             fail_above_ns: self.fail_above,
             checkpoint_ns: self.out.checkpoint,
-            outputs: Outputs {
-                json: self.out.json.clone(),
-                report: self.out.report.clone(),
-                quiet: self.out.quiet,
-                repeat: self.repeat,
-                live: self.live.options(),
-                gates: self.out.gate.options(),
-            },
-            loads: self.loads.load.clone(),
-            load_cpus: self.loads.load_cpus.clone(),
             repeat: self.repeat,
             trace: match (self.trace, self.trace_outliers) {
                 (Some(m), _) => m,

@@ -94,13 +94,13 @@ impl HwlatArgs {
             calibration_window_ns: self.calibrate.unwrap_or(d.calibration_window_ns),
             trace_buffer_kb: self.trace_buffer_kb.unwrap_or(d.trace_buffer_kb),
             spikes: self.spikes,
-            rt: self.rt.choice()?,
-            loads: self.loads.load.clone(),
-            load_cpus: self.loads.load_cpus.clone(),
-            outputs: Outputs {
-                live: self.live.options(),
-                ..Outputs::from(&self.out)
-            },
+            run: self.loads.request(
+                self.rt.choice()?,
+                Outputs {
+                    live: self.live.options(),
+                    ..Outputs::from(&self.out)
+                },
+            ),
             given,
         })
     }
@@ -144,7 +144,7 @@ mod tests {
         assert_eq!(o.threshold_ns, 20_000, "a bare number is µs");
         assert_eq!((o.mode, o.method), (Some(Mode::PerCpu), Method::Auto));
         assert_eq!(o.given, ["--window", "--width", "--mode"]);
-        assert_eq!(o.outputs.live.listen.as_deref(), Some("127.0.0.1:0"));
+        assert_eq!(o.run.outputs.live.listen.as_deref(), Some("127.0.0.1:0"));
         let cli = super::super::Cli::try_parse_from([
             "rtscope",
             "hwlat",

@@ -87,10 +87,9 @@ impl IpcArgs {
             periods_ns: self.period.clone(),
             loops: self.loops,
             repetitions: self.repetitions,
-            rt: self.rt.choice()?,
-            loads: self.loads.load.clone(),
-            load_cpus: self.loads.load_cpus.clone(),
-            outputs: Outputs::from(&self.out),
+            run: self
+                .loads
+                .request(self.rt.choice()?, Outputs::from(&self.out)),
         })
     }
 }

@@ -89,7 +89,9 @@ impl IrqArgs {
             loops: self.loops,
             duration_ns: self.duration,
             spikes: self.spikes,
-            rt: self.rt.choice()?,
+            run: self
+                .loads
+                .request(self.rt.choice()?, Outputs::from(&self.out)),
             trace: match (self.trace, self.trace_outliers, self.source.source) {
                 (Some(m), _, _) => m,
                 (None, Some(_), _) => TraceMode::On,
@@ -97,9 +99,6 @@ impl IrqArgs {
                 (None, None, IrqSource::Net | IrqSource::Rtc | IrqSource::Gpio) => TraceMode::Off,
             },
             trace_outliers_ns: self.trace_outliers,
-            outputs: Outputs::from(&self.out),
-            loads: self.loads.load.clone(),
-            load_cpus: self.loads.load_cpus.clone(),
             rtc_device: self.rtc_device.clone(),
             gpio: self.source.gpio.clone(),
             edge: self.edge,

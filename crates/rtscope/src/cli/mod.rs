@@ -12,7 +12,7 @@ use crate::experiment::clock::{ClockOptions, Mode as ClockMode};
 use crate::experiment::cyclic::CyclicOptions;
 use crate::experiment::ipc::{Between, IpcOptions, Pattern};
 use crate::experiment::period::PeriodOptions;
-use crate::experiment::run::{Outputs, RtChoice};
+use crate::experiment::run::{Outputs, RtChoice, RunRequest};
 
 mod check;
 mod clock;
@@ -205,6 +205,18 @@ pub struct LoadArgs {
     /// CPUs that loads run on, one instance per CPU (default: every online CPU).
     #[arg(long, value_name = "LIST", value_parser = cpu_list)]
     pub load_cpus: Option<CpuList>,
+}
+
+impl LoadArgs {
+    /// The run request of an experiment with these loads, `rt` and `outputs`.
+    pub fn request(&self, rt: RtChoice, outputs: Outputs) -> RunRequest {
+        RunRequest {
+            rt,
+            loads: self.load.clone(),
+            load_cpus: self.load_cpus.clone(),
+            outputs,
+        }
+    }
 }
 
 /// A value from a core enum's table of names ([`rtscope_core::named`]); help
@@ -446,8 +458,8 @@ mod tests {
             panic!("not cyclic");
         };
         let o = a.options().unwrap();
-        assert_eq!(o.rt.policy, Policy::Deadline);
-        assert_eq!(o.rt.priority, 0);
+        assert_eq!(o.run.rt.policy, Policy::Deadline);
+        assert_eq!(o.run.rt.priority, 0);
         assert_eq!(o.period_ns, 2_000_000);
         assert_eq!(
             o.deadline,

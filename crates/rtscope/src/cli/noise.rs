@@ -62,10 +62,9 @@ impl NoiseArgs {
             source: self.source.clone(),
             calibration_window_ns: self.calibrate,
             spikes: self.spikes,
-            rt: self.rt.choice()?,
-            loads: self.loads.load.clone(),
-            load_cpus: self.loads.load_cpus.clone(),
-            outputs: Outputs::from(&self.out),
+            run: self
+                .loads
+                .request(self.rt.choice()?, Outputs::from(&self.out)),
         })
     }
 }

@@ -165,8 +165,6 @@ impl TimerArgs {
             compensations: (!self.compensate.is_empty()).then(|| self.compensate.clone()),
             policies: self.policy.clone(),
             priority: self.priority,
-            no_rt: self.no_rt,
-            default_system: self.default_system,
             wakes: self.wakes.unwrap_or(d::WAKES),
             cpu: self.cpu,
             calibration: self.calibration.clone(),
@@ -182,9 +180,15 @@ impl TimerArgs {
             service: self.service.clone(),
             timers: self.timers.unwrap_or(d::TIMERS),
             tick_ns: self.tick.unwrap_or(d::TICK_NS),
-            loads: self.loads.load.clone(),
-            load_cpus: self.loads.load_cpus.clone(),
-            outputs: Outputs::from(&self.out),
+            run: self.loads.request(
+                crate::experiment::timer::sweep_rt(
+                    &self.policy,
+                    self.priority,
+                    self.no_rt,
+                    self.default_system,
+                )?,
+                Outputs::from(&self.out),
+            ),
         })
     }
 }

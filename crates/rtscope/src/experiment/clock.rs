@@ -33,7 +33,7 @@ use rtscope_core::rt::ThreadState;
 use rtscope_core::sys;
 use rtscope_core::units::{format_cpu_list, format_ns, online_cpus};
 
-use super::run::{self, Finished, Outputs, RtChoice, RunSettings};
+use super::run::{self, Finished, RunRequest};
 use crate::error::{usage, EXIT_OK};
 use crate::output::progress::Progress;
 use crate::output::say;
@@ -64,9 +64,9 @@ impl Mode {
 /// Every setting of a clock run (goes into the result document).
 #[derive(Debug, Clone, Serialize)]
 pub struct ClockPlan {
-    /// Background loads (`--load`) and their CPUs (`--load-cpus`).
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
+    /// The real-time choice, the loads and the outputs (`run.rs`).
+    #[serde(flatten)]
+    pub run: RunRequest,
     pub mode: Mode,
     /// Consecutive: reads per source.
     pub reads: u64,
@@ -79,10 +79,6 @@ pub struct ClockPlan {
     pub calibration_window_ns: u64,
     pub warp_window_ns: u64,
     pub cpu: usize,
-    pub rt: RtChoice,
-    /// `--json`, `--report`.
-    #[serde(flatten)]
-    pub outputs: Outputs,
 }
 
 /// What a clock run is asked to do: plain settings, filled in by `cli.rs` (or
@@ -102,10 +98,8 @@ pub struct ClockOptions {
     pub warp_ns: u64,
     /// `None`: the last online CPU.
     pub cpu: Option<usize>,
-    pub rt: RtChoice,
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
-    pub outputs: Outputs,
+    /// The real-time choice, the loads and the outputs (`run.rs`).
+    pub run: RunRequest,
 }
 
 /// Turns options into a validated plan (bad input: a usage error, exit 2).
@@ -145,11 +139,9 @@ pub fn plan(a: &ClockOptions) -> Result<ClockPlan> {
     crate::limits::check_count("-n/--reads", a.reads, 16)?;
     crate::limits::check_count("--pairs", a.pairs as u64, 8 * (k + 1))?;
     let cpu = resolve_cpu(a.cpu)?;
-    a.outputs.check(&[])?;
-    crate::load::LoadSet::check(&a.loads, a.load_cpus.as_deref())?;
+    a.run.check(&[])?;
     Ok(ClockPlan {
-        loads: a.loads.clone(),
-        load_cpus: a.load_cpus.clone(),
+        run: a.run.clone(),
         mode,
         reads: a.reads,
         every_ns,
@@ -158,8 +150,6 @@ pub fn plan(a: &ClockOptions) -> Result<ClockPlan> {
         calibration_window_ns: a.calibrate_ns,
         warp_window_ns: a.warp_ns,
         cpu,
-        rt: a.rt,
-        outputs: a.outputs.clone(),
     })
 }
 
@@ -347,7 +337,7 @@ fn measure_sparse(
         *d = i64::MIN;
     }
     let mut wake_ns: Vec<u64> = vec![0; pairs];
-    let progress = Progress::new("clock", pairs as u64, plan.outputs.quiet);
+    let progress = Progress::new("clock", pairs as u64, plan.run.outputs.quiet);
     let gaps = &plan.every_ns;
     let t0 = Instant::now();
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
@@ -398,26 +388,25 @@ pub fn list() -> Result<i32> {
 /// Runs the experiment from the command line.
 pub fn run(a: &ClockOptions) -> Result<i32> {
     let plan = plan(a)?;
-    let f = super::repeat::finished(plan.outputs.repeat, plan.outputs.quiet, || execute(&plan))?;
+    let f = super::repeat::finished(plan.run.outputs.repeat, plan.run.outputs.quiet, || {
+        execute(&plan)
+    })?;
     let mut summary = crate::output::clock::report(&f.doc, &f.shown);
-    summary.push_str(&super::repeat::note(&f.doc, plan.outputs.repeat));
-    Ok(run::deliver(&f.doc, &plan.outputs, vec![], &summary))
+    summary.push_str(&super::repeat::note(&f.doc, plan.run.outputs.repeat));
+    Ok(run::deliver(&f.doc, &plan.run.outputs, vec![], &summary))
 }
 
 /// Measures and builds the result document.
 pub fn execute(plan: &ClockPlan) -> Result<Finished> {
     let ids = requested_ids(&plan.requested_sources);
-    let run = run::begin(
-        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
-        &header(plan, ids.len()),
-    )?;
+    let run = run::begin(&plan.run.settings(), &header(plan, ids.len()))?;
     let (ready, infos) = prepare_sources(
         &ids,
         plan.calibration_window_ns,
         plan.warp_window_ns,
         &online_cpus(),
         run.stop(),
-        plan.outputs.quiet,
+        plan.run.outputs.quiet,
     );
     if ready.is_empty() {
         let why: Vec<String> = infos
@@ -435,7 +424,7 @@ pub fn execute(plan: &ClockPlan) -> Result<Finished> {
             why.join("; ")
         ));
     }
-    let setup = plan.rt.thread_setup(vec![plan.cpu], vec![]);
+    let setup = plan.run.rt.thread_setup(vec![plan.cpu], vec![]);
     let stop: &AtomicBool = run.stop();
     let out: Result<ThreadOut, String> = std::thread::scope(|s| {
         let h = std::thread::Builder::new()
@@ -545,8 +534,8 @@ fn header(plan: &ClockPlan, n: usize) -> String {
         plan.mode.name(),
         if n == 1 { "" } else { "s" },
         plan.cpu,
-        plan.rt.policy.name().to_uppercase(),
-        plan.rt.priority
+        plan.run.rt.policy.name().to_uppercase(),
+        plan.run.rt.priority
     )
 }
 

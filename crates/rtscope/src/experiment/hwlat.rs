@@ -35,7 +35,7 @@ use rtscope_core::trace::attrib::Attributed;
 use rtscope_core::units::{format_cpu_list, format_ns, online_cpus};
 
 use super::noise::{Engine, NoiseOptions, Observer};
-use super::run::{self, Finished, Outputs, RtChoice, RunSettings};
+use super::run::{self, Finished, Outputs, RunRequest};
 use crate::error::usage;
 
 /// How to measure.
@@ -98,10 +98,8 @@ pub struct HwlatOptions {
     pub calibration_window_ns: u64,
     pub trace_buffer_kb: u32,
     pub spikes: usize,
-    pub rt: RtChoice,
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
-    pub outputs: Outputs,
+    /// The real-time choice, the loads and the outputs (`run.rs`).
+    pub run: RunRequest,
     /// The options given on the command line that only one method uses
     /// (`--window`, `--source`, ...): refused with the other method asked
     /// for by name.
@@ -123,10 +121,7 @@ impl Default for HwlatOptions {
             calibration_window_ns: 200_000_000,
             trace_buffer_kb: 4096,
             spikes: 16,
-            rt: RtChoice::default(),
-            loads: Vec::new(),
-            load_cpus: None,
-            outputs: Outputs::default(),
+            run: RunRequest::default(),
             given: Vec::new(),
         }
     }
@@ -153,11 +148,9 @@ pub struct HwlatPlan {
     pub calibration_window_ns: u64,
     pub trace_buffer_kb: u32,
     pub spikes: usize,
-    pub rt: RtChoice,
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
+    /// The real-time choice, the loads and the outputs (`run.rs`).
     #[serde(flatten)]
-    pub outputs: Outputs,
+    pub run: RunRequest,
 }
 
 /// Samples kept per CPU in the document (one a window at most: 2.7 hours
@@ -222,19 +215,18 @@ pub fn plan(a: &HwlatOptions) -> Result<HwlatPlan> {
             )));
         }
     }
-    a.outputs.check(&[])?;
-    if a.outputs.repeat > 1 {
+    a.run.check(&[])?;
+    if a.run.outputs.repeat > 1 {
         for (flag, set) in [
-            ("--stream", a.outputs.live.stream.is_some()),
-            ("--listen", a.outputs.live.listen.is_some()),
-            ("--live", a.outputs.live.tui),
+            ("--stream", a.run.outputs.live.stream.is_some()),
+            ("--listen", a.run.outputs.live.listen.is_some()),
+            ("--live", a.run.outputs.live.tui),
         ] {
             if set {
                 return Err(usage(format!("--repeat cannot be combined with {flag}")));
             }
         }
     }
-    crate::load::LoadSet::check(&a.loads, a.load_cpus.as_deref())?;
     Ok(HwlatPlan {
         method: a.method,
         cpus,
@@ -247,10 +239,7 @@ pub fn plan(a: &HwlatOptions) -> Result<HwlatPlan> {
         calibration_window_ns: a.calibration_window_ns,
         trace_buffer_kb: a.trace_buffer_kb,
         spikes: a.spikes,
-        rt: a.rt,
-        loads: a.loads.clone(),
-        load_cpus: a.load_cpus.clone(),
-        outputs: a.outputs.clone(),
+        run: a.run.clone(),
     })
 }
 
@@ -291,10 +280,12 @@ fn decide(asked: Method, found: Result<(), HwlatError>) -> Result<Decision> {
 /// Runs the experiment from the command line.
 pub fn run(a: &HwlatOptions) -> Result<i32> {
     let plan = plan(a)?;
-    let f = super::repeat::finished(plan.outputs.repeat, plan.outputs.quiet, || execute(&plan))?;
+    let f = super::repeat::finished(plan.run.outputs.repeat, plan.run.outputs.quiet, || {
+        execute(&plan)
+    })?;
     let mut summary = crate::output::hwlat::summary(&f.doc);
-    summary.push_str(&super::repeat::note(&f.doc, plan.outputs.repeat));
-    Ok(run::deliver(&f.doc, &plan.outputs, vec![], &summary))
+    summary.push_str(&super::repeat::note(&f.doc, plan.run.outputs.repeat));
+    Ok(run::deliver(&f.doc, &plan.run.outputs, vec![], &summary))
 }
 
 /// Measures with the method the plan and the kernel allow.
@@ -494,8 +485,8 @@ fn header(plan: &HwlatPlan, tracer: bool, why: &str) -> String {
             "rtscope hwlat: from user space ({why}): CPUs {}, {}, SCHED_{} {} busy loops, kernel events explain what they can, the rest >= {} is kept; interrupts are on, so each figure is an upper bound on what the machine did",
             format_cpu_list(&plan.cpus),
             format_ns(plan.duration_ns),
-            plan.rt.policy.name().to_uppercase(),
-            plan.rt.priority,
+            plan.run.rt.policy.name().to_uppercase(),
+            plan.run.rt.priority,
             format_ns(plan.threshold_ns),
         )
     }
@@ -510,10 +501,10 @@ fn run_tracer(
 ) -> Result<Finished> {
     let labels: Vec<String> = plan.cpus.iter().map(|&c| label(c)).collect();
     let mut run = run::begin_live(
-        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
+        &plan.run.settings(),
         &header(plan, true, ""),
         Some(run::LiveSetup {
-            options: &plan.outputs.live,
+            options: &plan.run.outputs.live,
             experiment: "hwlat",
             series: labels,
             measured_cpus: plan.cpus.clone(),
@@ -806,12 +797,12 @@ fn noise_options(plan: &HwlatPlan) -> NoiseOptions {
         source: plan.source.clone(),
         calibration_window_ns: plan.calibration_window_ns,
         spikes: plan.spikes,
-        rt: plan.rt,
-        loads: plan.loads.clone(),
-        load_cpus: plan.load_cpus.clone(),
-        outputs: Outputs {
-            quiet: plan.outputs.quiet,
-            ..Default::default()
+        run: RunRequest {
+            outputs: Outputs {
+                quiet: plan.run.outputs.quiet,
+                ..Default::default()
+            },
+            ..plan.run.clone()
         },
     }
 }
@@ -827,7 +818,7 @@ fn run_user_space(plan: &HwlatPlan, why: String) -> Result<Finished> {
         Engine {
             header: Some(header(plan, false, &why)),
             live: Some(run::LiveSetup {
-                options: &plan.outputs.live,
+                options: &plan.run.outputs.live,
                 experiment: "hwlat",
                 series: labels,
                 measured_cpus: plan.cpus.clone(),
@@ -960,24 +951,24 @@ mod tests {
     #[test]
     fn repeat_and_live_views_are_refused_together() {
         let mut o = options();
-        o.outputs.repeat = 2;
+        o.run.outputs.repeat = 2;
         assert!(plan(&o).is_ok());
-        o.outputs.live.tui = true;
+        o.run.outputs.live.tui = true;
         assert_eq!(
             plan(&o).unwrap_err().to_string(),
             "--repeat cannot be combined with --live"
         );
-        o.outputs.repeat = 1;
+        o.run.outputs.repeat = 1;
         assert!(plan(&o).is_ok());
-        o.outputs.repeat = 2;
-        o.outputs.live.tui = false;
-        o.outputs.live.listen = Some("127.0.0.1:0".into());
+        o.run.outputs.repeat = 2;
+        o.run.outputs.live.tui = false;
+        o.run.outputs.live.listen = Some("127.0.0.1:0".into());
         assert_eq!(
             plan(&o).unwrap_err().to_string(),
             "--repeat cannot be combined with --listen"
         );
-        o.outputs.live.listen = None;
-        o.outputs.live.stream = Some("-".into());
+        o.run.outputs.live.listen = None;
+        o.run.outputs.live.stream = Some("-".into());
         assert_eq!(
             plan(&o).unwrap_err().to_string(),
             "--repeat cannot be combined with --stream"
@@ -1269,8 +1260,8 @@ mod tests {
     #[test]
     fn the_noise_engine_is_asked_for_the_same_run_traced() {
         let mut o = options();
-        o.outputs.quiet = true;
-        o.outputs.json = Some("h.json".into());
+        o.run.outputs.quiet = true;
+        o.run.outputs.json = Some("h.json".into());
         o.threshold_ns = 20_000;
         o.source = Some("monotonic".into());
         let p = plan(&o).unwrap();
@@ -1284,10 +1275,10 @@ mod tests {
             (4096, 16, 200_000_000)
         );
         // Quiet as asked; the document and report are hwlat's, not noise's.
-        assert!(n.outputs.quiet);
-        assert_eq!((n.outputs.json, n.outputs.report), (None, None));
-        o.outputs.quiet = false;
-        assert!(!noise_options(&plan(&o).unwrap()).outputs.quiet);
+        assert!(n.run.outputs.quiet);
+        assert_eq!((n.run.outputs.json, n.run.outputs.report), (None, None));
+        o.run.outputs.quiet = false;
+        assert!(!noise_options(&plan(&o).unwrap()).run.outputs.quiet);
     }
 
     #[test]

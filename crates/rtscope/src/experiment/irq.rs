@@ -44,7 +44,7 @@ use rtscope_core::units::{format_ns, online_cpus};
 
 use super::cyclic::{self, CyclicOptions};
 use super::cyclic_trace::TraceMode;
-use super::run::{self, Outputs, RtChoice, RunSettings};
+use super::run::{self, RunRequest};
 use crate::error::{usage, EXIT_OK, EXIT_RUN};
 
 /// The interrupt source.
@@ -99,12 +99,10 @@ pub struct IrqOptions {
     pub loops: Option<u64>,
     pub duration_ns: Option<u64>,
     pub spikes: usize,
-    pub rt: RtChoice,
+    /// The real-time choice, the loads and the outputs (`run.rs`).
+    pub run: RunRequest,
     pub trace: TraceMode,
     pub trace_outliers_ns: Option<u64>,
-    pub outputs: Outputs,
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
     /// `--rtc-device` (rtc only).
     pub rtc_device: std::path::PathBuf,
     /// The chip and line of `gpio:CHIP:LINE` (gpio only).
@@ -127,13 +125,11 @@ pub struct NetPlan {
     pub loops: Option<u64>,
     pub duration_ns: Option<u64>,
     pub spikes: usize,
-    pub rt: RtChoice,
+    /// The real-time choice, the loads and the outputs (`run.rs`).
+    #[serde(flatten)]
+    pub run: RunRequest,
     /// How latency is measured.
     pub clock: &'static str,
-    #[serde(flatten)]
-    pub outputs: Outputs,
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
 }
 
 fn check_common(o: &IrqOptions) -> Result<usize> {
@@ -180,12 +176,9 @@ fn run_timer(o: &IrqOptions, cpu: usize) -> Result<i32> {
         loops: o.loops,
         duration_ns: o.duration_ns,
         spikes: o.spikes,
-        rt: o.rt,
+        run: o.run.clone(),
         trace: o.trace,
         trace_outliers_ns: o.trace_outliers_ns,
-        outputs: o.outputs.clone(),
-        loads: o.loads.clone(),
-        load_cpus: o.load_cpus.clone(),
         ..CyclicOptions::default()
     };
     let mut plan = cyclic::plan(&co)?;
@@ -216,8 +209,7 @@ fn run_net(o: &IrqOptions, cpu: usize) -> Result<i32> {
     if o.rtc_device != std::path::Path::new(DEFAULT_RTC) {
         return Err(usage("--rtc-device is for --source rtc"));
     }
-    o.outputs.check(&[])?;
-    crate::load::LoadSet::check(&o.loads, o.load_cpus.as_deref())?;
+    o.run.check(&[])?;
     let plan = NetPlan {
         source: o.source,
         cpu,
@@ -226,11 +218,8 @@ fn run_net(o: &IrqOptions, cpu: usize) -> Result<i32> {
         loops: o.loops,
         duration_ns: o.duration_ns,
         spikes: o.spikes,
-        rt: o.rt,
+        run: o.run.clone(),
         clock: "CLOCK_REALTIME after recvmsg − the kernel's software RX stamp (SO_TIMESTAMPNS, CLOCK_REALTIME)",
-        outputs: o.outputs.clone(),
-        loads: o.loads.clone(),
-        load_cpus: o.load_cpus.clone(),
     };
     let doc = execute_net(&plan)?;
     let mut text = crate::output::summary::cyclic_summary(&doc);
@@ -241,7 +230,7 @@ fn run_net(o: &IrqOptions, cpu: usize) -> Result<i32> {
         a.get("lost").cloned().unwrap_or_default(),
         a.get("unstamped").cloned().unwrap_or_default(),
     ));
-    let code = run::deliver(&doc, &plan.outputs, vec![], &text);
+    let code = run::deliver(&doc, &plan.run.outputs, vec![], &text);
     Ok(code) // 0, 1, or 3: a gate failed
 }
 
@@ -361,20 +350,18 @@ fn execute_net(plan: &NetPlan) -> Result<ResultDocument> {
             None => format!("loopback sender at {}/s", plan.rate_hz),
         },
         plan.cpu,
-        plan.rt.policy.name().to_uppercase(),
-        plan.rt.priority,
+        plan.run.rt.policy.name().to_uppercase(),
+        plan.run.rt.priority,
         match (plan.loops, plan.duration_ns) {
             (Some(l), _) => format!("{l} packets"),
             (None, Some(d)) => format_ns(d),
             (None, None) => "until Ctrl-C".into(),
         }
     );
-    let run = run::begin(
-        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
-        &header,
-    )?;
+    let run = run::begin(&plan.run.settings(), &header)?;
     let stop: Arc<AtomicBool> = run.stop().clone();
     let setup = plan
+        .run
         .rt
         .thread_setup(vec![plan.cpu], run::STOP_SIGNALS.to_vec());
     let (mut sink, mut source) = ring(1 << 16);
@@ -472,13 +459,11 @@ pub struct RtcPlan {
     pub loops: Option<u64>,
     pub duration_ns: Option<u64>,
     pub spikes: usize,
-    pub rt: RtChoice,
+    /// The real-time choice, the loads and the outputs (`run.rs`).
+    #[serde(flatten)]
+    pub run: RunRequest,
     /// How latency is measured.
     pub clock: &'static str,
-    #[serde(flatten)]
-    pub outputs: Outputs,
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
 }
 
 /// Measures RTC interrupts read through `read`: each word says how many
@@ -555,8 +540,7 @@ fn run_rtc(o: &IrqOptions, cpu: usize) -> Result<i32> {
             "--rate: RTC periodic interrupts run at a power of two from 2 to 8192 per second",
         ));
     }
-    o.outputs.check(&[])?;
-    crate::load::LoadSet::check(&o.loads, o.load_cpus.as_deref())?;
+    o.run.check(&[])?;
     let dev = &o.rtc_device;
     // Only a character device can be an RTC (a FIFO would block the open).
     use std::os::unix::fs::FileTypeExt;
@@ -593,26 +577,23 @@ fn run_rtc(o: &IrqOptions, cpu: usize) -> Result<i32> {
         loops: o.loops,
         duration_ns: o.duration_ns,
         spikes: o.spikes,
-        rt: o.rt,
+        run: o.run.clone(),
         clock: "CLOCK_MONOTONIC after read − (time of RTC_PIE_ON + n periods)",
-        outputs: o.outputs.clone(),
-        loads: o.loads.clone(),
-        load_cpus: o.load_cpus.clone(),
     };
     let header = format!(
         "rtscope irq: source rtc {} at {} Hz, reader on CPU {} SCHED_{} {}",
         dev.display(),
         o.rate_hz,
         cpu,
-        o.rt.policy.name().to_uppercase(),
-        o.rt.priority
+        o.run.rt.policy.name().to_uppercase(),
+        o.run.rt.priority
     );
-    let run = run::begin(
-        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
-        &header,
-    )?;
+    let run = run::begin(&plan.run.settings(), &header)?;
     let stop: Arc<AtomicBool> = run.stop().clone();
-    let setup = plan.rt.thread_setup(vec![cpu], run::STOP_SIGNALS.to_vec());
+    let setup = plan
+        .run
+        .rt
+        .thread_setup(vec![cpu], run::STOP_SIGNALS.to_vec());
     let (mut sink, mut source) = ring(1 << 16);
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let end_ns = end_time(start, plan.duration_ns);
@@ -696,7 +677,7 @@ fn run_rtc(o: &IrqOptions, cpu: usize) -> Result<i32> {
     text.push_str(
         "note: on Linux since 2.6.38 RTC periodic interrupts are emulated with an hrtimer (--source timer is the same path)\n",
     );
-    let code = run::deliver(&doc, &plan.outputs, vec![], &text);
+    let code = run::deliver(&doc, &plan.run.outputs, vec![], &text);
     Ok(code) // 0, 1, or 3: a gate failed
 }
 

@@ -39,7 +39,7 @@ use rtscope_core::sample::{ring, Sample, SampleSink};
 use rtscope_core::sys::{self, GpioLineEvent};
 
 use super::irq::{IrqOptions, IrqSource, Until};
-use super::run::{self, Outputs, RtChoice, RunSettings};
+use super::run::{self, RunRequest};
 use crate::error::usage;
 
 /// Records read at most per `read`.
@@ -134,13 +134,11 @@ pub struct GpioPlan {
     pub loops: Option<u64>,
     pub duration_ns: Option<u64>,
     pub spikes: usize,
-    pub rt: RtChoice,
+    /// The real-time choice, the loads and the outputs (`run.rs`).
+    #[serde(flatten)]
+    pub run: RunRequest,
     /// How latency is measured.
     pub clock: String,
-    #[serde(flatten)]
-    pub outputs: Outputs,
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
 }
 
 /// What the reader counted besides its samples.
@@ -321,8 +319,7 @@ pub fn run(o: &IrqOptions, cpu: usize) -> Result<i32> {
             target.line
         )));
     }
-    o.outputs.check(&[])?;
-    crate::load::LoadSet::check(&o.loads, o.load_cpus.as_deref())?;
+    o.run.check(&[])?;
     let (chip, info) = open_chip(&target.chip)?;
     for (what, l) in [("--source", Some(target.line)), ("--drive", o.drive)] {
         if let Some(l) = l.filter(|&l| l >= info.lines) {
@@ -377,14 +374,11 @@ pub fn run(o: &IrqOptions, cpu: usize) -> Result<i32> {
         loops: o.loops,
         duration_ns: o.duration_ns,
         spikes: o.spikes,
-        rt: o.rt,
+        run: o.run.clone(),
         clock: format!(
             "{0} after read − the kernel's edge stamp (gpio_v2_line_event.timestamp_ns, {0})",
             event_clock.name()
         ),
-        outputs: o.outputs.clone(),
-        loads: o.loads.clone(),
-        load_cpus: o.load_cpus.clone(),
     };
     let header = format!(
         "rtscope irq: source gpio {} line {} ({} edges, {}), {}reader on CPU {} SCHED_{} {}",
@@ -400,15 +394,15 @@ pub fn run(o: &IrqOptions, cpu: usize) -> Result<i32> {
             None => String::new(),
         },
         cpu,
-        o.rt.policy.name().to_uppercase(),
-        o.rt.priority
+        o.run.rt.policy.name().to_uppercase(),
+        o.run.rt.priority
     );
-    let run = run::begin(
-        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
-        &header,
-    )?;
+    let run = run::begin(&plan.run.settings(), &header)?;
     let stop: Arc<AtomicBool> = run.stop().clone();
-    let setup = plan.rt.thread_setup(vec![cpu], run::STOP_SIGNALS.to_vec());
+    let setup = plan
+        .run
+        .rt
+        .thread_setup(vec![cpu], run::STOP_SIGNALS.to_vec());
     let (mut sink, mut source) = ring(1 << 16);
     let start = sys::clock_ns(libc::CLOCK_MONOTONIC);
     let end_ns = end_time(start, plan.duration_ns);
@@ -537,7 +531,7 @@ pub fn run(o: &IrqOptions, cpu: usize) -> Result<i32> {
         counts.stale,
         plan.event_clock.name()
     ));
-    let code = run::deliver(&doc, &plan.outputs, vec![], &text);
+    let code = run::deliver(&doc, &plan.run.outputs, vec![], &text);
     Ok(code) // 0, 1, or 3: a gate failed
 }
 

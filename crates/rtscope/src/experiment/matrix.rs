@@ -22,7 +22,7 @@ use rtscope_core::result::{now_rfc3339, write_atomic, EndReason, ResultDocument}
 use rtscope_core::units::format_ns;
 
 use super::cyclic::{self, CyclicOptions};
-use super::run::{Outputs, RtChoice};
+use super::run::{RtChoice, RunRequest};
 use crate::error::{usage, EXIT_OK, EXIT_RUN};
 use crate::load::{parse_spec, LoadSet, LoadSpec};
 use crate::output::matrix::{self as out, CellEntry, CellSummary};
@@ -267,11 +267,10 @@ fn base_options(a: &MatrixOptions) -> Result<CyclicOptions> {
         loops: Some(a.samples),
         clock: a.clock,
         wake: a.wake,
-        rt: a.rt,
-        load_cpus: a.load_cpus.clone(),
-        outputs: Outputs {
-            quiet: true,
-            ..Outputs::default()
+        run: RunRequest {
+            rt: a.rt,
+            load_cpus: a.load_cpus.clone(),
+            ..RunRequest::quiet()
         },
         ..CyclicOptions::default()
     })
@@ -286,8 +285,8 @@ fn cell_options(
 ) -> CyclicOptions {
     let mut o = base.clone();
     o.period_ns = period_ns;
-    o.loads = spec.into_iter().cloned().collect();
-    o.outputs.json = json.map(Path::to_path_buf);
+    o.run.loads = spec.into_iter().cloned().collect();
+    o.run.outputs.json = json.map(Path::to_path_buf);
     o
 }
 
@@ -298,8 +297,8 @@ fn settings(base: &CyclicOptions, repeat: usize) -> serde_json::Value {
         "cpus": base.cpus,
         "clock": base.clock,
         "wake": base.wake,
-        "rt": base.rt,
-        "load_cpus": base.load_cpus,
+        "rt": base.run.rt,
+        "load_cpus": base.run.load_cpus,
     });
     // Only when asked for, so that older indexes still resume.
     if repeat > 1 {
@@ -801,9 +800,12 @@ mod tests {
         let c = cell_options(&base, 500_000, Some(&s), Some(Path::new("/tmp/c.json")));
         assert_eq!(c.period_ns, 500_000);
         assert_eq!(c.loops, Some(10_000));
-        assert_eq!(c.loads, vec![s.clone()]);
-        assert!(c.outputs.quiet);
-        assert_eq!(c.outputs.json.as_deref(), Some(Path::new("/tmp/c.json")));
+        assert_eq!(c.run.loads, vec![s.clone()]);
+        assert!(c.run.outputs.quiet);
+        assert_eq!(
+            c.run.outputs.json.as_deref(),
+            Some(Path::new("/tmp/c.json"))
+        );
         // Everything the matrix does not set is cyclic's default.
         assert_eq!(c.spikes, CyclicOptions::default().spikes);
         assert_eq!(c.start_delay_ns, CyclicOptions::default().start_delay_ns);

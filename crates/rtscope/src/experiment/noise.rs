@@ -30,7 +30,7 @@ use rtscope_core::trace::attrib::{Attributed, Attributor, Owner};
 use rtscope_core::trace::{Event, Instance, TraceConfig};
 use rtscope_core::units::{format_cpu_list, format_ns, online_cpus};
 
-use super::run::{self, Finished, Outputs, RtChoice, RunSettings};
+use super::run::{self, Finished, Outputs, RtChoice, RunRequest};
 use crate::error::usage;
 
 /// Every setting of a noise run (goes into the result document).
@@ -48,11 +48,9 @@ pub struct NoisePlan {
     pub calibration_window_ns: u64,
     /// Longest gaps kept per CPU (with their causes under --trace).
     pub spikes: usize,
-    pub rt: RtChoice,
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
+    /// The real-time choice, the loads and the outputs (`run.rs`).
     #[serde(flatten)]
-    pub outputs: Outputs,
+    pub run: RunRequest,
 }
 
 /// The default counter: the invariant TSC on x86-64, the generic timer on
@@ -82,10 +80,8 @@ pub struct NoiseOptions {
     pub source: Option<String>,
     pub calibration_window_ns: u64,
     pub spikes: usize,
-    pub rt: RtChoice,
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
-    pub outputs: Outputs,
+    /// The real-time choice, the loads and the outputs (`run.rs`).
+    pub run: RunRequest,
 }
 
 impl Default for NoiseOptions {
@@ -100,10 +96,12 @@ impl Default for NoiseOptions {
             source: None,
             calibration_window_ns: 200_000_000,
             spikes: 16,
-            rt: RtChoice::default(),
-            loads: Vec::new(),
-            load_cpus: None,
-            outputs: Outputs::default(),
+            run: RunRequest {
+                rt: RtChoice::default(),
+                loads: Vec::new(),
+                load_cpus: None,
+                outputs: Outputs::default(),
+            },
         }
     }
 }
@@ -140,8 +138,7 @@ pub fn plan(a: &NoiseOptions) -> Result<NoisePlan> {
         }
         None => default_source(),
     };
-    a.outputs.check(&[])?;
-    crate::load::LoadSet::check(&a.loads, a.load_cpus.as_deref())?;
+    a.run.check(&[])?;
     Ok(NoisePlan {
         cpus,
         duration_ns: a.duration_ns,
@@ -151,10 +148,7 @@ pub fn plan(a: &NoiseOptions) -> Result<NoisePlan> {
         source: source.name().to_string(),
         calibration_window_ns: a.calibration_window_ns,
         spikes: a.spikes,
-        rt: a.rt,
-        loads: a.loads.clone(),
-        load_cpus: a.load_cpus.clone(),
-        outputs: a.outputs.clone(),
+        run: a.run.clone(),
     })
 }
 
@@ -182,10 +176,12 @@ pub trait Observer {
 /// Runs the experiment from the command line.
 pub fn run(a: &NoiseOptions) -> Result<i32> {
     let plan = plan(a)?;
-    let f = super::repeat::finished(plan.outputs.repeat, plan.outputs.quiet, || execute(&plan))?;
+    let f = super::repeat::finished(plan.run.outputs.repeat, plan.run.outputs.quiet, || {
+        execute(&plan)
+    })?;
     let mut summary = crate::output::noise::summary(&f.doc, &f.shown);
-    summary.push_str(&super::repeat::note(&f.doc, plan.outputs.repeat));
-    Ok(run::deliver(&f.doc, &plan.outputs, vec![], &summary))
+    summary.push_str(&super::repeat::note(&f.doc, plan.run.outputs.repeat));
+    Ok(run::deliver(&f.doc, &plan.run.outputs, vec![], &summary))
 }
 
 /// What a CPU's measurement thread shares with the aggregator.
@@ -363,8 +359,8 @@ fn noise_header(plan: &NoisePlan) -> String {
         format_cpu_list(&plan.cpus),
         format_ns(plan.duration_ns),
         format_ns(plan.threshold_ns),
-        plan.rt.policy.name().to_uppercase(),
-        plan.rt.priority,
+        plan.run.rt.policy.name().to_uppercase(),
+        plan.run.rt.priority,
         plan.source,
         if plan.trace {
             ", attributed with kernel trace events"
@@ -383,7 +379,7 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
     } = engine;
     let header = header.unwrap_or_else(|| noise_header(plan));
     let mut warnings = Vec::new();
-    if plan.rt.policy.is_rt() && plan.cpus.len() >= online_cpus().len() {
+    if plan.run.rt.policy.is_rt() && plan.cpus.len() >= online_cpus().len() {
         warnings.push(
             "every online CPU runs a real-time busy loop: the aggregator (and everything else) only runs when the kernel throttles them".to_string(),
         );
@@ -401,16 +397,12 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
     } else {
         None
     };
-    let mut run = run::begin_live(
-        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
-        &header,
-        live,
-    )?;
+    let mut run = run::begin_live(&plan.run.settings(), &header, live)?;
     if let Some(o) = observer.as_mut() {
         o.started(&mut run);
     }
     if let Some(i) = &inst {
-        if !i.missing.is_empty() && !plan.outputs.quiet {
+        if !i.missing.is_empty() && !plan.run.outputs.quiet {
             eprintln!(
                 "note: trace events not available here: {}",
                 i.missing.join(", ")
@@ -431,7 +423,7 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
         .iter()
         .map(|&cpu| {
             let budgets = budgets_for(
-                plan.rt.policy,
+                plan.run.rt.policy,
                 &run.system,
                 std::path::Path::new(DEBUGFS),
                 cpu,
@@ -512,6 +504,7 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
             let mut handles = Vec::new();
             for (k, mut prod) in producers.into_iter().enumerate() {
                 let setup = plan
+                    .run
                     .rt
                     .thread_setup(vec![cpus[k]], run::STOP_SIGNALS.to_vec());
                 let h = std::thread::Builder::new()

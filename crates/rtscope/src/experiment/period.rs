@@ -21,25 +21,21 @@ use rtscope_core::sys;
 use rtscope_core::units::format_ns;
 
 use super::clock::{prepare_sources, requested_ids, resolve_cpu, Prepared};
-use super::run::{self, Finished, Outputs, RtChoice, RunSettings};
+use super::run::{self, Finished, RunRequest};
 
 /// Every setting of a period run (goes into the result document).
 #[derive(Debug, Clone, Serialize)]
 pub struct PeriodPlan {
-    /// Background loads (`--load`) and their CPUs (`--load-cpus`).
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
+    /// The real-time choice, the loads and the outputs (`run.rs`).
+    #[serde(flatten)]
+    pub run: RunRequest,
     pub periods_ns: Vec<u64>,
     pub cycles: u64,
     pub requested_sources: Vec<String>,
     pub calibration_window_ns: u64,
     pub cpu: usize,
-    pub rt: RtChoice,
     pub clock: &'static str,
     pub wake: &'static str,
-    /// `--json`, `--report`.
-    #[serde(flatten)]
-    pub outputs: Outputs,
 }
 
 /// What a period run is asked to do: plain settings, filled in by `cli.rs`
@@ -53,16 +49,14 @@ pub struct PeriodOptions {
     pub calibrate_ns: u64,
     /// `None`: the last online CPU.
     pub cpu: Option<usize>,
-    pub rt: RtChoice,
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
-    pub outputs: Outputs,
+    /// The real-time choice, the loads and the outputs (`run.rs`).
+    pub run: RunRequest,
 }
 
 /// Turns options into a validated plan (bad input: a usage error, exit 2).
 pub fn plan(a: &PeriodOptions) -> Result<PeriodPlan> {
     let cpu = resolve_cpu(a.cpu)?;
-    a.outputs.check(&[])?;
+    a.run.check(&[])?;
     let mut periods = a.periods_ns.clone();
     periods.dedup();
     for &p in &periods {
@@ -73,19 +67,15 @@ pub fn plan(a: &PeriodOptions) -> Result<PeriodPlan> {
         n => n,
     } as u64;
     crate::limits::check_count("-l/--cycles", a.cycles, 8 * k * periods.len() as u64)?;
-    crate::load::LoadSet::check(&a.loads, a.load_cpus.as_deref())?;
     Ok(PeriodPlan {
-        loads: a.loads.clone(),
-        load_cpus: a.load_cpus.clone(),
+        run: a.run.clone(),
         periods_ns: periods,
         cycles: a.cycles,
         requested_sources: a.sources.clone(),
         calibration_window_ns: a.calibrate_ns,
         cpu,
-        rt: a.rt,
         clock: "monotonic",
         wake: "absolute",
-        outputs: a.outputs.clone(),
     })
 }
 
@@ -141,10 +131,12 @@ fn periodic_loop(
 /// Runs the experiment from the command line.
 pub fn run(a: &PeriodOptions) -> Result<i32> {
     let plan = plan(a)?;
-    let f = super::repeat::finished(plan.outputs.repeat, plan.outputs.quiet, || execute(&plan))?;
+    let f = super::repeat::finished(plan.run.outputs.repeat, plan.run.outputs.quiet, || {
+        execute(&plan)
+    })?;
     let mut summary = crate::output::period::report(&f.doc, &f.shown);
-    summary.push_str(&super::repeat::note(&f.doc, plan.outputs.repeat));
-    Ok(run::deliver(&f.doc, &plan.outputs, vec![], &summary))
+    summary.push_str(&super::repeat::note(&f.doc, plan.run.outputs.repeat));
+    Ok(run::deliver(&f.doc, &plan.run.outputs, vec![], &summary))
 }
 
 /// Measures and builds the result document.
@@ -157,25 +149,23 @@ pub fn execute(plan: &PeriodPlan) -> Result<Finished> {
         ids.len(),
         if ids.len() == 1 { "" } else { "s" },
         plan.cpu,
-        plan.rt.policy.name().to_uppercase(),
-        plan.rt.priority
+        plan.run.rt.policy.name().to_uppercase(),
+        plan.run.rt.priority
     );
-    let run = run::begin(
-        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
-        &header,
-    )?;
+    let run = run::begin(&plan.run.settings(), &header)?;
     let (ready, infos) = prepare_sources(
         &ids,
         plan.calibration_window_ns,
         0,
         &[],
         run.stop(),
-        plan.outputs.quiet,
+        plan.run.outputs.quiet,
     );
     if ready.is_empty() {
         return Err(anyhow!("none of the requested sources is available here"));
     }
     let setup = plan
+        .run
         .rt
         .thread_setup(vec![plan.cpu], run::STOP_SIGNALS.to_vec());
     let stop: &AtomicBool = run.stop();

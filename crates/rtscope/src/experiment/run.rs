@@ -213,6 +213,54 @@ impl Drop for RunEnv {
     }
 }
 
+/// What every run asks for besides its own measurement: the real-time
+/// choice, the background loads and their CPUs, and where the result goes.
+/// Every experiment's options and plan flatten one (in the result document
+/// its fields stand in `plan` beside the experiment's own).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RunRequest {
+    /// `--policy`, `--priority`, `--no-rt`, `--default-system`.
+    pub rt: RtChoice,
+    /// Background loads (`--load`).
+    pub loads: Vec<LoadSpec>,
+    /// The loads' CPUs (`--load-cpus`; `None`: every online CPU).
+    pub load_cpus: Option<Vec<usize>>,
+    /// `--json`, `--report` and the rest of [`Outputs`].
+    #[serde(flatten)]
+    pub outputs: Outputs,
+}
+
+impl RunRequest {
+    /// The defaults, with only the final summary printed (a run that code
+    /// makes for its own use: `check --measure`, a matrix cell).
+    pub fn quiet() -> Self {
+        RunRequest {
+            outputs: Outputs {
+                quiet: true,
+                ..Outputs::default()
+            },
+            ..RunRequest::default()
+        }
+    }
+
+    /// Checks the outputs (with the experiment's own `extra` ones), then the
+    /// loads (bad input: a usage error, exit 2).
+    pub fn check(&self, extra: &[(&'static str, Option<&Path>)]) -> Result<()> {
+        self.outputs.check(extra)?;
+        LoadSet::check(&self.loads, self.load_cpus.as_deref())
+    }
+
+    /// What [`begin`] takes of it.
+    pub fn settings(&self) -> RunSettings<'_> {
+        RunSettings {
+            rt: self.rt,
+            loads: &self.loads,
+            load_cpus: self.load_cpus.as_deref(),
+            quiet: self.outputs.quiet,
+        }
+    }
+}
+
 /// What [`begin`] needs: the part of a plan every experiment has.
 pub struct RunSettings<'a> {
     pub rt: RtChoice,
@@ -220,24 +268,6 @@ pub struct RunSettings<'a> {
     pub load_cpus: Option<&'a [usize]>,
     /// No header, warnings or progress on stderr.
     pub quiet: bool,
-}
-
-impl<'a> RunSettings<'a> {
-    /// The settings every plan carries: its RT choice, `--load`,
-    /// `--load-cpus`, and `-q` from its outputs.
-    pub fn of(
-        rt: RtChoice,
-        loads: &'a [LoadSpec],
-        load_cpus: &'a Option<Vec<usize>>,
-        outputs: &Outputs,
-    ) -> Self {
-        RunSettings {
-            rt,
-            loads,
-            load_cpus: load_cpus.as_deref(),
-            quiet: outputs.quiet,
-        }
-    }
 }
 
 /// What the live sinks of a run need (see [`begin_live`]).

@@ -7,7 +7,7 @@ use super::*;
 /// Refuses what a deadline run cannot honour, and the deadline options
 /// without `--policy deadline`.
 pub(super) fn check_deadline_options(a: &CyclicOptions) -> Result<()> {
-    if a.rt.policy != Policy::Deadline {
+    if a.run.rt.policy != Policy::Deadline {
         return match (a.deadline.runtime_ns, a.deadline.deadline_ns) {
             (Some(_), _) => Err(usage("--dl-runtime is for --policy deadline")),
             (None, Some(_)) => Err(usage("--dl-deadline is for --policy deadline")),

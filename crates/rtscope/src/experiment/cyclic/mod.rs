@@ -49,7 +49,7 @@ use rtscope_core::sample::{ring, RingSink, RingSource, Sample};
 use rtscope_core::sys::{self, ClockId};
 use rtscope_core::units::{format_cpu_list, format_ns, online_cpus};
 
-use super::run::{self, ExtraFile, Outputs, RtChoice, Run, RunSettings};
+use super::run::{self, ExtraFile, Outputs, Run, RunRequest};
 use crate::error::{usage, EXIT_RUN};
 use crate::output::cyclictest::Style as CyclictestStyle;
 use crate::output::live::{Live, ThreadStatus};
@@ -82,7 +82,8 @@ pub struct CyclicOptions {
     pub warmup: u64,
     pub clock: MeasureClock,
     pub wake: WakeMethod,
-    pub rt: RtChoice,
+    /// The real-time choice, the loads and the outputs (`run.rs`).
+    pub run: RunRequest,
     /// `--dl-runtime`, `--dl-deadline` (with `--policy deadline`).
     pub deadline: DeadlineAsk,
     pub spikes: usize,
@@ -92,9 +93,6 @@ pub struct CyclicOptions {
     pub break_above_ns: Option<u64>,
     pub fail_above_ns: Option<u64>,
     pub checkpoint_ns: Option<u64>,
-    pub outputs: Outputs,
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
     /// `--repeat`: independent runs in one invocation, pooled (1: a plain run).
     pub repeat: usize,
     /// `--trace`: split samples into stages with kernel events.
@@ -122,12 +120,7 @@ impl Default for CyclicOptions {
             warmup: 0,
             clock: MeasureClock::Monotonic,
             wake: WakeMethod::Absolute,
-            rt: RtChoice {
-                policy: Policy::Fifo,
-                priority: 95,
-                no_rt: false,
-                default_system: false,
-            },
+            run: RunRequest::default(),
             deadline: DeadlineAsk::default(),
             spikes: 32,
             raw: None,
@@ -136,9 +129,6 @@ impl Default for CyclicOptions {
             break_above_ns: None,
             fail_above_ns: None,
             checkpoint_ns: None,
-            outputs: Outputs::default(),
-            loads: vec![],
-            load_cpus: None,
             repeat: 1,
             trace: super::cyclic_trace::TraceMode::Off,
             trace_outliers_ns: None,
@@ -187,7 +177,9 @@ pub struct CyclicPlan {
     pub warmup: u64,
     pub clock: MeasureClock,
     pub wake: WakeMethod,
-    pub rt: RtChoice,
+    /// The real-time choice, the loads and the outputs (`run.rs`).
+    #[serde(flatten)]
+    pub run: RunRequest,
     /// `--dl-runtime`, `--dl-deadline` as asked (with `--policy deadline`
     /// only; each thread's resolved parameters are in `threads`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -197,15 +189,9 @@ pub struct CyclicPlan {
     pub break_above_ns: Option<u64>,
     pub fail_above_ns: Option<u64>,
     pub checkpoint_ns: Option<u64>,
-    /// `--json`, `--report`.
-    #[serde(flatten)]
-    pub outputs: Outputs,
     pub raw: Option<PathBuf>,
     pub histogram: Option<PathBuf>,
     pub ring_capacity: usize,
-    /// Background loads (`--load`) and their CPUs (`--load-cpus`).
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
     /// `--trace`, `--trace-outliers`, `--trace-buffer` (absent when untraced).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<super::cyclic_trace::TracePlan>,
@@ -234,7 +220,7 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
     }
     let list = requested.unwrap_or_else(|| online.clone());
     let n = a.threads.unwrap_or(list.len());
-    let deadline = a.rt.policy == Policy::Deadline;
+    let deadline = a.run.rt.policy == Policy::Deadline;
     check_deadline_options(a)?;
     // Pinned unless -t was given without -a (then the scheduler places
     // threads, as in cyclictest); deadline tasks are never pinned.
@@ -284,7 +270,7 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
             t.deadline = Some(p);
         }
     }
-    if a.checkpoint_ns.is_some() && a.outputs.json.is_none() {
+    if a.checkpoint_ns.is_some() && a.run.outputs.json.is_none() {
         return Err(usage("--checkpoint needs --json FILE"));
     }
     if a.histogram_max_ns / 1000 > 10_000_000 {
@@ -293,11 +279,10 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
     if a.histogram_max_ns < 1000 {
         return Err(usage("--histogram-max: at least 1us (bins are 1 us wide)"));
     }
-    a.outputs.check(&[
+    a.run.check(&[
         ("--raw", a.raw.as_deref()),
         ("--histogram", a.histogram.as_deref()),
     ])?;
-    crate::load::LoadSet::check(&a.loads, a.load_cpus.as_deref())?;
     let trace = super::cyclic_trace::plan(a)?;
     Ok(CyclicPlan {
         experiment: "cyclic",
@@ -310,19 +295,21 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
         warmup: a.warmup,
         clock: a.clock,
         wake: a.wake,
-        rt: a.rt,
+        run: RunRequest {
+            rt: a.run.rt,
+            loads: a.run.loads.clone(),
+            load_cpus: a.run.load_cpus.clone(),
+            outputs: gated_outputs(a),
+        },
         deadline: deadline.then_some(a.deadline),
         spikes: a.spikes,
         histogram_max_ns: a.histogram_max_ns,
         break_above_ns: a.break_above_ns,
         fail_above_ns: a.fail_above_ns,
         checkpoint_ns: a.checkpoint_ns,
-        outputs: gated_outputs(a),
         raw: a.raw.clone(),
         histogram: a.histogram.clone(),
         ring_capacity,
-        loads: a.loads.clone(),
-        load_cpus: a.load_cpus.clone(),
         trace,
         cyclictest: a.cyclictest.clone(),
     })
@@ -331,7 +318,7 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
 /// The outputs with `--fail-above X` as the gate `all:max>X`, first
 /// among the gates (`--fail-if`): one machinery decides exit code 3.
 fn gated_outputs(a: &CyclicOptions) -> Outputs {
-    let mut o = a.outputs.clone();
+    let mut o = a.run.outputs.clone();
     if let Some(t) = a.fail_above_ns {
         o.gates.gates.insert(0, crate::gate::Gate::fail_above(t));
     }
@@ -393,7 +380,7 @@ impl Outcome {
                 format_ns(b.threshold_ns)
             ));
         }
-        let code = run::deliver(&self.doc, &plan.outputs, extra, &text);
+        let code = run::deliver(&self.doc, &plan.run.outputs, extra, &text);
         for e in &self.thread_errors {
             eprintln!("error: {e}");
         }
@@ -435,9 +422,9 @@ fn run_repeated(plan: &CyclicPlan, n: usize) -> Result<i32> {
         ("--histogram", plan.histogram.is_some()),
         ("--checkpoint", plan.checkpoint_ns.is_some()),
         ("--break-above", plan.break_above_ns.is_some()),
-        ("--stream", plan.outputs.live.stream.is_some()),
-        ("--listen", plan.outputs.live.listen.is_some()),
-        ("--live", plan.outputs.live.tui),
+        ("--stream", plan.run.outputs.live.stream.is_some()),
+        ("--listen", plan.run.outputs.live.listen.is_some()),
+        ("--live", plan.run.outputs.live.tui),
     ] {
         if set {
             return Err(usage(format!("--repeat cannot be combined with {flag}")));
@@ -449,7 +436,7 @@ fn run_repeated(plan: &CyclicPlan, n: usize) -> Result<i32> {
         ));
     }
     let mut errors = Vec::new();
-    let docs = super::repeat::runs(n, plan.outputs.quiet, |_| {
+    let docs = super::repeat::runs(n, plan.run.outputs.quiet, |_| {
         let out = execute(plan)?;
         errors.extend(out.thread_errors);
         Ok(out.doc)
@@ -458,7 +445,7 @@ fn run_repeated(plan: &CyclicPlan, n: usize) -> Result<i32> {
     let mut text = summary::cyclic_summary(&doc);
     text.push_str(&super::repeat::note(&doc, n));
     // 0, 1, or 3 when a gate failed (its fail lines are printed).
-    let code = run::deliver(&doc, &plan.outputs, vec![], &text);
+    let code = run::deliver(&doc, &plan.run.outputs, vec![], &text);
     for e in &errors {
         eprintln!("error: {e}");
     }
@@ -481,15 +468,15 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             if plan.threads.iter().any(|t| t.cpus.is_empty()) {
                 cpus.clear();
             }
-            super::cyclic_trace::open(tp, &cpus, plan.outputs.quiet)?
+            super::cyclic_trace::open(tp, &cpus, plan.run.outputs.quiet)?
         }
         None => None,
     };
     let mut run = run::begin_live(
-        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
+        &plan.run.settings(),
         &header(plan),
         Some(run::LiveSetup {
-            options: &plan.outputs.live,
+            options: &plan.run.outputs.live,
             experiment: "cyclic",
             series: plan
                 .threads
@@ -588,7 +575,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     };
     let mut live = match &plan.cyclictest {
         Some(style) => Live::cyclictest(style.clone(), run.env.dma_latency_held),
-        None => Live::new(plan.outputs.quiet || live_sinks.as_ref().is_some_and(|l| l.tui)),
+        None => Live::new(plan.run.outputs.quiet || live_sinks.as_ref().is_some_and(|l| l.tui)),
     };
     // The common start, chosen now that every thread is ready and the run's
     // set-up is done; each thread still arms its first deadline at least
@@ -658,7 +645,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         let all_done = handles.iter().all(|h| h.is_finished());
         agg.drain();
         agg.publish();
-        live.update(|| agg.statuses(plan.rt.priority), t0.elapsed());
+        live.update(|| agg.statuses(plan.run.rt.priority), t0.elapsed());
         if run.stopped() || all_done {
             break;
         }
@@ -669,7 +656,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
                 break;
             }
         }
-        if let (Some(every), Some(path)) = (plan.checkpoint_ns, &plan.outputs.json) {
+        if let (Some(every), Some(path)) = (plan.checkpoint_ns, &plan.run.outputs.json) {
             if last_checkpoint.elapsed() >= Duration::from_nanos(every) {
                 last_checkpoint = Instant::now();
                 if let Err(e) = agg.document(&run, plan, EndReason::Running).write(path) {
@@ -688,7 +675,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         .collect();
     rtscope_core::rt::wake_until_ended(&tids, |i| !handles[i].is_finished());
     let ends = agg.join(handles);
-    live.finish(|| agg.statuses(plan.rt.priority));
+    live.finish(|| agg.statuses(plan.run.rt.priority));
     for w in agg.end_live() {
         // Not eprintln!: after a hangup stderr may be gone, and the results
         // must still be written.
@@ -765,7 +752,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
             .collect();
         hist_out::cyclictest_text(&cols, dma_held)
     });
-    let status = agg.statuses(plan.rt.priority);
+    let status = agg.statuses(plan.run.rt.priority);
     let bins = agg
         .threads
         .iter_mut()
@@ -824,8 +811,8 @@ fn header(plan: &CyclicPlan) -> String {
         } else {
             String::new()
         },
-        plan.rt.policy.name().to_uppercase(),
-        plan.rt.priority,
+        plan.run.rt.policy.name().to_uppercase(),
+        plan.run.rt.priority,
         plan.wake.name(),
         plan.clock.name().to_uppercase(),
     )
@@ -834,6 +821,7 @@ fn header(plan: &CyclicPlan) -> String {
 #[cfg(test)]
 mod aggregate_tests {
     use super::*;
+    use crate::experiment::run::RtChoice;
     use rtscope_core::sample::SampleSink;
 
     fn one_thread(source: RingSource) -> Aggregate {
@@ -1239,13 +1227,13 @@ mod gate_tests {
     fn fail_above_is_the_first_gate() {
         let mut o = CyclicOptions::default();
         assert!(gated_outputs(&o).gates.gates.is_empty());
-        o.outputs.gates.gates = crate::gate::parse_gates("p99>50us").unwrap();
+        o.run.outputs.gates.gates = crate::gate::parse_gates("p99>50us").unwrap();
         o.fail_above_ns = Some(200_000);
         let g = gated_outputs(&o).gates.gates;
         assert_eq!(g.len(), 2);
         assert_eq!(g[0], crate::gate::Gate::fail_above(200_000));
         assert_eq!(g[1].text, "p99>50us");
-        assert_eq!(plan(&o).unwrap().outputs.gates.gates, g);
+        assert_eq!(plan(&o).unwrap().run.outputs.gates.gates, g);
     }
 }
 
@@ -1253,10 +1241,14 @@ mod gate_tests {
 mod deadline_tests {
     use super::*;
     use crate::error::{exit_code, EXIT_USAGE};
+    use crate::experiment::run::RtChoice;
 
     fn deadline() -> CyclicOptions {
         CyclicOptions {
-            rt: RtChoice::with_deadline(Policy::Deadline, 95, false, false).unwrap(),
+            run: RunRequest {
+                rt: RtChoice::with_deadline(Policy::Deadline, 95, false, false).unwrap(),
+                ..RunRequest::default()
+            },
             ..CyclicOptions::default()
         }
     }

@@ -162,7 +162,7 @@ pub(super) fn union_recorder(
 /// slack alone, as cyclictest does (50 µs by default, which SCHED_OTHER
 /// threads wait with; real-time threads have none).
 pub(super) fn thread_setup(plan: &CyclicPlan, tp: &ThreadPlan, block: Vec<i32>) -> ThreadSetup {
-    let mut setup = plan.rt.thread_setup(tp.cpus.clone(), block);
+    let mut setup = plan.run.rt.thread_setup(tp.cpus.clone(), block);
     if plan.cyclictest.is_some() {
         setup.timer_slack_ns = None;
     }

@@ -119,7 +119,7 @@ pub fn run(words: &[String]) -> Result<i32> {
         default_json_name(std::time::SystemTime::now(), std::process::id()),
     )?;
     let mut options = r.options;
-    options.outputs = Outputs {
+    options.run.outputs = Outputs {
         quiet: a.quiet,
         ..Outputs::default()
     };

@@ -12,7 +12,7 @@ use rtscope_core::units::{format_cpu_list, parse_cpu_list};
 use super::args::{CtArgs, CtPolicy, Threads};
 use crate::experiment::cyclic::CyclicOptions;
 use crate::experiment::cyclic_trace::TraceMode;
-use crate::experiment::run::RtChoice;
+use crate::experiment::run::{RtChoice, RunRequest};
 use crate::output::cyclictest::Style;
 
 /// The CPUs cyclictest would see.
@@ -229,7 +229,10 @@ pub fn resolve(a: &CtArgs, m: &Machine) -> Result<Resolved, String> {
             .then(|| (a.duration_s as u64).saturating_mul(1_000_000_000)),
         clock,
         wake,
-        rt,
+        run: RunRequest {
+            rt,
+            ..RunRequest::default()
+        },
         histogram_max_ns: if a.histogram > 0 {
             a.histogram as u64 * 1000
         } else {
@@ -305,15 +308,15 @@ mod tests {
     fn cyclictests_default_is_one_unpinned_sched_other_thread() {
         let o = r("").options;
         assert_eq!((o.threads, o.cpus.clone()), (Some(1), None));
-        assert_eq!(o.rt.policy, Policy::Other);
-        assert_eq!(o.rt.priority, 0);
+        assert_eq!(o.run.rt.policy, Policy::Other);
+        assert_eq!(o.run.rt.priority, 0);
         assert_eq!((o.period_ns, o.distance_ns), (1_000_000, 500_000));
         assert_eq!((o.loops, o.duration_ns), (None, None));
         assert_eq!(
             (o.wake, o.clock),
             (WakeMethod::Absolute, MeasureClock::Monotonic)
         );
-        assert!(!o.rt.default_system);
+        assert!(!o.run.rt.default_system);
         assert_eq!(o.break_above_ns, None);
         assert_eq!(o.trace, TraceMode::Off);
         let s = r("").style;
@@ -355,28 +358,28 @@ mod tests {
     fn priority_and_policy() {
         let x = r("-p 80");
         assert_eq!(
-            (x.options.rt.policy, x.options.rt.priority),
+            (x.options.run.rt.policy, x.options.run.rt.priority),
             (Policy::Fifo, 80)
         );
         assert_eq!(x.style.policy, "fifo");
         assert!(x.messages.is_empty());
         let x = r("--policy=rr -p 7");
         assert_eq!(
-            (x.options.rt.policy, x.options.rt.priority),
+            (x.options.run.rt.policy, x.options.run.rt.priority),
             (Policy::Rr, 7)
         );
         assert_eq!(x.style.policy, "rr");
         // An RT policy without a priority: threads + 1, as cyclictest says.
         let x = r("-t 3 --policy=fifo");
-        assert_eq!(x.options.rt.priority, 4);
+        assert_eq!(x.options.run.rt.priority, 4);
         assert_eq!(x.messages, ["defaulting realtime priority to 4"]);
-        assert_eq!(r("-p 0").options.rt.priority, 2);
+        assert_eq!(r("-p 0").options.run.rt.priority, 2);
         assert!(refused("-t 99 -p 0").contains("above 99"));
-        assert_eq!(r("-t 98 -p 0").options.rt.priority, 99);
+        assert_eq!(r("-t 98 -p 0").options.run.rt.priority, 99);
         // batch and idle without a priority run as SCHED_OTHER, as in cyclictest.
         let x = r("--policy=batch");
         assert_eq!(
-            (x.options.rt.policy, x.options.rt.priority),
+            (x.options.run.rt.policy, x.options.run.rt.priority),
             (Policy::Other, 0)
         );
         assert_eq!(x.style.policy, "batch/other");
@@ -434,13 +437,13 @@ mod tests {
     #[test]
     fn system_settings() {
         let x = r("--default-system");
-        assert!(x.options.rt.default_system);
+        assert!(x.options.run.rt.default_system);
         assert_eq!(
             x.messages,
             ["WARN: not setting cpu_dma_latency from cyclictest"]
         );
         let x = r("--laptop -m");
-        assert!(x.options.rt.default_system);
+        assert!(x.options.run.rt.default_system);
         assert_eq!(
             x.messages,
             ["WARN: not setting cpu_dma_latency to save battery power"]

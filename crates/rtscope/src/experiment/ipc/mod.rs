@@ -40,7 +40,7 @@ use rtscope_core::sample::Sample;
 use rtscope_core::sys::ClockId;
 use rtscope_core::units::{format_cpu_list, format_ns, online_cpus};
 
-use super::run::{self, Outputs, RtChoice, RunSettings};
+use super::run::{self, RunRequest};
 use crate::error::{usage, EXIT_OK, EXIT_RUN};
 use crate::output::summary;
 
@@ -289,9 +289,9 @@ pub struct Session {
 /// Every setting of an ipc run, defaults included (goes into the result document).
 #[derive(Debug, Clone, Serialize)]
 pub struct IpcPlan {
-    /// Background loads (`--load`) and their CPUs (`--load-cpus`).
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
+    /// The real-time choice, the loads and the outputs (`run.rs`).
+    #[serde(flatten)]
+    pub run: RunRequest,
     pub sessions: Vec<Session>,
     /// Exchanges per repetition.
     pub loops: u64,
@@ -300,16 +300,12 @@ pub struct IpcPlan {
     pub sender_cpu: Option<usize>,
     pub receiver_cpu: Option<usize>,
     pub placement: String,
-    pub rt: RtChoice,
     pub sender_priority: i32,
     pub receiver_priority: i32,
     pub start_delay_ns: u64,
     pub spikes: usize,
     /// Mechanism x pattern combinations left out of `all` (not supported).
     pub skipped: Vec<String>,
-    /// `--json`, `--report`.
-    #[serde(flatten)]
-    pub outputs: Outputs,
     /// The clock every time stamp is taken on.
     pub clock: MeasureClock,
 }
@@ -347,10 +343,8 @@ pub struct IpcOptions {
     pub periods_ns: Vec<u64>,
     pub loops: u64,
     pub repetitions: u64,
-    pub rt: RtChoice,
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
-    pub outputs: Outputs,
+    /// The real-time choice, the loads and the outputs (`run.rs`).
+    pub run: RunRequest,
 }
 
 /// Turns options into a validated plan (bad input: a usage error, exit 2).
@@ -483,7 +477,7 @@ pub fn plan(a: &IpcOptions) -> Result<IpcPlan> {
         None => (None, None, "not pinned".to_string()),
     };
 
-    let rt = a.rt;
+    let rt = a.run.rt;
     let (receiver_priority, sender_priority) = if rt.policy.is_rt() {
         let r = rt.priority;
         let s = a.sender_priority.map_or((r - 1).max(1), i32::from);
@@ -492,24 +486,25 @@ pub fn plan(a: &IpcOptions) -> Result<IpcPlan> {
         (0, 0)
     };
 
-    a.outputs.check(&[])?;
-    crate::load::LoadSet::check(&a.loads, a.load_cpus.as_deref())?;
+    a.run.check(&[])?;
     Ok(IpcPlan {
-        loads: a.loads.clone(),
-        load_cpus: a.load_cpus.clone(),
+        run: RunRequest {
+            rt,
+            loads: a.run.loads.clone(),
+            load_cpus: a.run.load_cpus.clone(),
+            outputs: a.run.outputs.clone(),
+        },
         sessions,
         loops: a.loops,
         repetitions: a.repetitions,
         sender_cpu,
         receiver_cpu,
         placement,
-        rt,
         sender_priority,
         receiver_priority,
         start_delay_ns: 1_000_000,
         spikes: 16,
         skipped,
-        outputs: a.outputs.clone(),
         clock: MeasureClock::Monotonic,
     })
 }
@@ -655,7 +650,7 @@ fn session_series(plan: &IpcPlan, s: &Session, d: &runner::SessionData) -> Vec<S
         a.insert("period_ns".into(), json!(s.period_ns));
         a.insert("repetitions".into(), json!(plan.repetitions));
         a.insert("loops".into(), json!(plan.loops));
-        a.insert("policy".into(), json!(plan.rt.policy.name()));
+        a.insert("policy".into(), json!(plan.run.rt.policy.name()));
         a.insert("sender_priority".into(), json!(plan.sender_priority));
         a.insert("receiver_priority".into(), json!(plan.receiver_priority));
         a.insert(
@@ -680,15 +675,15 @@ fn header(plan: &IpcPlan) -> String {
             uniq.push(m);
         }
     }
-    let prio = if plan.rt.policy.is_rt() {
+    let prio = if plan.run.rt.policy.is_rt() {
         format!(
             "SCHED_{} receiver {} sender {}",
-            plan.rt.policy.name().to_uppercase(),
+            plan.run.rt.policy.name().to_uppercase(),
             plan.receiver_priority,
             plan.sender_priority
         )
     } else {
-        format!("SCHED_{}", plan.rt.policy.name().to_uppercase())
+        format!("SCHED_{}", plan.run.rt.policy.name().to_uppercase())
     };
     format!(
         "rtscope ipc: {} experiment{} ({}), {} x {} exchanges each; {}; {prio}",
@@ -710,7 +705,7 @@ fn preflight(plan: &IpcPlan) -> Result<()> {
     }
     for (cpu, priority) in checks {
         let setup = rtscope_core::rt::ThreadSetup {
-            policy: plan.rt.policy,
+            policy: plan.run.rt.policy,
             priority,
             cpus: cpu.into_iter().collect(),
             timer_slack_ns: None,
@@ -741,13 +736,13 @@ pub fn run(a: &IpcOptions) -> Result<i32> {
     let plan = plan(a)?;
     preflight(&plan)?;
     let stale = leftovers::clean_stale();
-    if !plan.outputs.quiet {
+    if !plan.run.outputs.quiet {
         for l in &stale.removed {
             crate::output::say(&format!("{l} of an earlier run\n"));
         }
     }
     let mut errors: Vec<String> = Vec::new();
-    let f = super::repeat::finished(plan.outputs.repeat, plan.outputs.quiet, || {
+    let f = super::repeat::finished(plan.run.outputs.repeat, plan.run.outputs.quiet, || {
         let (f, new) = execute(&plan)?;
         for e in new {
             if !errors.contains(&e) {
@@ -757,8 +752,8 @@ pub fn run(a: &IpcOptions) -> Result<i32> {
         Ok(f)
     })?;
     let mut summary = crate::output::ipc::summary_text(&f.doc, plan.repetitions);
-    summary.push_str(&super::repeat::note(&f.doc, plan.outputs.repeat));
-    let code = run::deliver(&f.doc, &plan.outputs, vec![], &summary);
+    summary.push_str(&super::repeat::note(&f.doc, plan.run.outputs.repeat));
+    let code = run::deliver(&f.doc, &plan.run.outputs, vec![], &summary);
     for e in &errors {
         eprintln!("error: {e}");
     }
@@ -768,10 +763,7 @@ pub fn run(a: &IpcOptions) -> Result<i32> {
 /// One run of every planned session: the finished run and the errors of
 /// sessions that failed (also in the document's warnings).
 fn execute(plan: &IpcPlan) -> Result<(run::Finished, Vec<String>)> {
-    let run = run::begin(
-        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
-        &header(plan),
-    )?;
+    let run = run::begin(&plan.run.settings(), &header(plan))?;
     let mut series = Vec::new();
     let mut errors: Vec<String> = Vec::new();
     let mut end = EndReason::Loops;
@@ -795,7 +787,7 @@ fn execute(plan: &IpcPlan) -> Result<(run::Finished, Vec<String>)> {
                     errors.push(format!("{name}: {e}"));
                 }
                 let new = session_series(plan, s, &d);
-                if !plan.outputs.quiet {
+                if !plan.run.outputs.quiet {
                     let l = &new[0].stats;
                     crate::output::say(&format!(
                         "  {name}: {} samples, p50 {} max {}\n",

@@ -115,7 +115,7 @@ fn describe_rx_error(code: u64, plan: &IpcPlan) -> String {
     match stage {
         STAGE_PERMISSION => format!(
             "receiver: {}",
-            permission_advice(plan.rt.policy, plan.receiver_priority)
+            permission_advice(plan.run.rt.policy, plan.receiver_priority)
         ),
         STAGE_SETUP => format!("receiver: real-time setup failed: {err}"),
         STAGE_PREPARE => format!("receiver: cannot prepare its channel: {err}"),
@@ -127,10 +127,10 @@ fn describe_rx_error(code: u64, plan: &IpcPlan) -> String {
 
 fn setup_for(plan: &IpcPlan, cpu: Option<usize>, priority: i32) -> ThreadSetup {
     ThreadSetup {
-        policy: plan.rt.policy,
+        policy: plan.run.rt.policy,
         priority,
         cpus: cpu.into_iter().collect(),
-        timer_slack_ns: if plan.rt.default_system {
+        timer_slack_ns: if plan.run.rt.default_system {
             None
         } else {
             Some(1)

@@ -32,7 +32,7 @@ use rtscope_core::timer::{
 };
 use rtscope_core::units::format_ns;
 
-use super::run::{self, Finished, Outputs, RtChoice, RunSettings};
+use super::run::{self, Finished, RtChoice, RunRequest};
 use crate::error::usage;
 use crate::output::progress::Progress;
 use crate::output::timer::{BeaconCell, TimerCell};
@@ -95,10 +95,10 @@ pub struct TimerOptions {
     pub delays_ns: Vec<u64>,
     pub apis: Vec<String>,
     pub compensations: Option<Vec<Compensation>>,
+    /// The policies the sweep compares, at `priority` (with `run.rt.no_rt`:
+    /// all SCHED_OTHER); `run.rt` is the most demanding ([`sweep_rt`]).
     pub policies: Vec<Policy>,
     pub priority: u8,
-    pub no_rt: bool,
-    pub default_system: bool,
     pub wakes: u64,
     pub cpu: Option<usize>,
     pub calibration: Option<PathBuf>,
@@ -114,9 +114,8 @@ pub struct TimerOptions {
     pub service: Vec<String>,
     pub timers: usize,
     pub tick_ns: u64,
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
-    pub outputs: Outputs,
+    /// The real-time choice, the loads and the outputs (`run.rs`).
+    pub run: RunRequest,
 }
 
 /// The beacon part of a plan.
@@ -150,8 +149,11 @@ pub struct TimerPlan {
     pub wakes: u64,
     pub warmup_rounds: u64,
     pub cpu: usize,
-    /// What the harness checks and records (the most demanding policy asked).
-    pub rt: RtChoice,
+    /// The real-time choice, the loads and the outputs (`run.rs`); its
+    /// `rt` is what the harness checks and records (the most demanding
+    /// policy asked).
+    #[serde(flatten)]
+    pub run: RunRequest,
     pub tuning: SleepTuning,
     pub calibration_delays_ns: Vec<u64>,
     pub calibration_wakes: usize,
@@ -162,10 +164,6 @@ pub struct TimerPlan {
     pub loaded_calibration: Option<Calibration>,
     pub beacon: Option<BeaconPlan>,
     pub service: Option<ServicePlan>,
-    pub loads: Vec<crate::load::LoadSpec>,
-    pub load_cpus: Option<Vec<usize>>,
-    #[serde(flatten)]
-    pub outputs: Outputs,
 }
 
 impl TimerPlan {
@@ -174,7 +172,7 @@ impl TimerPlan {
         RtChoice {
             policy: p,
             priority: if p.is_rt() { self.priority } else { 0 },
-            ..self.rt
+            ..self.run.rt
         }
     }
 
@@ -270,12 +268,48 @@ fn parse_apis(list: &[String]) -> Result<Vec<WaitApi>> {
     Ok(out)
 }
 
+/// The policies a sweep runs (`--no-rt`: SCHED_OTHER; each once) and the
+/// real-time choice the harness checks and records: the first real-time
+/// policy, else the first. SCHED_DEADLINE is refused (cyclic's alone).
+pub fn sweep(
+    policies: &[Policy],
+    priority: u8,
+    no_rt: bool,
+    default_system: bool,
+) -> Result<(Vec<Policy>, RtChoice)> {
+    let mut out = Vec::new();
+    for p in policies {
+        if *p == Policy::Deadline && !no_rt {
+            return Err(usage(super::run::DEADLINE_ONLY_CYCLIC));
+        }
+        let p = if no_rt { Policy::Other } else { *p };
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    let first = *out
+        .first()
+        .ok_or_else(|| usage("--policy: give at least one policy"))?;
+    let rt_policy = out.iter().copied().find(|p| p.is_rt()).unwrap_or(first);
+    let rt = RtChoice::new(rt_policy, priority, no_rt, default_system)?;
+    Ok((out, rt))
+}
+
+/// The harness's real-time choice of a sweep ([`sweep`]).
+pub fn sweep_rt(
+    policies: &[Policy],
+    priority: u8,
+    no_rt: bool,
+    default_system: bool,
+) -> Result<RtChoice> {
+    sweep(policies, priority, no_rt, default_system).map(|s| s.1)
+}
+
 /// Turns options into a validated plan.
 pub fn plan(o: &TimerOptions) -> Result<TimerPlan> {
     let cpu = super::clock::resolve_cpu(o.cpu)?;
-    let outputs = o.outputs.clone();
-    outputs.check(&[("--save-calibration", o.save_calibration.as_deref())])?;
-    crate::load::LoadSet::check(&o.loads, o.load_cpus.as_deref())?;
+    o.run
+        .check(&[("--save-calibration", o.save_calibration.as_deref())])?;
     let res = sys::clock_res_ns(libc::CLOCK_MONOTONIC).unwrap_or(1);
     let mut delays = o.delays_ns.clone();
     delays.dedup();
@@ -299,22 +333,12 @@ pub fn plan(o: &TimerOptions) -> Result<TimerPlan> {
     if apis.is_empty() {
         return Err(usage("--api: give at least one wait API (or all)"));
     }
-    let mut policies = Vec::new();
-    for p in &o.policies {
-        if *p == Policy::Deadline && !o.no_rt {
-            return Err(usage(super::run::DEADLINE_ONLY_CYCLIC));
-        }
-        let p = if o.no_rt { Policy::Other } else { *p };
-        if !policies.contains(&p) {
-            policies.push(p);
-        }
-    }
-    let rt_policy = policies
-        .iter()
-        .copied()
-        .find(|p| p.is_rt())
-        .unwrap_or(policies[0]);
-    let rt = RtChoice::new(rt_policy, o.priority, o.no_rt, o.default_system)?;
+    let (policies, rt) = sweep(
+        &o.policies,
+        o.priority,
+        o.run.rt.no_rt,
+        o.run.rt.default_system,
+    )?;
     if !(0.0..=10.0).contains(&o.adaptive_k) {
         return Err(usage(format!(
             "--adaptive-k {}: use 0-10 (the margin is mean + k·σ of the lateness)",
@@ -476,7 +500,10 @@ pub fn plan(o: &TimerOptions) -> Result<TimerPlan> {
         wakes: o.wakes,
         warmup_rounds: WARMUP_ROUNDS,
         cpu,
-        rt,
+        run: RunRequest {
+            rt,
+            ..o.run.clone()
+        },
         tuning,
         calibration_delays_ns: calibrate::DEFAULT_CALIBRATION_DELAYS_NS.to_vec(),
         calibration_wakes: o.calibration_wakes,
@@ -485,9 +512,6 @@ pub fn plan(o: &TimerOptions) -> Result<TimerPlan> {
         loaded_calibration: loaded,
         beacon,
         service,
-        loads: o.loads.clone(),
-        load_cpus: o.load_cpus.clone(),
-        outputs,
     })
 }
 
@@ -554,9 +578,11 @@ fn calibrate_one<W: OneShotWait>(
 /// Runs the experiment from the command line.
 pub fn run(o: &TimerOptions) -> Result<i32> {
     let plan = plan(o)?;
-    let f = super::repeat::finished(plan.outputs.repeat, plan.outputs.quiet, || execute(&plan))?;
+    let f = super::repeat::finished(plan.run.outputs.repeat, plan.run.outputs.quiet, || {
+        execute(&plan)
+    })?;
     let mut summary = crate::output::timer::report(&f.doc, &f.shown);
-    summary.push_str(&super::repeat::note(&f.doc, plan.outputs.repeat));
+    summary.push_str(&super::repeat::note(&f.doc, plan.run.outputs.repeat));
     let mut extra = Vec::new();
     if let Some(p) = &plan.save_calibration {
         let cal: Calibration = f
@@ -572,7 +598,7 @@ pub fn run(o: &TimerOptions) -> Result<i32> {
             write: Box::new(move |path| cal.save(path)),
         });
     }
-    Ok(run::deliver(&f.doc, &plan.outputs, extra, &summary))
+    Ok(run::deliver(&f.doc, &plan.run.outputs, extra, &summary))
 }
 
 /// The plan as the document records it: with the calibration used and the
@@ -683,12 +709,9 @@ fn header(plan: &TimerPlan) -> String {
 
 /// Measures and builds the result document.
 pub fn execute(plan: &TimerPlan) -> Result<Finished> {
-    let run = run::begin(
-        &RunSettings::of(plan.rt, &plan.loads, &plan.load_cpus, &plan.outputs),
-        &header(plan),
-    )?;
+    let run = run::begin(&plan.run.settings(), &header(plan))?;
     if let Some(b) = &plan.beacon {
-        if b.expected_duration_ns > 300_000_000_000 && !plan.outputs.quiet {
+        if b.expected_duration_ns > 300_000_000_000 && !plan.run.outputs.quiet {
             eprintln!(
                 "warning: this beacon run takes about {} (orders up to {}); Ctrl-C stops it and writes what was measured",
                 format_ns(b.expected_duration_ns / 1_000_000_000 * 1_000_000_000),
@@ -707,7 +730,7 @@ pub fn execute(plan: &TimerPlan) -> Result<Finished> {
         }
         _ => 0,
     };
-    let progress = Progress::new("timer", total_ms, plan.outputs.quiet).without_plain_steps();
+    let progress = Progress::new("timer", total_ms, plan.run.outputs.quiet).without_plain_steps();
     let mut done_ms = 0u64;
     let mut cal = plan.loaded_calibration.clone().unwrap_or_default();
     let mut threads = Vec::new();
@@ -804,8 +827,27 @@ mod tests {
         // --no-rt makes every policy SCHED_OTHER, deadline too.
         let mut o = opts();
         o.policies = vec![Policy::Deadline];
-        o.no_rt = true;
+        o.run.rt.no_rt = true;
         assert!(plan(&o).is_ok());
+    }
+
+    /// The sweep runs each policy once, in the order given; the harness
+    /// checks the first real-time one (else the first); `--no-rt` makes
+    /// every policy SCHED_OTHER.
+    #[test]
+    fn the_sweep_and_its_harness_choice() {
+        use Policy::*;
+        let (p, rt) = sweep(&[Other, Rr, Other, Fifo], 80, false, true).unwrap();
+        assert_eq!(p, [Other, Rr, Fifo]);
+        assert_eq!((rt.policy, rt.priority, rt.default_system), (Rr, 80, true));
+        let (p, rt) = sweep(&[Batch, Other], 80, false, false).unwrap();
+        assert_eq!((p, rt.policy, rt.priority), (vec![Batch, Other], Batch, 0));
+        let (p, rt) = sweep(&[Fifo, Rr], 80, true, false).unwrap();
+        assert_eq!((p, rt.policy, rt.no_rt), (vec![Other], Other, true));
+        assert_eq!(sweep_rt(&[Fifo], 7, false, false).unwrap().priority, 7);
+        let e = sweep(&[], 80, false, false).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        assert!(sweep(&[Fifo], 0, false, false).is_err());
     }
 
     pub(crate) fn opts() -> TimerOptions {
@@ -816,8 +858,6 @@ mod tests {
             compensations: None,
             policies: vec![Policy::Fifo],
             priority: 95,
-            no_rt: false,
-            default_system: false,
             wakes: 10,
             cpu: None,
             calibration: None,
@@ -833,9 +873,7 @@ mod tests {
             service: vec![],
             timers: 16,
             tick_ns: 100_000,
-            loads: vec![],
-            load_cpus: None,
-            outputs: Outputs::default(),
+            run: RunRequest::default(),
         }
     }
 
