@@ -245,10 +245,10 @@ fn priority(s: &str) -> Result<u8, String> {
 /// Options shared by every experiment that runs real-time threads.
 #[derive(Debug, Clone, Args)]
 pub struct RtArgs {
-    /// Real-time priority of measurement threads (1-99 for fifo/rr).
-    #[arg(short = 'p', long, default_value_t = 95, value_parser = priority,
-          allow_hyphen_values = true)]
-    pub priority: u8,
+    /// Real-time priority of measurement threads (1-99 for fifo/rr; default 95;
+    /// refused with --policy deadline, whose tasks have none).
+    #[arg(short = 'p', long, value_parser = priority, allow_hyphen_values = true)]
+    pub priority: Option<u8>,
 
     /// Scheduling policy of measurement threads.
     #[arg(long, default_value = "fifo", value_parser = named::<Policy>(Policy::NAMES))]
@@ -411,12 +411,23 @@ pub fn source_name(s: &str) -> Result<String, String> {
 impl RtArgs {
     /// The validated real-time settings.
     pub fn choice(&self) -> anyhow::Result<RtChoice> {
-        RtChoice::new(self.policy, self.priority, self.no_rt, self.default_system)
+        RtChoice::new(self.policy, self.prio(), self.no_rt, self.default_system)
     }
 
     /// [`RtArgs::choice`], `--policy deadline` allowed.
     pub fn choice_with_deadline(&self) -> anyhow::Result<RtChoice> {
-        RtChoice::with_deadline(self.policy, self.priority, self.no_rt, self.default_system)
+        if self.policy == Policy::Deadline && !self.no_rt && self.priority.is_some() {
+            return Err(crate::error::usage(
+                "-p/--priority does not apply to --policy deadline: a deadline task has no \
+                 priority (--dl-runtime, --dl-deadline and the period -i set it)",
+            ));
+        }
+        RtChoice::with_deadline(self.policy, self.prio(), self.no_rt, self.default_system)
+    }
+
+    /// `-p`, or its default (95).
+    fn prio(&self) -> u8 {
+        self.priority.unwrap_or(95)
     }
 }
 
@@ -474,6 +485,24 @@ mod tests {
             a.rt.choice_with_deadline().unwrap().policy,
             Policy::Deadline
         );
+        // A priority is refused with deadline (it would be ignored), not
+        // with --no-rt (SCHED_OTHER then) nor with another policy.
+        let rt = |args: &[&str]| {
+            let mut v = vec!["rtscope", "cyclic"];
+            v.extend_from_slice(args);
+            let Command::Cyclic(a) = Cli::try_parse_from(v).unwrap().command else {
+                panic!("not cyclic");
+            };
+            a.rt.choice_with_deadline()
+        };
+        let e = rt(&["--policy", "deadline", "-p", "95"]).unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), 2);
+        assert!(e.to_string().starts_with("-p/--priority does not apply"), "{e}");
+        let c = rt(&["--policy", "deadline", "-p", "95", "--no-rt"]).unwrap();
+        assert_eq!((c.policy, c.priority), (Policy::Other, 0));
+        let c = rt(&["--policy", "rr", "-p", "7"]).unwrap();
+        assert_eq!((c.policy, c.priority), (Policy::Rr, 7));
+        assert_eq!(rt(&[]).unwrap().priority, 95);
     }
 
     /// `CyclicOptions::default()` (what `matrix` starts its cells from) is
