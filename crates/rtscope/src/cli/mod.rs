@@ -497,7 +497,10 @@ mod tests {
         };
         let e = rt(&["--policy", "deadline", "-p", "95"]).unwrap_err();
         assert_eq!(crate::error::exit_code(&e), 2);
-        assert!(e.to_string().starts_with("-p/--priority does not apply"), "{e}");
+        assert!(
+            e.to_string().starts_with("-p/--priority does not apply"),
+            "{e}"
+        );
         let c = rt(&["--policy", "deadline", "-p", "95", "--no-rt"]).unwrap();
         assert_eq!((c.policy, c.priority), (Policy::Other, 0));
         let c = rt(&["--policy", "rr", "-p", "7"]).unwrap();

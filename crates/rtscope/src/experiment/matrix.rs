@@ -810,5 +810,17 @@ mod tests {
         assert_eq!(c.spikes, CyclicOptions::default().spikes);
         assert_eq!(c.start_delay_ns, CyclicOptions::default().start_delay_ns);
         cyclic::plan(&cell_options(&base, 500_000, Some(&s), None)).unwrap();
+        // The matrix's own real-time choice, wait, clock and load CPUs reach
+        // every cell.
+        let mut a = args(&["none"], &[50], &[500_000]);
+        a.rt = RtChoice::new(rtscope_core::rt::Policy::Rr, 7, false, true).unwrap();
+        a.wake = rtscope_core::cyclic::WakeMethod::Relative;
+        a.clock = rtscope_core::named::MeasureClock::Realtime;
+        a.load_cpus = Some(vec![0]);
+        let c = cell_options(&base_options(&a).unwrap(), 500_000, None, None);
+        assert_eq!(c.run.rt, a.rt);
+        assert_eq!((c.wake, c.clock), (a.wake, a.clock));
+        assert_eq!(c.run.load_cpus, Some(vec![0]));
+        assert!(c.run.loads.is_empty());
     }
 }

@@ -650,6 +650,36 @@ mod tests {
         s
     }
 
+    /// A request's check refuses bad outputs (one path twice) and bad loads
+    /// (a CPU that is not online), and `settings` hands it over whole.
+    #[test]
+    fn a_request_is_checked_and_handed_to_the_harness() {
+        assert!(RunRequest::default().check(&[]).is_ok());
+        let same = RunRequest {
+            outputs: Outputs {
+                json: Some("/tmp/x".into()),
+                report: Some("/tmp/x".into()),
+                ..Outputs::default()
+            },
+            ..RunRequest::default()
+        };
+        assert_eq!(crate::error::exit_code(&same.check(&[]).unwrap_err()), 2);
+        let cpus = RunRequest {
+            loads: vec![crate::load::parse_spec("cpu:10").unwrap()],
+            load_cpus: Some(vec![100_000]),
+            ..RunRequest::default()
+        };
+        assert_eq!(crate::error::exit_code(&cpus.check(&[]).unwrap_err()), 2);
+        let r = RunRequest {
+            rt: RtChoice::new(Policy::Rr, 3, false, true).unwrap(),
+            load_cpus: Some(vec![0]),
+            ..RunRequest::quiet()
+        };
+        let s = r.settings();
+        assert_eq!((s.rt, s.load_cpus, s.quiet), (r.rt, Some(&[0][..]), true));
+        assert!(!RunRequest::default().settings().quiet);
+    }
+
     /// Gates are checked on the document, recorded in the JSON written,
     /// and the JUnit file written beside it; a failed gate is exit 3.
     #[test]

@@ -848,6 +848,15 @@ mod tests {
         let e = sweep(&[], 80, false, false).unwrap_err();
         assert_eq!(crate::error::exit_code(&e), 2);
         assert!(sweep(&[Fifo], 0, false, false).is_err());
+        // The plan records the harness's choice of the sweep, not the
+        // options' own, and each policy's choice keeps the priority.
+        let mut o = opts();
+        o.policies = vec![Other, Rr];
+        o.priority = 7;
+        let p = plan(&o).unwrap();
+        assert_eq!((p.run.rt.policy, p.run.rt.priority), (Rr, 7));
+        assert_eq!(p.choice(Fifo).priority, 7);
+        assert_eq!(p.choice(Other).priority, 0);
     }
 
     pub(crate) fn opts() -> TimerOptions {
