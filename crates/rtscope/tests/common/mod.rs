@@ -5,6 +5,10 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
+mod run;
+#[allow(unused_imports)]
+pub use run::{Ran, Run, Spawned, LIMIT};
+
 /// The rtscope binary under test.
 pub fn rtscope() -> Command {
     Command::cargo_bin("rtscope").expect("binary built")
@@ -58,114 +62,58 @@ pub fn assert_one_line(stderr: &[u8]) -> String {
     s
 }
 
-/// Waits for `child` at most `limit`; kills it and panics (naming `what`)
-/// when it is still running then, so that a regression fails instead of hanging.
-fn wait_within(
-    mut child: std::process::Child,
-    limit: std::time::Duration,
-    what: &str,
-) -> std::process::Output {
-    let t0 = std::time::Instant::now();
-    loop {
-        if child.try_wait().expect("wait for rtscope").is_some() {
-            return child.wait_with_output().expect("collect rtscope's output");
+/// Whether `taskset` runs here; with CI set, a missing one fails the test.
+pub fn taskset_runs() -> bool {
+    match std::process::Command::new("taskset").arg("-V").output() {
+        Ok(_) => true,
+        Err(e) => {
+            assert!(std::env::var_os("CI").is_none(), "taskset: {e}");
+            eprintln!("taskset not runnable here ({e}): skipped");
+            false
         }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: still running after {limit:?}");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
     }
-}
-
-fn spawn_rtscope(args: &[&str]) -> std::process::Child {
-    std::process::Command::new(rtscope_path())
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("rtscope starts")
 }
 
 /// Runs rtscope with `args` confined to `cpu` (`taskset -c`), its threads of
 /// normal priority too: one real-time thread there takes every CPU the
 /// process has, as on a machine of one CPU. Panics if it has not ended within
 /// `limit`; `None` where taskset is missing (an error with CI set).
-pub fn run_on_cpu_within(
-    cpu: usize,
-    args: &[&str],
-    limit: std::time::Duration,
-) -> Option<std::process::Output> {
-    let child = match std::process::Command::new("taskset")
-        .arg("-c")
-        .arg(cpu.to_string())
-        .arg(rtscope_path())
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            assert!(std::env::var_os("CI").is_none(), "taskset: {e}");
-            eprintln!("taskset not runnable here ({e}): skipped");
-            return None;
-        }
-    };
-    Some(wait_within(
-        child,
-        limit,
-        &format!("taskset -c {cpu} {args:?}"),
-    ))
+pub fn run_on_cpu_within(cpu: usize, args: &[&str], limit: std::time::Duration) -> Option<Ran> {
+    taskset_runs().then(|| {
+        Run::new(args)
+            .under(["taskset", "-c", &cpu.to_string()])
+            .wait_within(limit)
+    })
 }
 
-/// Runs rtscope with `args`; panics if it has not ended within `limit`.
-pub fn run_within(args: &[&str], limit: std::time::Duration) -> std::process::Output {
-    wait_within(spawn_rtscope(args), limit, &format!("{args:?}"))
+/// Runs rtscope with `args`; panics (the child killed) if it has not ended
+/// within `limit`.
+pub fn run_within(args: &[&str], limit: std::time::Duration) -> Ran {
+    Run::new(args).wait_within(limit)
 }
 
-/// Waits until process `pid` has a handler for SIGINT (`SigCgt` in its
-/// status); panics after `limit`, or if the process is gone.
-pub fn catches_sigint_within(pid: u32, limit: std::time::Duration) {
-    let t0 = std::time::Instant::now();
-    loop {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .unwrap_or_else(|e| panic!("process {pid}: {e}"));
-        let caught = status
-            .lines()
-            .find_map(|l| l.strip_prefix("SigCgt:"))
-            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-            .unwrap_or(0);
-        if caught & (1 << (libc::SIGINT - 1)) != 0 {
-            return;
-        }
-        assert!(
-            t0.elapsed() < limit,
-            "process {pid} caught no SIGINT within {limit:?}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+/// Whether process `pid` has a handler for SIGINT (`SigCgt` in its status);
+/// panics if the process is gone.
+pub fn catches_sigint(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_else(|e| panic!("process {pid}: {e}"));
+    let caught = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    caught & (1 << (libc::SIGINT - 1)) != 0
 }
 
 /// Starts rtscope with `args`, sends it SIGINT after `after` (counted from
-/// when it catches SIGINT), and returns its
-/// output and how long it took to end after the signal; panics if that takes
-/// longer than `limit`.
+/// when it catches SIGINT), and returns how it ended and how long it took to
+/// end after the signal; panics if that takes longer than `limit`.
 pub fn interrupt_after(
     args: &[&str],
     after: std::time::Duration,
     limit: std::time::Duration,
-) -> (std::process::Output, std::time::Duration) {
-    let child = spawn_rtscope(args);
-    // `after` counts from when the run catches SIGINT: on a loaded machine
-    // the start alone can take longer, and a signal before that kills it.
-    catches_sigint_within(child.id(), std::time::Duration::from_secs(30));
-    std::thread::sleep(after);
-    let t0 = std::time::Instant::now();
-    rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).expect("SIGINT sent");
-    let out = wait_within(child, limit, &format!("{args:?} after SIGINT"));
-    (out, t0.elapsed())
+) -> (Ran, std::time::Duration) {
+    Run::new(args).interrupt_after(after, limit)
 }
 
 /// Tests that fill every CPU with real-time threads take their turn alone
