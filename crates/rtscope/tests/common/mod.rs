@@ -48,9 +48,15 @@ pub fn assert_valid(doc: &serde_json::Value, schema: &str) {
 
 /// Reads and validates a result file.
 pub fn read_result(path: &Path) -> serde_json::Value {
+    read_valid(path, "result-schema.json")
+}
+
+/// Reads a JSON file and validates it against the JSON Schema `docs/<schema>`.
+pub fn read_valid(path: &Path, schema: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let v: serde_json::Value = serde_json::from_str(&text).expect("result is JSON");
-    assert_valid_result(&v);
+    let v: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()));
+    assert_valid(&v, schema);
     v
 }
 

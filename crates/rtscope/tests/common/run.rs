@@ -531,11 +531,12 @@ impl Ran {
         self
     }
 
-    /// Asserts that stderr is exactly one non-empty line (and no panic);
+    /// Asserts that stderr is exactly one line, not empty and no panic;
     /// returns stderr.
     #[track_caller]
     pub fn one_line(&self) -> String {
         let e = super::assert_one_line(&self.out.stderr);
+        assert_eq!(e.trim_end().lines().count(), 1, "{}: {e}", self.what);
         assert!(!e.contains("panicked"), "{}: {e}", self.what);
         e
     }
