@@ -432,7 +432,7 @@ impl Spawned {
     #[track_caller]
     pub fn listening_on(&mut self) -> String {
         self.wait_for_line(true, Duration::from_secs(30), |l| {
-            let rest = l.split("listening on http://").nth(1)?;
+            let rest = l.strip_prefix("listening on http://")?;
             rest.contains('/')
                 .then(|| rest.split('/').next().unwrap_or_default().to_string())
         })
