@@ -191,19 +191,9 @@ fn bad_live_options_are_one_line_and_exit_2() {
     assert!(line.contains("--listen"), "{line}");
 }
 
+/// `request` to `addr`: status, head, body.
 fn get(addr: &str, request: &str) -> (u16, String, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(request.as_bytes()).unwrap();
-    let mut buf = String::new();
-    let _ = s.read_to_string(&mut buf);
-    let (head, body) = buf.split_once("\r\n\r\n").unwrap_or((&buf, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (status, head.to_string(), body.to_string())
+    common::http(addr, request)
 }
 
 #[test]

@@ -195,6 +195,29 @@ pub fn own_tracefs_mounts_of(pid: u32) -> Vec<String> {
         .collect()
 }
 
+/// Sends `request` to `addr` and reads the answer to its end (5 s at most
+/// between reads): status (0 where none came), head, body.
+pub fn http(addr: &str, request: &str) -> (u16, String, String) {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return (0, String::new(), String::new());
+    };
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    if s.write_all(request.as_bytes()).is_err() {
+        return (0, String::new(), String::new());
+    }
+    let mut buf = String::new();
+    let _ = s.read_to_string(&mut buf);
+    let (head, body) = buf.split_once("\r\n\r\n").unwrap_or((&buf, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_string(), body.to_string())
+}
+
 // The helpers of the tests that read results (report, compare, import).
 
 pub fn fixture(name: &str) -> PathBuf {
