@@ -80,18 +80,6 @@ pub fn taskset_runs() -> bool {
     }
 }
 
-/// Runs rtscope with `args` confined to `cpu` (`taskset -c`), its threads of
-/// normal priority too: one real-time thread there takes every CPU the
-/// process has, as on a machine of one CPU. Panics if it has not ended within
-/// `limit`; `None` where taskset is missing (an error with CI set).
-pub fn run_on_cpu_within(cpu: usize, args: &[&str], limit: std::time::Duration) -> Option<Ran> {
-    taskset_runs().then(|| {
-        Run::new(args)
-            .under(["taskset", "-c", &cpu.to_string()])
-            .wait_within(limit)
-    })
-}
-
 /// Runs rtscope with `args`; panics (the child killed) if it has not ended
 /// within `limit`.
 pub fn run_within(args: &[&str], limit: std::time::Duration) -> Ran {

@@ -358,6 +358,11 @@ impl Spawned {
             .unwrap_or_else(|e| panic!("{}: wait: {e}", self.what))
     }
 
+    /// Whether the child still runs.
+    pub fn running(&mut self) -> bool {
+        self.ended().is_none()
+    }
+
     /// Kills the child and fails the test, naming the command, `why`, and
     /// what the child wrote to stderr.
     #[track_caller]
