@@ -11,24 +11,7 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Ran, Spawned, LIMIT};
-
-/// Whether a tool is on PATH; with CI set, a missing one fails the test
-/// (.ci/run installs it: a skip there would hide a regression).
-fn tool(name: &str) -> bool {
-    let found = std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {name}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{name} is not installed, and CI is set (.ci/run installs it)"
-        );
-        eprintln!("skipped: {name} is not installed");
-    }
-    found
-}
+use common::{tool, Ran, Spawned, LIMIT};
 
 /// A Python with `prometheus_client` (Debian's python3-prometheus-client
 /// installs it for /usr/bin/python3); with CI set, none fails the test.

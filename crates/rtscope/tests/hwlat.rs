@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{alongside, instances_of, own_tracefs_mounts_of, Run, Spawned, LIMIT};
+use common::{alongside, instances_of, mkfifo, own_tracefs_mounts_of, Run, Spawned, LIMIT};
 
 fn last_cpu() -> usize {
     *rtscope_core::units::online_cpus().last().unwrap()
@@ -52,11 +52,7 @@ fn fake_tracefs() -> tempfile::TempDir {
         std::fs::write(p, v).unwrap();
     }
     std::fs::create_dir_all(d.path().join("per_cpu/cpu0")).unwrap();
-    let ok = std::process::Command::new("mkfifo")
-        .arg(d.path().join("per_cpu/cpu0/trace_pipe"))
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    mkfifo(&d.path().join("per_cpu/cpu0/trace_pipe"));
     d
 }
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{alone, alongside, taskset_runs, Run, LIMIT};
+use common::{alone, alongside, mkfifo, taskset_runs, Run, LIMIT};
 use std::time::Duration;
 
 #[test]
@@ -156,11 +156,7 @@ fn rtc_fake_device_is_refused_at_once() {
     let _turn = alongside();
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("rtc");
-    let st = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    mkfifo(&fifo);
     let line = Run::new(["irq", "--source", "rtc", "--rtc-device"])
         .arg(&fifo)
         .args(["-l", "5"])
@@ -178,11 +174,7 @@ fn gpio_not_a_chip_is_one_line_exit_2() {
     let _turn = alongside();
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("gpiochip0");
-    let st = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    mkfifo(&fifo);
     for (chip, want) in [
         ("/dev/null".to_string(), "not a GPIO chip"),
         ("/nonexistent/gpiochip7".to_string(), "No such file"),

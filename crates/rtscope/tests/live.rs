@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{read_result, rtscope_path, Run, LIMIT};
+use common::{mkfifo, read_result, rtscope_path, tool, Run, LIMIT};
 
 fn lines(path: &std::path::Path) -> Vec<String> {
     std::fs::read_to_string(path)
@@ -283,23 +283,6 @@ fn listen_serves_metrics_snapshot_and_page() {
     assert!(out.stdout().contains("series"));
 }
 
-/// Whether a tool is on PATH; with CI set, a missing one fails the test
-/// (CI installs it: a skip there would hide a regression).
-fn tool(name: &str) -> bool {
-    let found = std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {name}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{name} is not installed, and CI is set (.ci/run installs it)"
-        );
-        eprintln!("skipped: {name} is not installed");
-    }
-    found
-}
-
 #[test]
 fn live_without_a_terminal_falls_back_to_status_lines() {
     let out = Run::new(["cyclic", "--no-rt", "-t", "1", "-l", "200", "--live"]).exits(0);
@@ -370,14 +353,23 @@ impl Drop for Tmux {
     }
 }
 
-/// The shell command that runs rtscope with `args` in a terminal, then
-/// writes its exit code to `done` and stays (so that its screen can be read).
-fn in_terminal(args: &str, done: &Path) -> String {
-    format!(
-        "{} {args}; echo $? > {}; sleep 30",
+/// Starts `rtscope ARGS --json DIR/r.json` in a terminal of `cols`×`rows`:
+/// session `rtscope-TAG-PID` of a tmux server of its own in `dir`. The exit
+/// code goes to `DIR/done`, and the terminal stays (its screen can be read).
+fn live_in_tmux(dir: &Path, tag: &str, cols: u16, rows: u16, args: &str) -> (Tmux, String) {
+    let (json, done) = (dir.join("r.json"), dir.join("done"));
+    let cmd = format!(
+        "{} {args} --json {}; echo $? > {}; sleep 30",
         rtscope_path().display(),
+        json.display(),
         done.display()
-    )
+    );
+    let (tmux, session) = (
+        Tmux::new(dir),
+        format!("rtscope-{tag}-{}", std::process::id()),
+    );
+    tmux.open(&session, cols, rows, &cmd);
+    (tmux, session)
 }
 
 #[test]
@@ -386,15 +378,9 @@ fn live_view_in_tmux_shows_the_table_and_q_stops_with_results() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let done = dir.path().join("done");
-    let session = format!("rtscope-live-{}", std::process::id());
-    let tmux = Tmux::new(dir.path());
-    let args = format!(
-        "cyclic --no-rt -t 2 -D 60s --live --json {}",
-        json.display()
-    );
-    tmux.open(&session, 120, 35, &in_terminal(&args, &done));
+    let (json, done) = (dir.path().join("r.json"), dir.path().join("done"));
+    let args = "cyclic --no-rt -t 2 -D 60s --live";
+    let (tmux, session) = live_in_tmux(dir.path(), "live", 120, 35, args);
     let screen = |pattern: &str| tmux.screen(&session, pattern);
     let s = screen("thread 1");
     for needle in [
@@ -516,15 +502,9 @@ fn live_view_at_80x24_shows_the_tail_the_columns_and_warnings_while_running() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let done = dir.path().join("done");
-    let session = format!("rtscope-80x24-{}", std::process::id());
-    let tmux = Tmux::new(dir.path());
-    let args = format!(
-        "cyclic --no-rt -t 1 -i 1us -D 4s --live --json {}",
-        json.display()
-    );
-    tmux.open(&session, 80, 24, &in_terminal(&args, &done));
+    let (json, done) = (dir.path().join("r.json"), dir.path().join("done"));
+    let args = "cyclic --no-rt -t 1 -i 1us -D 4s --live";
+    let (tmux, session) = live_in_tmux(dir.path(), "80x24", 80, 24, args);
     // Captures of the view while the run goes on (its key line is shown).
     let mut views = Vec::new();
     for _ in 0..150 {
@@ -786,15 +766,6 @@ fn prometheus_scrapes_listen() {
     assert!(buckets
         .iter()
         .any(|r| r["metric"]["le"] == "0.000001" || r["metric"]["le"] == "1e-06"));
-}
-
-fn mkfifo(p: &std::path::Path) {
-    let ok = std::process::Command::new("mkfifo")
-        .arg(p)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "mkfifo");
 }
 
 #[test]

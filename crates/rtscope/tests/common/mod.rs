@@ -206,6 +206,32 @@ pub fn http(addr: &str, request: &str) -> (u16, String, String) {
     (status, head.to_string(), body.to_string())
 }
 
+/// Whether a tool is on PATH; with CI set, a missing one fails the test
+/// (.ci/run installs it: a skip there would hide a regression).
+pub fn tool(name: &str) -> bool {
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{name} is not installed, and CI is set (.ci/run installs it)"
+        );
+        eprintln!("skipped: {name} is not installed");
+    }
+    found
+}
+
+/// Makes a FIFO at `path`.
+pub fn mkfifo(path: &Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "mkfifo {}", path.display());
+}
+
 // The helpers of the tests that read results (report, compare, import).
 
 pub fn fixture(name: &str) -> PathBuf {
