@@ -446,14 +446,32 @@ impl Spawned {
     /// Waits for the child to end, at most `limit`, and for its output;
     /// past the limit the child is killed and the test fails.
     #[track_caller]
-    pub fn wait_within(mut self, limit: Duration) -> Ran {
+    pub fn wait_within(self, limit: Duration) -> Ran {
+        self.finish(limit, false)
+    }
+
+    /// Waits for the child to end, at most `limit`; past it the child is
+    /// killed (SIGKILL, which its status then says), and how it ended is
+    /// returned all the same, for a test that reports an overrun itself.
+    #[track_caller]
+    pub fn end_within(self, limit: Duration) -> Ran {
+        self.finish(limit, true)
+    }
+
+    #[track_caller]
+    fn finish(mut self, limit: Duration, kill_at_limit: bool) -> Ran {
         let t0 = Instant::now();
         let status = loop {
             if let Some(status) = self.ended() {
                 break status;
             }
             if t0.elapsed() > limit {
-                self.fail(&format!("still running after {limit:?}"));
+                if !kill_at_limit {
+                    self.fail(&format!("still running after {limit:?}"));
+                }
+                let c = self.child.as_mut().expect("not yet waited on");
+                let _ = c.kill();
+                break c.wait().expect("wait for the killed child");
             }
             std::thread::sleep(POLL);
         };
