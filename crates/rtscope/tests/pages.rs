@@ -5,44 +5,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command as StdCommand;
 
-use common::rtscope;
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(args: &[&str]) -> Out {
-    let o = rtscope().args(args).output().unwrap();
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// Runs rtscope `args` writing `--json dir/name.json`; without real-time
-/// privileges (exit 1) again with `--no-rt`.
-fn measure(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
-    let json = dir.join(format!("{name}.json"));
-    let mut all: Vec<&str> = args.to_vec();
-    all.extend(["-q", "--json", s(&json)]);
-    let mut o = run(&all);
-    if o.code == 1 {
-        all.push("--no-rt");
-        o = run(&all);
-    }
-    assert_eq!(o.code, 0, "{args:?}: {}", o.stderr);
-    json
-}
+use common::{measured as measure, run, s};
 
 /// Measures every chart's text in the page, in the page's own window:
 /// pairs of texts whose boxes overlap, texts that reach past their chart,

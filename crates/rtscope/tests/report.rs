@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 use std::process::Command as StdCommand;
 
-use common::{fixture, import, one_line_usage_error, real_run, rtscope, run, s, Out};
+use common::{fixture, import, one_line_usage_error, real_run, run, s, Out, Run};
 use rtscope_core::result::ResultDocument;
 use serde_json::Value;
 
@@ -355,12 +355,7 @@ fn browser_loads_the_report_of_a_real_run() {
 
 /// Runs rtscope in `dir` (for relative paths such as `./x.json`).
 fn run_in(dir: &Path, args: &[&str]) -> Out {
-    let o = rtscope().current_dir(dir).args(args).output().unwrap();
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    Run::new(args).current_dir(dir).ran().into()
 }
 
 #[test]
@@ -426,7 +421,7 @@ fn devices_and_binary_files_end_in_one_line_errors() {
 #[test]
 fn a_fifo_nobody_writes_to_is_an_error_not_a_hang() {
     // Every command that reads a document or an import: with a short wait
-    // they end in one line and exit 2 (assert_cmd's timeout kills a hang).
+    // they end in one line and exit 2 (a hang is killed at 30 s).
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("fifo");
     assert!(std::process::Command::new("mkfifo")
@@ -441,14 +436,11 @@ fn a_fifo_nobody_writes_to_is_an_error_not_a_hang() {
         vec!["import", "cyclictest", "--json", s(&f), "-o", s(&out)],
         vec!["import", "cyclictest", "--histogram", s(&f), "-o", s(&out)],
     ] {
-        let o = rtscope()
-            .args(&args)
+        let e = Run::new(&args)
             .env("RTSCOPE_INPUT_WAIT", "300ms")
-            .timeout(std::time::Duration::from_secs(30))
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(2), "{args:?}");
-        let e = common::assert_one_line(&o.stderr);
+            .wait_within(std::time::Duration::from_secs(30))
+            .exits(2)
+            .one_line();
         assert!(
             e.contains(&format!("{}: ", s(&f)))
                 && e.contains("not a regular file, and no data came in 300ms"),
@@ -456,14 +448,11 @@ fn a_fifo_nobody_writes_to_is_an_error_not_a_hang() {
         );
         assert!(!out.exists());
     }
-    let o = rtscope()
-        .args(["report", s(&f), "-o", s(&out)])
+    let e = Run::new(["report", s(&f), "-o", s(&out)])
         .env("RTSCOPE_INPUT_WAIT", "later")
-        .timeout(std::time::Duration::from_secs(30))
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    let e = common::assert_one_line(&o.stderr);
+        .wait_within(std::time::Duration::from_secs(30))
+        .exits(2)
+        .one_line();
     assert!(
         e.contains("RTSCOPE_INPUT_WAIT=later: not a duration"),
         "{e}"

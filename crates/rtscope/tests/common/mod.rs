@@ -240,19 +240,26 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// A finished run as text: exit code (-1 for a signal), stdout, stderr.
 pub struct Out {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
 }
 
-pub fn run(args: &[&str]) -> Out {
-    let o = rtscope().args(args).output().unwrap();
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+impl From<Ran> for Out {
+    fn from(r: Ran) -> Out {
+        Out {
+            code: r.code(),
+            stdout: r.stdout(),
+            stderr: r.stderr(),
+        }
     }
+}
+
+/// Runs rtscope with `args` (within [`LIMIT`]), whatever its exit.
+pub fn run(args: &[&str]) -> Out {
+    Run::new(args).ran().into()
 }
 
 pub fn s(p: &Path) -> &str {
@@ -267,30 +274,26 @@ pub fn import(kind: &str, input: &Path, out: &Path) -> rtscope_core::result::Res
     rtscope_core::result::ResultDocument::read(out).unwrap()
 }
 
-/// A real short cyclic run (SCHED_FIFO where allowed, else --no-rt).
-pub fn real_run(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+/// Runs rtscope `args` writing `-q --json DIR/NAME.json`; where it may not
+/// use real-time priority (exit 1), again with `--no-rt`. Checks exit 0;
+/// returns the document's path.
+pub fn measured(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
     let json = dir.join(format!("{name}.json"));
-    let base = [
-        "cyclic",
-        "-l",
-        "400",
-        "-i",
-        "500us",
-        "-q",
-        "--json",
-        s(&json),
-    ];
-    let mut args: Vec<&str> = base.to_vec();
-    args.extend_from_slice(extra);
-    let o = run(&args);
-    if o.code == 1 {
-        args.push("--no-rt");
-        let o = run(&args);
-        assert_eq!(o.code, 0, "{}", o.stderr);
+    let run = || Run::new(args).arg("-q").arg("--json").arg(&json);
+    let first = run().ran();
+    if first.code() == 1 {
+        run().arg("--no-rt").exits(0);
     } else {
-        assert_eq!(o.code, 0, "{}", o.stderr);
+        first.exits(0);
     }
     json
+}
+
+/// A real short cyclic run (SCHED_FIFO where allowed, else --no-rt).
+pub fn real_run(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    let mut args = vec!["cyclic", "-l", "400", "-i", "500us"];
+    args.extend_from_slice(extra);
+    measured(dir, name, &args)
 }
 
 pub fn one_line_usage_error(o: &Out) {
