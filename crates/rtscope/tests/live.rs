@@ -828,27 +828,13 @@ fn browser_shows_the_live_page() {
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .spawn();
     std::thread::sleep(Duration::from_millis(1500));
-    let o = std::process::Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--virtual-time-budget=3000",
-            "--dump-dom",
-            &format!("http://127.0.0.1:{port}/"),
-        ])
-        .output()
-        .unwrap();
+    let c = common::chromium(
+        "chromium",
+        &["--virtual-time-budget=3000"],
+        &format!("http://127.0.0.1:{port}/"),
+    );
     child.wait_within(LIMIT);
-    let dom = String::from_utf8_lossy(&o.stdout);
-    let console: Vec<_> = String::from_utf8_lossy(&o.stderr)
-        .lines()
-        .filter(|l| l.contains(":CONSOLE"))
-        .map(str::to_string)
-        .collect();
+    let (dom, console) = (c.dom, c.console);
     assert!(console.is_empty(), "console: {console:?}");
     assert!(
         dom.contains("<td>thread 0</td>") && dom.contains("<td>all</td>"),

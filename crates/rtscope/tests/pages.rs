@@ -6,7 +6,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command as StdCommand;
 
 use common::{measured as measure, run, s};
 
@@ -80,21 +79,13 @@ fn layout(page: &Path, width: u32, dir: &Path) -> Layout {
         ),
     )
     .unwrap();
-    let o = StdCommand::new("/usr/bin/chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--allow-file-access-from-files",
-            "--window-size=1280,2000",
-            "--dump-dom",
-        ])
-        .arg(format!("file://{}", outer.display()))
-        .output()
-        .expect("chromium runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let dom = String::from_utf8_lossy(&o.stdout);
+    let c = common::chromium(
+        "/usr/bin/chromium",
+        &["--allow-file-access-from-files", "--window-size=1280,2000"],
+        &format!("file://{}", outer.display()),
+    );
+    assert!(c.status.success(), "{}", c.stderr);
+    let dom = c.dom;
     let at = dom.find("<pre id=\"r\">").expect("the frame page") + "<pre id=\"r\">".len();
     let text = &dom[at..at + dom[at..].find("</pre>").unwrap()];
     let text = text

@@ -8,7 +8,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command as StdCommand;
 
 use common::{fixture, import, one_line_usage_error, real_run, run, s, Out, Run};
 use rtscope_core::result::ResultDocument;
@@ -269,32 +268,9 @@ fn compare_matrix_directories_cell_by_cell() {
 
 /// Loads `url` in headless Chromium; returns (serialised DOM, console lines).
 fn chromium(url: &str) -> (String, Vec<String>) {
-    let o = StdCommand::new("/usr/bin/chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--dump-dom",
-            url,
-        ])
-        .output()
-        .expect("chromium runs");
-    assert!(
-        o.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    // Chromium logs every console message (errors, CSP violations, SVG
-    // attribute errors) as `INFO:CONSOLE...] "text", source: URL (line)`.
-    let console = String::from_utf8_lossy(&o.stderr)
-        .lines()
-        .filter(|l| l.contains(":CONSOLE"))
-        .map(str::to_string)
-        .collect();
-    (String::from_utf8_lossy(&o.stdout).into_owned(), console)
+    let c = common::chromium("/usr/bin/chromium", &[], url);
+    assert!(c.status.success(), "chromium failed: {}", c.stderr);
+    (c.dom, c.console)
 }
 
 #[test]

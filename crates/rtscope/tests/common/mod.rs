@@ -232,6 +232,48 @@ pub fn mkfifo(path: &Path) {
     assert!(ok, "mkfifo {}", path.display());
 }
 
+/// What headless Chromium made of a page: its exit status, the serialised
+/// DOM, and the console messages it logged.
+pub struct Chromium {
+    pub status: std::process::ExitStatus,
+    pub dom: String,
+    pub console: Vec<String>,
+    pub stderr: String,
+}
+
+/// Loads `url` in headless Chromium (`program`) with `flags` besides the
+/// usual ones; nothing is checked here.
+pub fn chromium(program: &str, flags: &[&str], url: &str) -> Chromium {
+    let o = std::process::Command::new(program)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+        ])
+        .args(flags)
+        .arg(url)
+        .output()
+        .expect("chromium runs");
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    // Chromium logs every console message (errors, CSP violations, SVG
+    // attribute errors) as `INFO:CONSOLE...] "text", source: URL (line)`.
+    let console = stderr
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect();
+    Chromium {
+        status: o.status,
+        dom: String::from_utf8_lossy(&o.stdout).into_owned(),
+        console,
+        stderr,
+    }
+}
+
 // The helpers of the tests that read results (report, compare, import).
 
 pub fn fixture(name: &str) -> PathBuf {
