@@ -764,13 +764,7 @@ fn deadline_refusals_are_one_line() {
         .is_ok()
     {
         let e = Run::new(["cyclic", "--policy", "deadline", "-D", "1", "-q"])
-            .under([
-                "setpriv",
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "--",
-            ])
+            .by_nobody()
             .exits(1)
             .one_line();
         assert!(e.contains("not allowed to use SCHED_DEADLINE"), "{e}");

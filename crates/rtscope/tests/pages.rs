@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{measured as measure, run, s};
+use common::{measured as measure, run_ok, s};
 
 /// Measures every chart's text in the page, in the page's own window:
 /// pairs of texts whose boxes overlap, texts that reach past their chart,
@@ -156,12 +156,11 @@ fn pages_lead_with_the_answer_and_their_labels_do_not_collide() {
         ],
     );
     let report = dir.join("report.html");
-    assert_eq!(run(&["report", s(&a), "-o", s(&report)]).code, 0);
+    run_ok(&["report", s(&a), "-o", s(&report)]);
     let timer = dir.join("timer.html");
-    assert_eq!(run(&["report", s(&t), "-o", s(&timer)]).code, 0);
+    run_ok(&["report", s(&t), "-o", s(&timer)]);
     let cmp = dir.join("compare.html");
-    let o = run(&["compare", s(&a), s(&b), "--html", s(&cmp)]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    run_ok(&["compare", s(&a), s(&b), "--html", s(&cmp)]);
 
     // What each page leads with, before any table of the system or plan.
     let page = std::fs::read_to_string(&report).unwrap();
@@ -265,15 +264,13 @@ fn redact_leaves_identifying_strings_out() {
     }
     let plain = dir.join("plain.html");
     let red = dir.join("red.html");
-    assert_eq!(run(&["report", s(&a), "-o", s(&plain)]).code, 0);
-    assert_eq!(run(&["report", s(&a), "-o", s(&red), "--redact"]).code, 0);
+    run_ok(&["report", s(&a), "-o", s(&plain)]);
+    run_ok(&["report", s(&a), "-o", s(&red), "--redact"]);
     let cplain = dir.join("cplain.html");
     let cred = dir.join("cred.html");
-    let o = run(&["compare", s(&a), s(&b), "--html", s(&cplain)]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run_ok(&["compare", s(&a), s(&b), "--html", s(&cplain)]);
     let plain_text = o.stdout;
-    let o = run(&["compare", s(&a), s(&b), "--html", s(&cred), "--redact"]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run_ok(&["compare", s(&a), s(&b), "--html", s(&cred), "--redact"]);
     let red_text = o.stdout;
     let read = |p: &Path| std::fs::read_to_string(p).unwrap();
     for secret in secrets {

@@ -224,14 +224,7 @@ fn no_permission_refused_or_untraced() {
         eprintln!("skipped: the binary's directories are not reachable by nobody");
         return;
     }
-    let run = |mode: &str| {
-        Run::new(["cyclic", mode, "--no-rt", "-l", "50"]).under([
-            setpriv.to_str().unwrap(),
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-        ])
-    };
+    let run = |mode: &str| Run::new(["cyclic", mode, "--no-rt", "-l", "50"]).by_nobody();
     let line = run("--trace").exits(2).one_line();
     assert!(line.contains("--trace:"), "{line}");
     let out = run("--trace=auto").exits(0);

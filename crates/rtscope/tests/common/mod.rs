@@ -304,13 +304,19 @@ pub fn run(args: &[&str]) -> Out {
     Run::new(args).ran().into()
 }
 
+/// Runs rtscope with `args` (within [`LIMIT`]) and checks exit 0 (its
+/// stderr shown if not).
+#[track_caller]
+pub fn run_ok(args: &[&str]) -> Out {
+    Run::new(args).exits(0).into()
+}
+
 pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
 pub fn import(kind: &str, input: &Path, out: &Path) -> rtscope_core::result::ResultDocument {
-    let o = run(&["import", "cyclictest", kind, s(input), "-o", s(out)]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run_ok(&["import", "cyclictest", kind, s(input), "-o", s(out)]);
     assert!(o.stdout.contains("imported 3 series"), "{}", o.stdout);
     read_result(out);
     rtscope_core::result::ResultDocument::read(out).unwrap()

@@ -136,6 +136,18 @@ impl Run {
         self
     }
 
+    /// Starts rtscope as the user nobody (`setpriv`, no groups): no
+    /// privilege, no real-time priority.
+    pub fn by_nobody(self) -> Run {
+        self.under([
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+        ])
+    }
+
     /// Anything else the [`Command`] needs before it starts (its own process
     /// group, a `pre_exec`).
     pub fn setup(mut self, f: impl FnOnce(&mut Command) + 'static) -> Run {
