@@ -413,6 +413,13 @@ fn a_wait_for_what_never_comes_ends_with_the_child() {
     let msg = panic_of(|| child.wait_for("nothing", Duration::from_millis(300), || false));
     assert!(msg.contains("no nothing within 300ms"), "{msg}");
     assert!(gone(child.id()));
+    // end_within: killed at its limit, and how it ended comes back.
+    let child = Run::new(["cyclic", "--no-rt", "-t", "1", "-D", "60s"]).spawn();
+    let pid = child.id();
+    let out = child.end_within(Duration::from_millis(300));
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{:?}", out.status);
+    assert!(gone(pid), "process {pid} left running");
 }
 
 #[test]

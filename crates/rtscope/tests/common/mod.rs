@@ -1,28 +1,20 @@
-//! Helpers shared by the integration-test binaries.
+//! Helpers shared by the integration-test binaries. A test starts rtscope
+//! with [`Run`] (run.rs): its own temporary directory, every wait bounded, a
+//! child killed and its stderr shown when a limit runs out, SIGINT, the
+//! document read and validated. The rest: schemas, one-line errors, turns
+//! (`alone`/`alongside`), tracefs look-ups, peers (`tool`, `chromium`, HTTP),
+//! and the helpers of the tests that read results.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-
-use assert_cmd::Command;
 
 mod run;
 #[allow(unused_imports)]
 pub use run::{Ran, Run, Spawned, LIMIT};
 
-/// The rtscope binary under test.
-pub fn rtscope() -> Command {
-    Command::cargo_bin("rtscope").expect("binary built")
-}
-
-/// Path of the rtscope binary (for tests that spawn it themselves).
+/// Path of the rtscope binary (for a test that starts it in a terminal).
 pub fn rtscope_path() -> PathBuf {
     assert_cmd::cargo::cargo_bin("rtscope")
-}
-
-/// Validates a result document against docs/result-schema.json; panics with
-/// every violation listed.
-pub fn assert_valid_result(doc: &serde_json::Value) {
-    assert_valid(doc, "result-schema.json");
 }
 
 /// Validates a document against the JSON Schema `docs/<schema>`; panics with
@@ -80,12 +72,6 @@ pub fn taskset_runs() -> bool {
     }
 }
 
-/// Runs rtscope with `args`; panics (the child killed) if it has not ended
-/// within `limit`.
-pub fn run_within(args: &[&str], limit: std::time::Duration) -> Ran {
-    Run::new(args).wait_within(limit)
-}
-
 /// Whether process `pid` has a handler for SIGINT (`SigCgt` in its status);
 /// panics if the process is gone.
 pub fn catches_sigint(pid: u32) -> bool {
@@ -97,17 +83,6 @@ pub fn catches_sigint(pid: u32) -> bool {
         .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
         .unwrap_or(0);
     caught & (1 << (libc::SIGINT - 1)) != 0
-}
-
-/// Starts rtscope with `args`, sends it SIGINT after `after` (counted from
-/// when it catches SIGINT), and returns how it ended and how long it took to
-/// end after the signal; panics if that takes longer than `limit`.
-pub fn interrupt_after(
-    args: &[&str],
-    after: std::time::Duration,
-    limit: std::time::Duration,
-) -> (Ran, std::time::Duration) {
-    Run::new(args).interrupt_after(after, limit)
 }
 
 /// Tests that fill every CPU with real-time threads take their turn alone
@@ -130,17 +105,6 @@ pub fn alongside() -> std::sync::RwLockReadGuard<'static, ()> {
 /// Online CPUs as a `-a` list (`0-1`).
 pub fn every_cpu() -> String {
     rtscope_core::units::format_cpu_list(&rtscope_core::units::online_cpus())
-}
-
-/// Asserts that a finished rtscope exited with `code`, showing its stderr if not.
-#[track_caller]
-pub fn assert_exit(out: &std::process::Output, code: i32) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// The tracing directories of every tracefs mount this process sees.
