@@ -353,11 +353,22 @@ impl Drop for Tmux {
     }
 }
 
-/// Starts `rtscope ARGS --json DIR/r.json` in a terminal of `cols`×`rows`:
-/// session `rtscope-TAG-PID` of a tmux server of its own in `dir`. The exit
-/// code goes to `DIR/done`, and the terminal stays (its screen can be read).
-fn live_in_tmux(dir: &Path, tag: &str, cols: u16, rows: u16, args: &str) -> (Tmux, String) {
-    let (json, done) = (dir.join("r.json"), dir.join("done"));
+/// Starts `rtscope ARGS --json DIR/r.json` in a terminal of `cols`×`rows`,
+/// DIR a new temporary directory: session `rtscope-TAG-PID` of a tmux server
+/// of its own there. The exit code goes to `DIR/done`, and the terminal
+/// stays (its screen can be read). `None` where tmux is missing (an error
+/// with CI set).
+fn live_in_tmux(
+    tag: &str,
+    cols: u16,
+    rows: u16,
+    args: &str,
+) -> Option<(tempfile::TempDir, Tmux, String)> {
+    if !tool("tmux") {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (json, done) = (dir.path().join("r.json"), dir.path().join("done"));
     let cmd = format!(
         "{} {args} --json {}; echo $? > {}; sleep 30",
         rtscope_path().display(),
@@ -365,22 +376,20 @@ fn live_in_tmux(dir: &Path, tag: &str, cols: u16, rows: u16, args: &str) -> (Tmu
         done.display()
     );
     let (tmux, session) = (
-        Tmux::new(dir),
+        Tmux::new(dir.path()),
         format!("rtscope-{tag}-{}", std::process::id()),
     );
     tmux.open(&session, cols, rows, &cmd);
-    (tmux, session)
+    Some((dir, tmux, session))
 }
 
 #[test]
 fn live_view_in_tmux_shows_the_table_and_q_stops_with_results() {
-    if !tool("tmux") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let (json, done) = (dir.path().join("r.json"), dir.path().join("done"));
     let args = "cyclic --no-rt -t 2 -D 60s --live";
-    let (tmux, session) = live_in_tmux(dir.path(), "live", 120, 35, args);
+    let Some((dir, tmux, session)) = live_in_tmux("live", 120, 35, args) else {
+        return;
+    };
+    let (json, done) = (dir.path().join("r.json"), dir.path().join("done"));
     let screen = |pattern: &str| tmux.screen(&session, pattern);
     let s = screen("thread 1");
     for needle in [
@@ -498,13 +507,11 @@ fn axis_and_max(screen: &str) -> (Vec<f64>, f64) {
 /// on screen while the run goes on, not only in the summary after it.
 #[test]
 fn live_view_at_80x24_shows_the_tail_the_columns_and_warnings_while_running() {
-    if !tool("tmux") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let (json, done) = (dir.path().join("r.json"), dir.path().join("done"));
     let args = "cyclic --no-rt -t 1 -i 1us -D 4s --live";
-    let (tmux, session) = live_in_tmux(dir.path(), "80x24", 80, 24, args);
+    let Some((dir, tmux, session)) = live_in_tmux("80x24", 80, 24, args) else {
+        return;
+    };
+    let (json, done) = (dir.path().join("r.json"), dir.path().join("done"));
     // Captures of the view while the run goes on (its key line is shown).
     let mut views = Vec::new();
     for _ in 0..150 {
