@@ -3,11 +3,10 @@
 
 mod common;
 
-use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{read_result, read_valid, rtscope_path, Run, LIMIT};
+use common::{read_result, read_valid, Run, LIMIT};
 
 /// A short clock run that writes its document to `path`.
 fn clock_to(path: &std::path::Path) -> Run {
@@ -83,48 +82,22 @@ fn two_outputs_on_one_path_are_refused() {
 
 #[test]
 fn a_closed_stdout_does_not_panic_and_files_are_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let cases: Vec<Vec<String>> = vec![
-        vec![
-            "cyclic".into(),
-            "--no-rt".into(),
-            "-l".into(),
-            "20".into(),
-            "-q".into(),
-            "--json".into(),
-            json.display().to_string(),
-        ],
-        vec![
-            "load".into(),
-            "cpu:10".into(),
-            "-D".into(),
-            "1s".into(),
-            "-q".into(),
-        ],
-        vec!["ipc".into(), "--list".into()],
-    ];
-    for args in cases {
-        let _ = std::fs::remove_file(&json);
-        let mut child = Command::new(rtscope_path())
-            .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take()); // the reader is gone: writes get EPIPE
-        let mut err = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
-        let st = child.wait().unwrap();
-        assert_ne!(st.code(), Some(101), "{args:?} panicked: {err}");
+    for (args, json) in [
+        (&["cyclic", "--no-rt", "-l", "20", "-q"][..], true),
+        (&["load", "cpu:10", "-D", "1s", "-q"], false),
+        (&["ipc", "--list"], false),
+    ] {
+        let mut run = Run::new(args).stdout_closed();
+        if json {
+            run = run.json();
+        }
+        // The reader is gone: writes get EPIPE.
+        let out = run.ran();
+        let err = out.stderr();
+        assert_ne!(out.status.code(), Some(101), "{args:?} panicked: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
-        if args[0] == "cyclic" {
-            read_result(&json);
+        if json {
+            out.document();
         }
     }
 }

@@ -1,7 +1,7 @@
 //! One way to start rtscope in a test, signal it and read what it made.
 //!
-//! [`Run`] says what to start (arguments, environment, stdin, a wrapper such
-//! as `taskset`) and owns a fresh temporary directory for the files the run
+//! [`Run`] says what to start (arguments, environment, a wrapper such as
+//! `taskset`) and owns a fresh temporary directory for the files the run
 //! writes ([`Run::json`], [`Run::out`], [`Run::path`]). [`Run::spawn`] starts
 //! it as a [`Spawned`] child, which a test can signal ([`Spawned::sigint`],
 //! [`Spawned::sigint_after`]) and wait on ([`Spawned::wait_for`],
@@ -17,7 +17,7 @@
 //! writes much never blocks on a full pipe, and a test can wait for a line.
 
 use std::ffi::{OsStr, OsString};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
@@ -47,7 +47,7 @@ pub struct Run {
     wrapper: Vec<OsString>,
     args: Vec<OsString>,
     envs: Vec<(OsString, OsString)>,
-    stdin: Option<Vec<u8>>,
+    stdout_closed: bool,
     current_dir: Option<PathBuf>,
     setup: Vec<Setup>,
     dir: tempfile::TempDir,
@@ -65,7 +65,7 @@ impl Run {
             wrapper: Vec::new(),
             args: args.into_iter().map(|a| a.as_ref().to_owned()).collect(),
             envs: Vec::new(),
-            stdin: None,
+            stdout_closed: false,
             current_dir: None,
             setup: Vec::new(),
             dir: tempfile::tempdir().expect("temporary directory"),
@@ -112,10 +112,11 @@ impl Run {
         self
     }
 
-    /// What the child reads on stdin (written, then closed); without it,
-    /// stdin is empty (`/dev/null`).
-    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Run {
-        self.stdin = Some(bytes.into());
+    /// Closes the reading end of the child's stdout at once: its writes
+    /// there fail (EPIPE), as when a pipe's reader has gone. (Its stdin is
+    /// always empty, `/dev/null`.)
+    pub fn stdout_closed(mut self) -> Run {
+        self.stdout_closed = true;
         self
     }
 
@@ -195,11 +196,7 @@ impl Run {
         };
         cmd.args(&self.args)
             .envs(self.envs.iter().map(|(k, v)| (k, v)))
-            .stdin(if self.stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
+            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if let Some(d) = &self.current_dir {
@@ -211,18 +208,13 @@ impl Run {
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
-        let mut readers = Vec::new();
-        if let Some(bytes) = self.stdin {
-            let mut pipe = child.stdin.take().expect("stdin piped");
-            readers.push(std::thread::spawn(move || {
-                // The child may end without reading it all.
-                let _ = pipe.write_all(&bytes);
-            }));
-        }
         let stdout = Arc::new(Mutex::new(Vec::new()));
         let stderr = Arc::new(Mutex::new(Vec::new()));
-        readers.push(collect(child.stdout.take().expect("stdout piped"), &stdout));
-        readers.push(collect(child.stderr.take().expect("stderr piped"), &stderr));
+        let out_pipe = child.stdout.take().expect("stdout piped");
+        let mut readers = vec![collect(child.stderr.take().expect("stderr piped"), &stderr)];
+        if !self.stdout_closed {
+            readers.push(collect(out_pipe, &stdout));
+        }
         Spawned {
             child: Some(child),
             pid: 0,
