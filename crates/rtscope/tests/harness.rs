@@ -396,6 +396,20 @@ fn a_wait_for_what_never_comes_ends_with_the_child() {
 }
 
 #[test]
+fn a_wait_for_a_file_or_a_handler_returns_once_it_is_there() {
+    let mut child = Run::new(["cyclic", "--no-rt", "-t", "1", "-D", "60s", "-q"])
+        .args(["--checkpoint", "1s"])
+        .json()
+        .spawn();
+    let json = child.json_path();
+    child.wait_for_file(&json, Duration::from_secs(30));
+    assert!(json.exists());
+    child.catches_sigint();
+    assert!(common::catches_sigint(child.id()));
+    child.interrupt(LIMIT).exits(0);
+}
+
+#[test]
 fn a_dropped_child_is_killed_and_a_wrong_exit_shows_stderr() {
     let child = Run::new(["cyclic", "--no-rt", "-t", "1", "-D", "60s"]).spawn();
     let pid = child.id();

@@ -212,12 +212,14 @@ impl Run {
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let out_pipe = child.stdout.take().expect("stdout piped");
         let mut readers = vec![collect(child.stderr.take().expect("stderr piped"), &stderr)];
-        if !self.stdout_closed {
+        if self.stdout_closed {
+            drop(out_pipe);
+        } else {
             readers.push(collect(out_pipe, &stdout));
         }
         Spawned {
+            pid: child.id(),
             child: Some(child),
-            pid: 0,
             what,
             stdout,
             stderr,
@@ -225,7 +227,6 @@ impl Run {
             dir: Some(self.dir),
             json: self.json,
         }
-        .with_pid()
     }
 
     /// Starts the run and waits for it at most `limit`.
@@ -282,11 +283,6 @@ pub struct Spawned {
 }
 
 impl Spawned {
-    fn with_pid(mut self) -> Spawned {
-        self.pid = self.child.as_ref().map_or(0, Child::id);
-        self
-    }
-
     /// The child's process id.
     pub fn id(&self) -> u32 {
         self.pid
