@@ -33,6 +33,10 @@ pub const LIMIT: Duration = Duration::from_secs(300);
 /// can take seconds to start it).
 const CATCH_LIMIT: Duration = Duration::from_secs(30);
 
+/// How long the child's output may stay open after it ended (held by a
+/// process it started that outlives it).
+const OUTPUT_LIMIT: Duration = Duration::from_secs(30);
+
 /// How often the waits look again.
 const POLL: Duration = Duration::from_millis(10);
 
@@ -475,11 +479,13 @@ impl Spawned {
             }
             std::thread::sleep(POLL);
         };
-        // Its output ends when every process that holds the pipes has.
+        // Its output ends when every process that holds the pipes has
+        // (at once where nothing it started outlives it).
+        let ended = Instant::now();
         while !self.readers.iter().all(JoinHandle::is_finished) {
-            if t0.elapsed() > limit {
+            if ended.elapsed() > OUTPUT_LIMIT {
                 panic!(
-                    "{}: ended ({status}), but something it started still holds its output after {limit:?}\nstderr:\n{}",
+                    "{}: ended ({status}), but something it started still holds its output {OUTPUT_LIMIT:?} later\nstderr:\n{}",
                     self.what,
                     self.stderr()
                 );
