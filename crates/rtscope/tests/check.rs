@@ -6,7 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{assert_one_line, rtscope};
+use common::{read_valid, Run};
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {
@@ -15,38 +15,13 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn assert_valid_check(doc: &Value) {
-    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/check-schema.json");
-    let schema: Value =
-        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
-    let v = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = v
-        .iter_errors(doc)
-        .map(|e| format!("{} at {}", e, e.instance_path))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "schema violations:\n{}",
-        errors.join("\n")
-    );
-}
-
 /// Runs `check --json` with `args`; returns (exit code, document, stdout).
 fn check(args: &[&str]) -> (i32, Value, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("c.json");
-    let out = rtscope()
-        .arg("check")
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
+    let out = Run::new(["check"]).args(args).json().ran();
     let code = out.status.code().unwrap();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_valid_check(&doc);
+    let doc = read_valid(&out.json_path(), "check-schema.json");
     assert_eq!(doc["exit_code"], code, "document and exit code agree");
-    (code, doc, String::from_utf8_lossy(&out.stdout).into_owned())
+    (code, doc, out.stdout())
 }
 
 fn status<'a>(doc: &'a Value, id: &str) -> &'a str {
@@ -288,8 +263,6 @@ fn bad_input_is_one_line_exit_2() {
         vec!["check", "--measure", "--root", "/tmp"],
         vec!["check", "--json", "/nonexistent/dir/x.json"],
     ] {
-        let out = rtscope().args(&args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert_one_line(&out.stderr);
+        Run::new(&args).exits(2).one_line();
     }
 }

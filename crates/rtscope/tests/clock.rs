@@ -5,15 +5,15 @@ mod common;
 
 use std::path::Path;
 
-use common::{assert_exit, assert_one_line, interrupt_after, read_result, rtscope, run_within};
+use common::{Ran, Run};
 use rtscope_core::result::ResultDocument;
 use std::time::Duration;
 
-/// Reads a result document: validated against docs/result-schema.json, then
+/// A run's result document: validated against docs/result-schema.json, then
 /// deserialised by rtscope's own reader (which checks the schema version).
-fn read_doc(path: &Path) -> ResultDocument {
-    read_result(path);
-    ResultDocument::read(path).unwrap()
+fn read_doc(run: &Ran) -> ResultDocument {
+    run.document();
+    ResultDocument::read(&run.json_path()).unwrap()
 }
 
 fn labels(doc: &ResultDocument) -> Vec<String> {
@@ -22,32 +22,23 @@ fn labels(doc: &ResultDocument) -> Vec<String> {
 
 #[test]
 fn consecutive_lists_posix_clocks_syscall_and_tsc() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("clock.json");
-    let out = rtscope()
-        .args([
-            "clock",
-            "-n",
-            "10000",
-            "--calibrate",
-            "50ms",
-            "--warp",
-            "10ms",
-        ])
-        .args(["--no-rt", "--default-system", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let out = Run::new([
+        "clock",
+        "-n",
+        "10000",
+        "--calibrate",
+        "50ms",
+        "--warp",
+        "10ms",
+    ])
+    .args(["--no-rt", "--default-system"])
+    .json()
+    .exits(0);
+    let stdout = out.stdout();
     assert!(stdout.contains("cost/read"), "{stdout}");
     assert!(stdout.contains("x cheapest"), "{stdout}");
 
-    let doc = read_doc(&json);
+    let doc = read_doc(&out);
     assert_eq!(doc.experiment, "clock");
     let l = labels(&doc);
     let mut want = vec![
@@ -105,10 +96,8 @@ fn consecutive_lists_posix_clocks_syscall_and_tsc() {
 
 #[test]
 fn sparse_and_alternating_modes() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("sparse.json");
-    rtscope()
-        .args([
+    let doc = read_doc(
+        &Run::new([
             "clock", "--mode", "sparse", "--every", "5ms", "--pairs", "6",
         ])
         .args([
@@ -117,12 +106,10 @@ fn sparse_and_alternating_modes() {
             "--warp",
             "0",
             "--no-rt",
-            "--json",
         ])
-        .arg(&json)
-        .assert()
-        .success();
-    let doc = read_doc(&json);
+        .json()
+        .exits(0),
+    );
     assert_eq!(
         labels(&doc),
         vec!["monotonic sparse", "monotonic-syscall sparse"]
@@ -133,9 +120,8 @@ fn sparse_and_alternating_modes() {
     }
     assert_eq!(doc.plan["every_ns"], serde_json::json!([5_000_000]));
 
-    let json = dir.path().join("alt.json");
-    rtscope()
-        .args([
+    let doc = read_doc(
+        &Run::new([
             "clock",
             "--mode",
             "alternating",
@@ -144,11 +130,10 @@ fn sparse_and_alternating_modes() {
             "--pairs",
             "4",
         ])
-        .args(["-s", "realtime", "--warp", "0", "--no-rt", "-q", "--json"])
-        .arg(&json)
-        .assert()
-        .success();
-    let doc = read_doc(&json);
+        .args(["-s", "realtime", "--warp", "0", "--no-rt", "-q"])
+        .json()
+        .exits(0),
+    );
     assert_eq!(labels(&doc), vec!["realtime alternating"]);
     assert_eq!(doc.series[0].stats.count, 4);
     assert_eq!(
@@ -166,31 +151,21 @@ fn unavailable_sources_are_reported_not_fatal() {
     } else {
         "tsc"
     };
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("c.json");
-    let out = rtscope()
-        .args(["clock", "-n", "100", "--warp", "0", "--no-rt", "-s"])
+    let out = Run::new(["clock", "-n", "100", "--warp", "0", "--no-rt", "-s"])
         .arg(format!("monotonic,{foreign}"))
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("unavailable here"));
-    let doc = read_doc(&json);
+        .json()
+        .exits(0);
+    assert!(out.stdout().contains("unavailable here"));
+    let doc = read_doc(&out);
     assert_eq!(labels(&doc), vec!["monotonic consecutive"]);
     let sources = doc.plan["sources"].as_array().unwrap();
     let f = sources.iter().find(|s| s["name"] == foreign).unwrap();
     assert_eq!(f["available"], false);
 
     // Only unavailable sources: nothing can be measured (exit 1, one line).
-    let out = rtscope()
-        .args(["clock", "-n", "100", "--no-rt", "-q", "-s", foreign])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    let err = Run::new(["clock", "-n", "100", "--no-rt", "-q", "-s", foreign])
+        .exits(1)
+        .one_line();
     assert!(err.contains("none of the requested sources"), "{err}");
 }
 
@@ -210,19 +185,15 @@ fn bad_input_exits_2_with_one_line() {
         &["period", "-l", "1"],
         &["period", "--source", "tsc,nosuch"],
     ] {
-        let out = rtscope().args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        let out = Run::new(args).exits(2);
+        out.one_line();
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
 
 #[test]
 fn list_shows_every_source() {
-    let out = rtscope().args(["clock", "--list"]).output().unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = Run::new(["clock", "--list"]).exits(0).stdout();
     for id in rtscope_core::clock::SourceId::ALL {
         assert!(text.contains(id.name()), "{}", id.name());
     }
@@ -232,9 +203,7 @@ fn list_shows_every_source() {
         &["ipc", "--list", "-l", "5"],
         &["load", "--list", "cpu:50"],
     ] {
-        let out = rtscope().args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = Run::new(args).exits(2).stderr();
         assert!(
             err.contains("'--list' cannot be used with"),
             "{args:?}: {err}"
@@ -244,29 +213,20 @@ fn list_shows_every_source() {
 
 #[test]
 fn period_reports_each_source_and_period() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("period.json");
-    let out = rtscope()
-        .args([
-            "period",
-            "-i",
-            "500us,1ms",
-            "-l",
-            "40",
-            "-s",
-            "monotonic,realtime",
-        ])
-        .args(["--calibrate", "20ms", "--no-rt", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("|jitter| p99"));
-    let doc = read_doc(&json);
+    let out = Run::new([
+        "period",
+        "-i",
+        "500us,1ms",
+        "-l",
+        "40",
+        "-s",
+        "monotonic,realtime",
+    ])
+    .args(["--calibrate", "20ms", "--no-rt"])
+    .json()
+    .exits(0);
+    assert!(out.stdout().contains("|jitter| p99"));
+    let doc = read_doc(&out);
     assert_eq!(doc.experiment, "period");
     assert_eq!(
         labels(&doc),
@@ -290,7 +250,6 @@ fn period_reports_each_source_and_period() {
 
 #[test]
 fn period_and_clock_run_under_load_and_report_it() {
-    let dir = tempfile::tempdir().unwrap();
     for (exp, args) in [
         ("period", vec!["-i", "1ms", "-l", "200", "-s", "monotonic"]),
         (
@@ -307,33 +266,13 @@ fn period_and_clock_run_under_load_and_report_it() {
             ],
         ),
     ] {
-        let json = dir.path().join(format!("{exp}.json"));
-        let out = rtscope()
-            .arg(exp)
+        let out = Run::new([exp])
             .args(&args)
-            .args([
-                "--no-rt",
-                "-q",
-                "--load",
-                "cpu:30",
-                "--load-cpus",
-                "0",
-                "--json",
-            ])
-            .arg(&json)
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{exp}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("achieved %"),
-            "{exp}"
-        );
-        let doc = read_result(&json);
+            .args(["--no-rt", "-q", "--load", "cpu:30", "--load-cpus", "0"])
+            .json()
+            .exits(0);
+        assert!(out.stdout().contains("achieved %"), "{exp}");
+        let doc = out.document();
         let loads = doc["loads"].as_array().unwrap();
         assert_eq!(loads.len(), 1, "{exp}");
         assert_eq!(loads[0]["name"], "cpu");
@@ -349,14 +288,10 @@ fn period_and_clock_run_under_load_and_report_it() {
 
 #[test]
 fn load_command_output_is_a_valid_result_document() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("load.json");
-    rtscope()
-        .args(["load", "cpu:20", "-D", "1", "--load-cpus", "0", "--json"])
-        .arg(&json)
-        .assert()
-        .code(0);
-    let doc = read_result(&json);
+    let doc = Run::new(["load", "cpu:20", "-D", "1", "--load-cpus", "0"])
+        .json()
+        .exits(0)
+        .document();
     assert_eq!(doc["experiment"], "load");
 }
 
@@ -365,26 +300,10 @@ fn load_command_output_is_a_valid_result_document() {
 /// at the next wake-up, 30 s later).
 #[test]
 fn period_sigint_ends_a_long_period_at_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("p.json");
-    let (out, took) = interrupt_after(
-        &[
-            "period",
-            "-i",
-            "30s",
-            "-l",
-            "3",
-            "-s",
-            "monotonic",
-            "-q",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-        Duration::from_millis(1500),
-        Duration::from_secs(10),
-    );
-    assert_exit(&out, 0);
-    let doc = read_doc(&json);
+    let (out, took) = Run::new(["period", "-i", "30s", "-l", "3", "-s", "monotonic", "-q"])
+        .json()
+        .interrupt_after(Duration::from_millis(1500), Duration::from_secs(10));
+    let doc = read_doc(&out.exits(0));
     assert_eq!(doc.end_reason, rtscope_core::result::EndReason::Interrupted);
     eprintln!("period -i 30s: ended {took:?} after SIGINT");
 }
@@ -405,15 +324,10 @@ fn absurd_counts_and_waits_are_refused_fast() {
         (&["period", "-i", "1ms,5000000h"], "--period"),
     ];
     for (args, flag) in cases {
-        let out = run_within(args, Duration::from_secs(5));
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let line = assert_one_line(&out.stderr);
+        let line = Run::new(*args)
+            .wait_within(Duration::from_secs(5))
+            .exits(2)
+            .one_line();
         assert!(line.contains(flag), "{args:?}: {line}");
-        assert!(!line.contains("panicked"), "{args:?}: {line}");
     }
 }

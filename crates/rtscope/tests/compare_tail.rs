@@ -7,23 +7,14 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{alongside, assert_exit, rtscope};
+use common::{alongside, measured, Run};
 use rtscope_core::result::ResultDocument;
 
 /// A real short run, as the base of the documents made below.
 fn real_run(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
-    let json = dir.join(format!("{name}.json"));
-    let mut args = vec!["cyclic", "-t", "1", "-q", "--json", json.to_str().unwrap()];
+    let mut args = vec!["cyclic", "-t", "1"];
     args.extend_from_slice(extra);
-    let out = rtscope().args(&args).output().unwrap();
-    if out.status.code() == Some(1) {
-        args.push("--no-rt");
-        let out = rtscope().args(&args).output().unwrap();
-        assert_exit(&out, 0);
-    } else {
-        assert_exit(&out, 0);
-    }
-    json
+    measured(dir, name, &args)
 }
 
 /// The run's document with every series made exactly `base` values at 10 µs
@@ -48,14 +39,11 @@ fn shaped(src: &Path, dst: &Path, base: u64, tail: u64) {
 }
 
 fn compare(args: &[&Path], extra: &[&str]) -> String {
-    let out = rtscope()
-        .arg("compare")
+    Run::new(["compare"])
         .args(args)
         .args(extra)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    String::from_utf8_lossy(&out.stdout).into_owned()
+        .exits(0)
+        .stdout()
 }
 
 #[test]
@@ -122,14 +110,11 @@ fn a_higher_rate_of_exceedances_is_worse_in_the_tail() {
         page.contains("<p class=\"verdict worse\">b is worse in the tail than a: rate ratio 10x [")
     );
     // A bad threshold is one line, exit 2.
-    let out = rtscope()
-        .arg("compare")
+    Run::new(["compare"])
         .args([&a, &b])
         .args(["--tail-threshold", "soon"])
-        .output()
-        .unwrap();
-    assert_exit(&out, 2);
-    common::assert_one_line(&out.stderr);
+        .exits(2)
+        .one_line();
 }
 
 #[test]

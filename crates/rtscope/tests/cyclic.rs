@@ -3,13 +3,9 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use common::{
-    alone, alongside, assert_exit, assert_one_line, every_cpu, interrupt_after, read_result,
-    rtscope, rtscope_path, run_within,
-};
+use common::{alone, alongside, every_cpu, read_result, taskset_runs, Run, LIMIT};
 
 fn online_cpus() -> usize {
     rtscope_core::units::online_cpus().len()
@@ -18,28 +14,17 @@ fn online_cpus() -> usize {
 #[test]
 fn short_run_writes_valid_json_histogram_and_raw() {
     let _turn = alongside();
-    let dir = tempfile::tempdir().unwrap();
-    let (json, hist, raw) = (
-        dir.path().join("run.json"),
-        dir.path().join("hist.txt"),
-        dir.path().join("raw.csv"),
-    );
-    let out = rtscope()
-        .args(["cyclic", "-l", "200", "-i", "1ms", "-q", "--json"])
-        .arg(&json)
-        .arg("--histogram")
-        .arg(&hist)
-        .arg("--raw")
-        .arg(&raw)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let out = Run::new(["cyclic", "-l", "200", "-i", "1ms", "-q"])
+        .json()
+        .out("--histogram", "hist.txt")
+        .out("--raw", "raw.csv")
+        .exits(0);
+    let stdout = out.stdout();
     assert!(stdout.contains("series"), "{stdout}");
     assert!(stdout.contains("result: "), "{stdout}");
 
     let n = online_cpus();
-    let doc = read_result(&json);
+    let doc = out.document();
     assert_eq!(doc["experiment"], "cyclic");
     assert_eq!(doc["end_reason"], "loops");
     let series = doc["series"].as_array().unwrap();
@@ -64,14 +49,14 @@ fn short_run_writes_valid_json_histogram_and_raw() {
     assert_eq!(doc["plan"]["period_ns"], 1_000_000);
 
     // Raw CSV: header + one line per sample, five fields each.
-    let raw = std::fs::read_to_string(&raw).unwrap();
+    let raw = out.read("raw.csv");
     let lines: Vec<&str> = raw.lines().collect();
     assert_eq!(lines[0], "thread,cpu,seq,t_ns,latency_ns");
     assert_eq!(lines.len(), 1 + 200 * n);
     assert!(lines[1..].iter().all(|l| l.split(',').count() == 5));
 
     // cyclictest histogram format: 400 rows of 1 us bins, one column per thread.
-    let hist = std::fs::read_to_string(&hist).unwrap();
+    let hist = out.read("hist.txt");
     let rows: Vec<&str> = hist
         .lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
@@ -124,23 +109,12 @@ fn every_wake_method_runs() {
         "timerfd",
         "posix-timer",
     ] {
-        let dir = tempfile::tempdir().unwrap();
-        let json = dir.path().join("r.json");
-        let out = rtscope()
-            .args([
-                "cyclic", "-t", "1", "-l", "50", "-i", "500us", "-q", "--wake", wake,
-            ])
-            .arg("--json")
-            .arg(&json)
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{wake}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let doc = read_result(&json);
+        let doc = Run::new([
+            "cyclic", "-t", "1", "-l", "50", "-i", "500us", "-q", "--wake", wake,
+        ])
+        .json()
+        .exits(0)
+        .document();
         assert_eq!(doc["series"][0]["stats"]["count"], 50, "{wake}");
         assert_eq!(doc["plan"]["wake"], wake);
         assert!(
@@ -153,16 +127,12 @@ fn every_wake_method_runs() {
 #[test]
 fn no_rt_runs_as_other_and_says_so() {
     let _turn = alongside();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    rtscope()
-        .args([
-            "cyclic", "-t", "2", "-l", "30", "--no-rt", "-q", "--clock", "realtime", "--json",
-        ])
-        .arg(&json)
-        .assert()
-        .code(0);
-    let doc = read_result(&json);
+    let doc = Run::new([
+        "cyclic", "-t", "2", "-l", "30", "--no-rt", "-q", "--clock", "realtime",
+    ])
+    .json()
+    .exits(0)
+    .document();
     assert_eq!(doc["plan"]["rt"]["policy"], "other");
     assert_eq!(doc["plan"]["rt"]["no_rt"], true);
     assert_eq!(doc["series"][0]["attributes"]["policy"], "other");
@@ -177,28 +147,13 @@ fn no_rt_runs_as_other_and_says_so() {
 #[test]
 fn fail_above_exits_3_and_break_above_stops() {
     let _turn = alongside();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("f.json");
     // Every wake-up is later than 1 ns.
-    let out = rtscope()
-        .args([
-            "cyclic",
-            "-t",
-            "1",
-            "-l",
-            "20",
-            "-q",
-            "--fail-above",
-            "1ns",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3));
+    let out = Run::new(["cyclic", "-t", "1", "-l", "20", "-q", "--fail-above", "1ns"])
+        .json()
+        .exits(3);
     // One `fail:` line; a loaded machine may add a missed-period warning,
     // which `-q` keeps (it never hides a warning about the data).
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = out.stderr();
     let fails: Vec<&str> = err.lines().filter(|l| l.starts_with("fail: ")).collect();
     assert_eq!(fails.len(), 1, "one fail line expected: {err:?}");
     assert!(fails[0].contains("above 1ns"), "{err:?}");
@@ -207,28 +162,23 @@ fn fail_above_exits_3_and_break_above_stops() {
             .all(|l| l.starts_with("fail: ") || l.starts_with("warning: ")),
         "only the fail line and warnings expected: {err:?}"
     );
-    let doc = read_result(&json);
+    let doc = out.document();
     assert_eq!(doc["threshold"]["exceeded"], true);
     assert_eq!(doc["threshold"]["samples_above"], 20);
 
-    let json = dir.path().join("b.json");
-    let out = rtscope()
-        .args([
-            "cyclic",
-            "-t",
-            "1",
-            "-l",
-            "1000",
-            "-q",
-            "--break-above",
-            "1ns",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let doc = read_result(&json);
+    let doc = Run::new([
+        "cyclic",
+        "-t",
+        "1",
+        "-l",
+        "1000",
+        "-q",
+        "--break-above",
+        "1ns",
+    ])
+    .json()
+    .exits(0)
+    .document();
     assert_eq!(doc["end_reason"], "break");
     assert_eq!(doc["break_event"]["seq"], 0);
     assert_eq!(doc["break_event"]["series"], "thread 0");
@@ -238,29 +188,19 @@ fn fail_above_exits_3_and_break_above_stops() {
 #[test]
 fn sigint_mid_run_still_writes_everything() {
     let _turn = alongside();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("int.json");
-    let hist = dir.path().join("int.txt");
-    let child = std::process::Command::new(rtscope_path())
-        .args(["cyclic", "-D", "60s", "-q", "--json"])
-        .arg(&json)
-        .arg("--histogram")
-        .arg(&hist)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = Run::new(["cyclic", "-D", "60s", "-q"])
+        .json()
+        .out("--histogram", "int.txt")
+        .spawn();
     std::thread::sleep(Duration::from_millis(800));
-    rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_exit(&out, 0);
-    let doc = read_result(&json);
+    let out = child.interrupt(LIMIT).exits(0);
+    let doc = out.document();
     assert_eq!(doc["end_reason"], "interrupted");
     let n = doc["series"][0]["stats"]["count"].as_u64().unwrap();
     assert!(n > 0, "no samples recorded before SIGINT");
     // The histogram file holds the same samples, per thread (one column each):
     // in range plus overflows.
-    let text = std::fs::read_to_string(&hist).unwrap();
+    let text = out.read("int.txt");
     let field = |name: &str| -> Vec<u64> {
         text.lines()
             .find_map(|l| l.strip_prefix(name))
@@ -287,38 +227,20 @@ fn sigint_mid_run_still_writes_everything() {
         );
     }
     // The summary still reached stdout.
-    assert!(String::from_utf8_lossy(&out.stdout).contains("thread 0"));
+    assert!(out.stdout().contains("thread 0"));
 }
 
 #[test]
 fn duration_and_checkpoint() {
     let _turn = alongside();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("c.json");
-    let child = std::process::Command::new(rtscope_path())
-        .args([
-            "cyclic",
-            "-t",
-            "1",
-            "-D",
-            "3s",
-            "--checkpoint",
-            "1s",
-            "-q",
-            "--json",
-        ])
-        .arg(&json)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = Run::new(["cyclic", "-t", "1", "-D", "3s", "--checkpoint", "1s", "-q"])
+        .json()
+        .spawn();
     std::thread::sleep(Duration::from_millis(2000));
-    let mid = read_result(&json);
+    let mid = child.document();
     assert_eq!(mid["end_reason"], "running");
     assert!(mid["series"][0]["stats"]["count"].as_u64().unwrap() > 0);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let doc = read_result(&json);
+    let doc = child.wait_within(LIMIT).exits(0).document();
     assert_eq!(doc["end_reason"], "duration");
     assert!(doc["duration_ns"].as_u64().unwrap() >= 2_900_000_000);
     // Per-second timeline over a 3 s run.
@@ -350,31 +272,22 @@ fn bad_input_is_one_line_and_exit_2() {
         vec!["--bogus".into()],
     ];
     for c in cases {
-        let out = rtscope()
-            .arg("cyclic")
+        Run::new(["cyclic"])
             .args(&c)
             .args(["-l", "10"])
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{c:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let line = assert_one_line(&out.stderr);
-        assert!(!line.contains("panicked"), "{c:?}: {line}");
+            .exits(2)
+            .one_line();
     }
     // No subcommand at all: usage, exit 2.
-    rtscope().assert().code(2);
+    Run::new::<_, &str>([]).exits(2);
 }
 
 #[test]
 fn help_and_version() {
     let _turn = alongside();
-    rtscope().arg("--help").assert().code(0);
-    rtscope().args(["cyclic", "--help"]).assert().code(0);
-    rtscope().arg("--version").assert().code(0);
+    Run::new(["--help"]).exits(0);
+    Run::new(["cyclic", "--help"]).exits(0);
+    Run::new(["--version"]).exits(0);
 }
 
 /// The `--histogram` file has the same layout as cyclictest's own `-h`
@@ -383,24 +296,20 @@ fn help_and_version() {
 #[test]
 fn histogram_file_matches_cyclictest_layout_and_imports_back() {
     let _turn = alongside();
-    let dir = tempfile::tempdir().unwrap();
-    let ours = dir.path().join("ours.txt");
-    rtscope()
-        .args([
-            "cyclic",
-            "-a",
-            "0",
-            "-l",
-            "300",
-            "-q",
-            "--histogram-max",
-            "50us",
-            "--histogram",
-        ])
-        .arg(&ours)
-        .assert()
-        .code(0);
-    let ours_text = std::fs::read_to_string(&ours).unwrap();
+    let made = Run::new([
+        "cyclic",
+        "-a",
+        "0",
+        "-l",
+        "300",
+        "-q",
+        "--histogram-max",
+        "50us",
+    ])
+    .out("--histogram", "ours.txt")
+    .exits(0);
+    let ours = made.path("ours.txt");
+    let ours_text = made.read("ours.txt");
 
     // Shape of a line: digits become 9, so widths are compared, not values.
     let shape = |l: &str| -> String {
@@ -444,15 +353,11 @@ fn histogram_file_matches_cyclictest_layout_and_imports_back() {
         }
     }
 
-    let json = dir.path().join("imported.json");
-    rtscope()
-        .args(["import", "cyclictest", "--histogram"])
+    let doc = Run::new(["import", "cyclictest", "--histogram"])
         .arg(&ours)
-        .arg("-o")
-        .arg(&json)
-        .assert()
-        .code(0);
-    let doc = read_result(&json);
+        .out("-o", "imported.json")
+        .exits(0);
+    let doc = read_result(&doc.path("imported.json"));
     let total: u64 = doc["series"][0]["histogram"]["buckets"]
         .as_array()
         .unwrap()
@@ -467,19 +372,13 @@ fn histogram_file_matches_cyclictest_layout_and_imports_back() {
 #[test]
 fn warmup_drops_the_first_samples_of_each_thread() {
     let _turn = alongside();
-    let dir = tempfile::tempdir().unwrap();
-    let (json, raw) = (dir.path().join("w.json"), dir.path().join("w.csv"));
-    let out = rtscope()
-        .args([
-            "cyclic", "-t", "2", "-l", "20", "--warmup", "5", "-i", "1ms", "-q", "--json",
-        ])
-        .arg(&json)
-        .arg("--raw")
-        .arg(&raw)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    let doc = read_result(&json);
+    let out = Run::new([
+        "cyclic", "-t", "2", "-l", "20", "--warmup", "5", "-i", "1ms", "-q",
+    ])
+    .json()
+    .out("--raw", "w.csv")
+    .exits(0);
+    let doc = out.document();
     assert_eq!(doc["plan"]["warmup"], 5);
     assert_eq!(doc["end_reason"], "loops");
     for s in &doc["series"].as_array().unwrap()[..2] {
@@ -487,7 +386,7 @@ fn warmup_drops_the_first_samples_of_each_thread() {
     }
     assert_eq!(doc["series"][2]["stats"]["count"], 30);
     // The samples kept are wake-ups 5..19 of each thread.
-    let raw = std::fs::read_to_string(&raw).unwrap();
+    let raw = out.read("w.csv");
     let mut seqs: Vec<(u64, u64)> = raw
         .lines()
         .skip(1)
@@ -508,9 +407,6 @@ fn warmup_drops_the_first_samples_of_each_thread() {
 #[test]
 fn sigint_ends_a_long_wait_at_once() {
     let _turn = alongside();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("stop.json");
-    let json_s = json.to_str().unwrap();
     let mut cases: Vec<Vec<&str>> = [
         "absolute",
         "relative",
@@ -523,16 +419,11 @@ fn sigint_ends_a_long_wait_at_once() {
     .collect();
     cases.push(vec!["cyclic", "-t", "2", "--start-delay", "1h"]);
     for mut args in cases {
-        args.extend(["-q", "--json", json_s]);
-        let _ = std::fs::remove_file(&json);
-        let (out, took) = interrupt_after(&args, Duration::from_secs(1), Duration::from_secs(10));
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let doc = read_result(&json);
+        args.push("-q");
+        let (out, took) = Run::new(&args)
+            .json()
+            .interrupt_after(Duration::from_secs(1), Duration::from_secs(10));
+        let doc = out.exits(0).document();
         assert_eq!(doc["end_reason"], "interrupted", "{args:?}");
         // With -i 30s, the wake-up at the start (1 ms after set-up) is the
         // only one before SIGINT; the interrupted wait adds no sample. With
@@ -576,16 +467,11 @@ fn absurd_values_are_refused_fast() {
     for (c, flag) in cases {
         let mut args = vec!["cyclic", "-l", "10", "-q"];
         args.extend_from_slice(c);
-        let out = run_within(&args, Duration::from_secs(5));
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let line = assert_one_line(&out.stderr);
+        let line = Run::new(&args)
+            .wait_within(Duration::from_secs(5))
+            .exits(2)
+            .one_line();
         assert!(line.contains(flag), "{args:?}: {line}");
-        assert!(!line.contains("panicked"), "{args:?}: {line}");
     }
 }
 
@@ -603,28 +489,17 @@ fn absurd_values_are_refused_fast() {
 #[test]
 fn overloaded_run_on_every_cpu_ends_on_time_and_says_so() {
     let _turn = alone();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("overload.json");
     let (threads, cpus) = (online_cpus().to_string(), every_cpu());
     let args = [
-        "cyclic",
-        "-t",
-        &threads,
-        "-a",
-        &cpus,
-        "-i",
-        "10us",
-        "-D",
-        "2",
-        "-q",
-        "--json",
-        json.to_str().unwrap(),
+        "cyclic", "-t", &threads, "-a", &cpus, "-i", "10us", "-D", "2", "-q",
     ];
     let t0 = std::time::Instant::now();
-    let out = run_within(&args, Duration::from_secs(2 + 5));
+    let out = Run::new(args)
+        .json()
+        .wait_within(Duration::from_secs(2 + 5));
     let took = t0.elapsed();
-    assert_exit(&out, 0);
-    let doc = read_result(&json);
+    let out = out.exits(0);
+    let doc = out.document();
     assert_eq!(doc["end_reason"], "duration");
     assert_eq!(doc["plan"]["rt"]["policy"], "fifo");
     let series = doc["series"].as_array().unwrap();
@@ -647,7 +522,7 @@ fn overloaded_run_on_every_cpu_ends_on_time_and_says_so() {
     let ran = doc["duration_ns"].as_u64().unwrap();
     assert!((1_900_000_000..6_000_000_000).contains(&ran), "{ran} ns");
     // The summary still came.
-    assert!(String::from_utf8_lossy(&out.stdout).contains("all"));
+    assert!(out.stdout().contains("all"));
     // The overload is said despite -q, on stderr and in the document,
     // exactly when the counters of `all` call for it.
     let all = &series[series.len() - 1];
@@ -660,7 +535,7 @@ fn overloaded_run_on_every_cpu_ends_on_time_and_says_so() {
     eprintln!(
         "{args:?}: ended after {took:?} ({ran} ns measured); {count} samples, {dropped} dropped, {missed} periods missed"
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = out.stderr();
     let warnings: Vec<&str> = doc["warnings"]
         .as_array()
         .unwrap()
@@ -712,7 +587,7 @@ fn overloaded_run_on_every_cpu_ends_on_time_and_says_so() {
             s["label"]
         );
     }
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = out.stdout();
     assert!(
         stdout.contains("latency in us, over the wake-ups:\n"),
         "{stdout}"
@@ -722,13 +597,8 @@ fn overloaded_run_on_every_cpu_ends_on_time_and_says_so() {
         missed > 0,
         "{stdout}"
     );
-    let cmp = rtscope()
-        .arg("compare")
-        .args([&json, &json])
-        .output()
-        .unwrap();
-    assert_exit(&cmp, 0);
-    let text = String::from_utf8_lossy(&cmp.stdout);
+    let json = out.json_path();
+    let text = Run::new(["compare"]).args([&json, &json]).exits(0).stdout();
     // (The unit follows the p99: µs or ms.)
     assert!(
         text.lines()
@@ -749,37 +619,30 @@ fn deadline_allowed() -> bool {
 #[test]
 fn deadline_run_records_its_policy_and_parameters() {
     let _turn = alone();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("dl.json");
-    let out = rtscope()
-        .args([
-            "cyclic",
-            "--policy",
-            "deadline",
-            "-i",
-            "1ms",
-            "--distance",
-            "500us",
-            "--dl-runtime",
-            "100us",
-            "--dl-deadline",
-            "800us",
-            "-l",
-            "200",
-            "-q",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
+    let out = Run::new([
+        "cyclic",
+        "--policy",
+        "deadline",
+        "-i",
+        "1ms",
+        "--distance",
+        "500us",
+        "--dl-runtime",
+        "100us",
+        "--dl-deadline",
+        "800us",
+        "-l",
+        "200",
+        "-q",
+    ])
+    .json()
+    .ran();
     if !deadline_allowed() {
-        assert_exit(&out, 1);
-        let e = assert_one_line(&out.stderr);
+        let e = out.exits(1).one_line();
         assert!(e.contains("not allowed to use SCHED_DEADLINE"), "{e}");
         return;
     }
-    assert_exit(&out, 0);
-    let doc = read_result(&json);
+    let doc = out.exits(0).document();
     assert_eq!(doc["end_reason"], "loops");
     assert_eq!(doc["environment"]["policy"], "deadline");
     assert_eq!(doc["environment"]["priority"], 0);
@@ -876,9 +739,7 @@ fn deadline_refusals_are_one_line() {
             "--policy deadline is for rtscope cyclic only",
         ),
     ] {
-        let out = rtscope().args(args).output().unwrap();
-        assert_exit(&out, 2);
-        let e = assert_one_line(&out.stderr);
+        let e = Run::new(args).exits(2).one_line();
         assert!(e.contains(says), "{args:?}: {e}");
     }
     if !deadline_allowed() {
@@ -886,20 +747,11 @@ fn deadline_refusals_are_one_line() {
     }
     // Narrowed to one CPU of several: refused with the reason, at once.
     let cpus = rtscope_core::units::online_cpus();
-    if cpus.len() > 1
-        && std::process::Command::new("taskset")
-            .arg("-V")
-            .output()
-            .is_ok()
-    {
-        let out = std::process::Command::new("taskset")
-            .args(["-c", &cpus[0].to_string()])
-            .arg(rtscope_path())
-            .args(["cyclic", "--policy", "deadline", "-D", "1", "-q"])
-            .output()
-            .unwrap();
-        assert_exit(&out, 1);
-        let e = assert_one_line(&out.stderr);
+    if cpus.len() > 1 && taskset_runs() {
+        let e = Run::new(["cyclic", "--policy", "deadline", "-D", "1", "-q"])
+            .under(["taskset", "-c", &cpus[0].to_string()])
+            .exits(1)
+            .one_line();
         assert!(
             e.contains("SCHED_DEADLINE refused: this thread may run only on CPUs"),
             "{e}"
@@ -911,33 +763,25 @@ fn deadline_refusals_are_one_line() {
         .output()
         .is_ok()
     {
-        let out = std::process::Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(rtscope_path())
-            .args(["cyclic", "--policy", "deadline", "-D", "1", "-q"])
-            .output()
-            .unwrap();
-        assert_exit(&out, 1);
-        let e = assert_one_line(&out.stderr);
+        let e = Run::new(["cyclic", "--policy", "deadline", "-D", "1", "-q"])
+            .by_nobody()
+            .exits(1)
+            .one_line();
         assert!(e.contains("not allowed to use SCHED_DEADLINE"), "{e}");
     }
     // Admission control: a run that holds 90 % of every CPU, then one
     // thread more is refused by the kernel (its own plan fits).
-    let holder = std::process::Command::new(rtscope_path())
-        .args([
-            "cyclic",
-            "--policy",
-            "deadline",
-            "--dl-runtime",
-            "900us",
-            "-D",
-            "20",
-            "-q",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let holder = Run::new([
+        "cyclic",
+        "--policy",
+        "deadline",
+        "--dl-runtime",
+        "900us",
+        "-D",
+        "20",
+        "-q",
+    ])
+    .spawn();
     let deadline_tasks = |pid: u32| {
         std::fs::read_dir(format!("/proc/{pid}/task"))
             .map(|d| {
@@ -960,32 +804,24 @@ fn deadline_refusals_are_one_line() {
     while deadline_tasks(holder.id()) < cpus.len() && t0.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let out = rtscope()
-        .args([
-            "cyclic",
-            "--policy",
-            "deadline",
-            "-t",
-            "1",
-            "--dl-runtime",
-            "200us",
-            "-D",
-            "1",
-            "-q",
-        ])
-        .output()
-        .unwrap();
-    rtscope_core::sys::kill(holder.id() as i32, libc::SIGINT).unwrap();
-    let held = holder.wait_with_output().unwrap();
-    assert_exit(&out, 1);
-    let e = assert_one_line(&out.stderr);
+    let out = Run::new([
+        "cyclic",
+        "--policy",
+        "deadline",
+        "-t",
+        "1",
+        "--dl-runtime",
+        "200us",
+        "-D",
+        "1",
+        "-q",
+    ])
+    .ran();
+    let held = holder.interrupt(LIMIT);
+    let e = out.exits(1).one_line();
     assert!(
         e.contains("admission control refused SCHED_DEADLINE runtime 200us every 1ms"),
         "{e}"
     );
-    assert!(
-        held.status.success(),
-        "{}",
-        String::from_utf8_lossy(&held.stderr)
-    );
+    held.exits(0);
 }

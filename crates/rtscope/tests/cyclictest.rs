@@ -16,9 +16,9 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{alone, read_result, rtscope_path};
+use common::{alone, read_result, Run};
 
-/// Runs `cmd`, killed after `limit`.
+/// Runs `cmd` (real cyclictest), killed after `limit`.
 fn run(mut cmd: Command, limit: Duration) -> Output {
     let mut child = cmd
         .stdin(Stdio::null())
@@ -288,12 +288,11 @@ fn documented_command_lines_print_what_cyclictest_prints() {
         let ours_json = dir.path().join(format!("ours-{n}.json"));
         let theirs_json = dir.path().join(format!("theirs-{n}.json"));
         let doc = dir.path().join(format!("rtscope-{n}.json"));
-        let mut cmd = Command::new(rtscope_path());
-        cmd.arg("cyclictest")
+        let ours = Run::new(["cyclictest"])
             .args(words(line.args, &ours_json))
-            .arg(format!("--rtscope-json={}", doc.display()));
-        let ours = run(cmd, Duration::from_secs(60));
-        let ours_text = String::from_utf8_lossy(&ours.stdout).to_string();
+            .arg(format!("--rtscope-json={}", doc.display()))
+            .wait_within(Duration::from_secs(60));
+        let ours_text = ours.stdout();
         if ours.status.code() != Some(0) {
             failures.push(format!(
                 "{}: rtscope cyclictest {}: exit {:?}: {}",
@@ -357,23 +356,13 @@ fn documented_command_lines_print_what_cyclictest_prints() {
             }
             // Imported, real cyclictest's run compares with ours as like for like.
             let imported = dir.path().join(format!("imported-{n}.json"));
-            let out = common::rtscope()
-                .args(["import", "cyclictest", "--json"])
+            Run::new(["import", "cyclictest", "--json"])
                 .arg(&theirs_json)
                 .arg("-o")
                 .arg(&imported)
-                .output()
-                .unwrap();
-            common::assert_exit(&out, 0);
-            let out = common::rtscope()
-                .arg("compare")
-                .arg(&imported)
-                .arg(&doc)
-                .output()
-                .unwrap();
-            common::assert_exit(&out, 0);
-            let text = String::from_utf8_lossy(&out.stdout).to_string()
-                + &String::from_utf8_lossy(&out.stderr);
+                .exits(0);
+            let out = Run::new(["compare"]).arg(&imported).arg(&doc).exits(0);
+            let text = out.stdout() + &out.stderr();
             if text.contains("the runs differ in") {
                 failures.push(format!("{}: compare warns:\n{text}", line.args));
             }
@@ -449,13 +438,8 @@ fn bad_lines_are_one_line_and_exit_2() {
         (&["-m", "stray"], "unexpected argument 'stray'"),
         (&["--json=/proc/self/status", "-l", "1"], "--json"),
     ] {
-        let out = common::rtscope()
-            .arg("cyclictest")
-            .args(args)
-            .output()
-            .unwrap();
-        common::assert_exit(&out, 2);
-        let e = common::assert_one_line(&out.stderr);
+        let out = Run::new(["cyclictest"]).args(args).exits(2);
+        let e = out.one_line();
         assert!(e.contains(want), "{args:?}: {e}");
         assert!(out.stdout.is_empty(), "{args:?}");
     }
@@ -463,12 +447,7 @@ fn bad_lines_are_one_line_and_exit_2() {
 
 #[test]
 fn help_lists_every_option() {
-    let out = common::rtscope()
-        .args(["cyclictest", "--help"])
-        .output()
-        .unwrap();
-    common::assert_exit(&out, 0);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = Run::new(["cyclictest", "--help"]).exits(0).stdout();
     for o in [
         "--affinity",
         "--histogram",
@@ -480,36 +459,29 @@ fn help_lists_every_option() {
         assert!(text.contains(o), "{o}");
     }
     // -h is cyclictest's histogram, not help.
-    let out = common::rtscope()
-        .args(["cyclictest", "-h"])
-        .output()
-        .unwrap();
-    common::assert_exit(&out, 2);
+    Run::new(["cyclictest", "-h"]).exits(2);
 }
 
 /// Options rtscope does not act on are named on stderr and in the document.
 #[test]
 fn options_not_honoured_are_named() {
     let _turn = common::alongside();
-    let dir = tempfile::tempdir().unwrap();
-    let doc = dir.path().join("d.json");
-    let out = common::rtscope()
-        .args([
-            "cyclictest",
-            "-l",
-            "20",
-            "-q",
-            "--smi",
-            "-F",
-            "/tmp/x",
-            "-i",
-            "500",
-        ])
+    let run = Run::new([
+        "cyclictest",
+        "-l",
+        "20",
+        "-q",
+        "--smi",
+        "-F",
+        "/tmp/x",
+        "-i",
+        "500",
+    ]);
+    let doc = run.path("d.json");
+    let out = run
         .arg(format!("--rtscope-json={}", doc.display()))
-        .output()
-        .unwrap();
-    common::assert_exit(&out, 0);
-    let err = String::from_utf8_lossy(&out.stderr);
+        .exits(0);
+    let err = out.stderr();
     for o in ["--smi", "-F/--fifo"] {
         let w = format!("warning: cyclictest option {o} is not honoured: ");
         assert_eq!(err.matches(&w).count(), 1, "{o}: {err}");
@@ -521,7 +493,7 @@ fn options_not_honoured_are_named() {
         .any(|w| w.as_str().unwrap().contains("--smi")));
     // SCHED_OTHER as cyclictest without -p, with its status line at the end.
     assert_eq!(d["plan"]["rt"]["policy"], "other");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = out.stdout();
     // (The cpu_dma_latency line needs root.)
     assert_eq!(
         text.lines()

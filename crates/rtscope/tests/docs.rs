@@ -22,7 +22,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// The longest one shortened example may run.
@@ -498,17 +497,10 @@ struct Inputs {
 impl Inputs {
     fn new(dir: &Path) -> Inputs {
         let result = dir.join("base-result.json");
-        let out = common::rtscope()
-            .current_dir(dir)
-            .args(["cyclic", "-D", "300ms", "-q", "--json"])
+        common::Run::new(["cyclic", "-D", "300ms", "-q", "--json"])
             .arg(&result)
-            .output()
-            .expect("rtscope runs");
-        assert!(
-            out.status.success(),
-            "input run failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .current_dir(dir)
+            .exits(0);
         Inputs {
             dir: dir.to_path_buf(),
             result,
@@ -571,27 +563,12 @@ struct Ran {
 
 fn run(dir: &Path, args: &[String]) -> Ran {
     let t0 = Instant::now();
-    let mut child = std::process::Command::new(common::rtscope_path())
+    let out = common::Run::new(args)
         .current_dir(dir)
-        .args(args)
         // An example that reads a FIFO nobody writes to ends in 1 s, not 60.
         .env("RTSCOPE_INPUT_WAIT", "1s")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
-        .expect("rtscope starts");
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            break;
-        }
-        if t0.elapsed() > LIMIT {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().expect("collect output");
+        .end_within(LIMIT);
     let took = t0.elapsed();
     // Shown sessions interleave stderr (header, warnings) and stdout (summary):
     // stderr's lines come first in a run, so they are checked first.
@@ -869,11 +846,7 @@ fn every_option_is_on_its_page() {
     let mut missing = Vec::new();
     for (sub, page) in pages {
         let text = std::fs::read_to_string(repo_root().join("docs").join(page)).expect("page");
-        let help = common::rtscope()
-            .args([sub, "--help"])
-            .output()
-            .expect("help");
-        let help = String::from_utf8_lossy(&help.stdout).to_string();
+        let help = common::Run::new([sub, "--help"]).ran().stdout();
         for line in help.lines() {
             let t = line.trim_start();
             if !t.starts_with('-') || line.len() - t.len() > 6 {

@@ -6,30 +6,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{assert_exit, rtscope_path};
-
-/// Whether a tool is on PATH; with CI set, a missing one fails the test
-/// (.ci/run installs it: a skip there would hide a regression).
-fn tool(name: &str) -> bool {
-    let found = std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {name}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{name} is not installed, and CI is set (.ci/run installs it)"
-        );
-        eprintln!("skipped: {name} is not installed");
-    }
-    found
-}
+use common::{tool, Ran, Spawned, LIMIT};
 
 /// A Python with `prometheus_client` (Debian's python3-prometheus-client
 /// installs it for /usr/bin/python3); with CI set, none fails the test.
@@ -50,91 +32,47 @@ fn python_with_prometheus_client() -> Option<&'static str> {
     found
 }
 
-/// A `cyclic --listen 127.0.0.1:0` run of this test (ended by SIGINT when
-/// dropped), and its address once it has published a snapshot.
-struct Run {
-    child: Option<Child>,
+/// A `cyclic --listen 127.0.0.1:0` run of this test (killed when dropped),
+/// and its address once it has published a snapshot.
+struct Listening {
+    child: Spawned,
     addr: String,
 }
 
-impl Run {
-    fn start(extra: &[&str]) -> Run {
-        let mut child = std::process::Command::new(rtscope_path())
-            .args(["cyclic", "--no-rt", "-D", "120s", "--listen", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let mut addr = String::new();
-        for _ in 0..20 {
-            let mut line = String::new();
-            if err.read_line(&mut line).unwrap() == 0 {
-                break;
-            }
-            if let Some(rest) = line.strip_prefix("listening on http://") {
-                addr = rest.split('/').next().unwrap().to_string();
-                break;
-            }
-        }
-        // Keep reading stderr so that the child never blocks on it.
-        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-        assert!(!addr.is_empty(), "no 'listening on' line");
-        let run = Run {
-            child: Some(child),
-            addr,
-        };
-        let t0 = Instant::now();
-        while run.get("/api/snapshot", "").0 != 200 {
-            assert!(t0.elapsed() < Duration::from_secs(30), "no snapshot");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        run
+impl Listening {
+    fn start(extra: &[&str]) -> Listening {
+        let mut child =
+            common::Run::new(["cyclic", "--no-rt", "-D", "120s", "--listen", "127.0.0.1:0"])
+                .args(extra)
+                .spawn();
+        let addr = child.listening_on();
+        child.wait_for("a snapshot", Duration::from_secs(30), || {
+            get(&addr, "/api/snapshot", "").0 == 200
+        });
+        Listening { child, addr }
     }
 
     fn pid(&self) -> u32 {
-        self.child.as_ref().unwrap().id()
+        self.child.id()
     }
 
     /// `GET path` with extra header lines; status, head, body.
     fn get(&self, path: &str, headers: &str) -> (u16, String, String) {
-        let Ok(mut s) = TcpStream::connect(&self.addr) else {
-            return (0, String::new(), String::new());
-        };
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\n{headers}\r\n");
-        if s.write_all(req.as_bytes()).is_err() {
-            return (0, String::new(), String::new());
-        }
-        let mut buf = String::new();
-        let _ = s.read_to_string(&mut buf);
-        let (head, body) = buf.split_once("\r\n\r\n").unwrap_or((&buf, ""));
-        let status = head
-            .split(' ')
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(0);
-        (status, head.to_string(), body.to_string())
+        get(&self.addr, path, headers)
     }
 
-    /// Ends the run with SIGINT; its output (exit 0 checked).
-    fn stop(mut self) -> std::process::Output {
-        let child = self.child.take().unwrap();
-        rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert_exit(&out, 0);
-        out
+    /// Ends the run with SIGINT; how it ended (exit 0 checked).
+    fn stop(self) -> Ran {
+        self.child.interrupt(LIMIT).exits(0)
     }
 }
 
-impl Drop for Run {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
+/// `GET path` from `addr` with extra header lines; status, head, body.
+fn get(addr: &str, path: &str, headers: &str) -> (u16, String, String) {
+    common::http(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: x\r\n{headers}\r\n"),
+    )
 }
 
 const OM_ACCEPT: &str = "Accept: application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n";
@@ -153,7 +91,7 @@ fn sample_names(text: &str) -> Vec<String> {
 
 #[test]
 fn metrics_in_both_formats_pass_promtool_and_the_python_parsers() {
-    let run = Run::start(&["-t", "2"]);
+    let run = Listening::start(&["-t", "2"]);
     // The text format: no Accept header, curl's, promtool's.
     let (code, head, text) = run.get("/metrics", "");
     assert_eq!(code, 200, "{head}");
@@ -402,7 +340,7 @@ fn the_dashboard_queries_only_what_metrics_exposes() {
             e
         })
         .collect();
-    let run = Run::start(&["-t", "1"]);
+    let run = Listening::start(&["-t", "1"]);
     let (code, _, text) = run.get("/metrics", "");
     assert_eq!(code, 200);
     run.stop();
@@ -502,7 +440,7 @@ fn sockets_of(pid: u32) -> usize {
 
 #[test]
 fn scrapes_are_answered_within_a_second_whatever_clients_pile_up() {
-    let run = Run::start(&["-t", "1"]);
+    let run = Listening::start(&["-t", "1"]);
     let addr = run.addr.clone();
     // 500 idle connections (more than the server keeps: the oldest are
     // closed as new ones come).
@@ -574,7 +512,7 @@ fn the_server_thread_keeps_off_the_measured_cpu() {
         return;
     }
     let measured = online[online.len() - 1];
-    let run = Run::start(&["-a", &measured.to_string()]);
+    let run = Listening::start(&["-a", &measured.to_string()]);
     let pid = run.pid();
     let mut allowed = String::new();
     for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {

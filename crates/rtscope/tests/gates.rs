@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::Command as StdCommand;
 
-use common::{alongside, assert_exit, assert_one_line, read_result, rtscope};
+use common::{alongside, Run};
 
 /// Checks that `path` is well-formed XML with the JUnit shape: the element
 /// nesting balanced (a small parser of its own), and, where python3 is
@@ -63,30 +63,23 @@ print("ok")
 #[test]
 fn a_failed_gate_exits_3_with_its_lines_junit_and_record() {
     let _turn = alongside();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let junit = dir.path().join("j.xml");
     // Every wake-up is later than 1 ns; no thread ran a million times.
-    let out = rtscope()
-        .args(["cyclic", "-t", "1", "-l", "30", "-q", "--fail-if"])
+    let out = Run::new(["cyclic", "-t", "1", "-l", "30", "-q", "--fail-if"])
         .arg("max>1ns,thread 0:count>=1000000,all:p50>1s")
         .args(["--fail-if", "count<1"])
-        .arg("--json")
-        .arg(&json)
-        .arg("--junit")
-        .arg(&junit)
-        .output()
-        .unwrap();
-    assert_exit(&out, 3);
-    let err = String::from_utf8_lossy(&out.stderr);
+        .json()
+        .out("--junit", "j.xml")
+        .exits(3);
+    let (json, junit) = (out.json_path(), out.path("j.xml"));
+    let err = out.stderr();
     let fails: Vec<&str> = err.lines().filter(|l| l.starts_with("fail: ")).collect();
     assert_eq!(fails.len(), 2, "{err}");
     assert!(fails[0].starts_with("fail: thread 0: max "), "{err}");
     assert!(fails[0].ends_with(" > 1ns (gate max>1ns)"), "{err}");
     assert!(fails[1].starts_with("fail: all: max "), "{err}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = out.stdout();
     assert!(stdout.contains(&format!("junit: {}", junit.display())));
-    let doc = read_result(&json);
+    let doc = out.document();
     let g = &doc["gates"];
     assert_eq!(g["passed"], false);
     let checks = g["checks"].as_array().unwrap();
@@ -111,74 +104,53 @@ fn a_failed_gate_exits_3_with_its_lines_junit_and_record() {
     assert!(x.contains("limit: fail if max &gt; 1ns"), "{x}");
 
     // The stored result, gated again by `report`: the same verdicts.
-    let junit2 = dir.path().join("j2.xml");
-    let out = rtscope()
-        .arg("report")
+    let out = Run::new(["report"])
         .arg(&json)
         .args(["--fail-if", "count<1,thread 0:p50>1s"])
-        .arg("--junit")
-        .arg(&junit2)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    assert_junit(&junit2, 3, 0);
-    let out = rtscope()
-        .arg("report")
+        .out("--junit", "j2.xml")
+        .exits(0);
+    assert_junit(&out.path("j2.xml"), 3, 0);
+    let out = Run::new(["report"])
         .arg(&json)
         .arg(&json)
         .args(["--fail-if", "all:min>=1ns"])
-        .arg("--junit")
-        .arg(&junit2)
-        .output()
-        .unwrap();
-    assert_exit(&out, 3);
+        .out("--junit", "j2.xml")
+        .exits(3);
     assert_eq!(
-        String::from_utf8_lossy(&out.stderr)
+        out.stderr()
             .lines()
             .filter(|l| l.starts_with("fail: all: min "))
             .count(),
         2
     );
     // One suite per stored result.
-    let x = assert_junit(&junit2, 2, 2);
+    let x = assert_junit(&out.path("j2.xml"), 2, 2);
     assert_eq!(x.matches("<testsuite ").count(), 2);
 }
 
 #[test]
 fn gates_that_pass_exit_0() {
     let _turn = alongside();
-    let dir = tempfile::tempdir().unwrap();
-    let junit = dir.path().join("j.xml");
-    let out = rtscope()
-        .args(["cyclic", "-t", "2", "-l", "20", "-q"])
+    let out = Run::new(["cyclic", "-t", "2", "-l", "20", "-q"])
         .args(["--fail-if", "count<20,max>1h,thread 1:dropped>5"])
-        .arg("--junit")
-        .arg(&junit)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("fail:"));
-    assert_junit(&junit, 3 + 3 + 1, 0);
+        .out("--junit", "j.xml")
+        .exits(0);
+    assert!(!out.stderr().contains("fail:"));
+    assert_junit(&out.path("j.xml"), 3 + 3 + 1, 0);
 }
 
 #[test]
 fn fail_above_is_the_max_gate_and_keeps_its_line() {
     let _turn = alongside();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("f.json");
-    let out = rtscope()
-        .args(["cyclic", "-t", "1", "-l", "10", "-q", "--fail-above", "1ns"])
+    let out = Run::new(["cyclic", "-t", "1", "-l", "10", "-q", "--fail-above", "1ns"])
         .args(["--fail-if", "count<1"])
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_exit(&out, 3);
-    let err = String::from_utf8_lossy(&out.stderr);
+        .json()
+        .exits(3);
+    let err = out.stderr();
     let fails: Vec<&str> = err.lines().filter(|l| l.starts_with("fail: ")).collect();
     assert_eq!(fails.len(), 1, "{err}");
     assert!(fails[0].starts_with("fail: 10 samples above 1ns"), "{err}");
-    let doc = read_result(&json);
+    let doc = out.document();
     assert_eq!(doc["threshold"]["samples_above"], 10);
     let c = &doc["gates"]["checks"];
     assert_eq!(c[0]["gate"], "--fail-above 1ns");
@@ -190,70 +162,50 @@ fn fail_above_is_the_max_gate_and_keeps_its_line() {
 
 #[test]
 fn bad_gates_are_one_line_and_exit_2() {
-    let out = rtscope()
-        .args(["cyclic", "-l", "1", "--fail-if", "p99>50us,p98>5us"])
-        .output()
-        .unwrap();
-    assert_exit(&out, 2);
-    let e = assert_one_line(&out.stderr);
+    let e = Run::new(["cyclic", "-l", "1", "--fail-if", "p99>50us,p98>5us"])
+        .exits(2)
+        .one_line();
     assert!(e.contains("unknown statistic 'p98'"), "{e}");
     assert!(
         e.contains("known: min, max, avg, mean, stddev, p50, p90, p99, p99.9"),
         "{e}"
     );
     for bad in ["p99", "p99>5 parsecs", "overruns>0.5", "p99=>3us"] {
-        let out = rtscope()
-            .args(["report", "x.json", "--fail-if", bad])
-            .output()
-            .unwrap();
-        assert_exit(&out, 2);
-        assert!(assert_one_line(&out.stderr).contains("--fail-if"), "{bad}");
+        let e = Run::new(["report", "x.json", "--fail-if", bad])
+            .exits(2)
+            .one_line();
+        assert!(e.contains("--fail-if"), "{bad}");
     }
     // --junit alone gates nothing.
-    let out = rtscope()
-        .args(["cyclic", "-l", "1", "--junit", "j.xml"])
-        .output()
-        .unwrap();
-    assert_exit(&out, 2);
-    assert_one_line(&out.stderr);
+    Run::new(["cyclic", "-l", "1", "--junit", "j.xml"])
+        .exits(2)
+        .one_line();
     // Too many gates.
     let many = vec!["max>1s"; 65].join(",");
-    let out = rtscope()
-        .args(["cyclic", "-l", "1", "--fail-if", &many])
-        .output()
-        .unwrap();
-    assert_exit(&out, 2);
-    assert!(assert_one_line(&out.stderr).contains("at most 64 gates"));
+    let e = Run::new(["cyclic", "-l", "1", "--fail-if", &many])
+        .exits(2)
+        .one_line();
+    assert!(e.contains("at most 64 gates"));
 }
 
 #[test]
 fn any_experiment_with_series_is_gated() {
     let _turn = alongside();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("c.json");
-    let junit = dir.path().join("c.xml");
-    let out = rtscope()
-        .args(["clock", "-n", "2000", "-s", "monotonic", "-q"])
+    let out = Run::new(["clock", "-n", "2000", "-s", "monotonic", "-q"])
         .args(["--fail-if", "count<1,min<0ns"])
-        .arg("--json")
-        .arg(&json)
-        .arg("--junit")
-        .arg(&junit)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    let doc = read_result(&json);
+        .json()
+        .out("--junit", "c.xml")
+        .exits(0);
+    let doc = out.document();
     let n = doc["series"].as_array().unwrap().len();
     assert!(n >= 1);
     assert_eq!(doc["gates"]["checks"].as_array().unwrap().len(), 2 * n);
-    let x = assert_junit(&junit, 2 * n, 0);
+    let x = assert_junit(&out.path("c.xml"), 2 * n, 0);
     assert!(x.contains("<testsuite name=\"rtscope clock\""), "{x}");
     // The same run, a gate that cannot pass: exit 3.
-    let out = rtscope()
-        .args(["clock", "-n", "2000", "-s", "monotonic", "-q"])
+    let err = Run::new(["clock", "-n", "2000", "-s", "monotonic", "-q"])
         .args(["--fail-if", "max>=0ns"])
-        .output()
-        .unwrap();
-    assert_exit(&out, 3);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("(gate max>=0ns)"));
+        .exits(3)
+        .stderr();
+    assert!(err.contains("(gate max>=0ns)"));
 }

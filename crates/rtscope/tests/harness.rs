@@ -3,11 +3,25 @@
 
 mod common;
 
-use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{assert_exit, assert_one_line, read_result, rtscope, rtscope_path};
+use common::{read_result, read_valid, Run, LIMIT};
+
+/// A short clock run that writes its document to `path`.
+fn clock_to(path: &std::path::Path) -> Run {
+    Run::new([
+        "clock",
+        "--no-rt",
+        "-s",
+        "monotonic",
+        "-n",
+        "100",
+        "-q",
+        "--json",
+    ])
+    .arg(path)
+}
 
 #[test]
 fn json_to_dev_null_leaves_the_device_alone() {
@@ -25,20 +39,7 @@ fn json_to_dev_null_leaves_the_device_alone() {
         eprintln!("skipped: mknod needs root ({e})");
         return;
     }
-    rtscope()
-        .args([
-            "clock",
-            "--no-rt",
-            "-s",
-            "monotonic",
-            "-n",
-            "100",
-            "-q",
-            "--json",
-        ])
-        .arg(&null)
-        .assert()
-        .success();
+    clock_to(&null).exits(0);
     let m = std::fs::metadata(&null).unwrap();
     assert!(
         m.file_type().is_char_device(),
@@ -54,20 +55,7 @@ fn json_through_a_symlink_writes_its_target_and_keeps_the_link() {
     let link = dir.path().join("link.json");
     std::fs::write(&target, b"old").unwrap();
     std::os::unix::fs::symlink(&target, &link).unwrap();
-    rtscope()
-        .args([
-            "clock",
-            "--no-rt",
-            "-s",
-            "monotonic",
-            "-n",
-            "100",
-            "-q",
-            "--json",
-        ])
-        .arg(&link)
-        .assert()
-        .success();
+    clock_to(&link).exits(0);
     assert!(std::fs::symlink_metadata(&link)
         .unwrap()
         .file_type()
@@ -81,15 +69,12 @@ fn two_outputs_on_one_path_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("x");
     for extra in [vec!["--report"], vec!["--histogram"], vec!["--raw"]] {
-        let out = rtscope()
-            .args(["cyclic", "--no-rt", "-l", "5", "-q", "--json"])
+        let e = Run::new(["cyclic", "--no-rt", "-l", "5", "-q", "--json"])
             .arg(&p)
             .args(&extra)
             .arg(dir.path().join(".").join("x"))
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{extra:?}");
-        let e = assert_one_line(&out.stderr);
+            .exits(2)
+            .one_line();
         assert!(e.contains("name the same file"), "{e}");
         assert!(!p.exists());
     }
@@ -97,123 +82,67 @@ fn two_outputs_on_one_path_are_refused() {
 
 #[test]
 fn a_closed_stdout_does_not_panic_and_files_are_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let cases: Vec<Vec<String>> = vec![
-        vec![
-            "cyclic".into(),
-            "--no-rt".into(),
-            "-l".into(),
-            "20".into(),
-            "-q".into(),
-            "--json".into(),
-            json.display().to_string(),
-        ],
-        vec![
-            "load".into(),
-            "cpu:10".into(),
-            "-D".into(),
-            "1s".into(),
-            "-q".into(),
-        ],
-        vec!["ipc".into(), "--list".into()],
-    ];
-    for args in cases {
-        let _ = std::fs::remove_file(&json);
-        let mut child = Command::new(rtscope_path())
-            .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take()); // the reader is gone: writes get EPIPE
-        let mut err = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
-        let st = child.wait().unwrap();
-        assert_ne!(st.code(), Some(101), "{args:?} panicked: {err}");
+    for (args, json) in [
+        (&["cyclic", "--no-rt", "-l", "20", "-q"][..], true),
+        (&["load", "cpu:10", "-D", "1s", "-q"], false),
+        (&["ipc", "--list"], false),
+    ] {
+        let mut run = Run::new(args).stdout_closed();
+        if json {
+            run = run.json();
+        }
+        // The reader is gone: writes get EPIPE.
+        let out = run.ran();
+        let err = out.stderr();
+        assert_ne!(out.status.code(), Some(101), "{args:?} panicked: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
-        if args[0] == "cyclic" {
-            read_result(&json);
+        if json {
+            out.document();
         }
     }
 }
 
 #[test]
 fn sighup_stops_a_run_and_writes_its_result() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let mut child = Command::new(rtscope_path())
-        .args(["cyclic", "--no-rt", "-t", "1", "-i", "1ms", "-q", "--json"])
-        .arg(&json)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = Run::new(["cyclic", "--no-rt", "-t", "1", "-i", "1ms", "-q"])
+        .json()
+        .spawn();
     std::thread::sleep(Duration::from_millis(800));
-    let st = Command::new("kill")
-        .args(["-HUP", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "SIGHUP did not stop the run"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(
-        status.code(),
-        Some(0),
-        "killed by the hangup instead of stopping"
-    );
-    let v = read_result(&json);
+    child.signal(libc::SIGHUP);
+    // Exit 0: stopped, not killed by the hangup.
+    let v = child
+        .wait_within(Duration::from_secs(20))
+        .exits(0)
+        .document();
     assert_eq!(v["end_reason"], "interrupted");
     assert!(v["environment"]["policy"] == "other");
 }
 
 #[test]
 fn a_negative_priority_names_the_valid_range() {
-    let out = rtscope()
-        .args(["cyclic", "-p", "-1", "-l", "1"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let e = assert_one_line(&out.stderr);
+    let e = Run::new(["cyclic", "-p", "-1", "-l", "1"])
+        .exits(2)
+        .one_line();
     assert!(e.contains("out of range (1-99"), "{e}");
 }
 
 #[test]
 fn a_refused_matrix_leaves_no_directory() {
-    let dir = tempfile::tempdir().unwrap();
-    let out_dir = dir.path().join("m");
-    let out = rtscope()
-        .args([
-            "matrix",
-            "--no-rt",
-            "--periods",
-            "1ms",
-            "--loads",
-            "none",
-            "-l",
-            "5",
-            "--cpus",
-            "999",
-            "-o",
-        ])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    assert_exit(&out, 2);
+    let run = Run::new([
+        "matrix",
+        "--no-rt",
+        "--periods",
+        "1ms",
+        "--loads",
+        "none",
+        "-l",
+        "5",
+        "--cpus",
+        "999",
+        "-o",
+    ]);
+    let out_dir = run.path("m");
+    run.arg(&out_dir).exits(2);
     assert!(!out_dir.exists(), "a refused matrix left its directory");
 }
 
@@ -223,26 +152,21 @@ fn resume_with_other_settings_is_refused() {
     let out_dir = dir.path().join("m");
     // One short matrix cell; `extra` changes its plan.
     let matrix = |extra: &[&str]| {
-        let mut c = rtscope();
-        c.args([
+        Run::new([
             "matrix", "--no-rt", "--loads", "none", "-l", "5", "-q", "-t", "1",
         ])
         .args(extra)
         .arg("-o")
-        .arg(&out_dir);
-        c
+        .arg(&out_dir)
     };
-    matrix(&["--periods", "1ms"]).assert().success();
-    let out = matrix(&["--periods", "2ms", "--resume"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let e = assert_one_line(&out.stderr);
+    matrix(&["--periods", "1ms"]).exits(0);
+    let e = matrix(&["--periods", "2ms", "--resume"])
+        .exits(2)
+        .one_line();
     assert!(e.contains("--periods"), "{e}");
-    let out = matrix(&["--periods", "1ms", "--wake", "timerfd", "--resume"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    matrix(&["--periods", "1ms", "--wake", "timerfd", "--resume"]).exits(2);
     // The same settings resume (nothing left to do).
-    matrix(&["--periods", "1ms", "--resume"]).assert().success();
+    matrix(&["--periods", "1ms", "--resume"]).exits(0);
 }
 
 #[test]
@@ -253,14 +177,10 @@ fn clock_refuses_without_rt_privilege_before_calibrating() {
         return;
     }
     let t0 = Instant::now();
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(rtscope_path())
-        .args(["clock", "--calibrate", "30s", "-q"])
-        .output()
-        .unwrap();
-    assert_exit(&out, 1);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--no-rt"));
+    let out = Run::new(["clock", "--calibrate", "30s", "-q"])
+        .by_nobody()
+        .exits(1);
+    assert!(out.stderr().contains("--no-rt"));
     assert!(t0.elapsed() < Duration::from_secs(20));
 }
 
@@ -268,7 +188,6 @@ fn clock_refuses_without_rt_privilege_before_calibrating() {
 /// repetition of every series, and the summary says so.
 #[test]
 fn every_experiment_repeats_and_pools() {
-    let dir = tempfile::tempdir().unwrap();
     let cases: [&[&str]; 5] = [
         &["clock", "--no-rt", "--source", "monotonic", "-n", "200"],
         &["period", "--no-rt", "-l", "20"],
@@ -297,21 +216,14 @@ fn every_experiment_repeats_and_pools() {
         &["noise", "--no-rt", "-D", "200ms", "--cpus", "0"],
     ];
     for args in cases {
-        let json = dir.path().join(format!("{}.json", args[0]));
-        let out = rtscope()
-            .args(args)
-            .args(["--repeat", "2", "-q", "--json"])
-            .arg(&json)
-            .output()
-            .unwrap();
-        assert_exit(&out, 0);
-        let stdout = String::from_utf8_lossy(&out.stdout);
+        let out = Run::new(args).args(["--repeat", "2", "-q"]).json().exits(0);
+        let stdout = out.stdout();
         assert!(
             stdout.contains("pooled from 2 runs (--repeat 2)"),
             "{}: {stdout}",
             args[0]
         );
-        let doc = read_result(&json);
+        let doc = out.document();
         assert_eq!(doc["plan"]["repeat"], 2, "{}", args[0]);
         for s in doc["series"].as_array().unwrap() {
             let reps = s["repetitions"].as_array().expect("repetitions");
@@ -333,8 +245,7 @@ fn matrix_repeats_cells_in_rounds() {
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("m");
     let matrix = |extra: &[&str]| {
-        let mut c = rtscope();
-        c.args([
+        Run::new([
             "matrix",
             "--no-rt",
             "--loads",
@@ -348,12 +259,9 @@ fn matrix_repeats_cells_in_rounds() {
         ])
         .args(extra)
         .arg("-o")
-        .arg(&out_dir);
-        c
+        .arg(&out_dir)
     };
-    let out = matrix(&["--repeat", "2"]).output().unwrap();
-    assert_exit(&out, 0);
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = matrix(&["--repeat", "2"]).exits(0).stderr();
     // Rounds, not cell after cell: the first cell's second run comes after
     // the second cell's first.
     let second_cell_first = err.find("p2ms-none (round 1/2)").expect(&err);
@@ -366,22 +274,14 @@ fn matrix_repeats_cells_in_rounds() {
         assert_eq!(s["stats"]["count"], 20, "{cell}");
         assert_eq!(s["repetitions"].as_array().unwrap().len(), 2);
     }
-    let index: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("matrix.json")).unwrap())
-            .unwrap();
+    let index = read_valid(&out_dir.join("matrix.json"), "matrix-schema.json");
     assert!(index["cells"]
         .as_array()
         .unwrap()
         .iter()
         .all(|c| c["status"] == "done"));
-    let out = matrix(&["--repeat", "2", "--resume", "-q"])
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    let out = matrix(&["--repeat", "3", "--resume", "-q"])
-        .output()
-        .unwrap();
-    assert_exit(&out, 2);
+    matrix(&["--repeat", "2", "--resume", "-q"]).exits(0);
+    matrix(&["--repeat", "3", "--resume", "-q"]).exits(2);
 }
 
 /// `rtscope pool`: single runs made apart (e.g. alternately with another
@@ -392,38 +292,29 @@ fn pool_joins_single_runs_and_refuses_mismatches() {
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n);
     let cyclic = |period: &str, out: &std::path::Path| {
-        let o = rtscope()
-            .args([
-                "cyclic", "--no-rt", "-t", "1", "-l", "30", "-q", "-i", period, "--json",
-            ])
-            .arg(out)
-            .output()
-            .unwrap();
-        assert_exit(&o, 0);
+        Run::new([
+            "cyclic", "--no-rt", "-t", "1", "-l", "30", "-q", "-i", period, "--json",
+        ])
+        .arg(out)
+        .exits(0);
     };
     for n in ["a1.json", "a2.json", "a3.json"] {
         cyclic("1ms", &p(n));
     }
     cyclic("2ms", &p("b.json"));
-    let out = rtscope()
-        .arg("pool")
+    Run::new(["pool"])
         .args([p("a1.json"), p("a2.json"), p("a3.json")])
         .arg("-o")
         .arg(p("a.json"))
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
+        .exits(0);
     let doc = read_result(&p("a.json"));
     assert_eq!(doc["plan"]["repeat"], 3);
     assert_eq!(doc["series"][0]["stats"]["count"], 90);
     assert_eq!(doc["series"][0]["repetitions"].as_array().unwrap().len(), 3);
-    let cmp = rtscope()
-        .arg("compare")
+    let text = Run::new(["compare"])
         .args([p("a.json"), p("a.json")])
-        .output()
-        .unwrap();
-    assert_exit(&cmp, 0);
-    let text = String::from_utf8_lossy(&cmp.stdout);
+        .exits(0)
+        .stdout();
     assert!(text.contains("between runs: 3 vs 3 repetitions"), "{text}");
     // Another period, an already pooled input, the output onto an input.
     for (inputs, out, says) in [
@@ -432,15 +323,12 @@ fn pool_joins_single_runs_and_refuses_mismatches() {
         (vec!["a1.json", "a2.json"], "a1.json", "input file"),
         (vec!["a1.json", "a2.json", "a1.json"], "x.json", "same run"),
     ] {
-        let o = rtscope()
-            .arg("pool")
+        let e = Run::new(["pool"])
             .args(inputs.iter().map(|n| p(n)))
             .arg("-o")
             .arg(p(out))
-            .output()
-            .unwrap();
-        assert_exit(&o, 2);
-        let e = assert_one_line(&o.stderr);
+            .exits(2)
+            .one_line();
         assert!(e.contains(says), "{e}");
     }
 }
@@ -448,8 +336,88 @@ fn pool_joins_single_runs_and_refuses_mismatches() {
 /// A missing required argument is named on the one error line.
 #[test]
 fn a_missing_argument_is_named_on_one_line() {
-    let out = rtscope().arg("matrix").output().unwrap();
-    assert_exit(&out, 2);
-    let e = assert_one_line(&out.stderr);
+    let e = Run::new(["matrix"]).exits(2).one_line();
     assert!(e.contains("not provided: --out <DIR>"), "{e}");
+}
+
+// The tests' own helper (tests/common/run.rs): it never hangs and never
+// leaves a child behind.
+
+/// Whether process `pid` is gone (reaped).
+fn gone(pid: u32) -> bool {
+    !std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// The message of a panic `f` raises.
+fn panic_of(f: impl FnOnce()) -> String {
+    let e = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("a panic");
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_run_past_its_limit_is_killed_and_fails_with_its_stderr() {
+    let mut child = Run::new(["cyclic", "--no-rt", "-t", "1", "-D", "60s"]).spawn();
+    let pid = child.id();
+    // Its first words on stderr (the --no-rt warning), so that they are shown.
+    let said = child.wait_for_line(true, Duration::from_secs(30), |l| {
+        l.starts_with("warning: ").then(|| l.to_string())
+    });
+    let t0 = Instant::now();
+    let msg = panic_of(|| {
+        child.wait_within(Duration::from_millis(500));
+    });
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    assert!(msg.contains("still running after 500ms"), "{msg}");
+    assert!(msg.contains("rtscope cyclic --no-rt -t 1 -D 60s"), "{msg}");
+    assert!(msg.contains(&said), "{msg}");
+    assert!(gone(pid), "process {pid} left running");
+}
+
+#[test]
+fn a_wait_for_what_never_comes_ends_with_the_child() {
+    let mut child = Run::new(["--version"]).spawn();
+    let msg = panic_of(|| child.wait_for("nothing", LIMIT, || false));
+    assert!(msg.contains("before nothing"), "{msg}");
+    assert!(gone(child.id()));
+    let mut child = Run::new(["cyclic", "--no-rt", "-t", "1", "-D", "60s"]).spawn();
+    let msg = panic_of(|| child.wait_for("nothing", Duration::from_millis(300), || false));
+    assert!(msg.contains("no nothing within 300ms"), "{msg}");
+    assert!(gone(child.id()));
+    // end_within: killed at its limit, and how it ended comes back.
+    let child = Run::new(["cyclic", "--no-rt", "-t", "1", "-D", "60s"]).spawn();
+    let pid = child.id();
+    let out = child.end_within(Duration::from_millis(300));
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{:?}", out.status);
+    assert!(gone(pid), "process {pid} left running");
+}
+
+#[test]
+fn a_wait_for_a_file_or_a_handler_returns_once_it_is_there() {
+    let mut child = Run::new(["cyclic", "--no-rt", "-t", "1", "-D", "60s", "-q"])
+        .args(["--checkpoint", "1s"])
+        .json()
+        .spawn();
+    let json = child.json_path();
+    child.wait_for_file(&json, Duration::from_secs(30));
+    assert!(json.exists());
+    child.catches_sigint();
+    assert!(common::catches_sigint(child.id()));
+    child.interrupt(LIMIT).exits(0);
+}
+
+#[test]
+fn a_dropped_child_is_killed_and_a_wrong_exit_shows_stderr() {
+    let child = Run::new(["cyclic", "--no-rt", "-t", "1", "-D", "60s"]).spawn();
+    let pid = child.id();
+    drop(child);
+    assert!(gone(pid), "process {pid} left running");
+    let msg = panic_of(|| {
+        Run::new(["cyclic", "-i", "0"]).exits(0);
+    });
+    assert!(msg.contains("rtscope cyclic -i 0: exit status: 2"), "{msg}");
+    assert!(msg.contains("error"), "{msg}");
 }

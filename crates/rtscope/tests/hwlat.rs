@@ -12,11 +12,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{
-    alongside, assert_exit, assert_one_line, catches_sigint_within, instances_of,
-    own_tracefs_mounts_of, read_result, rtscope, rtscope_path,
-};
-use serde_json::Value;
+use common::{alongside, instances_of, mkfifo, own_tracefs_mounts_of, Run, Spawned, LIMIT};
 
 fn last_cpu() -> usize {
     *rtscope_core::units::online_cpus().last().unwrap()
@@ -56,11 +52,7 @@ fn fake_tracefs() -> tempfile::TempDir {
         std::fs::write(p, v).unwrap();
     }
     std::fs::create_dir_all(d.path().join("per_cpu/cpu0")).unwrap();
-    let ok = std::process::Command::new("mkfifo")
-        .arg(d.path().join("per_cpu/cpu0/trace_pipe"))
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    mkfifo(&d.path().join("per_cpu/cpu0/trace_pipe"));
     d
 }
 
@@ -85,30 +77,21 @@ fn files(root: &Path) -> Vec<(PathBuf, Result<String, Vec<u8>>)> {
     v
 }
 
-fn spawn(tracefs: &Path, args: &[&str]) -> std::process::Child {
-    std::process::Command::new(rtscope_path())
-        .env("RTSCOPE_HWLAT_TRACEFS", tracefs)
-        .arg("hwlat")
+/// `rtscope hwlat` with `args` on the tracefs `tracefs`.
+fn hwlat(tracefs: &Path, args: &[&str]) -> Run {
+    Run::new(["hwlat"])
         .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap()
+        .env("RTSCOPE_HWLAT_TRACEFS", tracefs)
 }
 
-/// Waits until the fake tracer is set: `current_tracer` hwlat and
+/// Waits until `child` has set the fake tracer: `current_tracer` hwlat and
 /// `tracing_on` 1, which rtscope writes last (it turns tracing off before its
 /// settings), so that every setting is written.
-fn until_set(tracefs: &Path) {
-    let t0 = std::time::Instant::now();
+fn until_set(child: &mut Spawned, tracefs: &Path) {
     let read = |f: &str| std::fs::read_to_string(tracefs.join(f)).unwrap();
-    while read("current_tracer") != "hwlat" || read("tracing_on").trim() != "1" {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "the tracer was never set"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    child.wait_for("the tracer set", Duration::from_secs(30), || {
+        read("current_tracer") == "hwlat" && read("tracing_on").trim() == "1"
+    });
 }
 
 /// Feeds the recorded lines into CPU 0's pipe (blocks until rtscope reads it).
@@ -125,9 +108,7 @@ fn the_tracer_on_a_fake_tracefs_reads_the_samples_and_gives_it_back() {
     let _turn = alongside();
     let fs = fake_tracefs();
     let before = files(fs.path());
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("h.json");
-    let child = spawn(
+    let child = hwlat(
         fs.path(),
         &[
             "-a",
@@ -140,16 +121,16 @@ fn the_tracer_on_a_fake_tracefs_reads_the_samples_and_gives_it_back() {
             "950ms",
             "--threshold",
             "10us",
-            "--json",
-            json.to_str().unwrap(),
         ],
-    );
+    )
+    .json()
+    .spawn();
     let feeder = feed(fs.path());
-    let out = child.wait_with_output().unwrap();
+    let out = child.wait_within(LIMIT);
     feeder.join().unwrap();
-    assert_exit(&out, 0);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let doc = read_result(&json);
+    let out = out.exits(0);
+    let stdout = out.stdout();
+    let doc = out.document();
     assert_eq!(doc["experiment"], "hwlat");
     assert_eq!(doc["plan"]["method_used"], "tracer");
     assert_eq!(doc["end_reason"], "duration");
@@ -209,36 +190,26 @@ fn every_way_out_gives_the_tracer_back() {
     ] {
         let fs = fake_tracefs();
         let before = files(fs.path());
-        let dir = tempfile::tempdir().unwrap();
-        let json = dir.path().join("h.json");
-        let child = spawn(
+        let mut child = hwlat(
             fs.path(),
-            &[
-                "-a",
-                "0",
-                "-D",
-                "60s",
-                "--width",
-                "900ms",
-                "-q",
-                "--json",
-                json.to_str().unwrap(),
-            ],
-        );
-        catches_sigint_within(child.id(), Duration::from_secs(30));
-        until_set(fs.path());
+            &["-a", "0", "-D", "60s", "--width", "900ms", "-q"],
+        )
+        .json()
+        .spawn();
+        child.catches_sigint();
+        until_set(&mut child, fs.path());
         assert_eq!(
             std::fs::read_to_string(fs.path().join("hwlat_detector/width")).unwrap(),
             "900000"
         );
         for sig in &signals {
-            rtscope_core::sys::kill(child.id() as i32, *sig).unwrap();
+            child.signal(*sig);
         }
-        let out = child.wait_with_output().unwrap();
+        let out = child.wait_within(LIMIT);
         let code = out.status.code();
         if signals.len() == 1 {
-            assert_exit(&out, 0);
-            assert_eq!(read_result(&json)["end_reason"], "interrupted", "{what}");
+            let doc = out.exits(0).document();
+            assert_eq!(doc["end_reason"], "interrupted", "{what}");
         } else {
             // The second signal ends the process at once, without unwinding.
             assert_eq!(code, Some(130), "{what}");
@@ -256,49 +227,31 @@ fn a_killed_runs_tracer_is_given_back_by_the_next_run() {
     let _turn = alongside();
     let fs = fake_tracefs();
     let before = files(fs.path());
-    let mut child = spawn(fs.path(), &["-a", "0", "-D", "60s", "-q"]);
-    until_set(fs.path());
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let mut child = hwlat(fs.path(), &["-a", "0", "-D", "60s", "-q"]).spawn();
+    until_set(&mut child, fs.path());
+    child.signal(libc::SIGKILL);
+    let killed = child.wait_within(LIMIT).id();
     // Left set, with the state file that says by whom.
     assert_eq!(
         std::fs::read_to_string(fs.path().join("current_tracer")).unwrap(),
         "hwlat"
     );
     assert!(fs.path().join(".rtscope-hwlat.state").exists());
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("h.json");
-    let out = spawn(
-        fs.path(),
-        &[
-            "-a",
-            "0",
-            "-D",
-            "300ms",
-            "-q",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-    )
-    .wait_with_output()
-    .unwrap();
-    assert_exit(&out, 0);
-    let doc = read_result(&json);
+    let doc = hwlat(fs.path(), &["-a", "0", "-D", "300ms", "-q"])
+        .json()
+        .exits(0)
+        .document();
     assert!(
-        doc["warnings"]
-            .as_array()
+        doc["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
             .unwrap()
-            .iter()
-            .any(|w| w.as_str().unwrap().contains(&format!(
-                "left set by a run that was killed (pid {})",
-                child.id()
-            ))),
+            .contains(&format!("left set by a run that was killed (pid {killed})"))),
         "{}",
         doc["warnings"]
     );
     assert_eq!(
         doc["plan"]["session"]["tracer"]["recovered_from_pid"],
-        child.id()
+        killed
     );
     assert_eq!(files(fs.path()), before);
 }
@@ -309,22 +262,18 @@ fn someone_elses_tracer_is_refused_and_left_alone() {
     let fs = fake_tracefs();
     std::fs::write(fs.path().join("current_tracer"), "function").unwrap();
     let before = files(fs.path());
-    let out = spawn(fs.path(), &["-a", "0", "-D", "1s"])
-        .wait_with_output()
-        .unwrap();
-    assert_exit(&out, 2);
-    let line = assert_one_line(&out.stderr);
+    let line = hwlat(fs.path(), &["-a", "0", "-D", "1s"])
+        .exits(2)
+        .one_line();
     assert!(line.contains("current_tracer is 'function'"), "{line}");
     assert_eq!(files(fs.path()), before);
     // Top-level events: someone is tracing.
     std::fs::write(fs.path().join("current_tracer"), "nop").unwrap();
     std::fs::write(fs.path().join("set_event"), "sched:sched_switch").unwrap();
     let before = files(fs.path());
-    let out = spawn(fs.path(), &["-a", "0", "-D", "1s"])
-        .wait_with_output()
-        .unwrap();
-    assert_exit(&out, 2);
-    let line = assert_one_line(&out.stderr);
+    let line = hwlat(fs.path(), &["-a", "0", "-D", "1s"])
+        .exits(2)
+        .one_line();
     assert!(
         line.contains("(sched:sched_switch): someone is tracing"),
         "{line}"
@@ -333,21 +282,18 @@ fn someone_elses_tracer_is_refused_and_left_alone() {
     // No mode file: --mode refused.
     std::fs::write(fs.path().join("set_event"), "").unwrap();
     std::fs::remove_file(fs.path().join("hwlat_detector/mode")).unwrap();
-    let out = spawn(fs.path(), &["-a", "0", "--mode", "per-cpu"])
-        .wait_with_output()
-        .unwrap();
-    assert_exit(&out, 2);
-    assert!(assert_one_line(&out.stderr).contains("has no hwlat_detector/mode"));
+    let line = hwlat(fs.path(), &["-a", "0", "--mode", "per-cpu"])
+        .exits(2)
+        .one_line();
+    assert!(line.contains("has no hwlat_detector/mode"));
     // A CPU without a pipe: an error of the machine's half-way (exit 1),
     // everything given back.
     if last_cpu() > 0 {
         let cpu = last_cpu().to_string();
         let before = files(fs.path());
-        let out = spawn(fs.path(), &["-a", &cpu, "-D", "1s"])
-            .wait_with_output()
-            .unwrap();
-        assert_exit(&out, 1);
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = hwlat(fs.path(), &["-a", &cpu, "-D", "1s"])
+            .exits(1)
+            .stderr();
         assert!(
             err.contains(&format!("error: per_cpu/cpu{cpu}/trace_pipe: No such file")),
             "{err}"
@@ -360,28 +306,12 @@ fn someone_elses_tracer_is_refused_and_left_alone() {
 fn live_gauges_of_the_tracers_samples() {
     let _turn = alongside();
     let fs = fake_tracefs();
-    let mut child = spawn(
+    let mut child = hwlat(
         fs.path(),
         &["-a", "0", "-D", "4s", "--listen", "127.0.0.1:0"],
-    );
-    let mut stderr = child.stderr.take().unwrap();
-    let mut addr = String::new();
-    let mut seen = String::new();
-    let t0 = std::time::Instant::now();
-    while addr.is_empty() && t0.elapsed() < Duration::from_secs(30) {
-        let mut b = [0u8; 256];
-        let n = stderr.read(&mut b).unwrap();
-        if n == 0 {
-            break;
-        }
-        seen.push_str(&String::from_utf8_lossy(&b[..n]));
-        if let Some(rest) = seen.split("listening on http://").nth(1) {
-            if let Some(a) = rest.split('/').next().filter(|_| rest.contains('/')) {
-                addr = a.to_string();
-            }
-        }
-    }
-    assert!(!addr.is_empty(), "no address in {seen:?}");
+    )
+    .spawn();
+    let addr = child.listening_on();
     feed(fs.path()).join().unwrap();
     // The samples reach the gauges within a snapshot or two.
     let mut metrics = String::new();
@@ -405,41 +335,31 @@ fn live_gauges_of_the_tracers_samples() {
         metrics.contains("rtscope_samples_total{series=\"cpu 0\"} 3"),
         "{metrics}"
     );
-    let out = child.wait_with_output().unwrap();
-    assert_exit(&out, 0);
+    child.wait_within(LIMIT).exits(0);
 }
 
 #[test]
 fn from_user_space_here() {
     let _turn = alongside();
     let cpu = last_cpu();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("h.json");
-    let child = std::process::Command::new(rtscope_path())
-        .args([
-            "hwlat",
-            "--method",
-            "user-space",
-            "-a",
-            &cpu.to_string(),
-            "-D",
-            "1s",
-            "--calibrate",
-            "50ms",
-            "-q",
-            "--json",
-            json.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let out = child.wait_with_output().unwrap();
-    assert_exit(&out, 0);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let out = Run::new([
+        "hwlat",
+        "--method",
+        "user-space",
+        "-a",
+        &cpu.to_string(),
+        "-D",
+        "1s",
+        "--calibrate",
+        "50ms",
+        "-q",
+    ])
+    .json()
+    .exits(0);
+    let pid = out.id();
+    let stdout = out.stdout();
     assert!(stdout.contains("method: user space (--method user-space): interrupts were on, each figure is an upper bound"), "{stdout}");
-    let doc: Value = read_result(&json);
+    let doc = out.document();
     assert_eq!(doc["experiment"], "hwlat");
     assert_eq!(doc["plan"]["method_used"], "user-space");
     assert!(doc["plan"]["tracer"].is_null());
@@ -481,19 +401,13 @@ fn without_the_tracer_auto_says_why() {
     std::fs::write(fs.path().join("available_tracers"), "blk function nop").unwrap();
     // --method tracer: refused; auto: user space, with the reason (the run
     // itself needs the real tracefs for its events: asked, not made here).
-    let out = spawn(fs.path(), &["-a", "0", "--method", "tracer"])
-        .wait_with_output()
-        .unwrap();
-    assert_exit(&out, 2);
-    let line = assert_one_line(&out.stderr);
+    let line = hwlat(fs.path(), &["-a", "0", "--method", "tracer"])
+        .exits(2)
+        .one_line();
     assert!(line.contains("--method tracer: this kernel has no hwlat tracer: it needs CONFIG_HWLAT_TRACER; available_tracers: blk function nop"), "{line}");
-    let out = rtscope()
-        .env("RTSCOPE_HWLAT_TRACEFS", "/nonexistent-tracefs")
-        .args(["hwlat", "-a", "0"])
-        .output()
-        .unwrap();
-    assert_exit(&out, 2);
-    let line = assert_one_line(&out.stderr);
+    let line = hwlat(Path::new("/nonexistent-tracefs"), &["-a", "0"])
+        .exits(2)
+        .one_line();
     assert!(
         line.contains("is no tracefs (no available_tracers)"),
         "{line}"
@@ -521,20 +435,11 @@ fn bad_input_is_one_line_exit_2() {
         vec!["hwlat", "--method", "user-space", "--width", "100ms"],
         vec!["hwlat", "--json", "/nonexistent/dir/h.json"],
     ] {
-        let out = rtscope().args(&args).output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_one_line(&out.stderr);
+        Run::new(&args).exits(2).one_line();
     }
-    let out = rtscope()
-        .args(["hwlat", "--width", "1s", "--window", "1s"])
-        .output()
-        .unwrap();
-    let line = assert_one_line(&out.stderr);
+    let line = Run::new(["hwlat", "--width", "1s", "--window", "1s"])
+        .ran()
+        .one_line();
     assert!(
         line.contains("the CPU sampled runs with interrupts off for --width of every --window"),
         "{line}"

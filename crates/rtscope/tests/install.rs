@@ -3,13 +3,18 @@
 
 mod common;
 
-use common::{assert_one_line, rtscope};
+use common::Run;
 
+/// `rtscope ARGS`: its stdout (exit 0, nothing on stderr).
 fn stdout_of(args: &[&str]) -> String {
-    let out = rtscope().args(args).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
-    assert!(out.stderr.is_empty(), "{args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
+    quiet_stdout(Run::new(args))
+}
+
+/// The stdout of `run`, which exits 0 and says nothing on stderr.
+fn quiet_stdout(run: Run) -> String {
+    let out = run.exits(0);
+    assert!(out.stderr.is_empty(), "{}", out.stderr());
+    String::from_utf8(out.out.stdout).unwrap()
 }
 
 #[test]
@@ -42,23 +47,15 @@ fn completions_for_each_shell_name_the_subcommands_and_options() {
 
 #[test]
 fn completions_refuse_an_unknown_shell_in_one_line() {
-    let out = rtscope().args(["completions", "tcsh"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    let out = Run::new(["completions", "tcsh"]).exits(2);
     assert!(out.stdout.is_empty());
-    let e = assert_one_line(&out.stderr);
+    let e = out.one_line();
     assert!(e.contains("tcsh"), "{e}");
 }
 
 /// `rtscope ARGS` with SOURCE_DATE_EPOCH set to `epoch`: its stdout (exit 0).
 fn stdout_dated(args: &[&str], epoch: &str) -> String {
-    let out = rtscope()
-        .env("SOURCE_DATE_EPOCH", epoch)
-        .args(args)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
-    assert!(out.stderr.is_empty(), "{args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
+    quiet_stdout(Run::new(args).env("SOURCE_DATE_EPOCH", epoch))
 }
 
 #[test]
@@ -110,25 +107,19 @@ fn man_dir_writes_one_page_per_subcommand() {
 #[test]
 fn man_refuses_a_file_as_directory() {
     let f = tempfile::NamedTempFile::new().unwrap();
-    let out = rtscope()
-        .args(["man", f.path().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let e = assert_one_line(&out.stderr);
+    let e = Run::new(["man", f.path().to_str().unwrap()])
+        .exits(2)
+        .one_line();
     assert!(e.contains("not a directory"), "{e}");
 }
 
 #[test]
 fn man_refuses_a_source_date_epoch_that_is_no_number() {
     let dir = tempfile::tempdir().unwrap();
-    let out = rtscope()
+    let e = Run::new(["man", dir.path().to_str().unwrap()])
         .env("SOURCE_DATE_EPOCH", "yesterday")
-        .args(["man", dir.path().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    let e = assert_one_line(&out.stderr);
+        .exits(2)
+        .one_line();
     assert!(e.contains("SOURCE_DATE_EPOCH='yesterday'"), "{e}");
 }
 

@@ -4,10 +4,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
-use common::{assert_exit, assert_one_line, interrupt_after, read_result, rtscope, rtscope_path};
+use common::{Run, Spawned, LIMIT};
 
 const MECHANISMS: [&str; 13] = [
     "futex",
@@ -96,27 +95,21 @@ fn assert_sysv_removed(doc: &serde_json::Value) -> usize {
 
 #[test]
 fn all_mechanisms_produce_full_series_with_repetitions() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("ipc.json");
-    let out = rtscope()
-        .args([
-            "ipc",
-            "--mech",
-            "all",
-            "-l",
-            "200",
-            "--repetitions",
-            "2",
-            "--period",
-            "200us",
-            "-q",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    let doc = read_result(&json);
+    let out = Run::new([
+        "ipc",
+        "--mech",
+        "all",
+        "-l",
+        "200",
+        "--repetitions",
+        "2",
+        "--period",
+        "200us",
+        "-q",
+    ])
+    .json()
+    .exits(0);
+    let doc = out.document();
     assert_eq!(doc["experiment"], "ipc");
     assert_eq!(doc["end_reason"], "loops");
     let lat = latency_series(&doc);
@@ -178,33 +171,23 @@ fn all_mechanisms_produce_full_series_with_repetitions() {
 
 #[test]
 fn both_patterns_and_same_cpu_placement() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("p.json");
-    let out = rtscope()
-        .args([
-            "ipc",
-            "--mech",
-            "futex,pipe,signal",
-            "--pattern",
-            "handoff,roundtrip",
-            "--cpus",
-            "0,0",
-            "-l",
-            "50",
-            "--period",
-            "200us",
-            "-q",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc = read_result(&json);
+    let doc = Run::new([
+        "ipc",
+        "--mech",
+        "futex,pipe,signal",
+        "--pattern",
+        "handoff,roundtrip",
+        "--cpus",
+        "0,0",
+        "-l",
+        "50",
+        "--period",
+        "200us",
+        "-q",
+    ])
+    .json()
+    .exits(0)
+    .document();
     let lat = latency_series(&doc);
     assert_eq!(lat.len(), 6);
     for s in lat {
@@ -217,10 +200,7 @@ fn both_patterns_and_same_cpu_placement() {
 
 #[test]
 fn between_processes_leaves_no_child_and_no_ipc_object() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("proc-token-a.json");
-    let mut cmd = std::process::Command::new(rtscope_path());
-    cmd.args([
+    let run = Run::new([
         "ipc",
         "--between",
         "processes",
@@ -231,28 +211,21 @@ fn between_processes_leaves_no_child_and_no_ipc_object() {
         "--period",
         "200us",
         "-q",
-        "--json",
     ])
-    .arg(&json);
-    let (tmp, _) = private_env(&mut cmd, dir.path());
-    let child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let out = child.wait_with_output().unwrap();
-    assert_exit(&out, 0);
-    let doc = read_result(&json);
+    .json();
+    let dir = run.dir().to_owned();
+    let (run, tmp, _) = private_env(run, &dir);
+    let out = run.exits(0);
+    let doc = out.document();
     let lat = latency_series(&doc);
     assert_eq!(lat.len(), MECHANISMS.len());
     assert!(lat
         .iter()
         .all(|s| s["stats"]["count"] == 100 && s["attributes"]["between"] == "processes"));
-    assert!(processes_with(json.to_str().unwrap()).is_empty());
+    assert!(processes_with(out.json_path().to_str().unwrap()).is_empty());
     // sysv-sem (1 set) and sysv-mq (2 queues) were recorded and are gone.
     assert_eq!(assert_sysv_removed(&doc), 3);
-    assert_no_named_objects(pid, MECHANISMS.len(), &tmp);
+    assert_no_named_objects(out.id(), MECHANISMS.len(), &tmp);
 }
 
 /// No POSIX queue of run `pid`'s first `sessions` experiments exists (asked
@@ -282,13 +255,14 @@ fn ipc_dirs(tmp: &Path) -> Vec<String> {
 }
 
 /// A private TMPDIR and XDG_RUNTIME_DIR (where ipc keeps its state files)
-/// under `dir`, so that tests running side by side do not see each other's.
-fn private_env(cmd: &mut std::process::Command, dir: &Path) -> (PathBuf, PathBuf) {
-    let (tmp, run) = (dir.join("tmp"), dir.join("run"));
+/// under `dir`, so that tests running side by side do not see each other's;
+/// also the TMPDIR and the state directory.
+fn private_env(run: Run, dir: &Path) -> (Run, PathBuf, PathBuf) {
+    let (tmp, runtime) = (dir.join("tmp"), dir.join("run"));
     std::fs::create_dir_all(&tmp).unwrap();
-    std::fs::create_dir_all(&run).unwrap();
-    cmd.env("TMPDIR", &tmp).env("XDG_RUNTIME_DIR", &run);
-    (tmp, run.join("rtscope"))
+    std::fs::create_dir_all(&runtime).unwrap();
+    let run = run.env("TMPDIR", &tmp).env("XDG_RUNTIME_DIR", &runtime);
+    (run, tmp, runtime.join("rtscope"))
 }
 
 /// The ids of the live SysV semaphore sets (`sem`) or message queues (`msg`).
@@ -334,13 +308,9 @@ fn wait_gone(token: &str) {
     panic!("left running: {:?}", processes_with(token));
 }
 
-/// Starts a long `ipc --between processes` run of `mech` in its own process
-/// group with a private environment under `dir`; returns once its receiver
-/// process runs and has measured a little.
-fn start_long_run(mech: &str, dir: &Path, json: &Path) -> (std::process::Child, PathBuf, PathBuf) {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = std::process::Command::new(rtscope_path());
-    cmd.args([
+/// A long `ipc --between processes` run of `mech`, its document asked for.
+fn long_run(mech: &str) -> Run {
+    Run::new([
         "ipc",
         "--between",
         "processes",
@@ -351,14 +321,20 @@ fn start_long_run(mech: &str, dir: &Path, json: &Path) -> (std::process::Child, 
         "--period",
         "200us",
         "-q",
-        "--json",
     ])
-    .arg(json)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .process_group(0);
-    let (tmp, state) = private_env(&mut cmd, dir);
-    let child = cmd.spawn().unwrap();
+    .json()
+}
+
+/// Starts a [`long_run`] of `mech` in its own process group with a private
+/// environment under `dir`; returns once its receiver process runs and has
+/// measured a little, with the TMPDIR and state directory.
+fn start_long_run(mech: &str, dir: &Path) -> (Spawned, PathBuf, PathBuf) {
+    use std::os::unix::process::CommandExt;
+    let run = long_run(mech).setup(|c| {
+        c.process_group(0);
+    });
+    let (run, tmp, state) = private_env(run, dir);
+    let child = run.spawn();
     wait_for_child(child.id());
     std::thread::sleep(Duration::from_millis(300));
     (child, tmp, state)
@@ -369,17 +345,15 @@ fn sighup_to_the_run_or_its_process_group_leaves_nothing_behind() {
     for (mech, objects) in [("sysv-sem", 1), ("sysv-mq", 2)] {
         for group in [false, true] {
             let dir = tempfile::tempdir().unwrap();
-            let token = format!("hup-token-{mech}-{group}");
-            let json = dir.path().join(format!("{token}.json"));
-            let (child, tmp, state) = start_long_run(mech, dir.path(), &json);
-            let pid = child.id() as i32;
+            let (child, tmp, state) = start_long_run(mech, dir.path());
+            let pid = child.pid();
             if group {
                 // What a terminal hangup does: every process of the group.
                 rtscope_core::sys::killpg(pid, libc::SIGHUP).unwrap();
             } else {
                 rtscope_core::sys::kill(pid, libc::SIGHUP).unwrap();
             }
-            let out = child.wait_with_output().unwrap();
+            let out = child.wait_within(LIMIT);
             let what = format!(
                 "{mech}, SIGHUP to the {}",
                 if group { "group" } else { "run" }
@@ -391,10 +365,10 @@ fn sighup_to_the_run_or_its_process_group_leaves_nothing_behind() {
                 out.status,
                 String::from_utf8_lossy(&out.stderr)
             );
-            let doc = read_result(&json);
+            let doc = out.document();
             assert_eq!(doc["end_reason"], "interrupted", "{what}");
             assert_eq!(assert_sysv_removed(&doc), objects, "{what}");
-            wait_gone(json.to_str().unwrap());
+            wait_gone(out.json_path().to_str().unwrap());
             assert_eq!(ipc_dirs(&tmp), Vec::<String>::new(), "{what}");
             assert_eq!(recorded_objects(&state), Vec::<String>::new(), "{what}");
         }
@@ -408,19 +382,17 @@ fn after_sigkill_the_next_run_or_cleanup_removes_exactly_what_was_left() {
     // What the killed runs left (recorded and still there).
     let mut left: Vec<String> = Vec::new();
     for mech in ["posix-mq", "fifo", "sysv-mq", "sysv-sem"] {
-        let token = format!("kill-token-{mech}");
-        let json = dir.path().join(format!("{token}.json"));
         let before = recorded_objects(&state_dir);
-        let (mut child, tmp, _) = start_long_run(mech, dir.path(), &json);
+        let (child, tmp, _) = start_long_run(mech, dir.path());
         // A new run removed what the killed one before it left.
         for o in &left {
             assert!(!is_live(o), "{mech}: {o} of the killed run is still there");
         }
-        rtscope_core::sys::kill(child.id() as i32, libc::SIGKILL).unwrap();
-        child.wait().unwrap();
+        child.signal(libc::SIGKILL);
+        let killed = child.wait_within(LIMIT);
         // The receiver follows its parent (PR_SET_PDEATHSIG).
-        wait_gone(json.to_str().unwrap());
-        assert_no_named_objects(child.id(), 1, &tmp);
+        wait_gone(killed.json_path().to_str().unwrap());
+        assert_no_named_objects(killed.id(), 1, &tmp);
         left = recorded_objects(&state_dir)
             .into_iter()
             .filter(|o| !before.contains(o))
@@ -436,12 +408,10 @@ fn after_sigkill_the_next_run_or_cleanup_removes_exactly_what_was_left() {
         }
     }
     let cleanup = |dir: &Path| {
-        let mut cmd = std::process::Command::new(rtscope_path());
-        cmd.args(["ipc", "--cleanup"]);
-        private_env(&mut cmd, dir);
-        let out = cmd.output().unwrap();
-        assert_exit(&out, 0);
-        String::from_utf8_lossy(&out.stdout).to_string()
+        private_env(Run::new(["ipc", "--cleanup"]), dir)
+            .0
+            .exits(0)
+            .stdout()
     };
     let text = cleanup(dir.path());
     assert_eq!(text.lines().count(), 1, "{text}");
@@ -511,9 +481,7 @@ impl Drop for Foreign {
 #[test]
 fn cleanup_never_removes_an_object_it_cannot_prove_is_its_own() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = std::process::Command::new(rtscope_path());
-    cmd.args(["ipc", "--cleanup"]);
-    let (_, state_dir) = private_env(&mut cmd, dir.path());
+    let (cleanup, _, state_dir) = private_env(Run::new(["ipc", "--cleanup"]), dir.path());
     std::fs::create_dir_all(&state_dir).unwrap();
     let sem = Foreign::new("sem");
     let msg = Foreign::new("msg");
@@ -584,12 +552,7 @@ fn cleanup_never_removes_an_object_it_cannot_prove_is_its_own() {
     }
     let nobody = state_dir.join("ipc-5.state");
     std::os::unix::fs::chown(&nobody, Some(65534), Some(65534)).unwrap();
-    let out = cmd.output().unwrap();
-    assert_exit(&out, 0);
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "nothing to clean up\n"
-    );
+    assert_eq!(cleanup.exits(0).stdout(), "nothing to clean up\n");
     assert!(sem.exists(), "semaphore set {} was removed", sem.id);
     assert!(msg.exists(), "message queue {} was removed", msg.id);
     // The live run's record and the other user's file are kept.
@@ -599,40 +562,18 @@ fn cleanup_never_removes_an_object_it_cannot_prove_is_its_own() {
 
 #[test]
 fn sigint_in_processes_mode_cleans_up_and_writes_the_result() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("proc-token-b.json");
-    let child = std::process::Command::new(rtscope_path())
-        .args([
-            "ipc",
-            "--between",
-            "processes",
-            "--mech",
-            "sysv-mq,sysv-sem,fifo,posix-mq",
-            "-l",
-            "100000",
-            "--period",
-            "200us",
-            "-q",
-            "--json",
-        ])
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = long_run("sysv-mq,sysv-sem,fifo,posix-mq").spawn();
+    let token = child.json_path().to_str().unwrap().to_string();
     // Wait until the receiver runs as a child process, then let it measure a little.
     wait_for_child(child.id());
     std::thread::sleep(Duration::from_millis(300));
-    assert!(processes_with(json.to_str().unwrap()).len() >= 2);
-    rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_exit(&out, 0);
-    let doc = read_result(&json);
+    assert!(processes_with(&token).len() >= 2);
+    let doc = child.interrupt(LIMIT).exits(0).document();
     assert_eq!(doc["end_reason"], "interrupted");
     let lat = latency_series(&doc);
     assert_eq!(lat.len(), 1, "stopped in the first experiment");
     assert!(lat[0]["stats"]["count"].as_u64().unwrap() > 0);
-    assert!(processes_with(json.to_str().unwrap()).is_empty());
+    assert!(processes_with(&token).is_empty());
     assert_eq!(assert_sysv_removed(&doc), 2);
 }
 
@@ -642,29 +583,21 @@ fn sigint_in_processes_mode_cleans_up_and_writes_the_result() {
 #[test]
 fn sigint_ends_a_long_period_at_once() {
     for between in ["threads", "processes"] {
-        let dir = tempfile::tempdir().unwrap();
-        let json = dir.path().join("long.json");
-        let (out, took) = interrupt_after(
-            &[
-                "ipc",
-                "--mech",
-                "pipe",
-                "--between",
-                between,
-                "-i",
-                "20s",
-                "-l",
-                "3",
-                "-q",
-                "--json",
-                json.to_str().unwrap(),
-            ],
-            Duration::from_millis(1500),
-            Duration::from_secs(10),
-        );
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(0), "{between}: {err}");
-        let doc = read_result(&json);
+        let (out, took) = Run::new([
+            "ipc",
+            "--mech",
+            "pipe",
+            "--between",
+            between,
+            "-i",
+            "20s",
+            "-l",
+            "3",
+            "-q",
+        ])
+        .json()
+        .interrupt_after(Duration::from_millis(1500), Duration::from_secs(10));
+        let doc = out.exits(0).document();
         assert_eq!(doc["end_reason"], "interrupted", "{between}");
         assert!(
             doc["warnings"]
@@ -694,18 +627,14 @@ fn bad_input_is_one_line_and_exit_2() {
         &["ipc", "--between", "planets"],
         &["ipc", "--policy", "fifo", "-p", "0"],
     ] {
-        let out = rtscope().args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let e = assert_one_line(&out.stderr);
+        let e = Run::new(args).exits(2).one_line();
         assert!(e.starts_with("error"), "{args:?}: {e}");
     }
 }
 
 #[test]
 fn list_shows_the_table() {
-    let out = rtscope().args(["ipc", "--list"]).output().unwrap();
-    assert!(out.status.success());
-    let t = String::from_utf8_lossy(&out.stdout);
+    let t = Run::new(["ipc", "--list"]).exits(0).stdout();
     for m in MECHANISMS {
         assert!(t.contains(m), "{m}");
     }
@@ -735,38 +664,17 @@ fn children_of(pid: u32) -> Vec<i32> {
 #[test]
 fn a_receiver_process_that_dies_ends_the_run_without_hanging() {
     for (mech, keeps_samples) in [("futex", true), ("posix-mq", false)] {
-        let dir = tempfile::tempdir().unwrap();
-        let json = dir.path().join("dies.json");
-        let child = std::process::Command::new(rtscope_path())
-            .args([
-                "ipc",
-                "--between",
-                "processes",
-                "--mech",
-                mech,
-                "-l",
-                "100000",
-                "--period",
-                "200us",
-                "-q",
-                "--json",
-            ])
-            .arg(&json)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = long_run(mech).spawn();
         let kids = wait_for_child(child.id());
         assert_eq!(kids.len(), 1, "{mech}: one receiver process");
         // Until the receiver has taken part in a few hundred exchanges (each
         // wakes it), however long a busy machine makes that take.
         wait_for_wakeups(kids[0], 300);
         rtscope_core::sys::kill(kids[0], libc::SIGKILL).unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(1), "{mech}");
-        let e = String::from_utf8_lossy(&out.stderr);
+        let out = child.wait_within(LIMIT).exits(1);
+        let e = out.stderr();
         assert!(e.contains("receiver process ended"), "{mech}: {e}");
-        let doc = read_result(&json);
+        let doc = out.document();
         assert_eq!(doc["end_reason"], "error");
         let n = latency_series(&doc)[0]["stats"]["count"].as_u64().unwrap();
         assert_eq!(n > 0, keeps_samples, "{mech}: {n} samples");
@@ -808,25 +716,20 @@ fn wait_for_child(pid: u32) -> Vec<i32> {
 
 #[test]
 fn runs_under_load_between_processes_and_reaps_everything() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("loaded.json");
-    let out = rtscope()
-        .args([
-            "ipc",
-            "--mech",
-            "futex",
-            "-l",
-            "100",
-            "--between",
-            "processes",
-            "-q",
-        ])
-        .args(["--load", "cpu:30", "--load-cpus", "0", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    let doc = read_result(&json);
+    let doc = Run::new([
+        "ipc",
+        "--mech",
+        "futex",
+        "-l",
+        "100",
+        "--between",
+        "processes",
+        "-q",
+    ])
+    .args(["--load", "cpu:30", "--load-cpus", "0"])
+    .json()
+    .exits(0)
+    .document();
     let loads = doc["loads"].as_array().unwrap();
     assert_eq!(loads.len(), 1);
     assert!(loads[0]["counters"]["ops"].as_u64().unwrap() > 0);

@@ -5,25 +5,18 @@
 
 mod common;
 
-use common::{
-    alone, alongside, assert_exit, assert_one_line, read_result, rtscope, run_on_cpu_within,
-};
+use common::{alone, alongside, mkfifo, taskset_runs, Run, LIMIT};
 use std::time::Duration;
 
 #[test]
 fn net_loopback_run() {
     let _turn = alongside();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("n.json");
-    let out = rtscope()
-        .args([
-            "irq", "--source", "net", "-l", "300", "--rate", "2000", "-q", "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    let doc = read_result(&json);
+    let out = Run::new([
+        "irq", "--source", "net", "-l", "300", "--rate", "2000", "-q",
+    ])
+    .json()
+    .exits(0);
+    let doc = out.document();
     assert_eq!(doc["experiment"], "irq");
     assert_eq!(doc["plan"]["source"], "net");
     assert_eq!(doc["end_reason"], "loops");
@@ -37,7 +30,7 @@ fn net_loopback_run() {
         300
     );
     assert_eq!(s["counters"]["overruns"], a["lost"]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = out.stdout();
     assert!(stdout.contains("kernel RX stamp"), "{stdout}");
 }
 
@@ -48,31 +41,20 @@ fn net_external_peer() {
         let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         s.local_addr().unwrap().port()
     };
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("p.json");
-    let mut child = std::process::Command::new(common::rtscope_path())
-        .args(["irq", "--source", "net", "-l", "20", "-q", "--peer"])
+    let mut child = Run::new(["irq", "--source", "net", "-l", "20", "-q", "--peer"])
         .arg(format!("127.0.0.1:{port}"))
-        .arg("--json")
-        .arg(&json)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .json()
+        .spawn();
     let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let t0 = std::time::Instant::now();
     let mut seq = 0u64;
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
+    while child.running() {
         assert!(t0.elapsed() < Duration::from_secs(20), "no end");
         let _ = tx.send_to(&seq.to_le_bytes(), ("127.0.0.1", port));
         seq += 1;
         std::thread::sleep(Duration::from_millis(5));
-    };
-    assert!(status.success());
-    let doc = read_result(&json);
+    }
+    let doc = child.wait_within(LIMIT).exits(0).document();
     assert_eq!(doc["series"][0]["attributes"]["received"], 20);
     assert!(doc["plan"]["peer"]
         .as_str()
@@ -83,15 +65,10 @@ fn net_external_peer() {
 #[test]
 fn timer_source_has_stages_where_tracing_works() {
     let _turn = alongside();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("t.json");
-    let out = rtscope()
-        .args(["irq", "-l", "200", "-q", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    let doc = read_result(&json);
+    let doc = Run::new(["irq", "-l", "200", "-q"])
+        .json()
+        .exits(0)
+        .document();
     assert_eq!(doc["experiment"], "irq");
     assert_eq!(doc["plan"]["source"], "timer");
     assert_eq!(doc["plan"]["trace"]["mode"], "auto");
@@ -167,9 +144,7 @@ fn bad_irq_input_is_one_line() {
         ],
         vec!["irq", "--source", "gpio:/dev/null:0", "--trace", "-l", "5"],
     ] {
-        let out = rtscope().args(&args).output().unwrap();
-        assert_exit(&out, 2);
-        assert_one_line(&out.stderr);
+        Run::new(&args).exits(2).one_line();
     }
 }
 
@@ -181,25 +156,13 @@ fn rtc_fake_device_is_refused_at_once() {
     let _turn = alongside();
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("rtc");
-    let st = std::process::Command::new("mkfifo")
+    mkfifo(&fifo);
+    let line = Run::new(["irq", "--source", "rtc", "--rtc-device"])
         .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let out = common::run_within(
-        &[
-            "irq",
-            "--source",
-            "rtc",
-            "--rtc-device",
-            fifo.to_str().unwrap(),
-            "-l",
-            "5",
-        ],
-        Duration::from_secs(10),
-    );
-    assert_exit(&out, 2);
-    let line = assert_one_line(&out.stderr);
+        .args(["-l", "5"])
+        .wait_within(Duration::from_secs(10))
+        .exits(2)
+        .one_line();
     assert!(line.contains("not a character device"), "{line}");
 }
 
@@ -211,29 +174,23 @@ fn gpio_not_a_chip_is_one_line_exit_2() {
     let _turn = alongside();
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("gpiochip0");
-    let st = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    mkfifo(&fifo);
     for (chip, want) in [
         ("/dev/null".to_string(), "not a GPIO chip"),
         ("/nonexistent/gpiochip7".to_string(), "No such file"),
         (fifo.to_str().unwrap().to_string(), "not a character device"),
     ] {
-        let out = common::run_within(
-            &[
-                "irq",
-                "--source",
-                &format!("gpio:{chip}:3"),
-                "-l",
-                "5",
-                "-q",
-            ],
-            Duration::from_secs(10),
-        );
-        assert_exit(&out, 2);
-        let line = assert_one_line(&out.stderr);
+        let line = Run::new([
+            "irq",
+            "--source",
+            &format!("gpio:{chip}:3"),
+            "-l",
+            "5",
+            "-q",
+        ])
+        .wait_within(Duration::from_secs(10))
+        .exits(2)
+        .one_line();
         assert!(line.contains(want), "{chip}: {line}");
     }
 }
@@ -247,25 +204,25 @@ fn gpio_not_a_chip_is_one_line_exit_2() {
 #[test]
 fn runs_that_take_their_cpu_end_on_time() {
     let _turn = alone();
-    let cpu = rtscope_core::units::online_cpus()[0];
-    let cpu_s = cpu.to_string();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("t.json");
-    let json_s = json.to_str().unwrap();
+    let cpu = rtscope_core::units::online_cpus()[0].to_string();
+    if !taskset_runs() {
+        return;
+    }
     for source in [
         &["--source", "timer", "--rate", "100000"][..],
         &["--source", "net", "--rate", "20000"],
     ] {
-        let mut args = vec!["irq", "--cpu", &cpu_s, "-D", "2", "-q", "--json", json_s];
+        let mut args = vec!["irq", "--cpu", &cpu, "-D", "2", "-q"];
         args.extend_from_slice(source);
-        let _ = std::fs::remove_file(&json);
         let t0 = std::time::Instant::now();
-        let Some(out) = run_on_cpu_within(cpu, &args, Duration::from_secs(2 + 5)) else {
-            return;
-        };
+        // Confined to that CPU, its threads of normal priority too.
+        let out = Run::new(&args)
+            .json()
+            .under(["taskset", "-c", &cpu])
+            .wait_within(Duration::from_secs(2 + 5));
         eprintln!("{args:?}: ended after {:?}", t0.elapsed());
-        assert_exit(&out, 0);
-        let doc = read_result(&json);
+        let out = out.exits(0);
+        let doc = out.document();
         assert_eq!(doc["end_reason"], "duration", "{args:?}");
         assert!(doc["duration_ns"].as_u64().unwrap() >= 1_900_000_000);
         let s = &doc["series"][0];
@@ -275,7 +232,7 @@ fn runs_that_take_their_cpu_end_on_time() {
         );
         assert!(count > 0, "{args:?}");
         // The loud warning is there exactly when the counters say so.
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = out.stderr();
         let said = stderr
             .lines()
             .any(|l| l.starts_with("warning: ") && l.contains("of the samples were dropped"));

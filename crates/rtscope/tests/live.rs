@@ -3,12 +3,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{assert_exit, assert_one_line, read_result, rtscope, rtscope_path};
+use common::{mkfifo, read_result, rtscope_path, tool, Run, LIMIT};
 
 fn lines(path: &std::path::Path) -> Vec<String> {
     std::fs::read_to_string(path)
@@ -20,28 +21,21 @@ fn lines(path: &std::path::Path) -> Vec<String> {
 
 #[test]
 fn stream_jsonl_has_a_run_line_snapshots_and_an_end() {
-    let dir = tempfile::tempdir().unwrap();
-    let (stream, json) = (dir.path().join("s.jsonl"), dir.path().join("r.json"));
-    let out = rtscope()
-        .args([
-            "cyclic",
-            "--no-rt",
-            "-t",
-            "2",
-            "-D",
-            "2500ms",
-            "-q",
-            "--stream-every",
-            "500ms",
-        ])
-        .arg("--stream")
-        .arg(&stream)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    let l = lines(&stream);
+    let out = Run::new([
+        "cyclic",
+        "--no-rt",
+        "-t",
+        "2",
+        "-D",
+        "2500ms",
+        "-q",
+        "--stream-every",
+        "500ms",
+    ])
+    .out("--stream", "s.jsonl")
+    .json()
+    .exits(0);
+    let l = lines(&out.path("s.jsonl"));
     let v: Vec<serde_json::Value> = l.iter().map(|x| serde_json::from_str(x).unwrap()).collect();
     assert_eq!(v[0]["type"], "run");
     assert_eq!(v[0]["run"]["experiment"], "cyclic");
@@ -95,7 +89,7 @@ fn stream_jsonl_has_a_run_line_snapshots_and_an_end() {
     let last = snaps.last().unwrap();
     assert_eq!(total, last["series"][2]["count"].as_u64().unwrap());
     // The stream's final count is the result's.
-    let doc = read_result(&json);
+    let doc = out.document();
     let all = doc["series"]
         .as_array()
         .unwrap()
@@ -107,26 +101,21 @@ fn stream_jsonl_has_a_run_line_snapshots_and_an_end() {
 
 #[test]
 fn stream_csv_and_raw_samples() {
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("s.csv");
-    let out = rtscope()
-        .args([
-            "cyclic",
-            "--no-rt",
-            "-t",
-            "1",
-            "-D",
-            "1500ms",
-            "-q",
-            "--stream-format",
-            "csv",
-        ])
-        .args(["--stream-every", "500ms", "--stream"])
-        .arg(&csv)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    let l = lines(&csv);
+    let out = Run::new([
+        "cyclic",
+        "--no-rt",
+        "-t",
+        "1",
+        "-D",
+        "1500ms",
+        "-q",
+        "--stream-format",
+        "csv",
+    ])
+    .args(["--stream-every", "500ms"])
+    .out("--stream", "s.csv")
+    .exits(0);
+    let l = lines(&out.path("s.csv"));
     assert!(l[0].starts_with("elapsed_s,series,count,min_ns"), "{l:?}");
     let cols = l[0].split(',').count();
     assert!(l.len() >= 5);
@@ -135,15 +124,12 @@ fn stream_csv_and_raw_samples() {
     }
 
     // --stream-every 0: every sample, to stdout, before the summary.
-    let out = rtscope()
-        .args([
-            "cyclic", "--no-rt", "-t", "1", "-l", "300", "-q", "--stream", "-",
-        ])
-        .args(["--stream-every", "0"])
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = Run::new([
+        "cyclic", "--no-rt", "-t", "1", "-l", "300", "-q", "--stream", "-",
+    ])
+    .args(["--stream-every", "0"])
+    .exits(0)
+    .stdout();
     let samples: Vec<serde_json::Value> = text
         .lines()
         .filter(|l| l.starts_with('{'))
@@ -190,72 +176,40 @@ fn bad_live_options_are_one_line_and_exit_2() {
         ],
     ];
     for c in cases {
-        let out = rtscope()
-            .args(["cyclic", "--no-rt", "-l", "10"])
+        let out = Run::new(["cyclic", "--no-rt", "-l", "10"])
             .args(&c)
-            .output()
-            .unwrap();
-        assert_exit(&out, 2);
-        assert_one_line(&out.stderr);
+            .exits(2);
+        out.one_line();
         assert!(out.stdout.is_empty(), "{c:?}: nothing measured");
     }
     // A used port, before anything is measured.
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap().to_string();
-    let out = rtscope()
-        .args(["cyclic", "--no-rt", "-l", "10", "--listen", &addr])
-        .output()
-        .unwrap();
-    assert_exit(&out, 2);
-    let line = assert_one_line(&out.stderr);
+    let line = Run::new(["cyclic", "--no-rt", "-l", "10", "--listen", &addr])
+        .exits(2)
+        .one_line();
     assert!(line.contains("--listen"), "{line}");
 }
 
+/// `request` to `addr`: status, head, body.
 fn get(addr: &str, request: &str) -> (u16, String, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(request.as_bytes()).unwrap();
-    let mut buf = String::new();
-    let _ = s.read_to_string(&mut buf);
-    let (head, body) = buf.split_once("\r\n\r\n").unwrap_or((&buf, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (status, head.to_string(), body.to_string())
+    common::http(addr, request)
 }
 
 #[test]
 fn listen_serves_metrics_snapshot_and_page() {
-    let mut child = std::process::Command::new(rtscope_path())
-        .args([
-            "cyclic",
-            "--no-rt",
-            "-t",
-            "1",
-            "-D",
-            "4s",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut addr = String::new();
-    for _ in 0..20 {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        if let Some(rest) = line.strip_prefix("listening on http://") {
-            addr = rest.split('/').next().unwrap().to_string();
-            break;
-        }
-    }
-    assert!(!addr.is_empty(), "no 'listening on' line");
+    let mut child = Run::new([
+        "cyclic",
+        "--no-rt",
+        "-t",
+        "1",
+        "-D",
+        "4s",
+        "--listen",
+        "127.0.0.1:0",
+    ])
+    .spawn();
+    let addr = child.listening_on();
     std::thread::sleep(Duration::from_millis(1500));
     // OpenMetrics when asked for, the text format otherwise.
     let (code, head, body) = get(
@@ -325,91 +279,118 @@ fn listen_serves_metrics_snapshot_and_page() {
         .0,
         431
     );
-    let out = child.wait_with_output().unwrap();
-    assert_exit(&out, 0);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("series"));
-}
-
-/// Whether a tool is on PATH; with CI set, a missing one fails the test
-/// (CI installs it: a skip there would hide a regression).
-fn tool(name: &str) -> bool {
-    let found = std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {name}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{name} is not installed, and CI is set (.ci/run installs it)"
-        );
-        eprintln!("skipped: {name} is not installed");
-    }
-    found
+    let out = child.wait_within(LIMIT).exits(0);
+    assert!(out.stdout().contains("series"));
 }
 
 #[test]
 fn live_without_a_terminal_falls_back_to_status_lines() {
-    let out = rtscope()
-        .args(["cyclic", "--no-rt", "-t", "1", "-l", "200", "--live"])
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = Run::new(["cyclic", "--no-rt", "-t", "1", "-l", "200", "--live"]).exits(0);
+    let err = out.stderr();
     assert!(err.contains("note: --live needs a terminal"), "{err}");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("series"));
+    assert!(out.stdout().contains("series"));
 }
 
-fn tmux(args: &[&str]) -> String {
-    let o = std::process::Command::new("tmux")
-        .args(args)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&o.stdout).to_string()
+/// A tmux server of the test's own (its socket in the test's directory),
+/// killed when dropped.
+struct Tmux {
+    sock: String,
 }
 
-#[test]
-fn live_view_in_tmux_shows_the_table_and_q_stops_with_results() {
-    if !tool("tmux") {
-        return;
+impl Tmux {
+    fn new(dir: &Path) -> Tmux {
+        let sock = dir.join("tmux.sock").to_str().unwrap().to_string();
+        Tmux { sock }
     }
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let done = dir.path().join("done");
-    let session = format!("rtscope-live-{}", std::process::id());
-    let socket = dir.path().join("tmux.sock");
-    let sock = socket.to_str().unwrap();
-    let cmd = format!(
-        "{} cyclic --no-rt -t 2 -D 60s --live --json {}; echo $? > {}; sleep 30",
-        rtscope_path().display(),
-        json.display(),
-        done.display()
-    );
-    tmux(&[
-        "-S",
-        sock,
-        "new-session",
-        "-d",
-        "-s",
-        &session,
-        "-x",
-        "120",
-        "-y",
-        "35",
-        &cmd,
-    ]);
-    let screen = |pattern: &str| {
+
+    /// `tmux -S SOCK args`: its stdout.
+    fn run(&self, args: &[&str]) -> String {
+        let o = std::process::Command::new("tmux")
+            .args(["-S", &self.sock])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).to_string()
+    }
+
+    /// A detached session `name` of `cols`×`rows` running `cmd`.
+    fn open(&self, name: &str, cols: u16, rows: u16, cmd: &str) {
+        let (cols, rows) = (cols.to_string(), rows.to_string());
+        self.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            &cols,
+            "-y",
+            &rows,
+            cmd,
+        ]);
+    }
+
+    /// What session `name` shows.
+    fn capture(&self, name: &str) -> String {
+        self.run(&["capture-pane", "-p", "-t", name])
+    }
+
+    /// What session `name` shows once it shows `pattern` (within 10 s).
+    fn screen(&self, name: &str, pattern: &str) -> String {
         for _ in 0..100 {
-            let s = tmux(&["-S", sock, "capture-pane", "-p", "-t", &session]);
+            let s = self.capture(name);
             if s.contains(pattern) {
                 return s;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        panic!(
-            "{pattern:?} never shown:\n{}",
-            tmux(&["-S", sock, "capture-pane", "-p", "-t", &session])
-        );
+        panic!("{pattern:?} never shown:\n{}", self.capture(name));
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+    }
+}
+
+/// Starts `rtscope ARGS --json DIR/r.json` in a terminal of `cols`×`rows`,
+/// DIR a new temporary directory: session `rtscope-TAG-PID` of a tmux server
+/// of its own there. The exit code goes to `DIR/done`, and the terminal
+/// stays (its screen can be read). `None` where tmux is missing (an error
+/// with CI set).
+fn live_in_tmux(
+    tag: &str,
+    cols: u16,
+    rows: u16,
+    args: &str,
+) -> Option<(tempfile::TempDir, Tmux, String)> {
+    if !tool("tmux") {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (json, done) = (dir.path().join("r.json"), dir.path().join("done"));
+    let cmd = format!(
+        "{} {args} --json {}; echo $? > {}; sleep 30",
+        rtscope_path().display(),
+        json.display(),
+        done.display()
+    );
+    let (tmux, session) = (
+        Tmux::new(dir.path()),
+        format!("rtscope-{tag}-{}", std::process::id()),
+    );
+    tmux.open(&session, cols, rows, &cmd);
+    Some((dir, tmux, session))
+}
+
+#[test]
+fn live_view_in_tmux_shows_the_table_and_q_stops_with_results() {
+    let args = "cyclic --no-rt -t 2 -D 60s --live";
+    let Some((dir, tmux, session)) = live_in_tmux("live", 120, 35, args) else {
+        return;
     };
+    let (json, done) = (dir.path().join("r.json"), dir.path().join("done"));
+    let screen = |pattern: &str| tmux.screen(&session, pattern);
     let s = screen("thread 1");
     for needle in [
         "series",
@@ -425,10 +406,10 @@ fn live_view_in_tmux_shows_the_table_and_q_stops_with_results() {
     ] {
         assert!(s.contains(needle), "{needle} not on\n{s}");
     }
-    tmux(&["-S", sock, "send-keys", "-t", &session, "p"]);
+    tmux.run(&["send-keys", "-t", &session, "p"]);
     screen("PAUSED");
-    tmux(&["-S", sock, "send-keys", "-t", &session, "Tab"]);
-    tmux(&["-S", sock, "send-keys", "-t", &session, "q"]);
+    tmux.run(&["send-keys", "-t", &session, "Tab"]);
+    tmux.run(&["send-keys", "-t", &session, "q"]);
     // The normal end: the terminal back, the summary printed, the result written.
     let s = screen("result: ");
     assert!(s.contains("(interrupted)"), "{s}");
@@ -451,33 +432,21 @@ fn live_view_in_tmux_shows_the_table_and_q_stops_with_results() {
         json2.display()
     );
     let s2 = format!("{session}-hup");
-    tmux(&[
-        "-S",
-        sock,
-        "new-session",
-        "-d",
-        "-s",
-        &s2,
-        "-x",
-        "100",
-        "-y",
-        "30",
-        &cmd,
-    ]);
+    tmux.open(&s2, 100, 30, &cmd);
     for _ in 0..100 {
-        if tmux(&["-S", sock, "capture-pane", "-p", "-t", &s2]).contains("[q] stop") {
+        if tmux.capture(&s2).contains("[q] stop") {
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    tmux(&["-S", sock, "kill-session", "-t", &s2]);
+    tmux.run(&["kill-session", "-t", &s2]);
     for _ in 0..100 {
         if json2.exists() {
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    tmux(&["-S", sock, "kill-server"]);
+    drop(tmux);
     assert_eq!(read_result(&json2)["end_reason"], "interrupted");
 }
 
@@ -538,38 +507,15 @@ fn axis_and_max(screen: &str) -> (Vec<f64>, f64) {
 /// on screen while the run goes on, not only in the summary after it.
 #[test]
 fn live_view_at_80x24_shows_the_tail_the_columns_and_warnings_while_running() {
-    if !tool("tmux") {
+    let args = "cyclic --no-rt -t 1 -i 1us -D 4s --live";
+    let Some((dir, tmux, session)) = live_in_tmux("80x24", 80, 24, args) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let done = dir.path().join("done");
-    let session = format!("rtscope-80x24-{}", std::process::id());
-    let socket = dir.path().join("tmux.sock");
-    let sock = socket.to_str().unwrap();
-    let cmd = format!(
-        "{} cyclic --no-rt -t 1 -i 1us -D 4s --live --json {}; echo $? > {}; sleep 30",
-        rtscope_path().display(),
-        json.display(),
-        done.display()
-    );
-    tmux(&[
-        "-S",
-        sock,
-        "new-session",
-        "-d",
-        "-s",
-        &session,
-        "-x",
-        "80",
-        "-y",
-        "24",
-        &cmd,
-    ]);
+    };
+    let (json, done) = (dir.path().join("r.json"), dir.path().join("done"));
     // Captures of the view while the run goes on (its key line is shown).
     let mut views = Vec::new();
     for _ in 0..150 {
-        let s = tmux(&["-S", sock, "capture-pane", "-p", "-t", &session]);
+        let s = tmux.capture(&session);
         if s.contains("[q] stop") && s.contains("│all ") {
             views.push(s);
         } else if done.exists() {
@@ -577,8 +523,8 @@ fn live_view_at_80x24_shows_the_tail_the_columns_and_warnings_while_running() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let summary = tmux(&["-S", sock, "capture-pane", "-p", "-t", &session]);
-    tmux(&["-S", sock, "kill-server"]);
+    let summary = tmux.capture(&session);
+    drop(tmux);
     assert!(
         views.len() >= 3,
         "the view was seen {} times:\n{summary}",
@@ -643,31 +589,18 @@ fn live_view_at_80x24_shows_the_tail_the_columns_and_warnings_while_running() {
 
 #[test]
 fn serve_lists_results_and_renders_reports() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run one.json");
-    let out = rtscope()
-        .args(["cyclic", "--no-rt", "-t", "1", "-l", "100", "-q", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    std::fs::write(dir.path().join("other.json"), "{\"not\": \"a result\"}").unwrap();
+    let made = Run::new(["cyclic", "--no-rt", "-t", "1", "-l", "100", "-q"])
+        .out("--json", "run one.json")
+        .exits(0);
+    let dir = made.dir();
+    std::fs::write(dir.join("other.json"), "{\"not\": \"a result\"}").unwrap();
     // A free port (taken, released, given to serve).
     let addr = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().to_string()
     };
-    let mut child = std::process::Command::new(rtscope_path())
-        .args(["serve", "--listen", &addr])
-        .arg(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let mut child = Run::new(["serve", "--listen", &addr]).arg(dir).spawn();
+    let line = child.wait_for_line(false, Duration::from_secs(30), |l| Some(l.to_string()));
     assert!(line.starts_with("serving the results in"), "{line}");
     let (code, _, body) = get(&addr, "GET / HTTP/1.1\r\n\r\n");
     assert_eq!(code, 200);
@@ -695,24 +628,15 @@ fn serve_lists_results_and_renders_reports() {
     }
     assert_eq!(get(&addr, "GET /run/other.json HTTP/1.1\r\n\r\n").0, 422);
     assert_eq!(get(&addr, "GET /run/none.json HTTP/1.1\r\n\r\n").0, 404);
-    rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_exit(&out, 0);
+    child.interrupt(LIMIT).exits(0);
     // Not a directory, a used port: exit 2.
-    let out = rtscope()
-        .args(["serve", "/nonexistent-dir"])
-        .output()
-        .unwrap();
-    assert_exit(&out, 2);
+    Run::new(["serve", "/nonexistent-dir"]).exits(2);
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let used = l.local_addr().unwrap().to_string();
-    let out = rtscope()
-        .args(["serve", "--listen", &used])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert_exit(&out, 2);
-    assert_one_line(&out.stderr);
+    Run::new(["serve", "--listen", &used])
+        .arg(dir)
+        .exits(2)
+        .one_line();
 }
 
 fn free_port() -> u16 {
@@ -785,13 +709,9 @@ fn prometheus_scrapes_listen() {
         std::thread::sleep(Duration::from_millis(250));
     }
     // A run long enough for any scrape timing; stopped with SIGINT once seen.
-    let rt = std::process::Command::new(rtscope_path())
-        .args(["cyclic", "--no-rt", "-t", "1", "-D", "60s", "-q"])
+    let rt = Run::new(["cyclic", "--no-rt", "-t", "1", "-D", "60s", "-q"])
         .args(["--listen", &format!("127.0.0.1:{rt_port}")])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     let query = |q: &str| -> Vec<serde_json::Value> {
         let buf = get(&format!("/api/v1/query?query={q}"));
         let body = buf.split_once("\r\n\r\n").map_or("", |x| x.1);
@@ -834,9 +754,7 @@ fn prometheus_scrapes_listen() {
     }
     assert_eq!(run_meta["type"], "info", "{run_meta}");
     assert_eq!(metadata("rtscope_latency_seconds")["unit"], "seconds");
-    rtscope_core::sys::kill(rt.id() as i32, libc::SIGINT).unwrap();
-    let out = rt.wait_with_output().unwrap();
-    assert_exit(&out, 0);
+    rt.interrupt(LIMIT).exits(0);
     assert!(
         !samples.is_empty(),
         "Prometheus has no rtscope_samples_total"
@@ -857,15 +775,6 @@ fn prometheus_scrapes_listen() {
         .any(|r| r["metric"]["le"] == "0.000001" || r["metric"]["le"] == "1e-06"));
 }
 
-fn mkfifo(p: &std::path::Path) {
-    let ok = std::process::Command::new("mkfifo")
-        .arg(p)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "mkfifo");
-}
-
 #[test]
 fn stream_to_a_fifo_with_a_reader_without_one_and_with_a_stalled_one() {
     use std::os::unix::fs::OpenOptionsExt;
@@ -880,8 +789,7 @@ fn stream_to_a_fifo_with_a_reader_without_one_and_with_a_stalled_one() {
         std::thread::sleep(Duration::from_millis(300));
         std::fs::read_to_string(&f2).unwrap()
     });
-    let out = rtscope().args(base).arg(&fifo).output().unwrap();
-    assert_exit(&out, 0);
+    Run::new(base).arg(&fifo).exits(0);
     let text = reader.join().unwrap();
     assert!(
         text.lines().any(|l| l.contains("\"type\":\"snapshot\"")),
@@ -889,17 +797,9 @@ fn stream_to_a_fifo_with_a_reader_without_one_and_with_a_stalled_one() {
     );
 
     // No reader at all: the run ends, says so, and writes its results.
-    let json = dir.path().join("r.json");
-    let out = rtscope()
-        .args(base)
-        .arg(&fifo)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no reader"));
-    read_result(&json);
+    let out = Run::new(base).arg(&fifo).json().exits(0);
+    assert!(out.stderr().contains("no reader"));
+    out.document();
 
     // A reader that never reads: the pipe fills, the run still ends.
     let _stalled = std::fs::OpenOptions::new()
@@ -908,18 +808,15 @@ fn stream_to_a_fifo_with_a_reader_without_one_and_with_a_stalled_one() {
         .open(&fifo)
         .unwrap();
     let t0 = std::time::Instant::now();
-    let out = rtscope()
-        .args(base)
+    let out = Run::new(base)
         .arg(&fifo)
-        .args(["--stream-every", "0", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
+        .args(["--stream-every", "0"])
+        .json()
+        .exits(0);
     assert!(t0.elapsed() < Duration::from_secs(15));
-    let doc = read_result(&json);
+    let doc = out.document();
     assert!(doc["series"][0]["stats"]["count"].as_u64().unwrap() > 0);
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = out.stderr();
     assert!(
         err.contains("left behind") || err.contains("dropped"),
         "{err}"
@@ -934,35 +831,17 @@ fn browser_shows_the_live_page() {
         return;
     }
     let port = free_port();
-    let mut child = std::process::Command::new(rtscope_path())
-        .args(["cyclic", "--no-rt", "-t", "1", "-D", "6s", "-q"])
+    let child = Run::new(["cyclic", "--no-rt", "-t", "1", "-D", "6s", "-q"])
         .args(["--listen", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     std::thread::sleep(Duration::from_millis(1500));
-    let o = std::process::Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--virtual-time-budget=3000",
-            "--dump-dom",
-            &format!("http://127.0.0.1:{port}/"),
-        ])
-        .output()
-        .unwrap();
-    let _ = child.wait();
-    let dom = String::from_utf8_lossy(&o.stdout);
-    let console: Vec<_> = String::from_utf8_lossy(&o.stderr)
-        .lines()
-        .filter(|l| l.contains(":CONSOLE"))
-        .map(str::to_string)
-        .collect();
+    let c = common::chromium(
+        "chromium",
+        &["--virtual-time-budget=3000"],
+        &format!("http://127.0.0.1:{port}/"),
+    );
+    child.wait_within(LIMIT);
+    let (dom, console) = (c.dom, c.console);
     assert!(console.is_empty(), "console: {console:?}");
     assert!(
         dom.contains("<td>thread 0</td>") && dom.contains("<td>all</td>"),

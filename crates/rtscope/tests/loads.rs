@@ -6,26 +6,16 @@
 //! takes it exclusively, so that no other load of this file runs while it
 //! reads /proc/stat.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
 mod common;
 
+use common::{read_result, read_valid, Run, LIMIT};
+
 static CPUS: RwLock<()> = RwLock::new(());
-
-fn rtscope() -> Command {
-    Command::cargo_bin("rtscope").unwrap()
-}
-
-/// Reads a result document, validated against docs/result-schema.json.
-fn read_json(p: &Path) -> Value {
-    common::read_result(p)
-}
 
 /// (pid, ppid, pgrp, state) of every process.
 fn processes() -> Vec<(i32, i32, i32, String)> {
@@ -69,25 +59,10 @@ fn leftovers(doc: &Value, parent: u32) -> Vec<(i32, i32, i32, String)> {
 
 fn run_load(spec: &str, main_counter: &str) {
     let _g = CPUS.read().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("load.json");
-    let child = rtscope()
-        .args(["load", spec, "--duration", "2s", "--json"])
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{spec}: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Run::new(["load", spec, "--duration", "2s"]).json().exits(0);
+    let stdout = out.stdout();
     assert!(stdout.contains("achieved %"), "{stdout}");
-    let doc = read_json(&json);
+    let doc = out.document();
     assert_eq!(doc["experiment"], "load");
     let l = &doc["loads"][0];
     assert_eq!(l["spec"], spec);
@@ -105,7 +80,7 @@ fn run_load(spec: &str, main_counter: &str) {
         l["achieved_cpu_percent"].as_array().unwrap().len() as u64,
         l["instances"].as_u64().unwrap()
     );
-    let left = leftovers(&doc, pid);
+    let left = leftovers(&doc, out.id());
     assert!(left.is_empty(), "{spec}: processes left: {left:?}");
 }
 
@@ -169,40 +144,26 @@ fn bad_specs_exit_2_with_one_line() {
         "messaging,every=soon,for=1s",
         "net,for=1s",
     ] {
-        let out = rtscope().args(["load", spec, "-D", "1"]).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{spec}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{spec}: {err}");
+        Run::new(["load", spec, "-D", "1"]).exits(2).one_line();
     }
-    let out = rtscope()
-        .args(["cyclic", "-l", "10", "--load", "nope"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown load 'nope'"));
-    let out = rtscope()
-        .args(["cyclic", "-l", "10", "--load-cpus", "4096", "--load", "cpu"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let out = rtscope()
-        .args([
-            "matrix",
-            "--loads",
-            "cpu,size=1M",
-            "--out",
-            "/nonexistent/x",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    let err = Run::new(["cyclic", "-l", "10", "--load", "nope"])
+        .exits(2)
+        .stderr();
+    assert!(err.contains("unknown load 'nope'"));
+    Run::new(["cyclic", "-l", "10", "--load-cpus", "4096", "--load", "cpu"]).exits(2);
+    Run::new([
+        "matrix",
+        "--loads",
+        "cpu,size=1M",
+        "--out",
+        "/nonexistent/x",
+    ])
+    .exits(2);
 }
 
 #[test]
 fn list_shows_every_load() {
-    let out = rtscope().args(["load", "--list"]).output().unwrap();
-    assert!(out.status.success());
-    let t = String::from_utf8_lossy(&out.stdout);
+    let t = Run::new(["load", "--list"]).exits(0).stdout();
     for n in [
         "cpu",
         "mem-churn",
@@ -223,8 +184,7 @@ fn list_shows_every_load() {
 fn loaded_run_describes_its_loads_unless_quiet() {
     let _g = CPUS.read().unwrap();
     for quiet in [false, true] {
-        let mut cmd = rtscope();
-        cmd.args([
+        let mut run = Run::new([
             "cyclic",
             "--no-rt",
             "-D",
@@ -233,23 +193,16 @@ fn loaded_run_describes_its_loads_unless_quiet() {
             "cpu:10,instances=1",
         ]);
         if quiet {
-            cmd.arg("-q");
+            run = run.arg("-q");
         }
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = run.exits(0).stderr();
         let described = err
             .lines()
             .any(|l| l.starts_with("loads: cpu:10,instances=1 x1 on CPU "));
         assert_eq!(described, !quiet, "quiet {quiet}: {err}");
     }
     // No load, no line.
-    let out = rtscope()
-        .args(["cyclic", "--no-rt", "-D", "1"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = Run::new(["cyclic", "--no-rt", "-D", "1"]).exits(0).stderr();
     assert!(!err.contains("loads:"), "{err}");
 }
 
@@ -258,93 +211,60 @@ fn loaded_run_describes_its_loads_unless_quiet() {
 #[test]
 fn load_failing_at_once_ends_the_run_before_measuring() {
     let _g = CPUS.read().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("c.json");
     let t0 = Instant::now();
-    let out = rtscope()
-        .args([
-            "cyclic",
-            "--no-rt",
-            "-D",
-            "30",
-            "-q",
-            "--load",
-            "cmd:exit 3",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
+    let out = Run::new([
+        "cyclic",
+        "--no-rt",
+        "-D",
+        "30",
+        "-q",
+        "--load",
+        "cmd:exit 3",
+    ])
+    .json()
+    .exits(1);
     let took = t0.elapsed();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let err = out.stderr();
     assert!(err.contains("failed at once"), "{err}");
     assert!(took < Duration::from_secs(15), "took {took:?}: {err}");
-    assert!(!json.exists());
+    assert!(!out.json_path().exists());
 }
 
 #[test]
 fn failing_command_is_reported() {
     let _g = CPUS.read().unwrap();
-    let out = rtscope()
-        .args(["load", "cmd:exit 3", "-D", "2"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = Run::new(["load", "cmd:exit 3", "-D", "2"])
+        .exits(1)
+        .stderr();
     assert!(err.contains("failed at once"), "{err}");
 }
 
 #[test]
 fn sigint_during_loaded_cyclic_writes_results_and_leaves_no_orphan() {
     let _g = CPUS.read().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("cyclic.json");
-    let mut child = rtscope()
-        .args([
-            "cyclic",
-            "--no-rt",
-            "-D",
-            "60",
-            "-q",
-            "--load",
-            "cpu:50",
-            "--load",
-            "mem-fault:30,size=4M,instances=1",
-            "--json",
-        ])
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
+    let child = Run::new([
+        "cyclic",
+        "--no-rt",
+        "-D",
+        "60",
+        "-q",
+        "--load",
+        "cpu:50",
+        "--load",
+        "mem-fault:30,size=4M,instances=1",
+    ])
+    .json()
+    .spawn();
     std::thread::sleep(Duration::from_millis(2000));
-    // SAFETY: signalling a child we started and have not reaped.
-    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
-    let t0 = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(15),
-            "rtscope did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc = read_json(&json);
+    let out = child.interrupt(Duration::from_secs(15)).exits(0);
+    let doc = out.document();
     assert_eq!(doc["end_reason"], "interrupted");
     let loads = doc["loads"].as_array().unwrap();
     assert_eq!(loads.len(), 2);
     assert!(loads[0]["counters"]["ops"].as_u64().unwrap() > 0);
     assert!(loads[1]["counters"]["faults_handled"].as_u64().unwrap() > 0);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("mem-fault:30"));
-    let left = leftovers(&doc, pid);
+    assert!(out.stdout().contains("mem-fault:30"));
+    let left = leftovers(&doc, out.id());
     assert!(left.is_empty(), "processes left: {left:?}");
 }
 
@@ -366,13 +286,7 @@ fn matrix_runs_and_resumes() {
         "200",
         "--out",
     ];
-    let out = rtscope().args(args).arg(&outdir).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = Run::new(args).arg(&outdir).exits(0).stdout();
     let ids = [
         "p1ms-none",
         "p1ms-cpu-50",
@@ -383,14 +297,11 @@ fn matrix_runs_and_resumes() {
     ];
     for id in ids {
         assert!(stdout.contains(id), "{stdout}");
-        let d = read_json(&outdir.join(format!("{id}.json")));
+        let d = read_result(&outdir.join(format!("{id}.json")));
         assert_eq!(d["experiment"], "cyclic");
         assert_eq!(d["end_reason"], "loops");
     }
-    let idx: Value =
-        serde_json::from_str(&std::fs::read_to_string(outdir.join("matrix.json")).unwrap())
-            .unwrap();
-    common::assert_valid(&idx, "matrix-schema.json");
+    let idx = read_valid(&outdir.join("matrix.json"), "matrix-schema.json");
     let cells = idx["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 6);
     assert!(cells.iter().all(|c| c["status"] == "done"));
@@ -402,16 +313,12 @@ fn matrix_runs_and_resumes() {
         .contains("| p500us-cpu-50 |"));
 
     // The same matrix again: refused without --resume, all skipped with it.
-    let out = rtscope().args(args).arg(&outdir).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let out = rtscope()
-        .args(args)
+    Run::new(args).arg(&outdir).exits(2);
+    let err = Run::new(args)
         .arg(&outdir)
         .arg("--resume")
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+        .exits(0)
+        .stderr();
     assert_eq!(err.matches("complete, skipped").count(), 6, "{err}");
 }
 
@@ -423,25 +330,19 @@ fn matrix_runs_and_resumes() {
 #[test]
 fn a_load_that_falls_short_says_so_and_records_it() {
     let _g = CPUS.read().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("short.json");
-    let out = rtscope()
-        .args([
-            "load",
-            "cpu:100,instances=3",
-            "net,rate=100000000,instances=1",
-            "--load-cpus",
-            "0",
-            "--duration",
-            "1s",
-            "-q",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{out:?}");
+    let out = Run::new([
+        "load",
+        "cpu:100,instances=3",
+        "net,rate=100000000,instances=1",
+        "--load-cpus",
+        "0",
+        "--duration",
+        "1s",
+        "-q",
+    ])
+    .json()
+    .exits(0);
+    let stdout = out.stdout();
     let said: Vec<&str> = stdout
         .lines()
         .filter(|l| l.starts_with("WARNING: load "))
@@ -457,7 +358,7 @@ fn a_load_that_falls_short_says_so_and_records_it() {
             && said[1].contains("packets/s per instance of the 100000000 asked"),
         "{stdout}"
     );
-    let doc = read_json(&json);
+    let doc = out.document();
     for l in doc["loads"].as_array().unwrap() {
         assert_eq!(l["fell_short"], true, "{l}");
     }
@@ -477,28 +378,25 @@ fn a_load_that_falls_short_says_so_and_records_it() {
 #[test]
 fn an_experiment_says_a_shortfall_once() {
     let _g = CPUS.read().unwrap();
-    let out = rtscope()
-        .args([
-            "period",
-            "--no-rt",
-            "-i",
-            "1ms",
-            "-l",
-            "500",
-            "-s",
-            "monotonic",
-            "--calibrate",
-            "0.1",
-            "--load",
-            "cpu:100,instances=3",
-            "--load-cpus",
-            "0",
-            "-q",
-        ])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{out:?}");
+    let stdout = Run::new([
+        "period",
+        "--no-rt",
+        "-i",
+        "1ms",
+        "-l",
+        "500",
+        "-s",
+        "monotonic",
+        "--calibrate",
+        "0.1",
+        "--load",
+        "cpu:100,instances=3",
+        "--load-cpus",
+        "0",
+        "-q",
+    ])
+    .exits(0)
+    .stdout();
     assert_eq!(
         stdout.matches("load cpu:100,instances=3 reached ").count(),
         1,
@@ -515,26 +413,21 @@ fn an_experiment_says_a_shortfall_once() {
 #[test]
 fn matrix_marks_a_cell_whose_load_fell_short() {
     let _g = CPUS.read().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let outdir = dir.path().join("m");
-    let out = rtscope()
-        .args([
-            "matrix",
-            "--no-rt",
-            "-q",
-            "--loads",
-            "cpu:100,instances=3",
-            "--load-cpus",
-            "0",
-            "--samples",
-            "300",
-            "--out",
-        ])
-        .arg(&outdir)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{out:?}");
+    let run = Run::new([
+        "matrix",
+        "--no-rt",
+        "-q",
+        "--loads",
+        "cpu:100,instances=3",
+        "--load-cpus",
+        "0",
+        "--samples",
+        "300",
+        "--out",
+    ]);
+    let outdir = run.path("m");
+    let out = run.arg(&outdir).exits(0);
+    let stdout = out.stdout();
     let id = "p1ms-cpu-instances3-100";
     let row = stdout
         .lines()
@@ -547,14 +440,11 @@ fn matrix_marks_a_cell_whose_load_fell_short() {
         )),
         "{stdout}"
     );
-    let idx: Value =
-        serde_json::from_str(&std::fs::read_to_string(outdir.join("matrix.json")).unwrap())
-            .unwrap();
-    common::assert_valid(&idx, "matrix-schema.json");
+    let idx = read_valid(&outdir.join("matrix.json"), "matrix-schema.json");
     let cell = &idx["cells"][0];
     assert_eq!(cell["status"], "done");
     assert_eq!(cell["summary"]["load_fell_short"], true, "{cell}");
-    let doc = read_json(&outdir.join(format!("{id}.json")));
+    let doc = read_result(&outdir.join(format!("{id}.json")));
     assert_eq!(doc["loads"][0]["fell_short"], true);
     let csv = std::fs::read_to_string(outdir.join("summary.csv")).unwrap();
     assert!(csv.lines().nth(1).unwrap().ends_with(",done,true"), "{csv}");
@@ -597,24 +487,18 @@ fn cpu_50_lands_near_50_percent() {
         .unwrap()
         .parse::<usize>()
         .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("fid.json");
-    let mut child = rtscope()
-        .args(["load", "cpu:50", "-D", "5400ms", "-q", "--load-cpus"])
+    let child = Run::new(["load", "cpu:50", "-D", "5400ms", "-q", "--load-cpus"])
         .arg(cpu.to_string())
-        .arg("--json")
-        .arg(&json)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+        .json()
+        .spawn();
     // Past the 200 ms ramp-up, then 5 s.
     std::thread::sleep(Duration::from_millis(300));
     let (b0, t0) = cpu_jiffies(cpu);
     std::thread::sleep(Duration::from_secs(5));
     let (b1, t1) = cpu_jiffies(cpu);
-    assert!(child.wait().unwrap().success());
+    let out = child.wait_within(LIMIT).exits(0);
     let busy = 100.0 * (b1 - b0) as f64 / (t1 - t0).max(1) as f64;
-    let reported = read_json(&json)["loads"][0]["achieved_cpu_percent_mean"]
+    let reported = out.document()["loads"][0]["achieved_cpu_percent_mean"]
         .as_f64()
         .unwrap();
     eprintln!("cpu:50 on CPU {cpu}: /proc/stat {busy:.1} %, reported {reported:.1} %");
@@ -642,28 +526,15 @@ fn with_cmdline(needle: &str) -> Vec<(i32, String)> {
 #[test]
 fn cmd_load_that_ignores_sigterm_is_killed_and_reaped() {
     let _g = CPUS.read().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("load.json");
     // Both sleeps and the shell ignore SIGTERM: only SIGKILL to the group ends them.
     let spec = "cmd:trap '' TERM; sleep 47.25 & sleep 47.25";
-    let child = rtscope()
-        .args(["load", spec, "--duration", "1s", "-q", "--json"])
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc = read_json(&json);
+    let out = Run::new(["load", spec, "--duration", "1s", "-q"])
+        .json()
+        .exits(0);
+    let doc = out.document();
     assert_eq!(doc["loads"][0]["spec"], spec);
     assert!(doc["loads"][0]["counters"]["runs"].as_u64().unwrap() >= 1);
-    let left = leftovers(&doc, pid);
+    let left = leftovers(&doc, out.id());
     assert!(left.is_empty(), "processes left: {left:?}");
     let sleeps = with_cmdline("sleep 47.25");
     assert!(sleeps.is_empty(), "processes left: {sleeps:?}");
@@ -694,21 +565,18 @@ fn sched_ns(pid: i32) -> Option<(u64, u64)> {
 #[test]
 fn cpu_level_is_honoured_in_the_workers_own_cpu_time() {
     let _g = CPUS.read().unwrap();
-    let mut child = rtscope()
-        .args([
-            "load",
-            "cpu:5",
-            "cpu:60",
-            "-D",
-            "4s",
-            "-q",
-            "--load-cpus",
-            "0",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let parent = child.id() as i32;
+    let child = Run::new([
+        "load",
+        "cpu:5",
+        "cpu:60",
+        "-D",
+        "4s",
+        "-q",
+        "--load-cpus",
+        "0",
+    ])
+    .spawn();
+    let parent = child.pid();
     // Past the ramp-up.
     std::thread::sleep(Duration::from_millis(700));
     let workers = |spec: &str| -> i32 {
@@ -731,7 +599,7 @@ fn cpu_level_is_honoured_in_the_workers_own_cpu_time() {
     std::thread::sleep(Duration::from_millis(2500));
     let (l1, h1) = (sched_ns(low).unwrap(), sched_ns(high).unwrap());
     let wall = t0.elapsed().as_nanos() as f64;
-    assert!(child.wait().unwrap().success());
+    child.wait_within(LIMIT).exits(0);
     // CPU time over the time the worker could run (not waiting for the CPU).
     let share = |a: (u64, u64), b: (u64, u64)| {
         let (run, wait) = ((b.0 - a.0) as f64, (b.1 - a.1) as f64);
@@ -769,29 +637,22 @@ fn workers_of(parent: i32, spec: &str) -> Vec<(i32, String)> {
 #[test]
 fn scheduled_load_runs_only_in_its_on_intervals() {
     let _g = CPUS.write().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
     let sched = "cpu:100,every=1s,for=300ms,instances=1";
-    let child = rtscope()
-        .args([
-            "cyclic",
-            "-D",
-            "3s",
-            "-q",
-            "--load-cpus",
-            "0",
-            "--load",
-            sched,
-        ])
-        .args(["--load", "cpu:100,instances=1", "--report"])
-        .arg(dir.path().join("r.html"))
-        .arg("--json")
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let parent = child.id() as i32;
+    let child = Run::new([
+        "cyclic",
+        "-D",
+        "3s",
+        "-q",
+        "--load-cpus",
+        "0",
+        "--load",
+        sched,
+    ])
+    .args(["--load", "cpu:100,instances=1"])
+    .out("--report", "r.html")
+    .json()
+    .spawn();
+    let parent = child.pid();
     let mut states = String::new();
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(3) {
@@ -800,14 +661,9 @@ fn scheduled_load_runs_only_in_its_on_intervals() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = child.wait_within(LIMIT).exits(0);
     assert!(states.contains('T'), "never seen stopped: {states}");
-    let doc = read_json(&json);
+    let doc = out.document();
     let (l, always) = (&doc["loads"][0], &doc["loads"][1]);
     assert_eq!(l["spec"], sched);
     let s = &l["schedule"];
@@ -841,10 +697,10 @@ fn scheduled_load_runs_only_in_its_on_intervals() {
         a > 0 && (a as f64) < 0.6 * b as f64,
         "scheduled {a} vs always {b}"
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = out.stdout();
     assert!(stdout.contains("on-time"), "{stdout}");
     // The report shades the timeline once per on-interval.
-    let html = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    let html = out.read("r.html");
     assert_eq!(html.matches(r#"<rect class="band""#).count(), iv.len());
     assert!(html.contains("CPU share over the on-time"));
     let left = leftovers(&doc, parent as u32);
@@ -856,55 +712,31 @@ fn scheduled_load_runs_only_in_its_on_intervals() {
 #[test]
 fn sigint_during_an_off_phase_reaps_the_stopped_load() {
     let _g = CPUS.read().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("off.json");
     let spec = "cpu:100,every=5s,for=200ms,instances=1";
-    let mut child = rtscope()
-        .args([
-            "cyclic", "--no-rt", "-D", "60", "-q", "--load", spec, "--json",
-        ])
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as i32;
-    let t0 = Instant::now();
-    loop {
-        let w = workers_of(pid, spec);
-        if w.len() == 1 && w[0].1 == "T" {
-            break;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "never stopped: {w:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // SAFETY: signalling a child we started and have not reaped.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
-    let t0 = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(15),
-            "rtscope did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc = read_json(&json);
+    let mut child = Run::new(["cyclic", "--no-rt", "-D", "60", "-q", "--load", spec])
+        .json()
+        .spawn();
+    let pid = child.pid();
+    stopped_worker(&mut child, spec);
+    let out = child.interrupt(Duration::from_secs(15)).exits(0);
+    let doc = out.document();
     assert_eq!(doc["end_reason"], "interrupted");
     let l = &doc["loads"][0];
     assert_eq!(l["schedule"]["on_count"], 1);
     assert_eq!(l["instance_reports"][0]["exit"], "exited 0");
     let left = leftovers(&doc, pid as u32);
     assert!(left.is_empty(), "processes left: {left:?}");
+}
+
+/// Waits (at most 10 s) until the one worker of `spec` that `child` started
+/// is stopped (state T); returns its pid.
+fn stopped_worker(child: &mut common::Spawned, spec: &str) -> i32 {
+    let (pid, mut w) = (child.pid(), Vec::new());
+    child.wait_for("its load stopped", Duration::from_secs(10), || {
+        w = workers_of(pid, spec);
+        w.len() == 1 && w[0].1 == "T"
+    });
+    w[0].0
 }
 
 /// A second Ctrl-C exits at once (130) without the normal shutdown: the
@@ -916,30 +748,11 @@ fn sigint_during_an_off_phase_reaps_the_stopped_load() {
 fn second_sigint_leaves_no_stopped_load() {
     let _g = CPUS.read().unwrap();
     let spec = "cpu:100,every=5s,for=200ms,instances=1";
-    let mut child = rtscope()
-        .args(["cyclic", "--no-rt", "-D", "60", "-q", "--load", spec])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as i32;
-    let t0 = Instant::now();
-    let worker = loop {
-        let w = workers_of(pid, spec);
-        if w.len() == 1 && w[0].1 == "T" {
-            break w[0].0;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "never stopped: {w:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    for _ in 0..2 {
-        // SAFETY: signalling a child we started and have not reaped.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
-    }
-    let st = child.wait().unwrap();
+    let mut child = Run::new(["cyclic", "--no-rt", "-D", "60", "-q", "--load", spec]).spawn();
+    let worker = stopped_worker(&mut child, spec);
+    child.sigint();
+    child.sigint();
+    let st = child.wait_within(LIMIT).status;
     assert!(matches!(st.code(), Some(130) | Some(0)), "{st}");
     // The worker (re-parented, or reaped by rtscope) ends: gone or a zombie,
     // never stopped.

@@ -4,10 +4,7 @@
 
 mod common;
 
-use common::{
-    alone, alongside, assert_exit, assert_one_line, every_cpu, instances_of, own_tracefs_mounts_of,
-    read_result, rtscope, run_within,
-};
+use common::{alone, alongside, every_cpu, instances_of, own_tracefs_mounts_of, Run, LIMIT};
 use serde_json::Value;
 
 /// The traced tests of this file, one at a time.
@@ -34,26 +31,11 @@ fn run_noise(extra: &[&str]) -> (Value, String) {
 
 /// [`run_noise`], with the child's pid (for what it may have left behind).
 fn run_noise_child(extra: &[&str]) -> (Value, String, u32) {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("n.json");
-    let child = std::process::Command::new(common::rtscope_path())
-        .args(["noise", "-D", "1s", "--calibrate", "50ms", "-q", "--json"])
-        .arg(&json)
+    let out = Run::new(["noise", "-D", "1s", "--calibrate", "50ms", "-q"])
+        .json()
         .args(extra)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (read_result(&json), stdout, pid)
+        .exits(0);
+    (out.document(), out.stdout(), out.id())
 }
 
 fn check_series(doc: &Value, cpu: usize) -> &Value {
@@ -180,20 +162,11 @@ fn throttling_is_looked_for_only_for_a_real_time_loop() {
 #[test]
 fn warnings_are_printed_once() {
     let _turn = alongside();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("n.json");
-    let out = rtscope()
-        .args(["noise", "-D", "300ms", "--calibrate", "50ms", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    for w in read_result(&json)["warnings"].as_array().unwrap() {
+    let out = Run::new(["noise", "-D", "300ms", "--calibrate", "50ms"])
+        .json()
+        .exits(0);
+    let all = format!("{}{}", out.stderr(), out.stdout());
+    for w in out.document()["warnings"].as_array().unwrap() {
         let line = format!("warning: {}\n", w.as_str().unwrap());
         assert_eq!(all.matches(&line).count(), 1, "{line:?} in:\n{all}");
     }
@@ -241,42 +214,16 @@ fn traced_run_attributes_and_cleans_up() {
 fn interrupted_traced_run_still_writes_and_cleans_up() {
     let _turn = alongside();
     let _one = TRACING.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("n.json");
-    let child = std::process::Command::new(common::rtscope_path())
-        .args([
-            "noise",
-            "-D",
-            "60s",
-            "--calibrate",
-            "50ms",
-            "-q",
-            "--trace",
-            "--json",
-        ])
-        .arg(&json)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = Run::new(["noise", "-D", "60s", "--calibrate", "50ms", "-q", "--trace"])
+        .json()
+        .spawn();
     std::thread::sleep(std::time::Duration::from_millis(1500));
     let pid = child.id();
-    common_kill(pid as i32);
-    let out = child.wait_with_output().unwrap();
-    assert_exit(&out, 0);
-    let doc = read_result(&json);
+    let doc = child.interrupt(LIMIT).exits(0).document();
     assert_eq!(doc["end_reason"], "interrupted");
     // Only this run's: another traced run may share the machine.
     assert!(instances_of(pid).is_empty(), "{:?}", instances_of(pid));
     assert!(own_tracefs_mounts_of(pid).is_empty());
-}
-
-fn common_kill(pid: i32) {
-    let st = std::process::Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
 }
 
 #[test]
@@ -294,14 +241,7 @@ fn bad_input_is_one_line_exit_2() {
         vec!["noise", "--json", "/nonexistent/dir/n.json"],
         vec!["noise", "-p", "0"],
     ] {
-        let out = rtscope().args(&args).output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_one_line(&out.stderr);
+        Run::new(&args).exits(2).one_line();
     }
 }
 
@@ -312,26 +252,14 @@ fn bad_input_is_one_line_exit_2() {
 #[test]
 fn run_on_every_cpu_ends_on_time() {
     let _turn = alone();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("every.json");
     let cpus = every_cpu();
-    let args = [
-        "noise",
-        "-a",
-        &cpus,
-        "-D",
-        "2",
-        "--calibrate",
-        "50ms",
-        "-q",
-        "--json",
-        json.to_str().unwrap(),
-    ];
+    let args = ["noise", "-a", &cpus, "-D", "2", "--calibrate", "50ms", "-q"];
     let t0 = std::time::Instant::now();
-    let out = run_within(&args, std::time::Duration::from_secs(2 + 5));
+    let out = Run::new(args)
+        .json()
+        .wait_within(std::time::Duration::from_secs(2 + 5));
     eprintln!("{args:?}: ended after {:?}", t0.elapsed());
-    assert_exit(&out, 0);
-    let doc = read_result(&json);
+    let doc = out.exits(0).document();
     assert_eq!(doc["end_reason"], "duration");
     assert_eq!(
         doc["series"].as_array().unwrap().len(),

@@ -5,44 +5,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command as StdCommand;
+use std::path::Path;
 
-use common::rtscope;
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(args: &[&str]) -> Out {
-    let o = rtscope().args(args).output().unwrap();
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// Runs rtscope `args` writing `--json dir/name.json`; without real-time
-/// privileges (exit 1) again with `--no-rt`.
-fn measure(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
-    let json = dir.join(format!("{name}.json"));
-    let mut all: Vec<&str> = args.to_vec();
-    all.extend(["-q", "--json", s(&json)]);
-    let mut o = run(&all);
-    if o.code == 1 {
-        all.push("--no-rt");
-        o = run(&all);
-    }
-    assert_eq!(o.code, 0, "{args:?}: {}", o.stderr);
-    json
-}
+use common::{measured as measure, run_ok, s};
 
 /// Measures every chart's text in the page, in the page's own window:
 /// pairs of texts whose boxes overlap, texts that reach past their chart,
@@ -114,21 +79,13 @@ fn layout(page: &Path, width: u32, dir: &Path) -> Layout {
         ),
     )
     .unwrap();
-    let o = StdCommand::new("/usr/bin/chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--allow-file-access-from-files",
-            "--window-size=1280,2000",
-            "--dump-dom",
-        ])
-        .arg(format!("file://{}", outer.display()))
-        .output()
-        .expect("chromium runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let dom = String::from_utf8_lossy(&o.stdout);
+    let c = common::chromium(
+        "/usr/bin/chromium",
+        &["--allow-file-access-from-files", "--window-size=1280,2000"],
+        &format!("file://{}", outer.display()),
+    );
+    assert!(c.status.success(), "{}", c.stderr);
+    let dom = c.dom;
     let at = dom.find("<pre id=\"r\">").expect("the frame page") + "<pre id=\"r\">".len();
     let text = &dom[at..at + dom[at..].find("</pre>").unwrap()];
     let text = text
@@ -199,12 +156,11 @@ fn pages_lead_with_the_answer_and_their_labels_do_not_collide() {
         ],
     );
     let report = dir.join("report.html");
-    assert_eq!(run(&["report", s(&a), "-o", s(&report)]).code, 0);
+    run_ok(&["report", s(&a), "-o", s(&report)]);
     let timer = dir.join("timer.html");
-    assert_eq!(run(&["report", s(&t), "-o", s(&timer)]).code, 0);
+    run_ok(&["report", s(&t), "-o", s(&timer)]);
     let cmp = dir.join("compare.html");
-    let o = run(&["compare", s(&a), s(&b), "--html", s(&cmp)]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    run_ok(&["compare", s(&a), s(&b), "--html", s(&cmp)]);
 
     // What each page leads with, before any table of the system or plan.
     let page = std::fs::read_to_string(&report).unwrap();
@@ -308,15 +264,13 @@ fn redact_leaves_identifying_strings_out() {
     }
     let plain = dir.join("plain.html");
     let red = dir.join("red.html");
-    assert_eq!(run(&["report", s(&a), "-o", s(&plain)]).code, 0);
-    assert_eq!(run(&["report", s(&a), "-o", s(&red), "--redact"]).code, 0);
+    run_ok(&["report", s(&a), "-o", s(&plain)]);
+    run_ok(&["report", s(&a), "-o", s(&red), "--redact"]);
     let cplain = dir.join("cplain.html");
     let cred = dir.join("cred.html");
-    let o = run(&["compare", s(&a), s(&b), "--html", s(&cplain)]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run_ok(&["compare", s(&a), s(&b), "--html", s(&cplain)]);
     let plain_text = o.stdout;
-    let o = run(&["compare", s(&a), s(&b), "--html", s(&cred), "--redact"]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run_ok(&["compare", s(&a), s(&b), "--html", s(&cred), "--redact"]);
     let red_text = o.stdout;
     let read = |p: &Path| std::fs::read_to_string(p).unwrap();
     for secret in secrets {

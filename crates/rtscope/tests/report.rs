@@ -8,9 +8,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command as StdCommand;
 
-use common::{fixture, import, one_line_usage_error, real_run, rtscope, run, s, Out};
+use common::{fixture, import, one_line_usage_error, real_run, run, run_ok, s, Out, Run};
 use rtscope_core::result::ResultDocument;
 use serde_json::Value;
 
@@ -18,7 +17,7 @@ use serde_json::Value;
 fn json_without_histogram_reports_and_compares() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("n.json");
-    let o = run(&[
+    run_ok(&[
         "import",
         "cyclictest",
         "--json",
@@ -26,7 +25,6 @@ fn json_without_histogram_reports_and_compares() {
         "-o",
         s(&p),
     ]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
     common::read_result(&p);
     let d = ResultDocument::read(&p).unwrap();
     assert_eq!(d.series.len(), 2);
@@ -50,8 +48,7 @@ fn json_without_histogram_reports_and_compares() {
     assert!(st["mean_ns"].as_f64().unwrap() > 0.0, "{st}");
     assert!(!d.series[0].stats.has_percentiles());
     let html = dir.path().join("n.html");
-    let o = run(&["report", s(&p), "-o", s(&html)]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    run_ok(&["report", s(&p), "-o", s(&html)]);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("without -h"));
     assert!(
@@ -61,8 +58,7 @@ fn json_without_histogram_reports_and_compares() {
     assert!(page.contains("data-chart-missing=\"histogram\""));
     let j = dir.path().join("j.json");
     import("--json", &fixture("cyclictest-h150.json"), &j);
-    let o = run(&["compare", s(&j), s(&p)]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run_ok(&["compare", s(&j), s(&p)]);
     assert!(
         o.stdout
             .contains("too few samples to tell at p50, p99, p99.9"),
@@ -105,8 +101,7 @@ fn report_of_a_real_run_escapes_everything() {
     }
     make_hostile(&json);
     let html2 = dir.path().join("r.html");
-    let o = run(&["report", s(&json), "-o", s(&html2)]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run_ok(&["report", s(&json), "-o", s(&html2)]);
     assert!(o.stdout.contains("report: "));
     let page = std::fs::read_to_string(&html2).unwrap();
     assert!(!page.contains("<script"), "unescaped script");
@@ -161,8 +156,7 @@ fn compare_verdicts_and_exit_codes() {
     import("--json", &fixture("cyclictest-h150.json"), &a);
     let b = dir.path().join("after.json");
     scaled(&a, &b, 3);
-    let o = run(&["compare", s(&a), s(&b)]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run_ok(&["compare", s(&a), s(&b)]);
     assert!(
         o.stdout.contains(
             "verdict: after is worse than before at p50 +200% [+190%, +210%], p99 +200% ["
@@ -180,15 +174,13 @@ fn compare_verdicts_and_exit_codes() {
     assert!(o.stdout.contains("3.00x"));
     let o = run(&["compare", "--fail-if-worse", s(&a), s(&b)]);
     assert_eq!(o.code, 3, "{}", o.stdout);
-    let o = run(&["compare", "--fail-if-worse", s(&b), s(&a)]);
-    assert_eq!(o.code, 0);
+    let o = run_ok(&["compare", "--fail-if-worse", s(&b), s(&a)]);
     assert!(
         o.stdout.contains("before is better than after"),
         "{}",
         o.stdout
     );
-    let o = run(&["compare", "--fail-if-worse", s(&a), s(&a)]);
-    assert_eq!(o.code, 0);
+    let o = run_ok(&["compare", "--fail-if-worse", s(&a), s(&a)]);
     assert!(
         o.stdout
             .contains("verdict: no clear difference at p99 +0.0% [-19%, +24%]; same within ±5% at p50 +0.0% [-4.3%, +4.4%]"),
@@ -196,8 +188,7 @@ fn compare_verdicts_and_exit_codes() {
         o.stdout
     );
     // A wider threshold: the same interval now lies wholly inside it.
-    let o = run(&["compare", "--min-effect", "30%", s(&a), s(&a)]);
-    assert_eq!(o.code, 0);
+    let o = run_ok(&["compare", "--min-effect", "30%", s(&a), s(&a)]);
     assert!(
         o.stdout.contains(
             "verdict: same within ±30% at p50 +0.0% [-4.3%, +4.4%], p99 +0.0% [-19%, +24%]"
@@ -209,8 +200,7 @@ fn compare_verdicts_and_exit_codes() {
     one_line_usage_error(&run(&["compare", "--min-effect", "five", s(&a), s(&a)]));
 
     // --match pairs series explicitly; a wrong label is a usage error.
-    let o = run(&["compare", s(&a), s(&b), "--match", "thread 0=thread 1"]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run_ok(&["compare", s(&a), s(&b), "--match", "thread 0=thread 1"]);
     assert!(
         o.stdout.contains("thread 0 = thread 1 (µs)"),
         "{}",
@@ -222,8 +212,7 @@ fn compare_verdicts_and_exit_codes() {
 
     // --html: one page, one colour per run, charts overlaid.
     let html = dir.path().join("c.html");
-    let o = run(&["compare", s(&a), s(&b), "--html", s(&html)]);
-    assert_eq!(o.code, 0);
+    run_ok(&["compare", s(&a), s(&b), "--html", s(&html)]);
     let page = std::fs::read_to_string(&html).unwrap();
     assert_eq!(page.matches("data-chart=\"histogram\"").count(), 3);
     assert_eq!(page.matches("data-chart=\"percentiles\"").count(), 3);
@@ -245,8 +234,7 @@ fn compare_matrix_directories_cell_by_cell() {
     std::fs::copy(&src, db.join("load-cpu/p1000.json")).unwrap();
     std::fs::copy(&src, db.join("only-here.json")).unwrap();
     std::fs::write(db.join("notes.json"), b"{\"not\": \"a result\"}").unwrap();
-    let o = run(&["compare", s(&da), s(&db)]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run_ok(&["compare", s(&da), s(&db)]);
     assert!(o.stdout.contains("== idle.json =="), "{}", o.stdout);
     assert!(
         o.stdout.contains("== load-cpu/p1000.json =="),
@@ -269,32 +257,9 @@ fn compare_matrix_directories_cell_by_cell() {
 
 /// Loads `url` in headless Chromium; returns (serialised DOM, console lines).
 fn chromium(url: &str) -> (String, Vec<String>) {
-    let o = StdCommand::new("/usr/bin/chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--dump-dom",
-            url,
-        ])
-        .output()
-        .expect("chromium runs");
-    assert!(
-        o.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    // Chromium logs every console message (errors, CSP violations, SVG
-    // attribute errors) as `INFO:CONSOLE...] "text", source: URL (line)`.
-    let console = String::from_utf8_lossy(&o.stderr)
-        .lines()
-        .filter(|l| l.contains(":CONSOLE"))
-        .map(str::to_string)
-        .collect();
-    (String::from_utf8_lossy(&o.stdout).into_owned(), console)
+    let c = common::chromium("/usr/bin/chromium", &[], url);
+    assert!(c.status.success(), "chromium failed: {}", c.stderr);
+    (c.dom, c.console)
 }
 
 #[test]
@@ -312,8 +277,7 @@ fn browser_loads_the_report_of_a_real_run() {
     let json = real_run(dir.path(), "run", &[]);
     make_hostile(&json);
     let html = dir.path().join("report.html");
-    let o = run(&["report", s(&json), "-o", s(&html)]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    run_ok(&["report", s(&json), "-o", s(&html)]);
 
     let (dom, console) = chromium(&format!("file://{}", html.display()));
     // The page has no script: any console message is an error.
@@ -355,12 +319,7 @@ fn browser_loads_the_report_of_a_real_run() {
 
 /// Runs rtscope in `dir` (for relative paths such as `./x.json`).
 fn run_in(dir: &Path, args: &[&str]) -> Out {
-    let o = rtscope().current_dir(dir).args(args).output().unwrap();
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    Run::new(args).current_dir(dir).ran().into()
 }
 
 #[test]
@@ -426,7 +385,7 @@ fn devices_and_binary_files_end_in_one_line_errors() {
 #[test]
 fn a_fifo_nobody_writes_to_is_an_error_not_a_hang() {
     // Every command that reads a document or an import: with a short wait
-    // they end in one line and exit 2 (assert_cmd's timeout kills a hang).
+    // they end in one line and exit 2 (a hang is killed at 30 s).
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("fifo");
     assert!(std::process::Command::new("mkfifo")
@@ -441,14 +400,11 @@ fn a_fifo_nobody_writes_to_is_an_error_not_a_hang() {
         vec!["import", "cyclictest", "--json", s(&f), "-o", s(&out)],
         vec!["import", "cyclictest", "--histogram", s(&f), "-o", s(&out)],
     ] {
-        let o = rtscope()
-            .args(&args)
+        let e = Run::new(&args)
             .env("RTSCOPE_INPUT_WAIT", "300ms")
-            .timeout(std::time::Duration::from_secs(30))
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(2), "{args:?}");
-        let e = common::assert_one_line(&o.stderr);
+            .wait_within(std::time::Duration::from_secs(30))
+            .exits(2)
+            .one_line();
         assert!(
             e.contains(&format!("{}: ", s(&f)))
                 && e.contains("not a regular file, and no data came in 300ms"),
@@ -456,14 +412,11 @@ fn a_fifo_nobody_writes_to_is_an_error_not_a_hang() {
         );
         assert!(!out.exists());
     }
-    let o = rtscope()
-        .args(["report", s(&f), "-o", s(&out)])
+    let e = Run::new(["report", s(&f), "-o", s(&out)])
         .env("RTSCOPE_INPUT_WAIT", "later")
-        .timeout(std::time::Duration::from_secs(30))
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    let e = common::assert_one_line(&o.stderr);
+        .wait_within(std::time::Duration::from_secs(30))
+        .exits(2)
+        .one_line();
     assert!(
         e.contains("RTSCOPE_INPUT_WAIT=later: not a duration"),
         "{e}"
@@ -490,8 +443,7 @@ fn compare_without_series_in_common_is_an_error() {
     assert_eq!(o.stderr.trim_end().lines().count(), 1, "{}", o.stderr);
     assert!(o.stderr.contains("no series in common"), "{}", o.stderr);
     // Paired explicitly, they compare.
-    let o = run(&["compare", s(&a), s(&b), "--match", "all=cpu all"]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    run_ok(&["compare", s(&a), s(&b), "--match", "all=cpu all"]);
 }
 
 #[test]
@@ -555,8 +507,7 @@ fn compare_text_strips_control_characters_from_documents() {
     d.write(&a).unwrap();
     let b = dir.path().join("b.json");
     d.write(&b).unwrap();
-    let o = run(&["compare", s(&a), s(&b)]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run_ok(&["compare", s(&a), s(&b)]);
     for bad in ['\u{1b}', '\u{7}', '\r', '\u{8}'] {
         assert!(!o.stdout.contains(bad), "{bad:?} in {:?}", o.stdout);
     }
@@ -620,8 +571,7 @@ fn browser_timeline_puts_a_spike_at_its_time_and_the_mean_in_sight() {
                                       "seq": 3090, "cpu": 0}]);
     std::fs::write(&json, v.to_string()).unwrap();
     let html = dir.path().join("spike.html");
-    let o = run(&["report", s(&json), "-o", s(&html)]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    run_ok(&["report", s(&json), "-o", s(&html)]);
 
     let (dom, console) = chromium(&format!("file://{}", html.display()));
     assert!(console.is_empty(), "console messages: {console:#?}");
@@ -706,8 +656,7 @@ fn compare_of_unlike_runs_shows_the_plan_differences_and_warns() {
     let other = dir.path().join("other.json");
     std::fs::write(&other, v.to_string()).unwrap();
 
-    let o = run(&["compare", s(&a), s(&same)]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run_ok(&["compare", s(&a), s(&same)]);
     assert!(!o.stdout.contains("plan differences"), "{}", o.stdout);
     assert!(
         !o.stdout.contains("warning: the runs differ"),
@@ -716,8 +665,7 @@ fn compare_of_unlike_runs_shows_the_plan_differences_and_warns() {
     );
 
     let html = dir.path().join("c.html");
-    let o = run(&["compare", s(&a), s(&other), "--html", s(&html)]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run_ok(&["compare", s(&a), s(&other), "--html", s(&html)]);
     let head: Vec<&str> = o.stdout.lines().take(8).collect();
     let head = head.join("\n");
     assert!(head.contains("plan differences:"), "{head}");

@@ -5,13 +5,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::{assert_exit, assert_one_line, interrupt_after, read_result, rtscope};
+use common::Run;
 
 fn usage_error(args: &[&str]) -> String {
-    let out = rtscope().arg("timer").args(args).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+    let out = Run::new(["timer"]).args(args).exits(2);
     assert!(out.stdout.is_empty(), "{args:?} printed on stdout");
-    assert_one_line(&out.stderr)
+    out.one_line()
 }
 
 #[test]
@@ -90,43 +89,32 @@ fn bad_input_is_one_line_and_exit_2() {
 
 #[test]
 fn sweep_writes_a_document_with_one_series_per_cell() {
-    let dir = tempfile::tempdir().unwrap();
-    let (json, cal, html) = (
-        dir.path().join("t.json"),
-        dir.path().join("cal.json"),
-        dir.path().join("t.html"),
-    );
-    let out = rtscope()
-        .args([
-            "timer",
-            "-q",
-            "--api",
-            "clock_nanosleep,timerfd,futex",
-            "--delays",
-            "320us,1ms",
-            "--compensate",
-            "none,static,adaptive,hybrid",
-            "-l",
-            "5",
-            "--calibration-wakes",
-            "3",
-            "--json",
-        ])
-        .arg(&json)
-        .arg("--save-calibration")
-        .arg(&cal)
-        .arg("--report")
-        .arg(&html)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_exit(&out, 0);
+    let out = Run::new([
+        "timer",
+        "-q",
+        "--api",
+        "clock_nanosleep,timerfd,futex",
+        "--delays",
+        "320us,1ms",
+        "--compensate",
+        "none,static,adaptive,hybrid",
+        "-l",
+        "5",
+        "--calibration-wakes",
+        "3",
+    ])
+    .json()
+    .out("--save-calibration", "cal.json")
+    .out("--report", "t.html")
+    .exits(0);
+    let (cal, html) = (out.path("cal.json"), out.path("t.html"));
+    let stdout = out.stdout();
     assert!(
         stdout.contains("static compensation: mean |error|"),
         "{stdout}"
     );
     assert!(stdout.contains("none p50/p99/max"), "{stdout}");
-    let doc = read_result(&json);
+    let doc = out.document();
     assert_eq!(doc["experiment"], "timer");
     assert_eq!(doc["plan"]["mode"], "sweep");
     let series = doc["series"].as_array().unwrap();
@@ -149,24 +137,21 @@ fn sweep_writes_a_document_with_one_series_per_cell() {
     let entries = doc["plan"]["calibration"]["entries"].as_array().unwrap();
     assert_eq!(entries.len(), 3);
     // The saved calibration loads back: static then runs without calibrating.
-    let out = rtscope()
-        .args([
-            "timer",
-            "-q",
-            "--api",
-            "futex",
-            "--delays",
-            "500us",
-            "--compensate",
-            "static",
-            "-l",
-            "3",
-            "--calibration",
-        ])
-        .arg(&cal)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
+    Run::new([
+        "timer",
+        "-q",
+        "--api",
+        "futex",
+        "--delays",
+        "500us",
+        "--compensate",
+        "static",
+        "-l",
+        "3",
+        "--calibration",
+    ])
+    .arg(&cal)
+    .exits(0);
     // A calibration without the API asked for is refused.
     let msg = usage_error(&[
         "--api",
@@ -182,21 +167,18 @@ fn sweep_writes_a_document_with_one_series_per_cell() {
 
 #[test]
 fn every_api_and_policy_runs() {
-    let out = rtscope()
-        .args([
-            "timer",
-            "-q",
-            "--delays",
-            "300us",
-            "-l",
-            "3",
-            "--policy",
-            "fifo,other",
-        ])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_exit(&out, 0);
+    let stdout = Run::new([
+        "timer",
+        "-q",
+        "--delays",
+        "300us",
+        "-l",
+        "3",
+        "--policy",
+        "fifo,other",
+    ])
+    .exits(0)
+    .stdout();
     for api in [
         "clock_nanosleep",
         "nanosleep",
@@ -218,29 +200,23 @@ fn every_api_and_policy_runs() {
 
 #[test]
 fn beacon_and_service_documents() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("b.json");
-    let out = rtscope()
-        .args([
-            "timer",
-            "-q",
-            "--beacon",
-            "--orders",
-            "0..1",
-            "--cycles",
-            "3",
-            "--calibration-wakes",
-            "3",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_exit(&out, 0);
+    let out = Run::new([
+        "timer",
+        "-q",
+        "--beacon",
+        "--orders",
+        "0..1",
+        "--cycles",
+        "3",
+        "--calibration-wakes",
+        "3",
+    ])
+    .json()
+    .exits(0);
+    let stdout = out.stdout();
     assert!(stdout.contains("relative: drift"), "{stdout}");
     assert!(stdout.contains("relative-select: drift"), "{stdout}");
-    let doc = read_result(&json);
+    let doc = out.document();
     let series = doc["series"].as_array().unwrap();
     assert_eq!(series.len(), 2 * 5);
     // The select chain runs as a normal task (its timeout slack is the point).
@@ -259,28 +235,23 @@ fn beacon_and_service_documents() {
         );
     }
 
-    let json = dir.path().join("s.json");
-    let out = rtscope()
-        .args([
-            "timer",
-            "-q",
-            "--service",
-            "hopping,polling",
-            "--timers",
-            "4",
-            "-l",
-            "8",
-            "--delays",
-            "300us,600us",
-            "--compensate",
-            "none,static",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    let doc = read_result(&json);
+    let doc = Run::new([
+        "timer",
+        "-q",
+        "--service",
+        "hopping,polling",
+        "--timers",
+        "4",
+        "-l",
+        "8",
+        "--delays",
+        "300us,600us",
+        "--compensate",
+        "none,static",
+    ])
+    .json()
+    .exits(0)
+    .document();
     let series = doc["series"].as_array().unwrap();
     assert_eq!(series.len(), 4);
     for s in series {
@@ -292,28 +263,22 @@ fn beacon_and_service_documents() {
 
 #[test]
 fn ctrl_c_during_a_beacon_still_writes_the_result() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("i.json");
-    let (out, took) = interrupt_after(
-        &[
-            "timer",
-            "-q",
-            "--beacon",
-            "--orders",
-            "6..6",
-            "--cycles",
-            "5",
-            "--no-calibrate",
-            "--compensate",
-            "none,adaptive",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-        Duration::from_millis(2500),
-        Duration::from_secs(10),
-    );
-    assert_exit(&out, 0);
+    let (out, took) = Run::new([
+        "timer",
+        "-q",
+        "--beacon",
+        "--orders",
+        "6..6",
+        "--cycles",
+        "5",
+        "--no-calibrate",
+        "--compensate",
+        "none,adaptive",
+    ])
+    .json()
+    .interrupt_after(Duration::from_millis(2500), Duration::from_secs(10));
+    let out = out.exits(0);
     assert!(took < Duration::from_secs(5), "{took:?}");
-    let doc = read_result(&json);
+    let doc = out.document();
     assert_eq!(doc["end_reason"], "interrupted");
 }

@@ -5,10 +5,7 @@
 
 mod common;
 
-use common::{
-    assert_exit, assert_one_line, instances_of, interrupt_after, own_tracefs_mounts_of,
-    read_result, rtscope,
-};
+use common::{instances_of, own_tracefs_mounts_of, Run};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -26,24 +23,11 @@ fn last_cpu() -> String {
 
 /// Runs `rtscope cyclic` with `args` and a JSON file; its document, stdout and pid.
 fn run_cyclic(args: &[&str]) -> (Value, String, u32) {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let child = std::process::Command::new(common::rtscope_path())
-        .args(["cyclic", "-a", &last_cpu(), "--json"])
-        .arg(&json)
+    let out = Run::new(["cyclic", "-a", &last_cpu()])
+        .json()
         .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let out = child.wait_with_output().unwrap();
-    assert_exit(&out, 0);
-    (
-        read_result(&json),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        pid,
-    )
+        .exits(0);
+    (out.document(), out.stdout(), out.id())
 }
 
 fn series<'a>(doc: &'a Value, label: &str) -> &'a Value {
@@ -160,9 +144,6 @@ fn outliers_keep_their_context() {
 #[test]
 fn interrupted_traced_run_writes_and_cleans_up() {
     let _one = one_at_a_time();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let json_s = json.to_str().unwrap();
     let cpu = last_cpu();
     let args = [
         "cyclic",
@@ -173,14 +154,13 @@ fn interrupted_traced_run_writes_and_cleans_up() {
         "-q",
         "--trace-outliers",
         "50us",
-        "--json",
-        json_s,
     ];
     // The pid is needed for the instance name: look for any rtscope-<pid>-*
     // left by a child of this test after it ended.
-    let (out, _) = interrupt_after(&args, Duration::from_millis(1500), Duration::from_secs(10));
-    assert_exit(&out, 0);
-    let doc = read_result(&json);
+    let (out, _) = Run::new(args)
+        .json()
+        .interrupt_after(Duration::from_millis(1500), Duration::from_secs(10));
+    let doc = out.exits(0).document();
     assert_eq!(doc["end_reason"], "interrupted");
     assert!(doc["trace"]["joined"].as_u64().unwrap() > 0);
     // No instance of a process that no longer exists is left behind.
@@ -215,13 +195,12 @@ fn bad_trace_input_is_one_line() {
         vec!["cyclic", "--trace-outliers", "0", "-l", "10"],
         vec!["cyclic", "--trace", "--trace-buffer", "1", "-l", "10"],
     ] {
-        let out = rtscope().args(&args).output().unwrap();
-        assert_exit(&out, 2);
+        let out = Run::new(&args).exits(2);
         if !args.contains(&"--trace=sometimes")
             && !args.contains(&"0")
             && !args.contains(&"--trace-buffer")
         {
-            assert_one_line(&out.stderr);
+            out.one_line();
         }
     }
 }
@@ -250,23 +229,13 @@ fn no_permission_refused_or_untraced() {
         eprintln!("skipped: the binary's directories are not reachable by nobody");
         return;
     }
-    let run = |mode: &str| {
-        std::process::Command::new(setpriv)
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(&bin)
-            .args(["cyclic", mode, "--no-rt", "-l", "50"])
-            .output()
-            .unwrap()
-    };
-    let out = run("--trace");
-    assert_exit(&out, 2);
-    let line = assert_one_line(&out.stderr);
+    let run = |mode: &str| Run::new(["cyclic", mode, "--no-rt", "-l", "50"]).by_nobody();
+    let line = run("--trace").exits(2).one_line();
     assert!(line.contains("--trace:"), "{line}");
-    let out = run("--trace=auto");
-    assert_exit(&out, 0);
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = run("--trace=auto").exits(0);
+    let err = out.stderr();
     assert!(err.contains("running untraced"), "{err}");
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("accuracy check"));
+    assert!(!out.stdout().contains("accuracy check"));
 }
 
 /// A buffer far too small for the events of a fast run: whatever is lost is
@@ -275,15 +244,11 @@ fn no_permission_refused_or_untraced() {
 #[test]
 fn losses_are_counted_and_never_mis_join() {
     let _one = one_at_a_time();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("l.json");
-    let out = rtscope()
-        .args(["cyclic", "-a", &last_cpu(), "-i", "50us", "-D", "2s", "-q"])
-        .args(["--trace-outliers", "10ms", "--trace-buffer", "64", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let doc = read_result(&json);
+    let out = Run::new(["cyclic", "-a", &last_cpu(), "-i", "50us", "-D", "2s", "-q"])
+        .args(["--trace-outliers", "10ms", "--trace-buffer", "64"])
+        .json()
+        .ran();
+    let doc = out.document();
     let t = &doc["trace"];
     let lost = n(&t["overruns"]) + n(&t["lost_pages"]);
     if lost > 0 {
@@ -298,5 +263,5 @@ fn losses_are_counted_and_never_mis_join() {
         );
     }
     assert_eq!(t["accuracy"]["below_kernel"], 0, "{t}");
-    assert_exit(&out, 0);
+    out.exits(0);
 }

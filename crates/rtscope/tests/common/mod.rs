@@ -1,24 +1,20 @@
-//! Helpers shared by the integration-test binaries.
+//! Helpers shared by the integration-test binaries. A test starts rtscope
+//! with [`Run`] (run.rs): its own temporary directory, every wait bounded, a
+//! child killed and its stderr shown when a limit runs out, SIGINT, the
+//! document read and validated. The rest: schemas, one-line errors, turns
+//! (`alone`/`alongside`), tracefs look-ups, peers (`tool`, `chromium`, HTTP),
+//! and the helpers of the tests that read results.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+mod run;
+#[allow(unused_imports)]
+pub use run::{Ran, Run, Spawned, LIMIT};
 
-/// The rtscope binary under test.
-pub fn rtscope() -> Command {
-    Command::cargo_bin("rtscope").expect("binary built")
-}
-
-/// Path of the rtscope binary (for tests that spawn it themselves).
+/// Path of the rtscope binary (for a test that starts it in a terminal).
 pub fn rtscope_path() -> PathBuf {
     assert_cmd::cargo::cargo_bin("rtscope")
-}
-
-/// Validates a result document against docs/result-schema.json; panics with
-/// every violation listed.
-pub fn assert_valid_result(doc: &serde_json::Value) {
-    assert_valid(doc, "result-schema.json");
 }
 
 /// Validates a document against the JSON Schema `docs/<schema>`; panics with
@@ -44,9 +40,15 @@ pub fn assert_valid(doc: &serde_json::Value, schema: &str) {
 
 /// Reads and validates a result file.
 pub fn read_result(path: &Path) -> serde_json::Value {
+    read_valid(path, "result-schema.json")
+}
+
+/// Reads a JSON file and validates it against the JSON Schema `docs/<schema>`.
+pub fn read_valid(path: &Path, schema: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let v: serde_json::Value = serde_json::from_str(&text).expect("result is JSON");
-    assert_valid_result(&v);
+    let v: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()));
+    assert_valid(&v, schema);
     v
 }
 
@@ -58,114 +60,30 @@ pub fn assert_one_line(stderr: &[u8]) -> String {
     s
 }
 
-/// Waits for `child` at most `limit`; kills it and panics (naming `what`)
-/// when it is still running then, so that a regression fails instead of hanging.
-fn wait_within(
-    mut child: std::process::Child,
-    limit: std::time::Duration,
-    what: &str,
-) -> std::process::Output {
-    let t0 = std::time::Instant::now();
-    loop {
-        if child.try_wait().expect("wait for rtscope").is_some() {
-            return child.wait_with_output().expect("collect rtscope's output");
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: still running after {limit:?}");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-}
-
-fn spawn_rtscope(args: &[&str]) -> std::process::Child {
-    std::process::Command::new(rtscope_path())
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("rtscope starts")
-}
-
-/// Runs rtscope with `args` confined to `cpu` (`taskset -c`), its threads of
-/// normal priority too: one real-time thread there takes every CPU the
-/// process has, as on a machine of one CPU. Panics if it has not ended within
-/// `limit`; `None` where taskset is missing (an error with CI set).
-pub fn run_on_cpu_within(
-    cpu: usize,
-    args: &[&str],
-    limit: std::time::Duration,
-) -> Option<std::process::Output> {
-    let child = match std::process::Command::new("taskset")
-        .arg("-c")
-        .arg(cpu.to_string())
-        .arg(rtscope_path())
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-    {
-        Ok(c) => c,
+/// Whether `taskset` runs here; with CI set, a missing one fails the test.
+pub fn taskset_runs() -> bool {
+    match std::process::Command::new("taskset").arg("-V").output() {
+        Ok(_) => true,
         Err(e) => {
             assert!(std::env::var_os("CI").is_none(), "taskset: {e}");
             eprintln!("taskset not runnable here ({e}): skipped");
-            return None;
+            false
         }
-    };
-    Some(wait_within(
-        child,
-        limit,
-        &format!("taskset -c {cpu} {args:?}"),
-    ))
-}
-
-/// Runs rtscope with `args`; panics if it has not ended within `limit`.
-pub fn run_within(args: &[&str], limit: std::time::Duration) -> std::process::Output {
-    wait_within(spawn_rtscope(args), limit, &format!("{args:?}"))
-}
-
-/// Waits until process `pid` has a handler for SIGINT (`SigCgt` in its
-/// status); panics after `limit`, or if the process is gone.
-pub fn catches_sigint_within(pid: u32, limit: std::time::Duration) {
-    let t0 = std::time::Instant::now();
-    loop {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .unwrap_or_else(|e| panic!("process {pid}: {e}"));
-        let caught = status
-            .lines()
-            .find_map(|l| l.strip_prefix("SigCgt:"))
-            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-            .unwrap_or(0);
-        if caught & (1 << (libc::SIGINT - 1)) != 0 {
-            return;
-        }
-        assert!(
-            t0.elapsed() < limit,
-            "process {pid} caught no SIGINT within {limit:?}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 
-/// Starts rtscope with `args`, sends it SIGINT after `after` (counted from
-/// when it catches SIGINT), and returns its
-/// output and how long it took to end after the signal; panics if that takes
-/// longer than `limit`.
-pub fn interrupt_after(
-    args: &[&str],
-    after: std::time::Duration,
-    limit: std::time::Duration,
-) -> (std::process::Output, std::time::Duration) {
-    let child = spawn_rtscope(args);
-    // `after` counts from when the run catches SIGINT: on a loaded machine
-    // the start alone can take longer, and a signal before that kills it.
-    catches_sigint_within(child.id(), std::time::Duration::from_secs(30));
-    std::thread::sleep(after);
-    let t0 = std::time::Instant::now();
-    rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).expect("SIGINT sent");
-    let out = wait_within(child, limit, &format!("{args:?} after SIGINT"));
-    (out, t0.elapsed())
+/// Whether process `pid` has a handler for SIGINT (`SigCgt` in its status);
+/// false once it is gone.
+pub fn catches_sigint(pid: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    let caught = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    caught & (1 << (libc::SIGINT - 1)) != 0
 }
 
 /// Tests that fill every CPU with real-time threads take their turn alone
@@ -188,17 +106,6 @@ pub fn alongside() -> std::sync::RwLockReadGuard<'static, ()> {
 /// Online CPUs as a `-a` list (`0-1`).
 pub fn every_cpu() -> String {
     rtscope_core::units::format_cpu_list(&rtscope_core::units::online_cpus())
-}
-
-/// Asserts that a finished rtscope exited with `code`, showing its stderr if not.
-#[track_caller]
-pub fn assert_exit(out: &std::process::Output, code: i32) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// The tracing directories of every tracefs mount this process sees.
@@ -241,6 +148,97 @@ pub fn own_tracefs_mounts_of(pid: u32) -> Vec<String> {
         .collect()
 }
 
+/// Sends `request` to `addr` and reads the answer to its end (5 s at most
+/// between reads): status (0 where none came), head, body.
+pub fn http(addr: &str, request: &str) -> (u16, String, String) {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return (0, String::new(), String::new());
+    };
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    if s.write_all(request.as_bytes()).is_err() {
+        return (0, String::new(), String::new());
+    }
+    let mut buf = String::new();
+    let _ = s.read_to_string(&mut buf);
+    let (head, body) = buf.split_once("\r\n\r\n").unwrap_or((&buf, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_string(), body.to_string())
+}
+
+/// Whether a tool is on PATH; with CI set, a missing one fails the test
+/// (.ci/run installs it: a skip there would hide a regression).
+pub fn tool(name: &str) -> bool {
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{name} is not installed, and CI is set (.ci/run installs it)"
+        );
+        eprintln!("skipped: {name} is not installed");
+    }
+    found
+}
+
+/// Makes a FIFO at `path`.
+pub fn mkfifo(path: &Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "mkfifo {}", path.display());
+}
+
+/// What headless Chromium made of a page: its exit status, the serialised
+/// DOM, and the console messages it logged.
+pub struct Chromium {
+    pub status: std::process::ExitStatus,
+    pub dom: String,
+    pub console: Vec<String>,
+    pub stderr: String,
+}
+
+/// Loads `url` in headless Chromium (`program`) with `flags` besides the
+/// usual ones; nothing is checked here.
+pub fn chromium(program: &str, flags: &[&str], url: &str) -> Chromium {
+    let o = std::process::Command::new(program)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+        ])
+        .args(flags)
+        .arg(url)
+        .output()
+        .expect("chromium runs");
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    // Chromium logs every console message (errors, CSP violations, SVG
+    // attribute errors) as `INFO:CONSOLE...] "text", source: URL (line)`.
+    let console = stderr
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect();
+    Chromium {
+        status: o.status,
+        dom: String::from_utf8_lossy(&o.stdout).into_owned(),
+        console,
+        stderr,
+    }
+}
+
 // The helpers of the tests that read results (report, compare, import).
 
 pub fn fixture(name: &str) -> PathBuf {
@@ -249,19 +247,33 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// A finished run as text: exit code (-1 for a signal), stdout, stderr.
 pub struct Out {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
 }
 
-pub fn run(args: &[&str]) -> Out {
-    let o = rtscope().args(args).output().unwrap();
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+impl From<Ran> for Out {
+    fn from(r: Ran) -> Out {
+        Out {
+            code: r.code(),
+            stdout: r.stdout(),
+            stderr: r.stderr(),
+        }
     }
+}
+
+/// Runs rtscope with `args` (within [`LIMIT`]), whatever its exit.
+pub fn run(args: &[&str]) -> Out {
+    Run::new(args).ran().into()
+}
+
+/// Runs rtscope with `args` (within [`LIMIT`]) and checks exit 0 (its
+/// stderr shown if not).
+#[track_caller]
+pub fn run_ok(args: &[&str]) -> Out {
+    Run::new(args).exits(0).into()
 }
 
 pub fn s(p: &Path) -> &str {
@@ -269,37 +281,32 @@ pub fn s(p: &Path) -> &str {
 }
 
 pub fn import(kind: &str, input: &Path, out: &Path) -> rtscope_core::result::ResultDocument {
-    let o = run(&["import", "cyclictest", kind, s(input), "-o", s(out)]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
+    let o = run_ok(&["import", "cyclictest", kind, s(input), "-o", s(out)]);
     assert!(o.stdout.contains("imported 3 series"), "{}", o.stdout);
     read_result(out);
     rtscope_core::result::ResultDocument::read(out).unwrap()
 }
 
-/// A real short cyclic run (SCHED_FIFO where allowed, else --no-rt).
-pub fn real_run(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+/// Runs rtscope `args` writing `-q --json DIR/NAME.json`; where it may not
+/// use real-time priority (exit 1), again with `--no-rt`. Checks exit 0;
+/// returns the document's path.
+pub fn measured(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
     let json = dir.join(format!("{name}.json"));
-    let base = [
-        "cyclic",
-        "-l",
-        "400",
-        "-i",
-        "500us",
-        "-q",
-        "--json",
-        s(&json),
-    ];
-    let mut args: Vec<&str> = base.to_vec();
-    args.extend_from_slice(extra);
-    let o = run(&args);
-    if o.code == 1 {
-        args.push("--no-rt");
-        let o = run(&args);
-        assert_eq!(o.code, 0, "{}", o.stderr);
+    let run = || Run::new(args).arg("-q").arg("--json").arg(&json);
+    let first = run().ran();
+    if first.code() == 1 {
+        run().arg("--no-rt").exits(0);
     } else {
-        assert_eq!(o.code, 0, "{}", o.stderr);
+        first.exits(0);
     }
     json
+}
+
+/// A real short cyclic run (SCHED_FIFO where allowed, else --no-rt).
+pub fn real_run(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    let mut args = vec!["cyclic", "-l", "400", "-i", "500us"];
+    args.extend_from_slice(extra);
+    measured(dir, name, &args)
 }
 
 pub fn one_line_usage_error(o: &Out) {
