@@ -43,6 +43,9 @@ pub struct KernelWake {
     pub tid: i32,
     /// The time asked for (`softexpires`).
     pub expires_ns: u64,
+    /// The timer's callback (the same for every wait of the thread:
+    /// [`WakeTracker::confirm`]).
+    pub timer_fn: u64,
     /// `hrtimer_start`: when the wait was armed, and on which CPU.
     pub armed_ns: u64,
     /// The CPU it was armed on.
@@ -69,14 +72,12 @@ pub struct WakeTracker {
     tids: Vec<i32>,
     /// Armed timers: address -> (tid, softexpires, armed at, CPU, callback).
     timers: HashMap<u64, (i32, u64, u64, u32, u64)>,
-    /// The wake-up in progress, per thread (after its timer fired), and its
-    /// timer's callback.
+    /// The wake-up in progress, per thread (after its timer fired).
     open: HashMap<i32, KernelWake>,
-    open_fn: HashMap<i32, u64>,
-    /// Per thread, the callback of the timer its waits use (learnt from its
-    /// first complete wait): other timers armed while it is the current task
-    /// (the tick's, the scheduler's, armed from an interrupt it was running
-    /// under) are not its waits.
+    /// Per thread, the callback of the timer its waits use, once a wait was
+    /// confirmed ([`WakeTracker::confirm`]): other timers armed while it is
+    /// the current task (the tick's, the scheduler's, armed from an
+    /// interrupt it was running under) are not its waits.
     sleeper_fn: HashMap<i32, u64>,
     done: Vec<KernelWake>,
     /// Waits whose timer was armed again before their `sys_exit` was seen.
@@ -127,12 +128,12 @@ impl WakeTracker {
                         self.incomplete += 1;
                         self.done.push(w);
                     }
-                    self.open_fn.insert(tid, function);
                     self.open.insert(
                         tid,
                         KernelWake {
                             tid,
                             expires_ns: expires,
+                            timer_fn: function,
                             armed_ns: armed,
                             armed_cpu,
                             irq_ns: Some(now),
@@ -174,13 +175,17 @@ impl WakeTracker {
                     w.exit_ns = Some(e.ts);
                     w.exit_cpu = e.cpu;
                     self.done.push(w);
-                    if let Some(f) = self.open_fn.get(&e.pid) {
-                        self.sleeper_fn.entry(e.pid).or_insert(*f);
-                    }
                 }
             }
             _ => {}
         }
+    }
+
+    /// Says that `w` was a wait of its thread (its time was the one the
+    /// thread asked for): from then on, only timers with its callback are
+    /// taken for the thread's waits.
+    pub fn confirm(&mut self, w: &KernelWake) {
+        self.sleeper_fn.entry(w.tid).or_insert(w.timer_fn);
     }
 
     /// The wake-ups completed so far (taken out).
@@ -742,10 +747,14 @@ mod tests {
             )
         };
         let mut t = WakeTracker::new(&[42]);
-        // The first wait teaches the tracker its timer's callback.
+        // The first wait, once confirmed (joined with its sample), teaches
+        // the tracker its timer's callback.
         for e in wake_events(42, 1_000_000, true) {
             t.event(&e);
         }
+        let first = t.take();
+        assert_eq!(first.len(), 1);
+        t.confirm(&first[0]);
         // Wait 2: the tick is armed between the wake-up and the exit (it must
         // not close wait 2), and again while the thread runs; it fires before
         // wait 3's timer (it must not open a wait of the thread).
@@ -770,11 +779,24 @@ mod tests {
             .iter()
             .map(|w| (w.expires_ns, w.exit_ns.is_some()))
             .collect();
+        assert_eq!(got, [(2_000_000, true), (3_000_000, true)]);
+        // A complete wait teaches nothing until it is confirmed: a foreign
+        // timer's (armed under the thread, fired, then the thread's exit)
+        // must not make the thread's own timers foreign.
+        let mut t = WakeTracker::new(&[42]);
+        t.event(&tick(500_000, 900_000));
+        t.event(&tick_fires(900_000));
+        t.event(&ev(905_000, 1, 42, Kind::SysExit { nr: 230 }));
+        assert_eq!(t.take()[0].timer_fn, 0x7);
+        for e in wake_events(42, 1_000_000, true) {
+            t.event(&e);
+        }
+        let w = t.take();
         assert_eq!(
-            got,
-            [(1_000_000, true), (2_000_000, true), (3_000_000, true)]
+            (w.len(), w[0].expires_ns, w[0].timer_fn),
+            (1, 1_000_000, 0xf)
         );
-        // Before its first complete wait, a thread's timers are all taken.
+        // Before a confirmed wait, a thread's timers are all taken.
         let mut t = WakeTracker::new(&[42]);
         let w1 = wake_events(42, 1_000_000, true);
         for e in &w1[..3] {

@@ -272,6 +272,9 @@ impl Tracer {
     }
 
     fn joined(&mut self, i: usize, s: &Sample, w: &KernelWake) {
+        // Its time is the one the thread asked for: its timer is the
+        // thread's sleep timer.
+        self.tracker.confirm(w);
         if self.rec.record(&self.labels[i], s, w).is_none() {
             return;
         }
@@ -515,6 +518,7 @@ mod tests {
         let w = KernelWake {
             tid: 42,
             expires_ns: 10_000,
+            timer_fn: 0,
             armed_ns: 0,
             armed_cpu: 1,
             irq_ns: Some(12_000),
