@@ -169,7 +169,6 @@ impl CyclicArgs {
             break_above_ns: self.break_above,
             fail_above_ns: self.fail_above,
             checkpoint_ns: self.out.checkpoint,
-            repeat: self.repeat,
             trace: match (self.trace, self.trace_outliers) {
                 (Some(m), _) => m,
                 (None, Some(_)) => crate::experiment::cyclic_trace::TraceMode::On,

@@ -66,7 +66,7 @@ pub fn plan(a: &CyclicOptions) -> Result<Option<TracePlan>> {
             "--trace works with --wake absolute (the kernel's timer expiry is then the intended wake time)",
         ));
     }
-    if a.repeat > 1 {
+    if a.run.outputs.repeat > 1 {
         return Err(usage("--repeat cannot be combined with --trace"));
     }
     if !(64..=1_048_576).contains(&a.trace_buffer_kb) {
@@ -585,7 +585,7 @@ mod tests {
         o.clock = MeasureClock::Realtime;
         assert!(plan(&o).is_err());
         o.clock = MeasureClock::Monotonic;
-        o.repeat = 3;
+        o.run.outputs.repeat = 3;
         assert!(plan(&o).is_err());
         o.trace = TraceMode::Off;
         assert!(plan(&o).unwrap().is_none());

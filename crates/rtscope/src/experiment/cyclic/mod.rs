@@ -93,8 +93,6 @@ pub struct CyclicOptions {
     pub break_above_ns: Option<u64>,
     pub fail_above_ns: Option<u64>,
     pub checkpoint_ns: Option<u64>,
-    /// `--repeat`: independent runs in one invocation, pooled (1: a plain run).
-    pub repeat: usize,
     /// `--trace`: split samples into stages with kernel events.
     pub trace: super::cyclic_trace::TraceMode,
     /// `--trace-outliers`: keep the kernel's context of samples above this.
@@ -129,7 +127,6 @@ impl Default for CyclicOptions {
             break_above_ns: None,
             fail_above_ns: None,
             checkpoint_ns: None,
-            repeat: 1,
             trace: super::cyclic_trace::TraceMode::Off,
             trace_outliers_ns: None,
             trace_buffer_kb: 4096,
@@ -394,8 +391,8 @@ impl Outcome {
 /// Runs the experiment: measure, write, print; the exit code.
 pub fn run(options: &CyclicOptions) -> Result<i32> {
     let plan = plan(options)?;
-    if options.repeat > 1 {
-        return run_repeated(&plan, options.repeat);
+    if plan.run.outputs.repeat > 1 {
+        return run_repeated(&plan, plan.run.outputs.repeat);
     }
     let out = execute(&plan)?;
     let accuracy = out.doc.trace.as_ref().map(|t| t.accuracy.clone());
