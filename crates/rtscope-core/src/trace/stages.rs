@@ -194,6 +194,25 @@ impl WakeTracker {
     }
 }
 
+/// Marks where each loss in `fresh` (events just read) may have begun.
+///
+/// A page that follows lost events says so at its own start, the end of the
+/// loss; the events lost on that CPU were stamped after `since` (everything
+/// up to it had been read there). Events of the other CPUs inside that
+/// window would otherwise be followed as if nothing were missing (a
+/// thread's exit lost on one CPU, a later exit seen on another, taken for
+/// it), so each loss is also marked at `since`: what is in progress there
+/// is given up too, and the [`WakeTracker`] trusts nothing across the window.
+pub fn bracket_losses(fresh: &mut Vec<Event>, since: u64) {
+    let n = fresh.len();
+    for k in 0..n {
+        let e = fresh[k];
+        if e.kind == Kind::Lost && e.ts > since {
+            fresh.push(Event { ts: since, ..e });
+        }
+    }
+}
+
 /// Pairs a thread's samples with its kernel wake-ups (by intended time).
 #[derive(Debug, Default)]
 pub struct Joiner {
@@ -804,6 +823,48 @@ mod tests {
         }
         t.event(&tick(1_005_000, 1_500_000));
         assert_eq!(t.incomplete, 1);
+    }
+
+    /// A loss seen on one CPU (its page after the gap) must not let the other
+    /// CPU's events in the gap pair a wait with a later wait's exit.
+    #[test]
+    fn a_loss_is_bracketed_from_the_last_read() {
+        // The thread's wait 1 fires on CPU 1; it runs on CPU 0, where its
+        // exit, the arming of wait 2 and wait 2's expiry are lost; it then
+        // runs on CPU 1 (switch and exit of wait 2 seen there). CPU 0's page
+        // after the gap starts at 3 ms; everything up to 0.5 ms was read.
+        let mut t = WakeTracker::new(&[42]);
+        let w1 = wake_events(42, 1_000_000, true);
+        let mut fresh: Vec<Event> = w1[..3].to_vec(); // armed, fired, woken
+        let mut w2 = wake_events(42, 1_050_000, true);
+        for e in &mut w2[3..] {
+            e.cpu = 1;
+        }
+        fresh.extend_from_slice(&w2[3..]); // switch and exit on CPU 1
+        fresh.push(ev(3_000_000, 0, -1, Kind::Lost));
+        let mut plain = fresh.clone();
+        plain.sort_by_key(|e| e.ts);
+        for e in &plain {
+            t.event(e);
+        }
+        // Without the bracket, wait 1 takes wait 2's exit (its stages would
+        // be wrong by a period).
+        let wrong = t.take();
+        assert_eq!(wrong.len(), 1);
+        assert_eq!(wrong[0].exit_ns, Some(1_060_000));
+        let mut t = WakeTracker::new(&[42]);
+        bracket_losses(&mut fresh, 500_000);
+        assert_eq!(fresh.iter().filter(|e| e.kind == Kind::Lost).count(), 2);
+        fresh.sort_by_key(|e| e.ts);
+        for e in &fresh {
+            t.event(e);
+        }
+        assert!(t.take().is_empty());
+        assert_eq!(t.lost, 1);
+        // A loss at or before the last read is not bracketed again.
+        let mut v = vec![ev(400_000, 0, -1, Kind::Lost)];
+        bracket_losses(&mut v, 500_000);
+        assert_eq!(v.len(), 1);
     }
 
     #[test]

@@ -22,7 +22,9 @@ use rtscope_core::named::MeasureClock;
 use rtscope_core::result::{ContextEntry, Series, TraceReport};
 use rtscope_core::sample::Sample;
 use rtscope_core::trace::event::softirq_name;
-use rtscope_core::trace::stages::{intended, Joiner, KernelWake, StageRecorder, WakeTracker};
+use rtscope_core::trace::stages::{
+    bracket_losses, intended, Joiner, KernelWake, StageRecorder, WakeTracker,
+};
 use rtscope_core::trace::{Decoder, Event, Instance, Kind, TraceConfig};
 
 use super::cyclic::CyclicOptions;
@@ -149,6 +151,10 @@ pub struct Tracer {
     rec: StageRecorder,
     /// Events read but not taken yet (see [`Tracer::pump`]).
     batch: Vec<Event>,
+    /// The events of the last read (kept for its allocation).
+    fresh: Vec<Event>,
+    /// Events up to this time have been taken (read on every CPU).
+    taken_until: u64,
     history: VecDeque<Event>,
     newest_intended: u64,
     samples: u64,
@@ -202,6 +208,8 @@ impl Tracer {
             by_tid: tids.iter().enumerate().map(|(i, t)| (*t, i)).collect(),
             rec: StageRecorder::new(origin_ns, keep),
             batch: Vec::new(),
+            fresh: Vec::new(),
+            taken_until: 0,
             history: VecDeque::new(),
             newest_intended: 0,
             samples: 0,
@@ -238,7 +246,13 @@ impl Tracer {
     /// Reads the events available now and takes those stamped up to `until`.
     fn pump_until(&mut self, until: u64) {
         let mut batch = std::mem::take(&mut self.batch);
-        self.inst.read(|e| batch.push(*e));
+        let mut fresh = std::mem::take(&mut self.fresh);
+        fresh.clear();
+        self.inst.read(|e| fresh.push(*e));
+        bracket_losses(&mut fresh, self.taken_until);
+        batch.append(&mut fresh);
+        self.fresh = fresh;
+        self.taken_until = self.taken_until.max(until.min(u64::MAX - 1));
         batch.sort_by_key(|e| e.ts);
         let ready = batch.partition_point(|e| e.ts <= until);
         for e in &batch[..ready] {
