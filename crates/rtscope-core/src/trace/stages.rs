@@ -862,9 +862,12 @@ mod tests {
         assert!(t.take().is_empty());
         assert_eq!(t.lost, 1);
         // A loss at or before the last read is not bracketed again.
-        let mut v = vec![ev(400_000, 0, -1, Kind::Lost)];
+        let mut v = vec![
+            ev(400_000, 0, -1, Kind::Lost),
+            ev(500_000, 1, -1, Kind::Lost),
+        ];
         bracket_losses(&mut v, 500_000);
-        assert_eq!(v.len(), 1);
+        assert_eq!(v.len(), 2);
     }
 
     #[test]
