@@ -84,6 +84,8 @@ pub struct WakeTracker {
     pub incomplete: u64,
     /// Waits in progress given up because the kernel lost events.
     pub lost: u64,
+    /// Spans of time in which some CPU lost events ([`WakeTracker::losses`]).
+    blind: Vec<(u64, u64)>,
 }
 
 impl WakeTracker {
@@ -113,7 +115,7 @@ impl WakeTracker {
                 }
                 if let Some(w) = self.open.remove(&e.pid) {
                     self.incomplete += 1;
-                    self.done.push(w);
+                    self.finish(w, e.ts);
                 }
                 self.timers
                     .insert(hrtimer, (e.pid, softexpires, e.ts, e.cpu, function));
@@ -126,7 +128,7 @@ impl WakeTracker {
                 {
                     if let Some(w) = self.open.remove(&tid) {
                         self.incomplete += 1;
-                        self.done.push(w);
+                        self.finish(w, e.ts);
                     }
                     self.open.insert(
                         tid,
@@ -174,7 +176,7 @@ impl WakeTracker {
                 if let Some(mut w) = self.open.remove(&e.pid) {
                     w.exit_ns = Some(e.ts);
                     w.exit_cpu = e.cpu;
-                    self.done.push(w);
+                    self.finish(w, e.ts);
                 }
             }
             _ => {}
@@ -188,28 +190,48 @@ impl WakeTracker {
         self.sleeper_fn.entry(w.tid).or_insert(w.timer_fn);
     }
 
+    /// Takes note of the losses among `fresh`, the events just read, before
+    /// they are given to [`WakeTracker::event`].
+    ///
+    /// The kernel marks a loss at the first page after it, the loss's end;
+    /// the events that CPU lost were stamped after `since` (everything up to
+    /// it had been read there). The other CPUs' events inside that window
+    /// look complete but are not (a thread's exit lost on one CPU, a later
+    /// exit seen on another, would be taken for it), so no wait whose span
+    /// (from its arming to its exit) meets such a window is yielded: it is
+    /// counted in [`WakeTracker::lost`].
+    pub fn losses(&mut self, fresh: &[Event], since: u64) {
+        let oldest = self
+            .timers
+            .values()
+            .map(|t| t.2)
+            .chain(self.open.values().map(|w| w.armed_ns))
+            .min()
+            .unwrap_or(since);
+        self.blind.retain(|w| w.1 >= oldest);
+        for e in fresh {
+            if e.kind == Kind::Lost && e.ts > since {
+                self.blind.push((since, e.ts));
+            }
+        }
+    }
+
+    /// Yields a wait unless its span met a loss.
+    fn finish(&mut self, w: KernelWake, end: u64) {
+        if self
+            .blind
+            .iter()
+            .any(|&(from, to)| from < end && to > w.armed_ns)
+        {
+            self.lost += 1;
+        } else {
+            self.done.push(w);
+        }
+    }
+
     /// The wake-ups completed so far (taken out).
     pub fn take(&mut self) -> Vec<KernelWake> {
         std::mem::take(&mut self.done)
-    }
-}
-
-/// Marks where each loss in `fresh` (events just read) may have begun.
-///
-/// A page that follows lost events says so at its own start, the end of the
-/// loss; the events lost on that CPU were stamped after `since` (everything
-/// up to it had been read there). Events of the other CPUs inside that
-/// window would otherwise be followed as if nothing were missing (a
-/// thread's exit lost on one CPU, a later exit seen on another, taken for
-/// it), so each loss is also marked at `since`: what is in progress there
-/// is given up too, and the [`WakeTracker`] trusts nothing across the window.
-pub fn bracket_losses(fresh: &mut Vec<Event>, since: u64) {
-    let n = fresh.len();
-    for k in 0..n {
-        let e = fresh[k];
-        if e.kind == Kind::Lost && e.ts > since {
-            fresh.push(Event { ts: since, ..e });
-        }
     }
 }
 
@@ -826,48 +848,65 @@ mod tests {
     }
 
     /// A loss seen on one CPU (its page after the gap) must not let the other
-    /// CPU's events in the gap pair a wait with a later wait's exit.
+    /// CPUs' events inside the gap pair a wait with a later wait's exit.
     #[test]
-    fn a_loss_is_bracketed_from_the_last_read() {
+    fn no_wait_across_a_loss_is_yielded() {
         // The thread's wait 1 fires on CPU 1; it runs on CPU 0, where its
         // exit, the arming of wait 2 and wait 2's expiry are lost; it then
-        // runs on CPU 1 (switch and exit of wait 2 seen there). CPU 0's page
+        // runs on CPU 2 (switch and exit of wait 2 seen there). CPU 0's page
         // after the gap starts at 3 ms; everything up to 0.5 ms was read.
-        let mut t = WakeTracker::new(&[42]);
         let w1 = wake_events(42, 1_000_000, true);
         let mut fresh: Vec<Event> = w1[..3].to_vec(); // armed, fired, woken
         let mut w2 = wake_events(42, 1_050_000, true);
         for e in &mut w2[3..] {
-            e.cpu = 1;
+            e.cpu = 2;
         }
-        fresh.extend_from_slice(&w2[3..]); // switch and exit on CPU 1
+        fresh.extend_from_slice(&w2[3..]); // switch and exit on CPU 2
         fresh.push(ev(3_000_000, 0, -1, Kind::Lost));
-        let mut plain = fresh.clone();
-        plain.sort_by_key(|e| e.ts);
-        for e in &plain {
-            t.event(e);
-        }
-        // Without the bracket, wait 1 takes wait 2's exit (its stages would
-        // be wrong by a period).
-        let wrong = t.take();
-        assert_eq!(wrong.len(), 1);
-        assert_eq!(wrong[0].exit_ns, Some(1_060_000));
-        let mut t = WakeTracker::new(&[42]);
-        bracket_losses(&mut fresh, 500_000);
-        assert_eq!(fresh.iter().filter(|e| e.kind == Kind::Lost).count(), 2);
+        // Wait 3, after the loss, is whole.
+        fresh.extend(wake_events(42, 4_000_000, true));
         fresh.sort_by_key(|e| e.ts);
-        for e in &fresh {
+        let run = |since: Option<u64>| {
+            let mut t = WakeTracker::new(&[42]);
+            if let Some(s) = since {
+                t.losses(&fresh, s);
+            }
+            for e in &fresh {
+                t.event(e);
+            }
+            (t.take(), t.lost)
+        };
+        // Without the window, wait 1 takes wait 2's exit (its stages would
+        // be wrong by a period).
+        let (wrong, _) = run(None);
+        assert_eq!(wrong[0].exit_ns, Some(1_060_000));
+        let (w, lost) = run(Some(500_000));
+        let got: Vec<u64> = w.iter().map(|w| w.expires_ns).collect();
+        assert_eq!((got, lost), (vec![4_000_000], 1));
+        // A loss at or before the last read opens no window.
+        let (w, lost) = run(Some(3_000_000));
+        assert_eq!((w.len(), lost), (2, 0));
+        // A wait that ends where the window begins, or begins where it ends,
+        // is not in it.
+        let mut t = WakeTracker::new(&[42]);
+        t.losses(&[ev(4_000_000 - 900_000, 0, -1, Kind::Lost)], 1_010_000);
+        for e in wake_events(42, 1_000_000, true)
+            .iter()
+            .chain(wake_events(42, 4_000_000, true).iter())
+        {
             t.event(e);
         }
-        assert!(t.take().is_empty());
-        assert_eq!(t.lost, 1);
-        // A loss at or before the last read is not bracketed again.
-        let mut v = vec![
-            ev(400_000, 0, -1, Kind::Lost),
-            ev(500_000, 1, -1, Kind::Lost),
-        ];
-        bracket_losses(&mut v, 500_000);
-        assert_eq!(v.len(), 2);
+        assert_eq!((t.take().len(), t.lost), (2, 0));
+        // Windows no wait in progress can meet any more are forgotten.
+        let mut t = WakeTracker::new(&[42]);
+        t.losses(&[ev(2_000, 0, -1, Kind::Lost)], 1_000);
+        t.losses(&[], 5_000);
+        assert!(t.blind.is_empty());
+        // (a wait armed at 100 µs keeps a window after it).
+        t.event(&wake_events(42, 1_000_000, true)[0]);
+        t.losses(&[ev(200_000, 0, -1, Kind::Lost)], 150_000);
+        t.losses(&[], 250_000);
+        assert_eq!(t.blind, [(150_000, 200_000)]);
     }
 
     #[test]

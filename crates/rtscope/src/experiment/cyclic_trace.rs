@@ -22,9 +22,7 @@ use rtscope_core::named::MeasureClock;
 use rtscope_core::result::{ContextEntry, Series, TraceReport};
 use rtscope_core::sample::Sample;
 use rtscope_core::trace::event::softirq_name;
-use rtscope_core::trace::stages::{
-    bracket_losses, intended, Joiner, KernelWake, StageRecorder, WakeTracker,
-};
+use rtscope_core::trace::stages::{intended, Joiner, KernelWake, StageRecorder, WakeTracker};
 use rtscope_core::trace::{Decoder, Event, Instance, Kind, TraceConfig};
 
 use super::cyclic::CyclicOptions;
@@ -249,7 +247,7 @@ impl Tracer {
         let mut fresh = std::mem::take(&mut self.fresh);
         fresh.clear();
         self.inst.read(|e| fresh.push(*e));
-        bracket_losses(&mut fresh, self.taken_until);
+        self.tracker.losses(&fresh, self.taken_until);
         batch.append(&mut fresh);
         self.fresh = fresh;
         self.taken_until = self.taken_until.max(until.min(u64::MAX - 1));
