@@ -897,6 +897,14 @@ mod tests {
             t.event(e);
         }
         assert_eq!((t.take().len(), t.lost), (2, 0));
+        // A loss marked at the last read itself opens no window, even
+        // inside a wait.
+        let mut t = WakeTracker::new(&[42]);
+        t.losses(&[ev(1_005_000, 0, -1, Kind::Lost)], 1_005_000);
+        for e in wake_events(42, 1_000_000, true) {
+            t.event(&e);
+        }
+        assert_eq!((t.take().len(), t.lost), (1, 0));
         // Windows no wait in progress can meet any more are forgotten.
         let mut t = WakeTracker::new(&[42]);
         t.losses(&[ev(2_000, 0, -1, Kind::Lost)], 1_000);
