@@ -907,4 +907,87 @@ mod tests {
         assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_USAGE);
         assert!(known_names().starts_with("min, max, avg, mean, stddev, p50"));
     }
+
+    // Tests written against the mutants cargo-mutants left (docs/testing.md).
+
+    #[test]
+    fn zero_is_shown_without_a_sign() {
+        assert_eq!(show(0.0, true), "0ns");
+        assert_eq!(show(2_500_000.0, true), "2.5ms");
+        assert_eq!(show(0.0, false), "0");
+    }
+
+    #[test]
+    fn only_fail_above_with_a_threshold_prints_its_own_line() {
+        let mut d = doc();
+        // --fail-above on a document without its threshold record (a
+        // stored result gated anew): the gate's own line.
+        let g = vec![Gate::fail_above(200_000)];
+        let r = evaluate(&g, &d);
+        assert_eq!(
+            fail_lines(&g, &r, &d),
+            ["fail: all: max 300us > 200us (gate --fail-above 200us)"]
+        );
+        // A --fail-if gate on a document with one: its own line as well.
+        d.threshold = Some(rtscope_core::result::Threshold {
+            fail_above_ns: 200_000,
+            exceeded: true,
+            samples_above: 5,
+        });
+        let g = parse_gates("all:max>250us").unwrap();
+        let r = evaluate(&g, &d);
+        assert_eq!(
+            fail_lines(&g, &r, &d),
+            ["fail: all: max 300us > 250us (gate all:max>250us)"]
+        );
+    }
+
+    #[test]
+    fn xml_keeps_what_it_can_hold() {
+        // Space is the first character XML text holds as it is; below it,
+        // only tab, line feed and carriage return; U+FFFE and U+FFFF never.
+        assert_eq!(xml("a b\t\n\r"), "a b\t\n\r");
+        assert_eq!(
+            xml("\u{0}\u{1f}\u{FFFE}\u{FFFF}\u{FFFD}é"),
+            "\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}é"
+        );
+    }
+
+    #[test]
+    fn junit_suites_carry_their_run() {
+        let mut d = doc();
+        d.duration_ns = 2_500_000_000;
+        d.started_at = "2026-11-26T05:00:00Z".into();
+        d.system.hostname = Some("h<1>".into());
+        d.system.kernel_release = "6.18.0-rt".into();
+        let g = parse_gates("p99>50us").unwrap();
+        let r = evaluate(&g, &d);
+        let x = junit(&r, &d);
+        assert!(
+            x.contains(
+                "<testsuites name=\"rtscope\" tests=\"3\" failures=\"2\" errors=\"0\" time=\"2.500\">\n  \
+                 <testsuite name=\"rtscope cyclic\" tests=\"3\" failures=\"2\" errors=\"0\" skipped=\"0\" \
+                 time=\"2.500\" timestamp=\"2026-11-26T05:00:00Z\" hostname=\"h&lt;1&gt;\">\n"
+            ),
+            "{x}"
+        );
+        assert!(
+            x.contains("<property name=\"kernel\" value=\"6.18.0-rt\"/>"),
+            "{x}"
+        );
+        assert!(
+            x.contains(
+                "<testcase classname=\"rtscope.cyclic\" name=\"thread 0: p99&gt;50us\" time=\"0\">"
+            ),
+            "{x}"
+        );
+        // A check without a value says so.
+        let g = parse_gates("samples_above>0").unwrap();
+        let r = evaluate(&g, &d);
+        let x = junit(&r, &d);
+        assert!(
+            x.contains("measured: not recorded\nlimit: fail if samples_above &gt; 0\n"),
+            "{x}"
+        );
+    }
 }

@@ -422,4 +422,127 @@ mod tests {
         assert!(!section(&d, &[]).contains("wcount"));
         assert!(section(&d, &["w1".into()]).contains("<p class=\"wcount\">1 warning:</p>"));
     }
+
+    // Tests written against the mutants cargo-mutants left (docs/testing.md).
+
+    #[test]
+    fn a_thin_quantile_says_why() {
+        let lat: Vec<i64> = (0..500).map(|_| 20_000).collect();
+        let f = figures(&doc(vec![series("all", &lat, None)]));
+        // 500 samples: 5 above p99, 0.5 above p99.9.
+        for q in ["p99", "p99.9"] {
+            let x = get(&f, q);
+            assert_eq!(
+                (x.value.as_str(), x.note.as_str(), x.class),
+                ("≈20.0 µs", "≈: under 10 samples above it", "thin")
+            );
+        }
+        let unknown = {
+            let mut s = series("all", &lat, None);
+            s.stats.unknown.percentiles = true;
+            s
+        };
+        let f = figures(&doc(vec![unknown]));
+        let x = get(&f, "p99");
+        assert_eq!(
+            (x.value.as_str(), x.note.as_str(), x.class),
+            ("–", "not measured", "")
+        );
+    }
+
+    #[test]
+    fn units_change_at_10_ms_and_10_s() {
+        assert_eq!(with_unit(1e7), "10.00 ms");
+        assert_eq!(with_unit(9_999_999.0), "10000.0 µs");
+        assert_eq!(with_unit(1e10), "10.00 s");
+        assert_eq!(with_unit(9_999_990_000.0), "9999.99 ms");
+    }
+
+    #[test]
+    fn missed_periods_as_a_share() {
+        let lat: Vec<i64> = (0..1999).map(|_| 20_000).collect();
+        // 1 missed of 2000 periods: 0.05 %.
+        let f = figures(&doc(vec![series("all", &lat, Some(10))]));
+        let m = get(&f, "missed periods");
+        assert_eq!((m.value.as_str(), m.note.as_str()), ("1 of 2000", "0.05 %"));
+        let f = figures(&doc(vec![series("all", &lat, None)]));
+        assert_eq!(get(&f, "missed periods").note, "0.00 %");
+    }
+
+    #[test]
+    fn a_break_is_a_figure() {
+        let lat: Vec<i64> = (0..100).map(|_| 20_000).collect();
+        let mut d = doc(vec![series("all", &lat, None)]);
+        d.break_event = Some(rtscope_core::result::BreakEvent {
+            threshold_ns: 100_000,
+            series: "thread 1".into(),
+            seq: 41,
+            t_ns: 0,
+            latency_ns: 123_400,
+        });
+        let f = figures(&d);
+        assert_eq!(
+            f[0],
+            Figure {
+                label: "stopped by --break-above".into(),
+                value: "123.4 µs".into(),
+                note: "thread 1 sample 41".into(),
+                class: "bad",
+            }
+        );
+    }
+
+    #[test]
+    fn an_empty_series_is_never_the_worst() {
+        let lat: Vec<i64> = (0..100).map(|_| 20_000).collect();
+        let low: Vec<i64> = (0..100).map(|_| 5_000).collect();
+        // A series without samples and one with a lower maximum ahead of
+        // the one with the maximum.
+        let empty = series("idle", &[], None);
+        let f = figures(&doc(vec![
+            empty,
+            series("quiet", &low, None),
+            series("busy", &lat, None),
+        ]));
+        assert_eq!(get(&f, "worst max").note, "busy");
+        assert_eq!(get(&f, "worst max").value, "20.0 µs");
+    }
+
+    #[test]
+    fn a_timer_sweep_counts_cells_and_wakes() {
+        let cell = |wakes: u64| {
+            let mut s = Series::default();
+            let c = crate::output::timer::TimerCell {
+                api: "nanosleep".into(),
+                compensation: "none".into(),
+                wakes,
+                ..Default::default()
+            };
+            s.attributes
+                .insert("timer".into(), serde_json::to_value(c).unwrap());
+            s
+        };
+        let f = figures(&doc(vec![cell(300), cell(200), cell(500)]));
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert_eq!((f[0].label.as_str(), f[0].value.as_str()), ("cells", "3"));
+        assert_eq!(
+            (f[1].label.as_str(), f[1].value.as_str()),
+            ("wakes", "1000")
+        );
+    }
+
+    #[test]
+    fn the_section_shows_each_figure() {
+        let lat: Vec<i64> = (0..100).map(|_| 20_000).collect();
+        let mut d = doc(vec![series("all", &lat, None)]);
+        d.threshold = Some(rtscope_core::result::Threshold {
+            fail_above_ns: 50_000,
+            exceeded: true,
+            samples_above: 3,
+        });
+        let h = section(&d, &["a <b>".into()]);
+        assert!(h.starts_with("<section class=\"answer\">\n<div class=\"figures\">\n<div class=\"fig bad\"><div class=\"flabel\">--fail-above 50.0 µs</div><div class=\"fvalue\">FAILED</div><div class=\"fnote\">3 samples above</div></div>\n"), "{h}");
+        assert!(h.contains("<div class=\"fig \"><div class=\"flabel\">worst max</div><div class=\"fvalue\">20.0 µs</div>"), "{h}");
+        assert!(h.ends_with("</div>\n<p class=\"wcount\">1 warning:</p>\n<ul class=\"warnings\">\n<li>a &lt;b&gt;</li>\n</ul>\n</section>\n"), "{h}");
+    }
 }

@@ -49,3 +49,55 @@ pub const UNKNOWN: &str = "–";
 pub fn thin_tail(count: u64, q: f64) -> bool {
     (count as f64) * (1.0 - q) < 10.0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_are_listed_escaped() {
+        assert_eq!(warnings_list(&[]), "");
+        assert_eq!(
+            warnings_list(&["a & b".into(), "<c>".into()]),
+            "<ul class=\"warnings\">\n<li>a &amp; b</li>\n<li>&lt;c&gt;</li>\n</ul>\n"
+        );
+    }
+
+    #[test]
+    fn values_in_their_unit() {
+        let unit = |div, name| Unit { div, name };
+        // ns: one decimal below 100 (either sign), none from 100.
+        assert_eq!(in_unit(99.9, unit(1.0, "ns")), "99.9");
+        assert_eq!(in_unit(-99.9, unit(1.0, "ns")), "-99.9");
+        assert_eq!(in_unit(100.0, unit(1.0, "ns")), "100");
+        assert_eq!(in_unit(-250.0, unit(1.0, "ns")), "-250");
+        assert_eq!(in_unit(12_345.0, unit(1e3, "µs")), "12.3");
+        assert_eq!(in_unit(12_345_678.0, unit(1e6, "ms")), "12.346");
+        assert_eq!(in_unit(2.5e9, unit(1e9, "s")), "2.500");
+    }
+
+    #[test]
+    fn percentiles_need_a_histogram() {
+        let mut s = Series::default();
+        s.stats.count = 10;
+        assert!(!has_percentiles(&s), "no histogram");
+        s.histogram.buckets = vec![[1_000, 10]];
+        assert!(has_percentiles(&s));
+        s.stats.unknown.percentiles = true;
+        assert!(!has_percentiles(&s), "not measured");
+        s.stats.unknown.percentiles = false;
+        s.stats.count = 0;
+        assert!(!has_percentiles(&s), "no samples");
+    }
+
+    #[test]
+    fn a_thin_tail_has_under_10_samples_above() {
+        // Exactly 10 above the median of 20: not thin; 9.5 of 19: thin.
+        assert!(!thin_tail(20, 0.5));
+        assert!(thin_tail(19, 0.5));
+        // p99.99 of 5,000 samples: 0.5 above it.
+        assert!(thin_tail(5_000, 0.9999));
+        assert!(!thin_tail(100_000, 0.99));
+        assert!(thin_tail(0, 0.5));
+    }
+}

@@ -975,6 +975,34 @@ mod tests {
         }
     }
 
+    /// `rtscope compare` hands its options to the comparison: the tail
+    /// threshold and the smallest change that counts reach the page.
+    #[test]
+    fn run_passes_its_settings_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<PathBuf> = [("a", 15_000), ("b", 12_000)]
+            .iter()
+            .map(|(name, base)| {
+                let p = dir.path().join(format!("{name}.json"));
+                std::fs::write(&p, run_of(name, *base, 0).doc.to_json()).unwrap();
+                p
+            })
+            .collect();
+        let page = dir.path().join("c.html");
+        let code = run(CompareOptions {
+            files,
+            html: Some(page.clone()),
+            min_effect: 0.2,
+            tail_threshold: Some(16_000),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(code, EXIT_OK);
+        let h = std::fs::read_to_string(&page).unwrap();
+        assert!(h.contains("above 16us (--tail-threshold)</h4>"), "{h}");
+        assert!(h.contains("lies above +20% (below -20%"), "{h}");
+    }
+
     fn without_corrected(mut r: Run) -> Run {
         for s in &mut r.doc.series {
             s.corrected = None;

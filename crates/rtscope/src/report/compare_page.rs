@@ -531,6 +531,8 @@ mod tests {
         assert!(b.contains("<p class=\"verdict worse\"><span class=\"vlabel\">all:</span> b is worse than a at p50"), "{b}");
         assert!(b.contains("the runs differ in loads"), "{b}");
         assert!(!b.contains("No series to compare."), "{b}");
+        let page = html_page(std::slice::from_ref(&c));
+        assert!(page.contains("<h2>Series</h2>"), "{page}");
         let c = super::super::compare::build_with(
             "p1ms/cpu.json".into(),
             runs,
@@ -544,6 +546,9 @@ mod tests {
             "{b}"
         );
         let page = html_page(&[c]);
+        // A matrix cell's series under the cell's name.
+        assert!(page.contains("<h2>p1ms/cpu.json</h2>"), "{page}");
+        assert!(!page.contains("<h2>Series</h2>"), "{page}");
         let v = page.find("<p class=\"verdict").unwrap();
         assert!(v < page.find("What differs between the runs").unwrap());
         assert!(
@@ -570,6 +575,40 @@ mod tests {
         );
         insta::assert_snapshot!(svg.replace("/>", "/>\n"));
         assert_eq!(effects_svg("all", &c.runs[..1], &[]), "");
+    }
+
+    /// The runs, one row each, named in their colour.
+    #[test]
+    fn runs_table_names_each_run_in_its_colour() {
+        let runs: Vec<Run> = ["a", "b"]
+            .iter()
+            .map(|name| {
+                let mut r = run(name, "6.1", "none", &[]);
+                r.path = format!("{name}.json").into();
+                r.doc.started_at = "2026-11-26T06:00:00Z".into();
+                r.doc.duration_ns = 3_000_000_000;
+                r.doc.command_line = vec!["rtscope".into(), "cyclic".into(), "-q".into()];
+                r
+            })
+            .collect();
+        let row = |i: usize, name: &str| {
+            format!(
+                "<tr><td class=\"l\" style=\"color:{}\">{name}</td><td class=\"l\">{name}.json</td>\
+                 <td class=\"l\">cyclic</td><td class=\"l\">2026-11-26T06:00:00Z</td><td class=\"l\">3s</td>\
+                 <td class=\"l\">rtscope cyclic -q</td></tr>\n",
+                color(i)
+            )
+        };
+        assert_eq!(
+            runs_table(&runs),
+            format!(
+                "<h3>Runs</h3>\n<table class=\"runs\">\n<tr><th class=\"l\">run</th><th class=\"l\">file</th>\
+                 <th class=\"l\">experiment</th><th class=\"l\">started</th><th class=\"l\">duration</th>\
+                 <th class=\"l\">command line</th></tr>\n{}{}</table>\n",
+                row(0, "a"),
+                row(1, "b")
+            )
+        );
     }
 
     /// Warnings every run has are said once; the others under their run.

@@ -77,7 +77,12 @@ pub fn asked_achieved(l: &LoadReport) -> (String, String, String) {
             .iter()
             .map(|r| r.counters.get("packets_sent").copied().unwrap_or(0) as f64 / on_s.max(1e-9))
             .collect();
-        let mean = rates.iter().sum::<f64>() / rates.len().max(1) as f64;
+        // No instance reports: 0 (an empty f64 sum is -0.0, shown "-0").
+        let mean = if rates.is_empty() {
+            0.0
+        } else {
+            rates.iter().sum::<f64>() / rates.len() as f64
+        };
         let low = rates.iter().copied().fold(f64::INFINITY, f64::min);
         let short = if low.is_finite() {
             100.0 - 100.0 * low / rate as f64
@@ -332,5 +337,81 @@ mod tests {
         let t = table(&[load("cpu:30", "cpu", Some(30), &[28.0])]);
         assert!(t.contains("<td>2.0 points, within tolerance</td>"), "{t}");
         assert_eq!(table(&[]), "");
+    }
+
+    // Tests written against the mutants cargo-mutants left (docs/testing.md).
+
+    /// Nothing measured of a load: all of what it asked is short.
+    #[test]
+    fn a_load_without_figures_falls_short_by_all_it_asked() {
+        let (_, _, c) = asked_achieved(&load("cpu:30", "cpu", Some(30), &[]));
+        assert_eq!(c, "30.0 points");
+        let mut l = load("net,rate=500", "net", None, &[]);
+        l.achieved_cpu_percent_mean = 0.0;
+        let (a, b, c) = asked_achieved(&l);
+        assert_eq!(a, "500 packets/s per instance");
+        // Not "-0 packets/s" (the sum of no rates is -0.0).
+        assert_eq!(b, "0 packets/s, 0.0 % CPU");
+        assert_eq!(c, "100.0 %");
+    }
+
+    #[test]
+    fn rows_show_work_rates_errors_and_instances() {
+        let mut l = load("cpu:30", "cpu", Some(30), &[29.5]);
+        l.lifetime_s = 4.0;
+        l.counters = [("ops".to_string(), 20_000u64)].into_iter().collect();
+        l.errors = vec!["worker 0 exited 1".into(), "no CPU 7".into()];
+        l.instance_reports = vec![rtscope_core::result::InstanceReport {
+            index: 3,
+            cpus: vec![2, 3],
+            cpu_percent: 29.54,
+            exit: "exited 1".into(),
+            counters: [("ops".to_string(), 20_000u64)].into_iter().collect(),
+            ..Default::default()
+        }];
+        let t = table(&[l]);
+        assert!(
+            t.starts_with("<h3>Loads</h3>\n<p class=\"sub\">CPU shares over 3.0 s (the on-time of a scheduled load), work over 4.0 s.</p>"),
+            "{t}"
+        );
+        // A load with errors is highlighted like one that fell short, and
+        // its errors are said below the table.
+        let row = t
+            .lines()
+            .find(|l| l.starts_with("<tr class=\"short\">"))
+            .unwrap_or_else(|| panic!("{t}"));
+        assert!(
+            row.contains("<td class=\"l\">ops 20.0k (5000/s)</td>"),
+            "{row}"
+        );
+        assert!(
+            row.contains(
+                "<td title=\"load cpu:30 failed: worker 0 exited 1; no CPU 7\">0.5 points, within tolerance</td>"
+            ),
+            "{row}"
+        );
+        assert!(
+            t.contains("<p class=\"sub\">cpu:30 failed: worker 0 exited 1; no CPU 7</p>"),
+            "{t}"
+        );
+        assert!(!t.contains("Highlighted"), "{t}");
+        assert!(
+            t.contains("<tr><td class=\"l\">cpu:30</td><td>3</td><td class=\"l\">2-3</td><td>29.5 %</td><td class=\"l\">ops 20.0k</td><td class=\"l\">exited 1</td></tr>"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn a_net_shortfall_within_tolerance_says_so() {
+        let mut l = load("net,rate=1000", "net", None, &[5.0]);
+        l.lifetime_s = 2.0;
+        l.instance_reports = vec![rtscope_core::result::InstanceReport {
+            counters: [("packets_sent".to_string(), 1900u64)]
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        }];
+        let t = table(&[l]);
+        assert!(t.contains("<td>5.0 %, within tolerance</td>"), "{t}");
     }
 }

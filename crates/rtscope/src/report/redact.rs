@@ -232,4 +232,75 @@ mod tests {
         assert_eq!(r.system.hostname, None);
         assert_eq!(r.system.cmdline, None);
     }
+
+    // Tests written against the mutants cargo-mutants left (docs/testing.md).
+
+    #[test]
+    fn paths_lose_the_user_name_only() {
+        assert_eq!(
+            path_text("/home/alice/runs/box7.json"),
+            "/home/(user)/runs/box7.json"
+        );
+        assert_eq!(path_text("runs/a.json"), "runs/a.json");
+    }
+
+    #[test]
+    fn whole_words_only() {
+        // Back to back: neither is a word of its own.
+        assert_eq!(redact_text("vmvm", Some("vm")), "vmvm");
+        assert_eq!(redact_text("a-vmvm vm", Some("vm")), "a-vmvm (host)");
+        assert_eq!(
+            redact_text("vm_x x_vm vm.x", Some("vm")),
+            "vm_x x_vm (host).x"
+        );
+    }
+
+    #[test]
+    fn home_directories_end_at_a_slash_space_or_quote() {
+        assert_eq!(
+            redact_text("'/home/dave' \"/Users/eve\" /home/fay x", None),
+            "'/home/(user)' \"/Users/(user)\" /home/(user) x"
+        );
+        // No name between the slashes: nothing to hide.
+        assert_eq!(redact_text("/home//x", None), "/home//x");
+    }
+
+    #[test]
+    fn addresses_at_their_edges() {
+        for (text, want) in [
+            ("10.0.0.100", "(address)"),
+            ("10.0.0.255", "(address)"),
+            ("at 10.0.0.1:65535", "at (address)"),
+            ("fe80::1:2", "(address)"),
+            // Not addresses: a part over 255 or of four digits, IPv6 with
+            // two colons (as a time has), a port over 65535, a token
+            // inside a word.
+            ("10.0.0.256", "10.0.0.256"),
+            ("fe80::1", "fe80::1"),
+            ("0001.2.3.4", "0001.2.3.4"),
+            ("10.0.0.1:65536", "10.0.0.1:65536"),
+            ("a10.0.0.1", "a10.0.0.1"),
+            ("x10.0.0.1", "x10.0.0.1"),
+            ("(.10.0.0.1)", "(.10.0.0.1)"),
+            ("10.0.0.1z", "10.0.0.1z"),
+        ] {
+            assert_eq!(redact_text(text, None), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn redacting_twice_changes_nothing_more() {
+        let mut d =
+            ResultDocument::new("cyclic", serde_json::json!({}), Default::default(), vec![]);
+        d.system.hostname = Some("box".into());
+        d.warnings = vec!["box: 10.0.0.1".into()];
+        let once = document(&d);
+        assert_eq!(once.warnings, ["(host): (address)"]);
+        assert_eq!(document(&once), once);
+        assert_eq!(once.system.hostname.as_deref(), Some(REDACTED));
+        // An empty host name is no name to look for.
+        d.system.hostname = Some(String::new());
+        let r = document(&d);
+        assert_eq!(r.warnings, ["box: (address)"]);
+    }
 }

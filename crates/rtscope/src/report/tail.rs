@@ -1076,4 +1076,307 @@ mod tests {
         };
         assert_eq!(run_line(&r), "b: 12 above in 3.0s = 14400/h [7441, 25155]");
     }
+
+    // Tests written against the mutants cargo-mutants left (docs/testing.md).
+    // Reference values: mpmath (40 digits) by bisection on its regularized
+    // incomplete beta and gamma functions, independent of the code above.
+
+    #[test]
+    #[should_panic(expected = "binomial_interval(3, 2)")]
+    fn binomial_interval_refuses_more_successes_than_trials() {
+        let _ = binomial_interval(3, 2, ALPHA);
+    }
+
+    #[test]
+    #[should_panic(expected = "binomial_interval(0, 0)")]
+    fn binomial_interval_refuses_no_trials() {
+        let _ = binomial_interval(0, 0, ALPHA);
+    }
+
+    #[test]
+    fn rate_ratios_scale_with_the_exposures() {
+        // 5 events in 2 h against 40 in 0.5 h: the Clopper-Pearson interval
+        // of 40/45 as odds ([3.157385, 25.971145]) times ta / tb = 4.
+        let (lo, hi) = rate_ratio_interval(5, 2.0, 40, 0.5).unwrap();
+        assert!(close(lo, 12.629_541, 1e-6), "{lo}");
+        assert!(close(hi, 103.884_579, 1e-6), "{hi}");
+        // None in the baseline: the lower end is the odds of 30/30's lower
+        // bound (0.884297), the upper end unbounded.
+        let (lo, hi) = rate_ratio_interval(0, 1.0, 30, 1.0).unwrap();
+        assert!(close(lo, 7.642_795, 1e-6), "{lo}");
+        assert_eq!(hi, f64::INFINITY);
+        // No exposure on the run's side either: no interval.
+        assert_eq!(rate_ratio_interval(3, 1.0, 3, 0.0), None);
+    }
+
+    #[test]
+    fn blocks_with_only_empty_buckets_are_left_out() {
+        let (low100, _) = bucket_range(100);
+        let blocks: Vec<Block> = vec![vec![(100, 0)], vec![(40, 0), (100, 4)]];
+        assert_eq!(block_exceedances(&blocks, low100 - 1), vec![4]);
+    }
+
+    #[test]
+    fn block_lengths_are_capped_at_an_eighth_of_the_series() {
+        // A step (32 zeros, then 32 fives): autocorrelated at every lag,
+        // Politis & White ask for long blocks; 64 blocks allow at most 8.
+        let step: Vec<u64> = (0..64).map(|i| if i < 32 { 0 } else { 5 }).collect();
+        let f: Vec<f64> = step.iter().map(|&v| v as f64).collect();
+        assert!(politis_white(&f) > 8.5, "{}", politis_white(&f));
+        assert_eq!(boot_block_length(&step), 64 / MIN_BOOT_BLOCKS);
+        // The bootstrap then draws 8 blocks of 8 from each side.
+        let bi = bootstrap_ratio(&step, &step, 40, 1).unwrap();
+        assert_eq!((bi.blocks, bi.block_len), ((8, 8), (8, 8)));
+        // A constant series has no autocorrelation to speak of: 1.
+        assert_eq!(boot_block_length(&[3; 64]), 1);
+    }
+
+    #[test]
+    fn a_resample_draws_whole_blocks_around_the_circle() {
+        let mut rng = Rng::new(7);
+        // 10 blocks in blocks of 3: 3 draws, 9 blocks; of a constant 2, 18.
+        assert_eq!(resample_sum(&[2; 10], 3, &mut rng), (18, 9));
+        // One block as long as the series covers it whole from any start
+        // (around the end and on from the beginning): its sum, every time.
+        let x = [1, 2, 4, 8];
+        for _ in 0..40 {
+            assert_eq!(resample_sum(&x, 4, &mut rng), (15, 4));
+        }
+    }
+
+    #[test]
+    fn bootstrap_quantiles_of_a_known_distribution() {
+        // The baseline: 9 blocks of one exceedance each (rate 1 in every
+        // resample). The run: 8 blocks, every other one with one. Both give
+        // blocks of length 1 (at most 9/8 and 8/8 blocks), so a resample's
+        // rate is X/8 with X ~ Binomial(8, 1/2): P(X <= 0) = 0.0039,
+        // P(X <= 1) = 0.0352, P(X <= 6) = 0.9648, P(X <= 7) = 0.9961. Its
+        // 2.5 % and 97.5 % quantiles are X = 1 and X = 7 (the 5 % and 95 %,
+        // X = 2 and 6); with 20 000 resamples the empirical ones are those
+        // by more than 7 standard errors.
+        let a = [1u64; 9];
+        let b = [1u64, 0, 1, 0, 1, 0, 1, 0];
+        let bi = bootstrap_ratio(&a, &b, 20_000, 3).unwrap();
+        assert_eq!((bi.lo, bi.hi), (0.125, 0.875), "{bi:?}");
+        assert_eq!(bi.blocks, (9, 8));
+        assert_eq!(bi.block_len, (1, 1));
+        // Exactly 8 blocks a side and 40 resamples are enough.
+        assert!(bootstrap_ratio(&b, &a, 2000, 3).is_some());
+        assert!(bootstrap_ratio(&a, &b, 40, 3).is_some());
+        assert_eq!(bootstrap_ratio(&a, &b, 39, 3), None);
+        // Neither run above the threshold: no information, a ratio of 1.
+        let z = bootstrap_ratio(&[0; 9], &[0; 9], 100, 3).unwrap();
+        assert_eq!((z.lo, z.hi), (1.0, 1.0));
+        // Only the run above it: unbounded.
+        let z = bootstrap_ratio(&[0; 9], &[1; 9], 100, 3).unwrap();
+        assert_eq!((z.lo, z.hi), (f64::INFINITY, f64::INFINITY));
+    }
+
+    #[test]
+    fn a_rate_is_per_hour() {
+        let r = TailRun {
+            name: "a".into(),
+            exceedances: 6,
+            hours: 0.5,
+            count: 100,
+            interval: (0.0, 0.0),
+        };
+        assert_eq!(r.rate(), 12.0);
+    }
+
+    #[test]
+    fn no_rate_of_values_without_values() {
+        let a = Series::default();
+        let n = need_p999(&[a.clone(), a], &[1_000_000_000, 1_000_000_000]);
+        assert_eq!(n.secs, None);
+        assert_eq!(n.have, 0);
+    }
+
+    #[test]
+    fn runs_without_measuring_time_get_no_ratio() {
+        let a = series(vec![[10_000, 1000], [200_000, 5]], 10_000);
+        let b = series(vec![[10_000, 1000], [200_000, 50]], 10_000);
+        let names = vec!["a".to_string(), "b".to_string()];
+        let hour = 3_600_000_000_000u64;
+        let st = Settings::default();
+        // A baseline of no measuring time: an unbounded rate interval, no
+        // ratio, no exact interval, no call.
+        let t = compare(&names, &[a.clone(), b.clone()], &[0, hour], &st).unwrap();
+        assert_eq!(t.runs[0].interval, (0.0, f64::INFINITY));
+        assert_eq!(t.verdicts[0].ratio, None);
+        assert_eq!(t.verdicts[0].exact, None);
+        assert_eq!(t.verdicts[0].call, TailCall::CantTell);
+        let t = compare(&names, &[a.clone(), b.clone()], &[hour, 0], &st).unwrap();
+        assert_eq!(t.verdicts[0].ratio, None);
+        assert_eq!(t.runs[1].interval, (0.0, f64::INFINITY));
+        // Half an hour: the Garwood interval of 5 ([1.623486, 11.668332])
+        // per hour is twice as high.
+        let t = compare(&names, &[a.clone(), b.clone()], &[hour / 2, hour], &st).unwrap();
+        let (lo, hi) = t.runs[0].interval;
+        assert!(
+            close(lo, 3.246_972, 1e-6) && close(hi, 23.336_664, 1e-6),
+            "{lo} {hi}"
+        );
+        assert_eq!(t.runs[0].rate(), 10.0);
+        // A baseline without exceedances: no ratio, an exact interval with
+        // no upper end, and worse (50 against 0 in the same time).
+        let none = series(vec![[10_000, 1000]], 10_000);
+        let t = compare(&names, &[none, b], &[hour, hour], &st).unwrap();
+        assert_eq!(t.verdicts[0].ratio, None);
+        assert_eq!(t.verdicts[0].exact.unwrap().1, f64::INFINITY);
+        assert_eq!(t.verdicts[0].call, TailCall::Worse);
+    }
+
+    /// A repeated run's series: two repetitions, `above` exceedances of
+    /// 100 us (at 500 us) spread over 200 blocks by `per_block`.
+    fn repeated(per_block: impl Fn(usize) -> u64, blocks: bool) -> Series {
+        let low = blocks::bucket_of(1_000);
+        let high = blocks::bucket_of(500_000);
+        let counts: Vec<u64> = (0..200).map(per_block).collect();
+        let above: u64 = counts.iter().sum();
+        let mut s = series(vec![[1_000, 200_000], [500_000, above]], 10_000);
+        s.repetitions = vec![Series::default(), Series::default()];
+        if blocks {
+            let mut h = rtscope_core::result::BlockHistograms::default();
+            h.block_ns = blocks::DEFAULT_BLOCK_NS;
+            h.sub_buckets = blocks::BLOCK_SUB_BUCKETS;
+            h.blocks = counts
+                .iter()
+                .map(|&n| blocks::encode(&vec![(low, 1000), (high, n)]))
+                .collect();
+            s.blocks = Some(h);
+        }
+        s
+    }
+
+    #[test]
+    fn repeated_runs_are_called_only_where_the_bootstrap_agrees() {
+        let names = vec!["a".to_string(), "b".to_string()];
+        let hour = 3_600_000_000_000u64;
+        let st = Settings {
+            // 100 us and 1 ns: it also seeds the bootstrap (below).
+            tail_threshold_ns: Some(100_001),
+            ..Settings::default()
+        };
+        // Spread evenly: 50 against 100 exceedances, worse by both tests.
+        let a = repeated(|i| u64::from(i % 4 == 0), true);
+        let b = repeated(|i| u64::from(i % 2 == 0), true);
+        let t = compare(&names, &[a.clone(), b.clone()], &[hour, hour], &st).unwrap();
+        let v = &t.verdicts[0];
+        let (lo, _) = v.exact.unwrap();
+        assert!(lo > 1.05, "{v:?}");
+        let boot = v.boot.as_ref().expect("both repeated, with blocks");
+        assert!(boot.lo > 1.05, "{boot:?}");
+        assert_eq!(v.call, TailCall::Worse);
+        // The interval is the bootstrap of those blocks' exceedances,
+        // seeded by the settings, the threshold and the run's index.
+        let xa: Vec<u64> = (0..200).map(|i| u64::from(i % 4 == 0)).collect();
+        let xb: Vec<u64> = (0..200).map(|i| u64::from(i % 2 == 0)).collect();
+        assert_eq!(
+            Some(boot.clone()),
+            bootstrap_ratio(&xa, &xb, st.resamples, st.seed ^ 100_001 ^ 1)
+        );
+        // The same totals in two bursts of each: exact says worse, the
+        // bootstrap (a resample misses both bursts of a run in 13 % of its
+        // draws) can't tell, so neither is called.
+        let a = repeated(|i| if i % 100 == 0 { 25 } else { 0 }, true);
+        let b = repeated(|i| if i % 100 == 0 { 50 } else { 0 }, true);
+        let t = compare(&names, &[a, b], &[hour, hour], &st).unwrap();
+        let v = &t.verdicts[0];
+        assert_eq!(
+            call(v.exact.unwrap().0, v.exact.unwrap().1, 0.05),
+            TailCall::Worse
+        );
+        assert!(v.boot.is_some());
+        assert_eq!(v.call, TailCall::CantTell, "{v:?}");
+        // Blocks without repetitions (or repetitions without blocks): no
+        // bootstrap.
+        let mut a = repeated(|i| u64::from(i % 4 == 0), true);
+        a.repetitions.truncate(1);
+        let b = repeated(|i| u64::from(i % 2 == 0), true);
+        let t = compare(&names, &[a, b.clone()], &[hour, hour], &st).unwrap();
+        assert!(t.verdicts[0].boot.is_none());
+        let a = repeated(|i| u64::from(i % 4 == 0), false);
+        let t = compare(&names, &[b.clone(), a], &[hour, hour], &st).unwrap();
+        assert!(t.verdicts[0].boot.is_none());
+    }
+
+    #[test]
+    fn more_texts() {
+        // Units change at 2 min and 2 h.
+        assert_eq!(hours_text(119.0 / 3600.0), "119.0s");
+        assert_eq!(hours_text(120.0 / 3600.0), "2min");
+        assert_eq!(hours_text(7199.0 / 3600.0), "120min");
+        assert_eq!(hours_text(2.0), "2.0h");
+        // Ratios: whole from 10x, two decimals from 0.1x.
+        assert_eq!(ratio_text(10.0), "10x");
+        assert_eq!(ratio_text(9.99), "9.99x");
+        assert_eq!(ratio_text(0.1), "0.10x");
+        assert_eq!(ratio_text(0.099), "0.099x");
+        assert_eq!(rate_text(999.4), "999");
+        assert_eq!(rate_text(1.0), "1.00");
+        let v = TailVerdict {
+            ratio: None,
+            exact: Some((0.01, 0.5)),
+            boot: Some(BootInterval {
+                lo: 0.02,
+                hi: 0.75,
+                blocks: (25, 40),
+                block_len: (8, 5),
+            }),
+            call: TailCall::Better,
+        };
+        assert_eq!(
+            verdict_line(&v, "b", "a"),
+            "b is better in the tail than a: rate ratio ∞ [0.010x, 0.50x] (exact conditional test); \
+             block bootstrap [0.020x, 0.75x] (25 and 40 blocks)"
+        );
+        let need = Need {
+            per_run: 10_000,
+            per_repetition: true,
+            have: 10_000,
+            secs: None,
+        };
+        assert_eq!(
+            need_line(&need),
+            "p99.9 needs 10 values beyond it in each repetition: 10000 values; the shortest here has 10000 (enough)"
+        );
+        let t = TailComparison {
+            threshold_ns: 150_000,
+            from_baseline: false,
+            runs: vec![
+                TailRun {
+                    name: "a".into(),
+                    exceedances: 0,
+                    hours: 0.5,
+                    count: 10,
+                    interval: (0.0, 7.4),
+                },
+                TailRun {
+                    name: "b\x1b".into(),
+                    exceedances: 1,
+                    hours: 0.5,
+                    count: 10,
+                    interval: (0.05, 11.1),
+                },
+            ],
+            verdicts: vec![TailVerdict {
+                ratio: None,
+                exact: None,
+                boot: None,
+                call: TailCall::CantTell,
+            }],
+            need,
+        };
+        assert_eq!(threshold_text(&t), "150us (--tail-threshold)");
+        let names = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(
+            text(&t, &names),
+            "tail: values above 150us (--tail-threshold), per hour of measuring (95% exact Poisson interval):\n\
+             \x20 a: 0 above in 30min = 0/h [0, 7.40]\n\
+             \x20 b?: 1 above in 30min = 2.00/h [0.0500, 11.1]\n\
+             tail verdict: can't tell b from a in the tail: neither run went above the threshold\n\
+             \x20 p99.9 needs 10 values beyond it in each repetition: 10000 values; the shortest here has 10000 (enough)\n"
+        );
+    }
 }
