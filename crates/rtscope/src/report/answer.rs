@@ -299,6 +299,18 @@ mod tests {
         ResultDocument::new("cyclic", serde_json::json!({}), Default::default(), series)
     }
 
+    /// 100 wake-ups at 20 µs, `--fail-above 50us` failed by 3 samples.
+    fn failed_threshold() -> ResultDocument {
+        let lat: Vec<i64> = (0..100).map(|_| 20_000).collect();
+        let mut d = doc(vec![series("all", &lat, None)]);
+        d.threshold = Some(rtscope_core::result::Threshold {
+            fail_above_ns: 50_000,
+            exceeded: true,
+            samples_above: 3,
+        });
+        d
+    }
+
     fn get<'a>(f: &'a [Figure], label: &str) -> &'a Figure {
         f.iter()
             .find(|x| x.label == label)
@@ -320,6 +332,11 @@ mod tests {
         assert_eq!(with_unit(1_999.0), "1999 ns");
         assert_eq!(with_unit(2_000.0), "2.0 µs");
         assert_eq!(with_unit(35.0), "35.0 ns");
+        // The unit changes at 10 ms and at 10 s.
+        assert_eq!(with_unit(1e7), "10.00 ms");
+        assert_eq!(with_unit(9_999_999.0), "10000.0 µs");
+        assert_eq!(with_unit(1e10), "10.00 s");
+        assert_eq!(with_unit(9_999_990_000.0), "9999.99 ms");
     }
 
     /// The union speaks for the run; the worst max names its thread; the
@@ -401,13 +418,7 @@ mod tests {
     /// The gate leads; a failed one is marked.
     #[test]
     fn the_gate_leads() {
-        let lat: Vec<i64> = (0..100).map(|_| 20_000).collect();
-        let mut d = doc(vec![series("all", &lat, None)]);
-        d.threshold = Some(rtscope_core::result::Threshold {
-            fail_above_ns: 50_000,
-            exceeded: true,
-            samples_above: 3,
-        });
+        let mut d = failed_threshold();
         let f = figures(&d);
         assert_eq!(f[0].label, "--fail-above 50.0 µs");
         assert_eq!((f[0].value.as_str(), f[0].class), ("FAILED", "bad"));
@@ -448,14 +459,6 @@ mod tests {
             (x.value.as_str(), x.note.as_str(), x.class),
             ("–", "not measured", "")
         );
-    }
-
-    #[test]
-    fn units_change_at_10_ms_and_10_s() {
-        assert_eq!(with_unit(1e7), "10.00 ms");
-        assert_eq!(with_unit(9_999_999.0), "10000.0 µs");
-        assert_eq!(with_unit(1e10), "10.00 s");
-        assert_eq!(with_unit(9_999_990_000.0), "9999.99 ms");
     }
 
     #[test]
@@ -533,13 +536,7 @@ mod tests {
 
     #[test]
     fn the_section_shows_each_figure() {
-        let lat: Vec<i64> = (0..100).map(|_| 20_000).collect();
-        let mut d = doc(vec![series("all", &lat, None)]);
-        d.threshold = Some(rtscope_core::result::Threshold {
-            fail_above_ns: 50_000,
-            exceeded: true,
-            samples_above: 3,
-        });
+        let d = failed_threshold();
         let h = section(&d, &["a <b>".into()]);
         assert!(h.starts_with("<section class=\"answer\">\n<div class=\"figures\">\n<div class=\"fig bad\"><div class=\"flabel\">--fail-above 50.0 µs</div><div class=\"fvalue\">FAILED</div><div class=\"fnote\">3 samples above</div></div>\n"), "{h}");
         assert!(h.contains("<div class=\"fig \"><div class=\"flabel\">worst max</div><div class=\"fvalue\">20.0 µs</div>"), "{h}");
