@@ -280,9 +280,7 @@ fn decide(asked: Method, found: Result<(), HwlatError>) -> Result<Decision> {
 /// Runs the experiment from the command line.
 pub fn run(a: &HwlatOptions) -> Result<i32> {
     let plan = plan(a)?;
-    let f = super::repeat::finished(plan.run.outputs.repeat, plan.run.outputs.quiet, || {
-        execute(&plan)
-    })?;
+    let f = super::repeat::finished(&plan.run.outputs, || execute(&plan))?;
     let mut summary = crate::output::hwlat::summary(&f.doc);
     summary.push_str(&super::repeat::note(&f.doc, plan.run.outputs.repeat));
     Ok(run::deliver(&f.doc, &plan.run.outputs, vec![], &summary))

@@ -131,9 +131,7 @@ fn periodic_loop(
 /// Runs the experiment from the command line.
 pub fn run(a: &PeriodOptions) -> Result<i32> {
     let plan = plan(a)?;
-    let f = super::repeat::finished(plan.run.outputs.repeat, plan.run.outputs.quiet, || {
-        execute(&plan)
-    })?;
+    let f = super::repeat::finished(&plan.run.outputs, || execute(&plan))?;
     let mut summary = crate::output::period::report(&f.doc, &f.shown);
     summary.push_str(&super::repeat::note(&f.doc, plan.run.outputs.repeat));
     Ok(run::deliver(&f.doc, &plan.run.outputs, vec![], &summary))

@@ -185,13 +185,13 @@ fn without_ids(v: &serde_json::Value) -> serde_json::Value {
     }
 }
 
-/// `execute` run `n` times (0 or 1: once) and pooled; the warnings shown at
-/// the start of every run, each once.
+/// `execute` run `--repeat` times (`outputs.repeat`; 0 or 1: once) and
+/// pooled; the warnings shown at the start of every run, each once.
 pub fn finished(
-    n: usize,
-    quiet: bool,
+    outputs: &super::run::Outputs,
     mut execute: impl FnMut() -> Result<Finished>,
 ) -> Result<Finished> {
+    let (n, quiet) = (outputs.repeat, outputs.quiet);
     if n <= 1 {
         return execute();
     }

@@ -742,7 +742,7 @@ pub fn run(a: &IpcOptions) -> Result<i32> {
         }
     }
     let mut errors: Vec<String> = Vec::new();
-    let f = super::repeat::finished(plan.run.outputs.repeat, plan.run.outputs.quiet, || {
+    let f = super::repeat::finished(&plan.run.outputs, || {
         let (f, new) = execute(&plan)?;
         for e in new {
             if !errors.contains(&e) {

@@ -578,9 +578,7 @@ fn calibrate_one<W: OneShotWait>(
 /// Runs the experiment from the command line.
 pub fn run(o: &TimerOptions) -> Result<i32> {
     let plan = plan(o)?;
-    let f = super::repeat::finished(plan.run.outputs.repeat, plan.run.outputs.quiet, || {
-        execute(&plan)
-    })?;
+    let f = super::repeat::finished(&plan.run.outputs, || execute(&plan))?;
     let mut summary = crate::output::timer::report(&f.doc, &f.shown);
     summary.push_str(&super::repeat::note(&f.doc, plan.run.outputs.repeat));
     let mut extra = Vec::new();
