@@ -53,13 +53,7 @@ pub struct ClockArgs {
     pub list: bool,
 
     #[command(flatten)]
-    pub rt: RtArgs,
-
-    #[command(flatten)]
-    pub loads: LoadArgs,
-
-    #[command(flatten)]
-    pub out: ResultArgs,
+    pub run: RunArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -87,13 +81,7 @@ pub struct PeriodArgs {
     pub cpu: Option<usize>,
 
     #[command(flatten)]
-    pub rt: RtArgs,
-
-    #[command(flatten)]
-    pub loads: LoadArgs,
-
-    #[command(flatten)]
-    pub out: ResultArgs,
+    pub run: RunArgs,
 }
 
 impl ClockArgs {
@@ -108,9 +96,7 @@ impl ClockArgs {
             calibrate_ns: self.calibrate,
             warp_ns: self.warp,
             cpu: self.cpu,
-            run: self
-                .loads
-                .request(self.rt.choice()?, Outputs::from(&self.out)),
+            run: self.run.request()?,
         })
     }
 }
@@ -124,9 +110,7 @@ impl PeriodArgs {
             sources: self.sources.clone(),
             calibrate_ns: self.calibrate,
             cpu: self.cpu,
-            run: self
-                .loads
-                .request(self.rt.choice()?, Outputs::from(&self.out)),
+            run: self.run.request()?,
         })
     }
 }

@@ -55,13 +55,7 @@ pub struct HwlatArgs {
     pub spikes: usize,
 
     #[command(flatten)]
-    pub rt: RtArgs,
-
-    #[command(flatten)]
-    pub loads: LoadArgs,
-
-    #[command(flatten)]
-    pub out: ResultArgs,
+    pub run: RunArgs,
 
     #[command(flatten)]
     pub live: LiveArgs,
@@ -94,13 +88,10 @@ impl HwlatArgs {
             calibration_window_ns: self.calibrate.unwrap_or(d.calibration_window_ns),
             trace_buffer_kb: self.trace_buffer_kb.unwrap_or(d.trace_buffer_kb),
             spikes: self.spikes,
-            run: self.loads.request(
-                self.rt.choice()?,
-                Outputs {
-                    live: self.live.options(),
-                    ..Outputs::from(&self.out)
-                },
-            ),
+            run: self.run.request_with(|o| Outputs {
+                live: self.live.options(),
+                ..o
+            })?,
             given,
         })
     }

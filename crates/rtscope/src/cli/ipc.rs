@@ -66,13 +66,7 @@ pub struct IpcArgs {
     pub repetitions: u64,
 
     #[command(flatten)]
-    pub rt: RtArgs,
-
-    #[command(flatten)]
-    pub loads: LoadArgs,
-
-    #[command(flatten)]
-    pub out: ResultArgs,
+    pub run: RunArgs,
 }
 
 impl IpcArgs {
@@ -87,9 +81,7 @@ impl IpcArgs {
             periods_ns: self.period.clone(),
             loops: self.loops,
             repetitions: self.repetitions,
-            run: self
-                .loads
-                .request(self.rt.choice()?, Outputs::from(&self.out)),
+            run: self.run.request()?,
         })
     }
 }

@@ -64,13 +64,7 @@ pub struct IrqArgs {
     pub trace_outliers: Option<u64>,
 
     #[command(flatten)]
-    pub rt: RtArgs,
-
-    #[command(flatten)]
-    pub loads: LoadArgs,
-
-    #[command(flatten)]
-    pub out: ResultArgs,
+    pub run: RunArgs,
 }
 
 impl IrqArgs {
@@ -89,9 +83,7 @@ impl IrqArgs {
             loops: self.loops,
             duration_ns: self.duration,
             spikes: self.spikes,
-            run: self
-                .loads
-                .request(self.rt.choice()?, Outputs::from(&self.out)),
+            run: self.run.request()?,
             trace: match (self.trace, self.trace_outliers, self.source.source) {
                 (Some(m), _, _) => m,
                 (None, Some(_), _) => TraceMode::On,

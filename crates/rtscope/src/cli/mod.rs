@@ -219,6 +219,37 @@ impl LoadArgs {
     }
 }
 
+/// The options of a run that every measuring command shares but cyclic
+/// (whose outputs have checkpoints): the command line of a [`RunRequest`].
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub rt: RtArgs,
+
+    #[command(flatten)]
+    pub loads: LoadArgs,
+
+    #[command(flatten)]
+    pub out: ResultArgs,
+}
+
+impl RunArgs {
+    /// The run request these arguments ask for.
+    pub fn request(&self) -> anyhow::Result<RunRequest> {
+        self.request_with(|o| o)
+    }
+
+    /// [`RunArgs::request`], its outputs completed by `outputs` (live views).
+    pub fn request_with(
+        &self,
+        outputs: impl FnOnce(Outputs) -> Outputs,
+    ) -> anyhow::Result<RunRequest> {
+        Ok(self
+            .loads
+            .request(self.rt.choice()?, outputs(Outputs::from(&self.out))))
+    }
+}
+
 /// A value from a core enum's table of names ([`rtscope_core::named`]); help
 /// lists the names.
 fn named<T>(names: &'static [&'static str]) -> impl clap::builder::TypedValueParser<Value = T>

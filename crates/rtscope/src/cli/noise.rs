@@ -41,13 +41,7 @@ pub struct NoiseArgs {
     pub spikes: usize,
 
     #[command(flatten)]
-    pub rt: RtArgs,
-
-    #[command(flatten)]
-    pub loads: LoadArgs,
-
-    #[command(flatten)]
-    pub out: ResultArgs,
+    pub run: RunArgs,
 }
 
 impl NoiseArgs {
@@ -62,9 +56,7 @@ impl NoiseArgs {
             source: self.source.clone(),
             calibration_window_ns: self.calibrate,
             spikes: self.spikes,
-            run: self
-                .loads
-                .request(self.rt.choice()?, Outputs::from(&self.out)),
+            run: self.run.request()?,
         })
     }
 }
