@@ -119,6 +119,6 @@ ci_step() {
 ci_times() {
   [ -n "$ci_step_log" ] && [ -s "$ci_step_log" ] || return 0
   echo "ci: step times (s):" >&2
-  awk '{ t += $2; printf "  %-10s %6d  %s\n", $1, $2, substr($0, index($0, $3)) } END { printf "  %-10s %6d\n", "total", t }' "$ci_step_log" >&2
+  awk '{ s = $3; for (i = 4; i <= NF; i++) s = s " " $i; t += $2; printf "  %-10s %6d  %s\n", $1, $2, s } END { printf "  %-10s %6d\n", "total", t }' "$ci_step_log" >&2
   rm -f "$ci_step_log"
 }
