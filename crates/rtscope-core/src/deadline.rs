@@ -1657,7 +1657,10 @@ mod tests {
                     let (first, own, last) = deadlines;
                     let first = first.unwrap();
                     assert!(first > 1_000_000_000, "{first}");
-                    assert_eq!(own, Some(first));
+                    // A deadline only moves on: under load (the arm job
+                    // under qemu beside other builds) the kernel replenished
+                    // the task by a period between the two readings.
+                    assert!(own.is_some_and(|o| o >= first), "{deadlines:?}");
                     assert!(last.unwrap() >= first + 5 * 1_000_000, "{deadlines:?}");
                 }
                 // The loop slept until the start.
