@@ -4,9 +4,9 @@
 //! MAC and an e-mail address, a disk serial in the kernel command line)
 //! put into every kind of field, object key, file name and directory path
 //! of real result documents, then looked for in every page, download and
-//! text output of `report --redact`, `compare --redact` (text and
-//! `--html`) and `serve --redact` (index, baseline pages, run pages,
-//! comparisons, raw downloads, error pages). Without `--redact` each
+//! text output of `report --redact` (page, fail lines, JUnit file),
+//! `compare --redact` (text and `--html`) and `serve --redact` (index,
+//! baseline pages, run pages, comparisons, raw downloads, error pages). Without `--redact` each
 //! identifier shows up somewhere, so the corpus is seen to be planted.
 
 mod common;
@@ -138,10 +138,18 @@ fn planted_identifiers_leave_no_trace_in_report_and_compare() {
         &mut checked,
     );
     assert_clean("report --redact stderr", &o.stderr, &mut checked);
-    let o = run(&[&["report", "--redact"], &f[..], &["--fail-if", "max>1ns"]].concat());
+    let junit = out.join("junit.xml");
+    let o = run(&[
+        &["report", "--redact"],
+        &f[..],
+        &["--fail-if", "max>1ns", "--junit", s(&junit)],
+    ]
+    .concat());
     assert_eq!(o.code, 3, "{}", o.stderr);
     assert_clean("report --redact --fail-if stdout", &o.stdout, &mut checked);
     assert_clean("report --redact --fail-if stderr", &o.stderr, &mut checked);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_clean("report --redact --junit file", &xml, &mut checked);
     // compare --redact: text, and the page; every pair, and a run with a
     // copy of itself in another directory (named by its whole path then).
     let copy = root.path().join("home/alice/again");
