@@ -595,16 +595,16 @@ fn duration_s(g: &Given) -> Result<i64, String> {
     let first = suffix.chars().next().map(|c| c.to_ascii_lowercase());
     let (mult, unit) = match first {
         None => (1, "s"),
-        Some('m') => (60, "minutes"),
-        Some('h') => (3600, "hours"),
-        Some('d') => (86_400, "days"),
+        Some('m') => (60, "minute"),
+        Some('h') => (3600, "hour"),
+        Some('d') => (86_400, "day"),
         Some(_) => (1, "s"),
     };
     if suffix.len() > 1 || (first.is_some() && mult == 1 && suffix != "s" && suffix != "S") {
         let read = if mult == 1 {
             format!("{n} s, ignoring '{suffix}'")
         } else {
-            format!("{n} {unit}")
+            format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
         };
         return Err(format!(
             "{} {v}: cyclictest reads a number of seconds with at most one suffix, m, h or d; \
@@ -1176,6 +1176,7 @@ mod tests {
         for (line, says) in [
             ("-D 300ms", "-D 300ms: cyclictest reads a number of seconds with at most one suffix, m, h or d; it would read this as 300 minutes"),
             ("-D 2min", "it would read this as 2 minutes"),
+            ("-D 1h30m", "it would read this as 1 hour"),
             ("-D 1x", "-D 1x: cyclictest reads a number of seconds with at most one suffix, m, h or d; it would read this as 1 s, ignoring 'x'"),
             ("-D 5sec", "it would read this as 5 s, ignoring 'sec'"),
             ("--duration=abc", "--duration abc: not a number of seconds (cyclictest would read it as 0, no duration: it would run until stopped)"),
@@ -1189,6 +1190,7 @@ mod tests {
             let e = err(line);
             assert!(e.starts_with(says) || e.contains(says), "{line}: {e}");
         }
+        assert!(err("-D 1h30m").ends_with("as 1 hour"));
         assert_eq!(ok("-D 2147483647").duration_s, 2_147_483_647);
         assert_eq!(ok("-D 24855d").duration_s, 24_855 * 86_400);
     }
