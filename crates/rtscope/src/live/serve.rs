@@ -8,7 +8,9 @@
 //! plain file name in DIR: anything with a path separator, a `..`, a
 //! leading dot or that resolves outside DIR is refused (403); nothing is
 //! written. With `--redact` every page and JSON leaves out the host name,
-//! the kernel command line, user names and addresses.
+//! the kernel command line, user names and addresses, never shows the
+//! served directory, and names each file by its alias
+//! ([`crate::report::redact::alias`]) instead of its name.
 
 use std::path::{Path, PathBuf};
 
