@@ -746,6 +746,14 @@ fn deadline_refusals_are_one_line() {
             "--policy deadline is for rtscope cyclic only",
         ),
         (
+            &["clock", "--policy", "deadline", "--no-rt", "-n", "10"][..],
+            "--policy deadline and --no-rt contradict each other",
+        ),
+        (
+            &["timer", "--policy", "deadline", "--no-rt", "-l", "3"][..],
+            "--policy deadline and --no-rt contradict each other",
+        ),
+        (
             &["period", "--policy", "deadline", "-l", "10"][..],
             "--policy deadline is for rtscope cyclic only",
         ),

@@ -447,12 +447,6 @@ impl RtArgs {
 
     /// [`RtArgs::choice`], `--policy deadline` allowed.
     pub fn choice_with_deadline(&self) -> anyhow::Result<RtChoice> {
-        if self.policy == Policy::Deadline && self.no_rt {
-            return Err(crate::error::usage(
-                "--policy deadline and --no-rt contradict each other: a deadline run needs \
-                 SCHED_DEADLINE, --no-rt runs SCHED_OTHER; leave one out",
-            ));
-        }
         if self.policy == Policy::Deadline && !self.no_rt && self.priority.is_some() {
             return Err(crate::error::usage(
                 "-p/--priority does not apply to --policy deadline: a deadline task has no \
