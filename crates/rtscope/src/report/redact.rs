@@ -121,19 +121,33 @@ impl Redactor {
         if d.system.cmdline.is_some() {
             d.system.cmdline = Some(REDACTED.into());
         }
-        // Every other string, through the JSON form. A key or value that
-        // no longer reads back (a user named like a setting's value) is
-        // tried again with the keys kept; past that only the host name and
-        // the command line are replaced.
-        for keys in [true, false] {
-            if let Ok(mut v) = serde_json::to_value(&d) {
-                self.walk(&mut v, keys);
-                if let Ok(back) = serde_json::from_value::<ResultDocument>(v) {
-                    return back;
+        // Every other string and key, through the JSON form. Where that no
+        // longer reads back (a host or user named like an enum's value, as
+        // `loops` or `fifo`), each top-level field is taken redacted where
+        // it reads back, as it was where not: only such a value stays.
+        let Ok(orig) = serde_json::to_value(&d) else {
+            return d;
+        };
+        let mut red = orig.clone();
+        self.walk(&mut red, true);
+        if let Ok(back) = serde_json::from_value::<ResultDocument>(red.clone()) {
+            return back;
+        }
+        let (Some(fields), serde_json::Value::Object(mut kept)) = (red.as_object(), orig) else {
+            return d;
+        };
+        for (k, v) in fields {
+            let was = kept.insert(k.clone(), v.clone());
+            let reads =
+                serde_json::from_value::<ResultDocument>(serde_json::Value::Object(kept.clone()))
+                    .is_ok();
+            if !reads {
+                if let Some(was) = was {
+                    kept.insert(k.clone(), was);
                 }
             }
         }
-        d
+        serde_json::from_value(serde_json::Value::Object(kept)).unwrap_or(d)
     }
 
     fn walk(&self, v: &mut serde_json::Value, keys: bool) {
@@ -658,6 +672,26 @@ mod tests {
             r.plan,
             serde_json::json!({"out": "/home/(user)/r.json", "(host)": {"(user)": 1}})
         );
+    }
+
+    /// A user named like an enum's value (`loops`, the end reason): the
+    /// document still reads back, and every other field is redacted.
+    #[test]
+    fn a_name_like_an_enum_value_leaves_only_that_value() {
+        let mut d = ResultDocument::new(
+            "cyclic",
+            serde_json::json!({"out": "/home/loops/r.json"}),
+            Default::default(),
+            vec![],
+        );
+        d.end_reason = rtscope_core::result::EndReason::Loops;
+        d.warnings = vec!["loops owns 10.1.2.3".into()];
+        d.command_line = vec!["--json".into(), "/home/loops/r.json".into()];
+        let r = document(&d);
+        assert_eq!(r.end_reason, rtscope_core::result::EndReason::Loops);
+        assert_eq!(r.warnings, ["(user) owns (address)"]);
+        assert_eq!(r.command_line[1], "/home/(user)/r.json");
+        assert_eq!(r.plan["out"], "/home/(user)/r.json");
     }
 
     /// Runs redacted together: one run's file name loses the host name
