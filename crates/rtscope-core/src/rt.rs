@@ -109,19 +109,36 @@ pub enum RtError {
     },
 }
 
-/// Explains how to obtain the right to use a real-time policy.
+/// Explains how to obtain the right to use a real-time policy. What the
+/// kernel checks is the capability CAP_SYS_NICE (or RLIMIT_RTPRIO), not the
+/// user id: a root whose CAP_SYS_NICE was dropped (a container, a unit's
+/// CapabilityBoundingSet) is told so; a process that holds it and is still
+/// refused has a cgroup without a real-time budget.
 pub fn permission_advice(policy: Policy, priority: i32) -> String {
     let (soft, _) = sys::rlimit_rtprio();
     let mut s = format!(
         "not allowed to use SCHED_{} priority {priority}",
         policy.name().to_uppercase()
     );
-    if sys::geteuid() == 0 {
-        s.push_str(
-            " although running as root: the cgroup has no real-time budget \
+    let capable = has_sys_nice().unwrap_or(sys::geteuid() == 0);
+    let limit_allows = soft >= priority.max(1) as u64;
+    if capable || limit_allows {
+        s.push_str(&format!(
+            "{}: the cgroup has no real-time budget \
              (give it one: cpu.rt_runtime_us in cgroup v1, or run outside the container \
              / with --cpu-rt-runtime); or use --no-rt",
-        );
+            if capable {
+                " although this process holds CAP_SYS_NICE"
+            } else {
+                " although RLIMIT_RTPRIO allows it"
+            }
+        ));
+    } else if sys::geteuid() == 0 {
+        s.push_str(&format!(
+            ": running as root without the capability CAP_SYS_NICE (RLIMIT_RTPRIO is {soft}): \
+             the container or service dropped it; grant it back (docker run --cap-add \
+             SYS_NICE, AmbientCapabilities=CAP_SYS_NICE in the unit), or use --no-rt"
+        ));
     } else {
         s.push_str(&format!(
             " (RLIMIT_RTPRIO is {soft}): run as root, grant CAP_SYS_NICE \
@@ -131,6 +148,40 @@ pub fn permission_advice(policy: Policy, priority: i32) -> String {
         ));
     }
     s
+}
+
+/// Whether the calling thread's effective capability set holds
+/// CAP_SYS_NICE (`capget`); `None` where the kernel does not say.
+pub fn has_sys_nice() -> Option<bool> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Default, Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    const CAP_SYS_NICE: u32 = 23;
+    let mut header = Header {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [Data::default(); 2];
+    // SAFETY: a version-3 header and the two data structs that version
+    // fills, both live for the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_capget,
+            &mut header as *mut Header,
+            data.as_mut_ptr(),
+        )
+    };
+    (rc == 0).then(|| data[0].effective & (1 << CAP_SYS_NICE) != 0)
 }
 
 /// What a measurement thread asks for; [`ThreadSetup::apply`] puts it in
@@ -639,6 +690,60 @@ mod tests {
         );
     }
 
+    /// Root without CAP_SYS_NICE (issue 36: told "the cgroup has no
+    /// real-time budget" though the cgroup had one): told of the
+    /// capability. The capability is dropped from one thread's effective
+    /// set (capabilities are per thread); where RLIMIT_RTPRIO would allow
+    /// the priority anyway, there is nothing to check.
+    #[test]
+    fn root_without_cap_sys_nice_is_told_of_the_capability() {
+        if sys::geteuid() != 0 || has_sys_nice() != Some(true) || sys::rlimit_rtprio().0 >= 80 {
+            return;
+        }
+        let (advice, refused, held) = std::thread::spawn(|| {
+            #[repr(C)]
+            struct Header {
+                version: u32,
+                pid: libc::c_int,
+            }
+            let mut h = Header {
+                version: 0x2008_0522,
+                pid: 0,
+            };
+            let mut d = [[0u32; 3]; 2];
+            // SAFETY: version-3 header and data, live for the calls; only
+            // this thread's capabilities change, and it ends here.
+            unsafe {
+                assert_eq!(
+                    libc::syscall(libc::SYS_capget, &mut h as *mut Header, d.as_mut_ptr()),
+                    0
+                );
+                d[0][0] &= !(1 << 23);
+                assert_eq!(
+                    libc::syscall(libc::SYS_capset, &mut h as *mut Header, d.as_ptr()),
+                    0
+                );
+            }
+            (
+                permission_advice(Policy::Fifo, 80),
+                ThreadSetup::apply(&setup(Policy::Fifo, 80)).err(),
+                has_sys_nice(),
+            )
+        })
+        .join()
+        .unwrap();
+        assert_eq!(held, Some(false));
+        assert!(
+            advice.contains("running as root without the capability CAP_SYS_NICE")
+                && !advice.contains("cgroup"),
+            "{advice}"
+        );
+        match refused {
+            Some(RtError::Permission(m)) => assert!(m.contains("without the capability"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn permission_advice_fits_who_asks() {
         let root = permission_advice(Policy::Fifo, 80);
@@ -646,8 +751,8 @@ mod tests {
             root.starts_with("not allowed to use SCHED_FIFO priority 80"),
             "{root}"
         );
-        if sys::geteuid() == 0 {
-            assert!(root.contains("although running as root"), "{root}");
+        if has_sys_nice() == Some(true) {
+            assert!(root.contains("cgroup has no real-time budget"), "{root}");
         }
         let Some((advice, refused)) = as_nobody(|| {
             (

@@ -715,6 +715,21 @@ fn deadline_refusals_are_one_line() {
             "--dl-runtime is for --policy deadline",
         ),
         (
+            &["cyclic", "--policy", "deadline", "--no-rt", "-l", "5"][..],
+            "--policy deadline and --no-rt contradict each other",
+        ),
+        (
+            &[
+                "cyclic",
+                "--policy",
+                "deadline",
+                "--no-rt",
+                "--dl-runtime",
+                "100us",
+            ][..],
+            "--policy deadline and --no-rt contradict each other",
+        ),
+        (
             &[
                 "cyclic",
                 "--policy",
@@ -729,6 +744,14 @@ fn deadline_refusals_are_one_line() {
         (
             &["clock", "--policy", "deadline", "-n", "10"][..],
             "--policy deadline is for rtscope cyclic only",
+        ),
+        (
+            &["clock", "--policy", "deadline", "--no-rt", "-n", "10"][..],
+            "--policy deadline and --no-rt contradict each other",
+        ),
+        (
+            &["timer", "--policy", "deadline", "--no-rt", "-l", "3"][..],
+            "--policy deadline and --no-rt contradict each other",
         ),
         (
             &["period", "--policy", "deadline", "-l", "10"][..],
@@ -824,4 +847,34 @@ fn deadline_refusals_are_one_line() {
         "{e}"
     );
     held.exits(0);
+}
+
+/// Root without CAP_SYS_NICE (a container or unit that drops it) is told
+/// of the capability, not "the cgroup has no real-time budget" (issue 36):
+/// the child's bounding set loses CAP_SYS_NICE before it execs, so root's
+/// rtscope runs without it.
+#[test]
+fn root_without_cap_sys_nice_is_told_of_the_capability() {
+    if rtscope_core::sys::geteuid() != 0 || rtscope_core::sys::rlimit_rtprio().0 >= 95 {
+        return;
+    }
+    let e = Run::new(["cyclic", "-l", "5", "-q"])
+        .setup(|c| {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: one system call between fork and exec.
+            unsafe {
+                c.pre_exec(|| {
+                    if libc::prctl(libc::PR_CAPBSET_DROP, 23, 0, 0, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        })
+        .exits(1)
+        .one_line();
+    assert!(
+        e.contains("running as root without the capability CAP_SYS_NICE") && !e.contains("cgroup"),
+        "{e}"
+    );
 }

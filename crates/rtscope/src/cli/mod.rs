@@ -532,7 +532,17 @@ mod tests {
             e.to_string().starts_with("-p/--priority does not apply"),
             "{e}"
         );
-        let c = rt(&["--policy", "deadline", "-p", "95", "--no-rt"]).unwrap();
+        // --no-rt contradicts deadline (it ran SCHED_OTHER silently, and
+        // then called --dl-runtime "for --policy deadline"): refused.
+        for args in [
+            &["--policy", "deadline", "-p", "95", "--no-rt"][..],
+            &["--policy", "deadline", "--no-rt", "--dl-runtime", "100us"],
+        ] {
+            let e = rt(args).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2);
+            assert!(e.to_string().contains("contradict"), "{e}");
+        }
+        let c = rt(&["--policy", "fifo", "-p", "95", "--no-rt"]).unwrap();
         assert_eq!((c.policy, c.priority), (Policy::Other, 0));
         let c = rt(&["--policy", "rr", "-p", "7"]).unwrap();
         assert_eq!((c.policy, c.priority), (Policy::Rr, 7));

@@ -75,6 +75,13 @@ impl RtChoice {
         no_rt: bool,
         default_system: bool,
     ) -> Result<Self> {
+        // (It ran SCHED_OTHER silently, issue 36.)
+        if no_rt && policy == Policy::Deadline {
+            return Err(usage(
+                "--policy deadline and --no-rt contradict each other: a deadline run needs \
+                 SCHED_DEADLINE, --no-rt runs SCHED_OTHER; leave one out",
+            ));
+        }
         let policy = if no_rt { Policy::Other } else { policy };
         let priority = if policy.is_rt() {
             if !(1..=99).contains(&priority) {
@@ -798,14 +805,22 @@ mod tests {
         assert!(m.ends_with("; the figures over the intended periods count each at its lateness, those over the wake-ups leave them out"), "{m}");
     }
 
-    /// Only `cyclic` takes SCHED_DEADLINE; `--no-rt` still means SCHED_OTHER.
+    /// Only `cyclic` takes SCHED_DEADLINE; with `--no-rt` it is a
+    /// contradiction everywhere (it ran SCHED_OTHER silently, issue 36).
     #[test]
     fn deadline_is_refused_but_where_allowed() {
         let e = RtChoice::new(Policy::Deadline, 95, false, false).unwrap_err();
         assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_USAGE);
         assert_eq!(e.to_string(), DEADLINE_ONLY_CYCLIC);
+        for e in [
+            RtChoice::new(Policy::Deadline, 95, true, false).unwrap_err(),
+            RtChoice::with_deadline(Policy::Deadline, 0, true, false).unwrap_err(),
+        ] {
+            assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_USAGE);
+            assert!(e.to_string().contains("contradict each other"), "{e}");
+        }
         assert_eq!(
-            RtChoice::new(Policy::Deadline, 95, true, false).unwrap(),
+            RtChoice::new(Policy::Fifo, 95, true, false).unwrap(),
             RtChoice {
                 policy: Policy::Other,
                 priority: 0,

@@ -472,6 +472,31 @@ fn settings(
 /// that is not understood is an error.
 pub fn with_cmdline(doc: &mut ResultDocument, cmdline: &str) -> anyhow::Result<()> {
     let a = args::parse_cmdline(cmdline).map_err(|e| anyhow::anyhow!("--cmdline: {e}"))?;
+    // The line's -h must be the file's: as many bins or more (all-zero rows
+    // at the end may be cut), never fewer, never none (issue 36).
+    let bin_ns = if doc.warnings.iter().any(|w| w.contains("1 ns bins (-N)")) {
+        1
+    } else {
+        1000
+    };
+    let rows = doc
+        .series
+        .iter()
+        .filter_map(|s| s.attributes.get("histogram_range_ns")?.as_u64())
+        .max()
+        .map(|r| r / bin_ns);
+    if let Some(rows) = rows.filter(|&r| r > u64::try_from(a.histogram).unwrap_or(0)) {
+        return Err(anyhow::anyhow!(
+            "--cmdline {}: the histogram file has {rows} rows (bins 0 to {}); the line that \
+             wrote it had -h {rows} or more",
+            if a.histogram > 0 {
+                format!("says -h {}", a.histogram)
+            } else {
+                "has no -h/-H".to_string()
+            },
+            rows - 1
+        ));
+    }
     let nthreads = doc.series.iter().filter(|s| s.label != "all").count();
     let mut imported = doc
         .plan
@@ -1176,8 +1201,41 @@ mod tests {
                 .starts_with("--cmdline: option '--prio' is ambiguous"),
             "{e}"
         );
-        let e = with_cmdline(&mut d, "cyclictest --priospread -p 5").unwrap_err();
+        let e = with_cmdline(&mut d, "cyclictest --priospread -p 5 -h 1").unwrap_err();
         assert!(e.to_string().contains("--priospread is refused"), "{e}");
+    }
+
+    /// A --cmdline whose -h contradicts the file is refused (issue 36: it
+    /// was taken): fewer bins than the file has rows, or none; more is
+    /// what cut all-zero rows leave.
+    #[test]
+    fn a_cmdline_whose_h_contradicts_the_histogram_is_refused() {
+        let text =
+            "# Histogram\n000000 000001\n000001 000000\n000002 000003\n# Max Latencies: 00002\n";
+        for (line, says) in [
+            (
+                "cyclictest -h 2",
+                "--cmdline says -h 2: the histogram file has 3 rows (bins 0 to 2)",
+            ),
+            (
+                "cyclictest -q",
+                "--cmdline has no -h/-H: the histogram file has 3 rows",
+            ),
+            ("cyclictest -H 1", "says -h 1"),
+        ] {
+            let mut d = from_histogram(text, T.into(), false).unwrap();
+            let e = with_cmdline(&mut d, line).unwrap_err().to_string();
+            assert!(e.contains(says), "{line}: {e}");
+        }
+        for line in ["cyclictest -h 3", "cyclictest -h 400", "cyclictest -H 3"] {
+            let mut d = from_histogram(text, T.into(), false).unwrap();
+            with_cmdline(&mut d, line).unwrap();
+        }
+        // -N: the rows are ns bins.
+        let mut d = from_histogram(text, T.into(), true).unwrap();
+        with_cmdline(&mut d, "cyclictest -N -h 3").unwrap();
+        let mut d = from_histogram(text, T.into(), true).unwrap();
+        assert!(with_cmdline(&mut d, "cyclictest -N -h 2").is_err());
     }
 
     #[test]

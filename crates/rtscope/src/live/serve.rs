@@ -8,7 +8,9 @@
 //! plain file name in DIR: anything with a path separator, a `..`, a
 //! leading dot or that resolves outside DIR is refused (403); nothing is
 //! written. With `--redact` every page and JSON leaves out the host name,
-//! the kernel command line, user names and addresses.
+//! the kernel command line, user names and addresses, never shows the
+//! served directory, and names each file by its alias
+//! ([`crate::report::redact::alias`]) instead of its name.
 
 use std::path::{Path, PathBuf};
 
@@ -96,14 +98,37 @@ pub fn resolve(dir: &Path, name: &str) -> Result<PathBuf, Response> {
 
 /// Reads `p`, redacted when asked.
 fn read(p: &Path, redact: bool) -> Result<ResultDocument, Response> {
+    let d = read_as_is(p, redact)?;
+    Ok(match redact {
+        true => crate::report::redact::document(&d),
+        false => d,
+    })
+}
+
+/// Reads `p` as it is; the error redacted when asked (it names the path).
+fn read_as_is(p: &Path, redact: bool) -> Result<ResultDocument, Response> {
     match ResultDocument::read(p) {
-        Ok(d) if redact => Ok(crate::report::redact::document(&d)),
         Ok(d) => Ok(d),
+        Err(e) if redact => Err(Response::text(
+            422,
+            format!(
+                "not a result document: {}\n",
+                crate::report::redact::served_error(&e.to_string(), p)
+            ),
+        )),
         Err(e) => Err(Response::text(422, format!("not a result document: {e}\n"))),
     }
 }
 
 fn page(dir: &Path, req: &Request, redact: bool) -> Response {
+    // With --redact, files are named by their alias (the names carry hosts).
+    let resolve = |dir: &Path, name: &str| match redact {
+        true => match crate::report::redact::unalias(dir, name) {
+            Some(n) => resolve(dir, &href(&n)),
+            None => Err(Response::text(404, "no such result\n")),
+        },
+        false => resolve(dir, name),
+    };
     let html = |status, body: String| Response::new(status, "text/html; charset=utf-8", body);
     if req.path == "/" || req.path == "/index.html" {
         return html(200, list(dir, None, redact));
@@ -159,16 +184,34 @@ fn page(dir: &Path, req: &Request, redact: bool) -> Response {
 fn compare(a: &Path, b: &Path, redact: bool) -> Response {
     use crate::report::{compare, run_names, Run};
     let paths = [a.to_path_buf(), b.to_path_buf()];
-    let names = run_names(&paths);
+    // Redacted: named by file stem, never by the served directory's path.
+    let names = match redact {
+        true => paths
+            .iter()
+            .flat_map(|p| run_names(std::slice::from_ref(p)))
+            .collect(),
+        false => run_names(&paths),
+    };
     let mut runs = Vec::new();
     for (p, name) in paths.iter().zip(names) {
-        match read(p, redact) {
+        match read_as_is(p, redact) {
             Ok(doc) => runs.push(Run {
                 name,
-                path: p.file_name().map(PathBuf::from).unwrap_or_default(),
+                path: match redact {
+                    // The whole path, for the user names it holds.
+                    true => p.clone(),
+                    false => p.file_name().map(PathBuf::from).unwrap_or_default(),
+                },
                 doc,
             }),
             Err(r) => return r,
+        }
+    }
+    if redact {
+        crate::report::redact::runs(&mut runs);
+        for (run, p) in runs.iter_mut().zip(&paths) {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            run.path = crate::report::redact::alias(&name).into();
         }
     }
     let settings = crate::report::verdict::Settings::default();
@@ -229,16 +272,27 @@ fn list(dir: &Path, base: Option<&str>, redact: bool) -> String {
             break;
         }
         // Only rtscope results are listed (other JSON files are skipped).
-        let Ok(doc) = read(&dir.join(name), redact) else {
+        let Ok(doc) = read(&dir.join(name), false) else {
             continue;
         };
         shown += 1;
-        let h = href(name);
+        let (doc, shown_name) = match redact {
+            true => crate::report::redact::served(&doc, name, dir),
+            false => (doc, name.clone()),
+        };
+        let h = match redact {
+            true => crate::report::redact::alias(name),
+            false => href(name),
+        };
         let pick = match base {
             Some(b) if b == name => "<b>baseline</b> (<a href=\"../\">clear</a>)".to_string(),
             Some(_) if base_experiment.as_deref() != Some(doc.experiment.as_str()) => {
                 "another experiment".to_string()
             }
+            Some(b) if redact => format!(
+                "<a href=\"../compare/{}/{h}\">compare with the baseline</a>",
+                crate::report::redact::alias(b),
+            ),
             Some(b) => format!(
                 "<a href=\"../compare/{}/{h}\">compare with {}</a>",
                 href(b),
@@ -249,7 +303,7 @@ fn list(dir: &Path, base: Option<&str>, redact: bool) -> String {
         let up = if base.is_some() { "../" } else { "" };
         rows.push_str(&format!(
             "<tr><td class=\"l\"><a href=\"{up}run/{h}\">{n}</a></td><td class=\"l\">{e}</td><td class=\"l\">{host}</td><td class=\"l\">{t}</td><td>{dur}</td><td class=\"l\">{fig}</td><td>{w}</td><td class=\"l\">{pick}</td><td><a href=\"{up}raw/{h}\">json</a></td></tr>\n",
-            n = esc(name),
+            n = esc(&shown_name),
             e = esc(&doc.experiment),
             host = esc(doc.system.hostname.as_deref().unwrap_or("–")),
             t = esc(&doc.started_at),
@@ -260,11 +314,12 @@ fn list(dir: &Path, base: Option<&str>, redact: bool) -> String {
     }
     let shown_dir = dir.display().to_string();
     let shown_dir = if redact {
-        crate::report::redact::path_text(&shown_dir)
+        "the served directory".to_string()
     } else {
         shown_dir
     };
     let how = match base {
+        Some(_) if redact => "Baseline picked. Pick the run to compare with it.".to_string(),
         Some(b) => format!(
             "Baseline: <b>{}</b>. Pick the run to compare with it.",
             esc(b)
@@ -403,7 +458,12 @@ mod tests {
                 body.contains("lab-box-7"),
                 "{path} unredacted shows the host"
             );
-            let (st, body) = get(path, true);
+            // Files are named by their alias.
+            let alias = |n: &str| crate::report::redact::alias(n);
+            let path = path
+                .replace("a.json", &alias("a.json"))
+                .replace("b.json", &alias("b.json"));
+            let (st, body) = get(&path, true);
             assert_eq!(st, 200, "{path}");
             assert!(!body.contains("lab-box-7"), "{path}: {body}");
             assert!(!body.contains("secret=42"), "{path}: {body}");

@@ -720,11 +720,22 @@ pub fn text(c: &Comparison) -> String {
 }
 
 /// Collects the comparisons: files compared as they are, directories cell by cell.
+/// With `redact`, the runs are redacted together ([`super::redact::runs`])
+/// before they are compared, so no note or name carries what they hide.
 pub fn collect(
     paths: &[PathBuf],
     explicit: &[String],
     settings: &Settings,
+    redact: bool,
 ) -> Result<Vec<Comparison>> {
+    let build = |cell: String, mut runs: Vec<Run>| {
+        let cell = if redact {
+            super::redact::runs(&mut runs).text(&cell)
+        } else {
+            cell
+        };
+        build_with(cell, runs, explicit, settings)
+    };
     let dirs = paths.iter().filter(|p| p.is_dir()).count();
     if dirs == 0 {
         let names = run_names(paths);
@@ -736,7 +747,7 @@ pub fn collect(
                 doc: load(p)?,
             });
         }
-        return Ok(vec![build_with(String::new(), runs, explicit, settings)?]);
+        return Ok(vec![build(String::new(), runs)?]);
     }
     if dirs != paths.len() {
         return Err(usage(
@@ -771,12 +782,7 @@ pub fn collect(
                 path: p,
             });
         }
-        out.push(build_with(
-            cell.display().to_string(),
-            runs,
-            explicit,
-            settings,
-        )?);
+        out.push(build(cell.display().to_string(), runs)?);
     }
     let total: usize = cells.iter().map(|c| c.len()).sum();
     let used = out.len() * paths.len();
@@ -872,12 +878,7 @@ pub fn run(a: CompareOptions) -> Result<i32> {
         tail_threshold_ns: a.tail_threshold,
         ..Settings::default()
     };
-    let mut cs = collect(&a.files, &a.matches, &settings)?;
-    if a.redact {
-        cs.iter_mut()
-            .flat_map(|c| c.runs.iter_mut())
-            .for_each(Run::redact);
-    }
+    let cs = collect(&a.files, &a.matches, &settings, a.redact)?;
     // Nothing in common is not a comparison: say so, and do not pass it as
     // "not worse" either.
     if let Some(c) = cs.iter().find(|c| c.series.is_empty()) {

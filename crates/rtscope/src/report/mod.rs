@@ -76,16 +76,6 @@ pub struct Run {
     pub doc: ResultDocument,
 }
 
-impl Run {
-    /// Leaves out what identifies the machine ([`redact::document`]), in
-    /// the document and in the path shown.
-    pub fn redact(&mut self) {
-        self.doc = redact::document(&self.doc);
-        self.path = PathBuf::from(redact::path_text(&self.path.display().to_string()));
-        self.name = redact::path_text(&self.name);
-    }
-}
-
 /// Reads a result document; a missing or malformed file is a usage error (exit 2).
 pub fn load(path: &Path) -> Result<ResultDocument> {
     ResultDocument::read(path).map_err(|e| usage(e.to_string()))
@@ -166,15 +156,15 @@ pub fn run_report(a: ReportOptions) -> Result<i32> {
     let names = run_names(&a.files);
     let mut runs = Vec::new();
     for (p, name) in a.files.iter().zip(names) {
-        let mut run = Run {
+        runs.push(Run {
             name,
             path: p.clone(),
             doc: load(p)?,
-        };
-        if a.redact {
-            run.redact();
-        }
-        runs.push(run);
+        });
+    }
+    // Together: one run's file name may carry another's host name.
+    if a.redact {
+        redact::runs(&mut runs);
     }
     if let Some(out) = &a.output {
         let page = html::report_page(&runs);

@@ -1,78 +1,269 @@
 //! `--redact` (report, compare, serve): a result document stripped of what
 //! identifies the machine and its people before it is shared. The host
 //! name and the kernel command line (which holds addresses, device serials,
-//! root UUIDs) are replaced whole; in every other string of the document
-//! (command line, plan, warnings, attributes, loads) the host name, the user
-//! name of a home directory (`/home/NAME/`, `/Users/NAME/`) and IP addresses
-//! (v4, and v6 written with at least three colons) are replaced.
+//! root UUIDs) are replaced whole. In every other string of the document
+//! (command line, plan, warnings, attributes and their keys, loads), in the
+//! run names taken from file names and in the paths shown, these are
+//! replaced: the host name in any case (and the first label of a dotted
+//! one), the user name of a home directory (`/home/NAME/`, `/Users/NAME/`)
+//! wherever else it appears, e-mail addresses, MAC addresses and IP
+//! addresses, v4 (`10.1.2.3`, `10.1.2.3:8080`, inside the kernel's
+//! `ip=A::GW:MASK:HOST:DEV:off`) and v6 (`2001:db8::1`, `fd00::5`,
+//! `fe80::1%eth0`; `::1` and `::` stay).
+//!
+//! A [`Redactor`] learns the names to look for from every document and path
+//! it is shown ([`Redactor::learn`], [`Redactor::learn_path`]) and then
+//! redacts texts and documents; [`runs`] does both for the runs of one
+//! report or comparison, so one run's file name loses another's host name.
+//! `serve --redact` links to files by [`alias`], a name keyed with a random
+//! key per server process, so the file names (which often carry the host)
+//! leave no trace in the pages.
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::path::Path;
+use std::sync::OnceLock;
 
 use rtscope_core::result::ResultDocument;
+
+use super::Run;
 
 /// What a redacted value reads.
 pub const REDACTED: &str = "(redacted)";
 
-/// The names one document's strings are searched for.
+/// The names texts are searched for (as whole words, in any case).
 #[derive(Debug, Clone, Default)]
-struct Secrets {
-    host: Option<String>,
+pub struct Redactor {
+    hosts: Vec<String>,
+    users: Vec<String>,
 }
+
+impl Redactor {
+    /// A redactor that knows the names in `doc`.
+    pub fn of(doc: &ResultDocument) -> Self {
+        let mut r = Self::default();
+        r.learn(doc);
+        r
+    }
+
+    /// Learns the host name of `doc` and the user names of the home
+    /// directories in any of its strings.
+    pub fn learn(&mut self, doc: &ResultDocument) {
+        if let Some(h) = doc.system.hostname.as_deref() {
+            self.learn_host(h);
+        }
+        if let Ok(v) = serde_json::to_value(doc) {
+            self.learn_value(&v);
+        }
+    }
+
+    /// Learns the user names of the home directories in `p`.
+    pub fn learn_path(&mut self, p: &str) {
+        for home in ["/home/", "/Users/"] {
+            let mut rest = p;
+            while let Some(i) = rest.find(home) {
+                rest = &rest[i + home.len()..];
+                let end = rest.find(HOME_END).unwrap_or(rest.len());
+                add(&mut self.users, &rest[..end]);
+                rest = &rest[end..];
+            }
+        }
+    }
+
+    fn learn_host(&mut self, h: &str) {
+        let h = h.trim();
+        if h == REDACTED || h.eq_ignore_ascii_case("localhost") {
+            return;
+        }
+        add(&mut self.hosts, h);
+        // `prod-db-17.example.com` is also written `prod-db-17`.
+        if let Some((first, _)) = h.split_once('.') {
+            if first.parse::<u32>().is_err() {
+                add(&mut self.hosts, first);
+            }
+        }
+    }
+
+    fn learn_value(&mut self, v: &serde_json::Value) {
+        use serde_json::Value as V;
+        match v {
+            V::String(s) => self.learn_path(s),
+            V::Array(a) => a.iter().for_each(|x| self.learn_value(x)),
+            V::Object(o) => o.iter().for_each(|(k, x)| {
+                self.learn_path(k);
+                self.learn_value(x);
+            }),
+            _ => {}
+        }
+    }
+
+    /// `text` with the learned host and user names, home directories'
+    /// user names, e-mail, MAC and IP addresses replaced.
+    pub fn text(&self, text: &str) -> String {
+        let mut t = emails(text);
+        t = addresses(&t);
+        for h in &self.hosts {
+            t = replace_word(&t, h, "(host)");
+        }
+        for u in &self.users {
+            t = replace_word(&t, u, "(user)");
+        }
+        homes(&t)
+    }
+
+    /// `doc` with the host name and the kernel command line replaced whole
+    /// and every other string and object key through [`text`](Self::text).
+    pub fn document(&self, doc: &ResultDocument) -> ResultDocument {
+        let mut d = doc.clone();
+        if d.system.hostname.is_some() {
+            d.system.hostname = Some(REDACTED.into());
+        }
+        if d.system.cmdline.is_some() {
+            d.system.cmdline = Some(REDACTED.into());
+        }
+        // Every other string and key, through the JSON form. Where that no
+        // longer reads back (a host or user named like an enum's value, as
+        // `loops` or `fifo`), each top-level field is taken redacted where
+        // it reads back, as it was where not: only such a value stays.
+        let Ok(orig) = serde_json::to_value(&d) else {
+            return d;
+        };
+        let mut red = orig.clone();
+        self.walk(&mut red, true);
+        if let Ok(back) = serde_json::from_value::<ResultDocument>(red.clone()) {
+            return back;
+        }
+        let (Some(fields), serde_json::Value::Object(mut kept)) = (red.as_object(), orig) else {
+            return d;
+        };
+        for (k, v) in fields {
+            let was = kept.insert(k.clone(), v.clone());
+            let reads =
+                serde_json::from_value::<ResultDocument>(serde_json::Value::Object(kept.clone()))
+                    .is_ok();
+            if !reads {
+                if let Some(was) = was {
+                    kept.insert(k.clone(), was);
+                }
+            }
+        }
+        serde_json::from_value(serde_json::Value::Object(kept)).unwrap_or(d)
+    }
+
+    fn walk(&self, v: &mut serde_json::Value, keys: bool) {
+        use serde_json::Value as V;
+        match v {
+            V::String(x) => *x = self.text(x),
+            V::Array(a) => a.iter_mut().for_each(|x| self.walk(x, keys)),
+            V::Object(o) => {
+                let old = std::mem::take(o);
+                for (k, mut x) in old {
+                    self.walk(&mut x, keys);
+                    let k = if keys { self.text(&k) } else { k };
+                    // Two keys that redact alike: the later gets a number.
+                    let mut key = k.clone();
+                    let mut n = 2;
+                    while o.contains_key(&key) {
+                        key = format!("{k} ({n})");
+                        n += 1;
+                    }
+                    o.insert(key, x);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Adds `name` to `names` unless it is empty or known (in any case).
+fn add(names: &mut Vec<String>, name: &str) {
+    if !name.is_empty() && !names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+        names.push(name.to_string());
+        // The longest first, so `prod-db-17.lab` goes before `prod-db-17`.
+        names.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    }
+}
+
+/// Where a home directory's user name ends.
+const HOME_END: [char; 6] = ['/', ' ', '\'', '"', ':', ','];
 
 /// `doc` with the identifying fields replaced (see the module).
 pub fn document(doc: &ResultDocument) -> ResultDocument {
-    let secrets = Secrets {
-        host: doc
-            .system
-            .hostname
-            .clone()
-            .filter(|h| !h.is_empty() && h != REDACTED),
-    };
-    let mut d = doc.clone();
-    if d.system.hostname.is_some() {
-        d.system.hostname = Some(REDACTED.into());
-    }
-    if d.system.cmdline.is_some() {
-        d.system.cmdline = Some(REDACTED.into());
-    }
-    // Every other string, through the JSON form (the document's fields
-    // are plain data; what does not round-trip is left as it was).
-    if let Ok(mut v) = serde_json::to_value(&d) {
-        walk(&mut v, &secrets);
-        if let Ok(back) = serde_json::from_value::<ResultDocument>(v) {
-            d = back;
-        }
-    }
-    d
+    Redactor::of(doc).document(doc)
 }
 
-fn walk(v: &mut serde_json::Value, s: &Secrets) {
-    use serde_json::Value as V;
-    match v {
-        V::String(x) => *x = redact_text(x, s.host.as_deref()),
-        V::Array(a) => a.iter_mut().for_each(|x| walk(x, s)),
-        V::Object(o) => o.values_mut().for_each(|x| walk(x, s)),
-        _ => {}
+/// The runs of one report or comparison redacted together: names learned
+/// from every document and path, then every document, run name and path
+/// redacted with all of them. Returns the redactor, for other texts about
+/// these runs.
+pub fn runs(runs: &mut [Run]) -> Redactor {
+    let mut r = Redactor::default();
+    for run in runs.iter() {
+        r.learn(&run.doc);
+        r.learn_path(&run.path.display().to_string());
+        r.learn_path(&run.name);
     }
+    for run in runs {
+        run.doc = r.document(&run.doc);
+        run.path = r.text(&run.path.display().to_string()).into();
+        run.name = r.text(&run.name);
+    }
+    r
 }
 
-/// A path or file name as shown on a page: home directories' user names out.
-pub fn path_text(p: &str) -> String {
-    redact_text(p, None)
+/// A served document and its file name redacted together (the name may
+/// carry the host name), with the user names in the served `dir`.
+pub fn served(doc: &ResultDocument, name: &str, dir: &Path) -> (ResultDocument, String) {
+    let mut r = Redactor::of(doc);
+    r.learn_path(&dir.display().to_string());
+    (r.document(doc), r.text(name))
 }
 
-/// `text` with the host name, home directories' user names and IP
-/// addresses replaced.
-pub fn redact_text(text: &str, host: Option<&str>) -> String {
+/// An error about the served file `p` with its path replaced by the file's
+/// [`alias`] (the path holds the served directory, the name the host).
+pub fn served_error(message: &str, p: &Path) -> String {
+    let name = p
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let shown = message.replace(&p.display().to_string(), &alias(&name));
+    let mut r = Redactor::default();
+    r.learn_path(&p.display().to_string());
+    r.text(&shown)
+}
+
+/// The name `serve --redact` links to the file `name` by: `r-` and 16 hex
+/// digits of a hash keyed with a key drawn once per process, so the name
+/// cannot be guessed back from a list of host names.
+pub fn alias(name: &str) -> String {
+    static KEY: OnceLock<RandomState> = OnceLock::new();
+    format!(
+        "r-{:016x}.json",
+        KEY.get_or_init(RandomState::new).hash_one(name)
+    )
+}
+
+/// The file in `dir` whose [`alias`] is `alias`.
+pub fn unalias(dir: &Path, alias_name: &str) -> Option<String> {
+    if !alias_name.starts_with("r-") {
+        return None;
+    }
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .find(|n| alias(n) == alias_name)
+}
+
+/// `text` with each `/home/NAME` and `/Users/NAME` user name replaced.
+fn homes(text: &str) -> String {
     let mut t = text.to_string();
-    if let Some(h) = host {
-        t = replace_word(&t, h, "(host)");
-    }
     for home in ["/home/", "/Users/"] {
         let mut out = String::new();
         let mut rest = t.as_str();
         while let Some(i) = rest.find(home) {
             out.push_str(&rest[..i + home.len()]);
             rest = &rest[i + home.len()..];
-            let end = rest.find(['/', ' ', '\'', '"']).unwrap_or(rest.len());
+            let end = rest.find(HOME_END).unwrap_or(rest.len());
             if end > 0 {
                 out.push_str("(user)");
             }
@@ -81,87 +272,219 @@ pub fn redact_text(text: &str, host: Option<&str>) -> String {
         out.push_str(rest);
         t = out;
     }
-    addresses(&t)
+    t
 }
 
-/// `text` with each whole-word `word` replaced (a host named `vm` leaves
-/// `kvm-clock` alone).
+/// `text` with each whole-word `word` replaced, in any (ASCII) case. A
+/// word is letters, digits and `_`: a host named `vm` leaves `kvm-clock`
+/// and `vm2` alone but not `my-vm` or `vm.json`.
 fn replace_word(text: &str, word: &str, with: &str) -> String {
-    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '_');
+    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let lower = text.to_ascii_lowercase();
+    let w = word.to_ascii_lowercase();
     let mut out = String::new();
-    let mut rest = text;
-    while let Some(i) = rest.find(word) {
-        let before = if i == 0 {
-            out.chars().last()
-        } else {
-            rest[..i].chars().last()
-        };
-        let after = rest[i + word.len()..].chars().next();
-        out.push_str(&rest[..i]);
+    let mut at = 0;
+    while let Some(i) = lower[at..].find(&w).map(|i| i + at) {
+        let before = text[..i].chars().last();
+        let after = text[i + w.len()..].chars().next();
+        out.push_str(&text[at..i]);
         if part(before) || part(after) {
-            out.push_str(word);
+            out.push_str(&text[i..i + w.len()]);
         } else {
             out.push_str(with);
         }
-        rest = &rest[i + word.len()..];
+        at = i + w.len();
     }
-    out.push_str(rest);
+    out.push_str(&text[at..]);
     out
 }
 
-/// IPv4 (`10.1.2.3`) and IPv6 (three or more colons between hex digits)
-/// addresses replaced by `(address)`.
-fn addresses(t: &str) -> String {
-    let mut out = String::with_capacity(t.len());
-    let chars: Vec<char> = t.chars().collect();
+/// `text` with each e-mail address (`local@domain.tld`) replaced by
+/// `(e-mail)`; a systemd unit (`getty@tty1.service`) is no address.
+fn emails(text: &str) -> String {
+    const UNITS: [&str; 10] = [
+        "service", "socket", "timer", "target", "mount", "slice", "scope", "path", "device", "swap",
+    ];
+    let local = |c: u8| c.is_ascii_alphanumeric() || b"._%+-".contains(&c);
+    let domain = |c: u8| c.is_ascii_alphanumeric() || c == b'.' || c == b'-';
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut done = 0;
     let mut i = 0;
-    let is_tok = |c: char| c.is_ascii_hexdigit() || c == '.' || c == ':';
-    while i < chars.len() {
-        let boundary = i == 0 || !(chars[i - 1].is_ascii_alphanumeric() || chars[i - 1] == '.');
-        if boundary && is_tok(chars[i]) {
-            let mut j = i;
-            while j < chars.len() && is_tok(chars[j]) {
-                j += 1;
-            }
-            let tok: String = chars[i..j].iter().collect();
-            let tok_trim = tok.trim_end_matches(['.', ':']);
-            let after_ok = j == chars.len() || !chars[j].is_ascii_alphanumeric();
-            if after_ok && (is_ipv4(tok_trim) || is_ipv6(tok_trim)) {
-                out.push_str("(address)");
-                out.push_str(&tok[tok_trim.len()..]);
-                i = j;
-                continue;
-            }
-            out.push_str(&tok);
-            i = j;
-            continue;
+    while let Some(at) = text[i..].find('@').map(|k| k + i) {
+        let mut s = at;
+        while s > done && local(b[s - 1]) {
+            s -= 1;
         }
-        out.push(chars[i]);
-        i += 1;
+        let mut e = at + 1;
+        while e < b.len() && domain(b[e]) {
+            e += 1;
+        }
+        while e > at + 1 && (b[e - 1] == b'.' || b[e - 1] == b'-') {
+            e -= 1;
+        }
+        let dom = &text[at + 1..e];
+        let tld = dom.rsplit('.').next().unwrap_or("");
+        if s < at
+            && dom.contains('.')
+            && tld.len() >= 2
+            && tld.bytes().all(|c| c.is_ascii_alphabetic())
+            && !UNITS.contains(&tld)
+        {
+            out.push_str(&text[done..s]);
+            out.push_str("(e-mail)");
+            done = e;
+            i = e;
+        } else {
+            i = at + 1;
+        }
     }
+    out.push_str(&text[done..]);
     out
 }
 
-fn is_ipv4(s: &str) -> bool {
-    // `a.b.c.d`, or `a.b.c.d:port`.
-    let host = s.split(':').next().unwrap_or(s);
-    let parts: Vec<&str> = host.split('.').collect();
-    parts.len() == 4
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.len() <= 3 && p.parse::<u16>().is_ok_and(|n| n <= 255))
-        && (host.len() == s.len() || s[host.len() + 1..].parse::<u16>().is_ok())
+/// `text` with MAC addresses (`(mac)`) and IPv4 and IPv6 addresses
+/// (`(address)`) replaced, in the forms the module lists.
+fn addresses(t: &str) -> String {
+    let b = t.as_bytes();
+    let mut out = String::with_capacity(t.len());
+    let mut done = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let prev = if i == 0 { None } else { Some(b[i - 1]) };
+        // Inside a word or a longer dotted number: not the start of one.
+        let boundary = !prev.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'.' || c == b'_');
+        let found = if boundary {
+            mac(b, i)
+                .map(|e| (e, "(mac)"))
+                .or_else(|| ipv4(b, i).map(|e| (e, "(address)")))
+                .or_else(|| ipv6(t, i).map(|e| (e, "(address)")))
+        } else {
+            None
+        };
+        match found {
+            Some((e, with)) => {
+                out.push_str(&t[done..i]);
+                out.push_str(with);
+                done = e;
+                i = e;
+            }
+            None => i += 1,
+        }
+    }
+    out.push_str(&t[done..]);
+    out
 }
 
-fn is_ipv6(s: &str) -> bool {
-    s.matches(':').count() >= 3
-        && s.chars().any(|c| c.is_ascii_hexdigit())
-        && s.parse::<std::net::Ipv6Addr>().is_ok()
+/// Whether `b[e..]` starts where an address may end: not a letter, digit
+/// or `_`, and not a dot or colon that goes on with one.
+fn ends_at(b: &[u8], e: usize) -> bool {
+    match b.get(e) {
+        None => true,
+        Some(c) if c.is_ascii_alphanumeric() || *c == b'_' => false,
+        Some(b'.') => !b.get(e + 1).is_some_and(u8::is_ascii_digit),
+        Some(_) => true,
+    }
+}
+
+/// The end of a MAC address at `i`: six pairs of hex digits joined by `:`
+/// (or all by `-`).
+fn mac(b: &[u8], i: usize) -> Option<usize> {
+    let sep = *b.get(i + 2)?;
+    if (sep != b':' && sep != b'-') || (i > 0 && b[i - 1] == sep) {
+        return None;
+    }
+    for k in 0..6 {
+        let p = i + 3 * k;
+        if !(b.get(p)?.is_ascii_hexdigit() && b.get(p + 1)?.is_ascii_hexdigit()) {
+            return None;
+        }
+        if k < 5 && *b.get(p + 2)? != sep {
+            return None;
+        }
+    }
+    let e = i + 17;
+    (ends_at(b, e) && b.get(e) != Some(&sep)).then_some(e)
+}
+
+/// The end of an IPv4 address at `i` (four parts of at most three digits,
+/// each at most 255), with a `:PORT` after it.
+fn ipv4(b: &[u8], i: usize) -> Option<usize> {
+    let mut e = i;
+    for k in 0..4 {
+        if k > 0 {
+            if b.get(e) != Some(&b'.') {
+                return None;
+            }
+            e += 1;
+        }
+        let s = e;
+        while e < b.len() && b[e].is_ascii_digit() && e - s < 4 {
+            e += 1;
+        }
+        let part = std::str::from_utf8(&b[s..e]).ok()?;
+        if part.is_empty() || part.len() > 3 || part.parse::<u16>().ok()? > 255 {
+            return None;
+        }
+    }
+    if !ends_at(b, e) {
+        return None;
+    }
+    // A port: `10.1.2.3:8080`.
+    if b.get(e) == Some(&b':') {
+        let mut p = e + 1;
+        while p < b.len() && b[p].is_ascii_digit() {
+            p += 1;
+        }
+        let port = std::str::from_utf8(&b[e + 1..p]).ok()?;
+        if port.parse::<u16>().is_ok() && ends_at(b, p) {
+            return Some(p);
+        }
+    }
+    Some(e)
+}
+
+/// The end of an IPv6 address at `i`: the longest run of hex digits,
+/// colons and dots from `i` that is one (with at least two colons; a
+/// `%zone` after it kept), not the loopback or unspecified address.
+fn ipv6(t: &str, i: usize) -> Option<usize> {
+    let b = t.as_bytes();
+    if b[i] == b':' && b.get(i + 1) != Some(&b':') {
+        return None;
+    }
+    if i > 0 && b[i - 1] == b':' && b[i] == b':' {
+        return None;
+    }
+    let mut run = i;
+    while run < b.len() && (b[run].is_ascii_hexdigit() || b[run] == b':' || b[run] == b'.') {
+        run += 1;
+    }
+    (i + 2..=run).rev().find(|&e| {
+        let s = &t[i..e];
+        s.matches(':').count() >= 2
+            && ends_at(b, e)
+            && s.parse::<std::net::Ipv6Addr>()
+                .is_ok_and(|a| !a.is_loopback() && !a.is_unspecified())
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `text` with `host`, home directories' user names and addresses replaced.
+    fn redact_text(text: &str, host: Option<&str>) -> String {
+        let mut r = Redactor::default();
+        if let Some(h) = host {
+            r.learn_host(h);
+        }
+        r.learn_path(text);
+        r.text(text)
+    }
+
+    fn path_text(p: &str) -> String {
+        redact_text(p, None)
+    }
 
     #[test]
     fn texts() {
@@ -171,8 +494,8 @@ mod tests {
         );
         assert_eq!(redact_text("/Users/bob", None), "/Users/(user)");
         assert_eq!(
-            redact_text("vm: tsc kvm-clock vm2 vm, my-vm (vm)", Some("vm")),
-            "(host): tsc kvm-clock vm2 (host), my-vm ((host))"
+            redact_text("vm: tsc kvm-clock vm2 vm, my-vm (VM)", Some("vm")),
+            "(host): tsc kvm-clock vm2 (host), my-(host) ((host))"
         );
         assert_eq!(redact_text("/home/", None), "/home/");
         assert_eq!(
@@ -180,8 +503,8 @@ mod tests {
             "peer (address), ip=(address)."
         );
         assert_eq!(
-            redact_text("addr fe80::1:2:3 and ::1", None),
-            "addr (address) and ::1"
+            redact_text("addr fe80::1:2:3 and ::1 and ::", None),
+            "addr (address) and ::1 and ::"
         );
         // Not addresses: versions, durations, times, CPU lists.
         for keep in [
@@ -250,6 +573,10 @@ mod tests {
         assert_eq!(redact_text("vmvm", Some("vm")), "vmvm");
         assert_eq!(redact_text("a-vmvm vm", Some("vm")), "a-vmvm (host)");
         assert_eq!(
+            redact_text("kvm-clock vm2 vm_x", Some("vm")),
+            "kvm-clock vm2 vm_x"
+        );
+        assert_eq!(
             redact_text("vm_x x_vm vm.x", Some("vm")),
             "vm_x x_vm (host).x"
         );
@@ -272,13 +599,14 @@ mod tests {
             ("10.0.0.255", "(address)"),
             ("at 10.0.0.1:65535", "at (address)"),
             ("fe80::1:2", "(address)"),
-            // Not addresses: a part over 255 or of four digits, IPv6 with
-            // two colons (as a time has), a port over 65535, a token
-            // inside a word.
+            ("fe80::1", "(address)"),
+            // A port over 65535 is no port.
+            ("10.0.0.1:65536", "(address):65536"),
+            // Not addresses: a part over 255 or of four digits, a time, a
+            // token inside a word.
             ("10.0.0.256", "10.0.0.256"),
-            ("fe80::1", "fe80::1"),
+            ("12:30:45", "12:30:45"),
             ("0001.2.3.4", "0001.2.3.4"),
-            ("10.0.0.1:65536", "10.0.0.1:65536"),
             ("a10.0.0.1", "a10.0.0.1"),
             ("x10.0.0.1", "x10.0.0.1"),
             ("(.10.0.0.1)", "(.10.0.0.1)"),
@@ -286,6 +614,128 @@ mod tests {
         ] {
             assert_eq!(redact_text(text, None), want, "{text}");
         }
+    }
+
+    /// Every form issue 36 found left in place.
+    #[test]
+    fn every_address_form() {
+        for (text, want) in [
+            (
+                "ip=10.20.30.40::10.20.30.1:255.255.255.0:box:eth0:off",
+                "ip=(address)::(address):(address):box:eth0:off",
+            ),
+            ("peer 10.1.2.3:eth0", "peer (address):eth0"),
+            ("10.1.2.3:8080:x", "(address):x"),
+            ("2001:db8::1:eth0", "(address):eth0"),
+            ("fd00::5, 2600::1", "(address), (address)"),
+            ("via fe80::1%eth0.", "via (address)%eth0."),
+            ("[2001:db8::7]:443", "[(address)]:443"),
+            ("::ffff:10.9.8.7", "(address)"),
+            ("mac 52:54:00:ab:CD:ef up", "mac (mac) up"),
+            ("mac 52-54-00-ab-cd-ef", "mac (mac)"),
+            ("to Alice.Smith+rt@corp.example.com.", "to (e-mail)."),
+            // Not these: a unit, a user at a host with no domain, seven
+            // pairs, a version.
+            ("getty@tty1.service", "getty@tty1.service"),
+            ("alice@box", "alice@box"),
+            ("52:54:00:ab:cd:ef:01", "52:54:00:ab:cd:ef:01"),
+            ("rtscope 0.1.0 (6.18.44)", "rtscope 0.1.0 (6.18.44)"),
+        ] {
+            assert_eq!(redact_text(text, None), want, "{text}");
+        }
+    }
+
+    /// Host names in any case and as the first label of a dotted name,
+    /// user names learned from a home directory wherever else they are,
+    /// and object keys.
+    #[test]
+    fn names_in_any_case_and_keys() {
+        let mut d = ResultDocument::new(
+            "cyclic",
+            serde_json::json!({"out": "/home/alice/r.json", "PROD-DB-17": {"alice": 1}}),
+            Default::default(),
+            vec![],
+        );
+        d.system.hostname = Some("prod-db-17.lab.example".into());
+        d.warnings = vec!["Prod-Db-17 and prod-db-17.lab.example, ALICE, alice-x".into()];
+        let r = document(&d);
+        let text = String::from_utf8(r.to_json()).unwrap();
+        for gone in ["prod-db-17", "PROD-DB-17", "Prod-Db-17", "alice", "ALICE"] {
+            assert!(!text.contains(gone), "{gone} in {text}");
+        }
+        assert_eq!(
+            r.warnings,
+            ["(host) and (host), (user), (user)-x"],
+            "{text}"
+        );
+        assert_eq!(
+            r.plan,
+            serde_json::json!({"out": "/home/(user)/r.json", "(host)": {"(user)": 1}})
+        );
+    }
+
+    /// A user named like an enum's value (`loops`, the end reason): the
+    /// document still reads back, and every other field is redacted.
+    #[test]
+    fn a_name_like_an_enum_value_leaves_only_that_value() {
+        let mut d = ResultDocument::new(
+            "cyclic",
+            serde_json::json!({"out": "/home/loops/r.json"}),
+            Default::default(),
+            vec![],
+        );
+        d.end_reason = rtscope_core::result::EndReason::Loops;
+        d.warnings = vec!["loops owns 10.1.2.3".into()];
+        d.command_line = vec!["--json".into(), "/home/loops/r.json".into()];
+        let r = document(&d);
+        assert_eq!(r.end_reason, rtscope_core::result::EndReason::Loops);
+        assert_eq!(r.warnings, ["(user) owns (address)"]);
+        assert_eq!(r.command_line[1], "/home/(user)/r.json");
+        assert_eq!(r.plan["out"], "/home/(user)/r.json");
+    }
+
+    /// Runs redacted together: one run's file name loses the host name
+    /// that only the other run's document has.
+    #[test]
+    fn runs_share_their_names() {
+        let mut a =
+            ResultDocument::new("cyclic", serde_json::json!({}), Default::default(), vec![]);
+        a.system.hostname = Some("prod-db-17".into());
+        let mut b = a.clone();
+        b.system.hostname = Some("edge-4".into());
+        let mut rs = vec![
+            Run {
+                name: "edge-4".into(),
+                path: "/home/bob/edge-4.json".into(),
+                doc: a,
+            },
+            Run {
+                name: "prod-db-17".into(),
+                path: "prod-db-17.json".into(),
+                doc: b,
+            },
+        ];
+        runs(&mut rs);
+        assert_eq!(rs[0].name, "(host)");
+        assert_eq!(rs[0].path, Path::new("/home/(user)/(host).json"));
+        assert_eq!(rs[1].name, "(host)");
+        assert_eq!(rs[1].path, Path::new("(host).json"));
+    }
+
+    #[test]
+    fn aliases_and_errors() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("prod-db-17.json"), "x").unwrap();
+        let a = alias("prod-db-17.json");
+        assert!(a.starts_with("r-") && a.ends_with(".json") && !a.contains("prod"));
+        assert_ne!(a, alias("prod-db-18.json"));
+        assert_eq!(unalias(d.path(), &a).as_deref(), Some("prod-db-17.json"));
+        assert_eq!(unalias(d.path(), "prod-db-17.json"), None);
+        let p = Path::new("/srv/home/alice/prod-db-17.json");
+        assert_eq!(
+            served_error(&format!("{}: bad JSON", p.display()), p),
+            format!("{a}: bad JSON")
+        );
     }
 
     #[test]

@@ -7,20 +7,49 @@ use super::*;
 /// The warning of more than 1 % of the periods missed ([`run::Overload`]):
 /// the union's (the last series), or when it stays within 1 %, each
 /// thread's beyond it, labelled (one thread of many).
+/// A deadline run that missed most of its periods is told of its runtime
+/// budget ([`budget_note`]).
 pub(super) fn missed_warnings(series: &[Series]) -> Vec<String> {
     let Some((all, threads)) = series.split_last() else {
         return vec![];
     };
     if let Some(w) = run::Overload::of(all).missed {
-        return vec![w];
+        let budget = threads.iter().find_map(budget_note);
+        return vec![w + budget.as_deref().unwrap_or("")];
     }
     if threads.len() < 2 {
         return vec![];
     }
     threads
         .iter()
-        .filter_map(|s| Some(format!("{}: {}", s.label, run::Overload::of(s).missed?)))
+        .filter_map(|s| {
+            let w = run::Overload::of(s).missed?;
+            Some(format!(
+                "{}: {w}{}",
+                s.label,
+                budget_note(s).unwrap_or_default()
+            ))
+        })
         .collect()
+}
+
+/// With `--policy deadline`, where a thread missed most of its periods:
+/// what its runtime budget was, as the likeliest cause (a job that
+/// outgrows its runtime is throttled by the kernel to its next period).
+fn budget_note(s: &Series) -> Option<String> {
+    let runtime = s.attributes.get("dl_runtime_ns")?.as_u64()?;
+    let period = s.attributes.get("dl_period_ns")?.as_u64()?;
+    let missed = u128::from(s.counters.overruns);
+    let due = u128::from(s.stats.count) + u128::from(s.counters.dropped) + missed;
+    (missed * 2 > due).then(|| {
+        format!(
+            "; most periods missed in a deadline run is most often its runtime budget: \
+             --dl-runtime {} of every {} is too short for one wake-up, and the kernel throttles \
+             the thread to its next period: give it a larger --dl-runtime",
+            format_ns(runtime),
+            format_ns(period)
+        )
+    })
 }
 
 /// Per-thread state of the aggregator.

@@ -156,14 +156,14 @@ pub const OPTIONS: &[Opt] = &[
     opt("nsecs", Some('N'), No, Id::Nsecs, "", "status lines and JSON in ns (the -h histogram keeps 1 us bins)"),
     opt("oscope", Some('o'), Required, Id::Oscope, "RED", "with -v only: not honoured, as -v"),
     opt("priority", Some('p'), Required, Id::Priority, "PRIO", "real-time priority of every thread (SCHED_FIFO unless --policy=rr)"),
-    opt("quiet", Some('q'), No, Id::Quiet, "", "no live display: the status lines once at the end (none with -h)"),
+    opt("quiet", Some('q'), No, Id::Quiet, "", "no live display: the status lines once at the end (none with -h); rtscope's own lines left out of stderr"),
     opt("priospread", None, No, Id::Priospread, "", "refused: rtscope runs every thread at one priority"),
     opt("relative", Some('r'), No, Id::Relative, "", "relative clock_nanosleep (rtscope's --wake relative)"),
     opt("resolution", Some('R'), No, Id::Resolution, "", "not honoured (named on stderr): rtscope clock measures the clocks"),
     opt("secaligned", None, Optional, Id::Secaligned, "[USEC]", "not honoured (named on stderr): the threads start together, not at a full second"),
     opt("system", Some('s'), No, Id::System, "", "nanosleep() instead of clock_nanosleep (rtscope's --wake nanosleep)"),
     opt("smi", None, No, Id::Smi, "", "not honoured (named on stderr): SMIs are not counted"),
-    opt("smp", Some('S'), No, Id::Smp, "", "one thread per CPU, each pinned to its CPU, one priority (-a and -t ignored)"),
+    opt("smp", Some('S'), No, Id::Smp, "", "one thread per CPU, each pinned to its CPU, one priority (-a and -t after it ignored, -a before it refused)"),
     opt("spike", None, Required, Id::Spike, "TRIGGER", "not honoured (named on stderr): the result document keeps the worst samples with their times"),
     opt("spike-nodes", None, Required, Id::SpikeNodes, "NUM", "with --spike: not honoured, as --spike"),
     opt("threads", Some('t'), Optional, Id::Threads, "[NUM]", "NUM threads, or one per CPU without NUM (default 1); not pinned without -a"),
@@ -535,16 +535,31 @@ fn tokenize(args: &[String]) -> Result<Vec<Given>, String> {
     Ok(out)
 }
 
-/// A whole number, as the option's value.
+/// A whole number, as the option's value, within cyclictest's `int`: its
+/// `atoi` would wrap a larger one (`-l 4294967297` is 1 loop to it).
 fn int(g: &Given) -> Result<i64, String> {
     let v = g.value.as_deref().unwrap_or("");
-    v.trim().parse::<i64>().map_err(|e| {
+    let n = v.trim().parse::<i64>().map_err(|e| {
         use std::num::IntErrorKind::{NegOverflow, PosOverflow};
         match e.kind() {
-            PosOverflow | NegOverflow => format!("{} {v}: too large", g.name),
+            PosOverflow | NegOverflow => format!(
+                "{} {v}: too large (cyclictest's atoi reads a number up to {})",
+                g.name,
+                i32::MAX
+            ),
             _ => format!("{} {v}: not a whole number", g.name),
         }
-    })
+    })?;
+    if i32::try_from(n).is_err() {
+        return Err(format!(
+            "{} {v}: beyond cyclictest's int ({} to {}): its atoi would wrap it to {}",
+            g.name,
+            i32::MIN,
+            i32::MAX,
+            n as i32
+        ));
+    }
+    Ok(n)
 }
 
 /// A whole number that must not be negative.
@@ -556,38 +571,59 @@ fn non_negative(g: &Given) -> Result<i64, String> {
     Ok(n)
 }
 
-/// cyclictest's `parse_time_string`: seconds, or with a suffix m, h, d
-/// (either case) minutes, hours, days; also `s`. Anything after the suffix
-/// is refused: cyclictest reads only its first letter, so `300ms` would be
-/// 300 minutes.
+/// cyclictest's `parse_time_string`: `strtol`'s number of seconds, times
+/// 60, 3600 or 86400 where the first character after it is m, h or d
+/// (either case), in an `int`. What it would misread is refused, saying how
+/// it reads it: a suffix of more than one letter (`300ms` is 300 minutes),
+/// another suffix (`1x` is 1 second), no number (`abc` is 0, no duration:
+/// it runs until stopped), more seconds than an `int` holds (wrapped).
 fn duration_s(g: &Given) -> Result<i64, String> {
     let v = g.value.as_deref().unwrap_or("").trim();
     let split = v
-        .find(|c: char| !c.is_ascii_digit() && c != '-' && c != '+')
-        .unwrap_or(v.len());
+        .char_indices()
+        .find(|&(i, c)| !(c.is_ascii_digit() || (i == 0 && (c == '-' || c == '+'))))
+        .map_or(v.len(), |(i, _)| i);
     let (num, suffix) = v.split_at(split);
-    let mult = match suffix {
-        "" | "s" | "S" => 1,
-        "m" | "M" => 60,
-        "h" | "H" => 3600,
-        "d" | "D" => 86_400,
-        _ => {
-            return Err(format!(
-                "{} {v}: cyclictest reads a number of seconds with one suffix, m, h or d \
-                 (it would read '{suffix}' as '{}')",
-                g.name,
-                suffix.chars().next().unwrap_or(' ')
-            ))
-        }
+    let n: Option<i64> = num.parse().ok();
+    let Some(n) = n else {
+        return Err(format!(
+            "{} {v}: not a number of seconds (cyclictest would read it as 0, no duration: \
+             it would run until stopped)",
+            g.name
+        ));
     };
-    let n: i64 = num
-        .parse()
-        .map_err(|_| format!("{} {v}: not a duration", g.name))?;
+    let first = suffix.chars().next().map(|c| c.to_ascii_lowercase());
+    let (mult, unit) = match first {
+        None => (1, "s"),
+        Some('m') => (60, "minute"),
+        Some('h') => (3600, "hour"),
+        Some('d') => (86_400, "day"),
+        Some(_) => (1, "s"),
+    };
+    if suffix.len() > 1 || (first.is_some() && mult == 1 && suffix != "s" && suffix != "S") {
+        let read = if mult == 1 {
+            format!("{n} s, ignoring '{suffix}'")
+        } else {
+            format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+        };
+        return Err(format!(
+            "{} {v}: cyclictest reads a number of seconds with at most one suffix, m, h or d; \
+             it would read this as {read}",
+            g.name
+        ));
+    }
     if n < 0 {
         return Err(format!("{} {v}: must not be negative", g.name));
     }
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("{} {v}: too long", g.name))
+    match n.checked_mul(mult).filter(|&t| t <= i64::from(i32::MAX)) {
+        Some(t) => Ok(t),
+        None => Err(format!(
+            "{} {v}: beyond cyclictest's int ({} s, about 68 years): it would wrap it to {} s",
+            g.name,
+            i32::MAX,
+            (n as i32).wrapping_mul(mult as i32)
+        )),
+    }
 }
 
 fn path(g: &Given) -> Result<String, String> {
@@ -681,6 +717,15 @@ pub fn parse(args: &[String]) -> Result<CtArgs, String> {
             Id::System => a.system = true,
             Id::Smi => a.smi = true,
             Id::Smp => {
+                // cyclictest's -a (with libnuma, as every distribution
+                // builds it) turns on its NUMA mode, which -S refuses.
+                if option_affinity {
+                    return Err(format!(
+                        "{} after -a: cyclictest refuses it (FATAL: numa and smp options are \
+                         mutually exclusive); put -S first (it then ignores -a) or leave one out",
+                        g.name
+                    ));
+                }
                 a.smp = true;
                 a.threads = Threads::PerCpu;
                 a.placement.pinned = true;
@@ -967,12 +1012,25 @@ mod tests {
                 "WARN: -a ignored due to smp mode"
             ]
         );
-        // -a and -t before -S: -t is overridden, the CPU set kept.
-        let a = ok("-a 1 -t 3 -S");
+        // -t before -S: overridden.
+        let a = ok("-t 3 -S");
         assert_eq!(a.threads, Threads::PerCpu);
-        assert_eq!(a.placement.cpus.as_deref(), Some("1"));
-        assert!(!a.affinity_ignored);
         assert!(a.messages.is_empty());
+        // -a before -S: cyclictest 2.40 stops (issue 36: it ran), with or
+        // without a CPU set, short or long.
+        for line in [
+            "-a 1 -t 3 -S",
+            "-a0 -S",
+            "-a -S",
+            "--affinity=0 --smp",
+            "-a 0 -Sp90",
+        ] {
+            let e = err(line);
+            assert!(
+                e.contains("after -a: cyclictest refuses it (FATAL: numa and smp options are mutually exclusive)"),
+                "{line}: {e}"
+            );
+        }
     }
 
     #[test]
@@ -1113,18 +1171,51 @@ mod tests {
         assert_eq!(ok("-D 1d").duration_s, 86_400);
         assert_eq!(ok("-D 1D").duration_s, 86_400);
         assert_eq!(ok("-D 0").duration_s, 0);
-        let e = err("-D 300ms");
-        assert!(
-            e.starts_with("-D 300ms: cyclictest reads") && e.contains("'m'"),
-            "{e}"
-        );
-        assert!(err("-D 2min").contains("'m'"));
-        assert_eq!(err("-D m"), "-D m: not a duration");
-        assert_eq!(err("-D -5"), "-D -5: must not be negative");
-        assert_eq!(
-            err("-D 99999999999999999d"),
-            "-D 99999999999999999d: too long"
-        );
+        // What cyclictest 2.40 does with each, as the refusal says
+        // (issue 36: `1x` and `abc` were said to be read as `x` and `a`).
+        for (line, says) in [
+            ("-D 300ms", "-D 300ms: cyclictest reads a number of seconds with at most one suffix, m, h or d; it would read this as 300 minutes"),
+            ("-D 2min", "it would read this as 2 minutes"),
+            ("-D 1h30m", "it would read this as 1 hour"),
+            ("-D 1x", "-D 1x: cyclictest reads a number of seconds with at most one suffix, m, h or d; it would read this as 1 s, ignoring 'x'"),
+            ("-D 5sec", "it would read this as 5 s, ignoring 'sec'"),
+            ("--duration=abc", "--duration abc: not a number of seconds (cyclictest would read it as 0, no duration: it would run until stopped)"),
+            ("-D m", "-D m: not a number of seconds"),
+            ("-D -5", "-D -5: must not be negative"),
+            // Wrapped in cyclictest's int (issue 36: these ran as written).
+            ("-D 99999999999d", "-D 99999999999d: beyond cyclictest's int (2147483647 s, about 68 years): it would wrap it to"),
+            ("-D 99999999999999999d", "beyond cyclictest's int"),
+            ("-D 2147483648", "beyond cyclictest's int"),
+        ] {
+            let e = err(line);
+            assert!(e.starts_with(says) || e.contains(says), "{line}: {e}");
+        }
+        assert!(err("-D 1h30m").ends_with("as 1 hour"));
+        assert_eq!(ok("-D 2147483647").duration_s, 2_147_483_647);
+        assert_eq!(ok("-D 24855d").duration_s, 24_855 * 86_400);
+    }
+
+    /// Values cyclictest's `atoi` would wrap in its `int` are refused,
+    /// saying what it would read (issue 36: `-l 4294967297` ran 4294967297
+    /// loops, cyclictest runs 1).
+    #[test]
+    fn values_atoi_would_wrap_are_refused() {
+        for (line, wrapped) in [
+            ("-l 4294967297", "1"),
+            ("-i 4294967296", "0"),
+            ("-p 2147483648", "-2147483648"),
+            ("-h -2147483649", "2147483647"),
+            ("--loops=99999999999", "1215752191"),
+        ] {
+            let e = err(line);
+            assert!(
+                e.contains("beyond cyclictest's int (-2147483648 to 2147483647): its atoi would wrap it to ")
+                    && e.ends_with(&format!(" {wrapped}")),
+                "{line}: {e}"
+            );
+        }
+        assert_eq!(ok("-l 2147483647").loops, 2_147_483_647);
+        assert!(err("-l 99999999999999999999").contains("too large"));
     }
 
     #[test]
@@ -1173,23 +1264,16 @@ mod tests {
         );
         assert_eq!(err("-i 0"), "-i 0: the interval must be at least 1 us");
         assert_eq!(ok("-i 1").interval, 1);
-        assert_eq!(ok("-i 3600000000").interval, 3_600_000_000);
-        assert_eq!(
-            err("-i 3600000001"),
-            "-i 3600000001: at most 3600000000 us (1 h: a longer wait is not a latency measurement)"
-        );
+        assert_eq!(ok("-i 2147483647").interval, 2_147_483_647);
+        // Beyond cyclictest's int before the hour is reached.
+        assert!(err("-i 3600000001").contains("beyond cyclictest's int"));
         assert_eq!(err("-l -1"), "-l -1: must not be negative");
         assert_eq!(ok("-l 0").loops, 0);
         assert_eq!(err("-d -1"), "-d -1: must not be negative");
         assert_eq!(err("-b x"), "-b x: not a whole number");
-        assert_eq!(
-            err("-l 18446744073709551615"),
-            "-l 18446744073709551615: too large"
-        );
-        assert_eq!(
-            err("-p -99999999999999999999"),
-            "-p -99999999999999999999: too large"
-        );
+        assert!(err("-l 18446744073709551615")
+            .starts_with("-l 18446744073709551615: too large (cyclictest's atoi"));
+        assert!(err("-p -99999999999999999999").starts_with("-p -99999999999999999999: too large"));
         assert_eq!(err("--json="), "--json: needs a file name");
         assert_eq!(
             err("--rtscope-json=a --no-rtscope-json"),

@@ -88,10 +88,12 @@ impl Files {
                 match paths.add("--rtscope-json", Some(&p)) {
                     Ok(()) => Some(p),
                     Err(e) => {
-                        eprintln!(
-                            "warning: rtscope's result document is not written ({}): give --rtscope-json=FILE",
-                            crate::error::one_line(&e)
-                        );
+                        if !a.quiet {
+                            eprintln!(
+                                "warning: rtscope's result document is not written ({}): give --rtscope-json=FILE",
+                                crate::error::one_line(&e)
+                            );
+                        }
                         None
                     }
                 }
@@ -127,8 +129,12 @@ pub fn run(words: &[String]) -> Result<i32> {
     for m in a.messages.iter().chain(&r.messages) {
         eprintln!("{m}");
     }
-    for n in &r.notes {
-        eprintln!("warning: {n}");
+    // -q leaves rtscope's own lines out of stderr (a `2>&1` recipe reads
+    // only cyclictest's); the document keeps the warnings.
+    if !a.quiet {
+        for n in &r.notes {
+            eprintln!("warning: {n}");
+        }
     }
     let Outcome {
         mut doc,
@@ -237,7 +243,7 @@ fn deliver(
             style.nsecs,
         ));
     }
-    for w in &written {
+    for w in written.iter().filter(|_| !style.quiet) {
         eprintln!("rtscope: {w}");
     }
     for e in out.thread_errors.iter().chain(&errors) {

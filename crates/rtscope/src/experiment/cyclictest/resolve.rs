@@ -341,9 +341,9 @@ mod tests {
         let o = r("-a 4-5 -t").options;
         assert_eq!((o.threads, o.cpus), (Some(2), Some(vec![4, 5])));
         assert_eq!(r("-a all -t").options.threads, Some(6));
-        // -a before -S: the list is kept.
-        let o = r("-a 5 -S").options;
-        assert_eq!((o.threads, o.cpus), (Some(1), Some(vec![5])));
+        // -a before -S: refused, as cyclictest refuses it.
+        let e = parse(&["-a", "5", "-S"].map(String::from)).unwrap_err();
+        assert!(e.contains("mutually exclusive"), "{e}");
         assert_eq!(
             refused("-a 9"),
             "-a: CPU 9 is not online (online CPUs: 0-5)"
@@ -475,14 +475,17 @@ mod tests {
         assert!(r("-m -n -u -q -M").notes.is_empty());
     }
 
-    /// Huge values are not an overflow (the plan's limits refuse them).
+    /// The largest values cyclictest's int holds are not an overflow (the
+    /// plan's limits refuse them); larger ones are refused as it would wrap them.
     #[test]
     fn huge_values_saturate() {
-        let x = r("-t 2 -i 3600000000 -d 9223372036854775807 -b 9223372036854775807");
-        assert_eq!(x.options.period_ns, 3_600_000_000_000);
-        assert_eq!(x.options.distance_ns, u64::MAX);
-        assert_eq!(x.options.break_above_ns, Some(u64::MAX));
-        assert!(refused("-t 9223372036854775807 --policy=fifo").contains("above 99"));
+        let x = r("-t 2 -i 2147483647 -d 2147483647 -b 2147483647");
+        assert_eq!(x.options.period_ns, 2_147_483_647_000);
+        assert_eq!(x.options.distance_ns, 2_147_483_647_000);
+        assert_eq!(x.options.break_above_ns, Some(2_147_483_647_999));
+        let e = parse(&["-d", "9223372036854775807"].map(String::from)).unwrap_err();
+        assert!(e.contains("beyond cyclictest's int"), "{e}");
+        assert!(refused("-t 2147483647 --policy=fifo").contains("above 99"));
         assert!(crate::experiment::cyclic::plan(&x.options).is_err());
     }
 

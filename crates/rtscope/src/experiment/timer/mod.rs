@@ -279,8 +279,9 @@ pub fn sweep(
 ) -> Result<(Vec<Policy>, RtChoice)> {
     let mut out = Vec::new();
     for p in policies {
-        if *p == Policy::Deadline && !no_rt {
-            return Err(usage(super::run::DEADLINE_ONLY_CYCLIC));
+        if *p == Policy::Deadline {
+            // Refused: cyclic's alone, and with --no-rt a contradiction.
+            RtChoice::new(*p, priority, no_rt, default_system)?;
         }
         let p = if no_rt { Policy::Other } else { *p };
         if !out.contains(&p) {
@@ -822,11 +823,14 @@ mod tests {
             assert_eq!(e.to_string(), super::super::run::DEADLINE_ONLY_CYCLIC);
             assert_eq!(crate::error::exit_code(&e), 2);
         }
-        // --no-rt makes every policy SCHED_OTHER, deadline too.
+        // With --no-rt, deadline is a contradiction (it ran SCHED_OTHER
+        // silently, issue 36).
         let mut o = opts();
         o.policies = vec![Policy::Deadline];
         o.run.rt.no_rt = true;
-        assert!(plan(&o).is_ok());
+        let e = plan(&o).unwrap_err();
+        assert!(e.to_string().contains("contradict each other"), "{e}");
+        assert_eq!(crate::error::exit_code(&e), 2);
     }
 
     /// The sweep runs each policy once, in the order given; the harness
