@@ -293,13 +293,10 @@ pub fn bootstrap_ratio(a: &[u64], b: &[u64], resamples: usize, seed: u64) -> Opt
         .map(|_| {
             let (sa, na) = resample_sum(a, la, &mut rng);
             let (sb, nb) = resample_sum(b, lb, &mut rng);
-            let (ra, rb) = (sa as f64 / na as f64, sb as f64 / nb as f64);
-            match (ra > 0.0, rb > 0.0) {
-                (true, _) => rb / ra,
-                (false, true) => f64::INFINITY,
-                // Neither: no information; a ratio of 1 keeps it undecided.
-                (false, false) => 1.0,
-            }
+            // Half an event added to each side (Haldane): a side without
+            // events in the data gives no degenerate interval (0 or ∞ in
+            // every resample) that would agree with any exact call.
+            (sb as f64 + 0.5) / nb as f64 / ((sa as f64 + 0.5) / na as f64)
         })
         .collect();
     ratios.sort_by(f64::total_cmp);
@@ -1349,18 +1346,23 @@ mod tests {
 
     #[test]
     fn bootstrap_quantiles_of_a_known_distribution() {
-        // The baseline: 9 blocks of one exceedance each (rate 1 in every
+        // The baseline: 9 blocks of one exceedance each (9 in every
         // resample). The run: 8 blocks, every other one with one. Both give
         // blocks of length 1 (at most 9/8 and 8/8 blocks), so a resample's
-        // rate is X/8 with X ~ Binomial(8, 1/2): P(X <= 0) = 0.0039,
-        // P(X <= 1) = 0.0352, P(X <= 6) = 0.9648, P(X <= 7) = 0.9961. Its
-        // 2.5 % and 97.5 % quantiles are X = 1 and X = 7 (the 5 % and 95 %,
-        // X = 2 and 6); with 20 000 resamples the empirical ones are those
-        // by more than 7 standard errors.
+        // ratio is ((X + 0.5) / 8) / (9.5 / 9), half an event added to each
+        // side, with X ~ Binomial(8, 1/2): P(X <= 0) = 0.0039, P(X <= 1) =
+        // 0.0352, P(X <= 6) = 0.9648, P(X <= 7) = 0.9961. Its 2.5 % and
+        // 97.5 % quantiles are X = 1 and X = 7 (the 5 % and 95 %, X = 2 and
+        // 6); with 20 000 resamples the empirical ones are those by more
+        // than 7 standard errors.
         let a = [1u64; 9];
         let b = [1u64, 0, 1, 0, 1, 0, 1, 0];
         let bi = bootstrap_ratio(&a, &b, 20_000, 3).unwrap();
-        assert_eq!((bi.lo, bi.hi), (0.125, 0.875), "{bi:?}");
+        let r = |x: f64| (x + 0.5) / 8.0 / (9.5 / 9.0);
+        assert!(
+            close(bi.lo, r(1.0), 1e-12) && close(bi.hi, r(7.0), 1e-12),
+            "{bi:?}"
+        );
         assert_eq!(bi.blocks, (9, 8));
         assert_eq!(bi.block_len, (1, 1));
         // Exactly 8 blocks a side and 40 resamples are enough.
@@ -1370,9 +1372,12 @@ mod tests {
         // Neither run above the threshold: no information, a ratio of 1.
         let z = bootstrap_ratio(&[0; 9], &[0; 9], 100, 3).unwrap();
         assert_eq!((z.lo, z.hi), (1.0, 1.0));
-        // Only the run above it: unbounded.
+        // Only the run above it: 9.5 against 0.5, never the degenerate ∞
+        // (or 0) in every resample that would agree with any exact call.
         let z = bootstrap_ratio(&[0; 9], &[1; 9], 100, 3).unwrap();
-        assert_eq!((z.lo, z.hi), (f64::INFINITY, f64::INFINITY));
+        assert_eq!((z.lo, z.hi), (19.0, 19.0));
+        let z = bootstrap_ratio(&[0, 0, 0, 0, 0, 0, 0, 1, 1], &[0; 9], 400, 3).unwrap();
+        assert!(z.lo < 0.25 && z.hi >= 1.0, "{z:?}");
     }
 
     #[test]
