@@ -163,7 +163,7 @@ impl Verdict {
             .iter()
             .filter(|e| e.call == want)
             .map(|e| {
-                if want == Call::TooFewSamples {
+                if matches!(want, Call::TooFewSamples | Call::NoDistribution) {
                     e.name.to_string()
                 } else {
                     e.text()
@@ -181,6 +181,7 @@ impl Verdict {
             self.pick(Call::Unclear),
             self.pick(Call::TooFewSamples),
         );
+        let none = self.pick(Call::NoDistribution);
         let mut parts = Vec::new();
         match (worse.is_empty(), better.is_empty()) {
             (false, true) => parts.push(format!("{b} is worse than {a} at {}", worse.join(", "))),
@@ -205,6 +206,12 @@ impl Verdict {
         if !few.is_empty() {
             parts.push(format!("too few samples to tell at {}", few.join(", ")));
         }
+        if !none.is_empty() {
+            parts.push(format!(
+                "nothing to tell at {}: a run has no distribution (count, min, mean and max only: an import of cyclictest run without -h)",
+                none.join(", ")
+            ));
+        }
         parts.join("; ")
     }
 
@@ -212,7 +219,11 @@ impl Verdict {
     pub fn methods(&self) -> String {
         let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
         for e in &self.effects {
-            let d = e.method.describe();
+            let d = if e.call == Call::NoDistribution {
+                "none: no distribution recorded".to_string()
+            } else {
+                e.method.describe()
+            };
             match groups.iter_mut().find(|g| g.0 == d) {
                 Some(g) => g.1.push(e.name),
                 None => groups.push((d, vec![e.name])),
@@ -350,14 +361,25 @@ pub fn compared_series(runs: &[Run], m: &Matched) -> (Vec<Series>, Over) {
     if missed.is_empty() && !some_have {
         return (plain, Over::Samples);
     }
+    // Imports (cyclictest counts no missed periods) are not "older".
+    let imported = runs
+        .iter()
+        .zip(&m.index)
+        .filter(|(r, _)| r.doc.series.iter().all(|s| s.corrected.is_none()))
+        .all(|(r, _)| r.doc.end_reason == rtscope_core::result::EndReason::Imported);
     let note = format!(
         "{}: compared over the wake-ups, as {} no figures over the intended periods \
-         (written by an older rtscope){}",
+         ({}){}",
         m.label,
         if without.len() == 1 {
             format!("{} has", without[0])
         } else {
             format!("{} have", without.join(", "))
+        },
+        if imported {
+            "imported: cyclictest does not record missed periods"
+        } else {
+            "written by an older rtscope"
         },
         if missed.is_empty() {
             String::new()
