@@ -59,9 +59,15 @@ fn json_without_histogram_reports_and_compares() {
     let j = dir.path().join("j.json");
     import("--json", &fixture("cyclictest-h150.json"), &j);
     let o = run_ok(&["compare", s(&j), s(&p)]);
+    // No distribution is not "too few samples" (issue 36).
     assert!(
         o.stdout
-            .contains("too few samples to tell at p50, p99, p99.9"),
+            .contains("nothing to tell at p50, p99, p99.9: a run has no distribution"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        !o.stdout.contains("too few samples to tell"),
         "{}",
         o.stdout
     );
