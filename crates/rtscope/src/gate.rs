@@ -541,7 +541,7 @@ pub fn fail_lines(gates: &[Gate], report: &GateReport, doc: &ResultDocument) -> 
         if failed.is_empty() {
             continue;
         }
-        if g.fail_above && doc.threshold.is_some() {
+        if g.fail_above && doc.threshold.is_some() && measured_nothing(doc).is_none() {
             lines.push(fail_above_line(doc));
             continue;
         }
@@ -730,7 +730,7 @@ impl fmt::Display for Gate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rtscope_core::result::Stats;
+    use rtscope_core::result::{Stats, Threshold};
 
     fn series(label: &str, count: u64, max: i64, p99: u64, overruns: u64) -> Series {
         let mut s = Series {
@@ -863,6 +863,18 @@ mod tests {
             "the run measured nothing: no series recorded a sample (period 600ms, run 613ms: a run must last well over one period); its gates fail"
         );
         assert!(!evaluate(&parse_gates("overruns>0").unwrap(), &c).passed);
+        // --fail-above says why, not "0 samples above".
+        c.threshold = Some(Threshold {
+            fail_above_ns: 1_000,
+            exceeded: false,
+            samples_above: 0,
+        });
+        let fa = [Gate::fail_above(1_000)];
+        let lines = fail_lines(&fa, &evaluate(&fa, &c), &c);
+        assert!(
+            lines.iter().all(|l| l.contains("the run measured nothing")),
+            "{lines:?}"
+        );
         // One sample anywhere is a measurement; noise without gaps is clean.
         assert_eq!(measured_nothing(&doc()), None);
         c.experiment = "noise".into();
