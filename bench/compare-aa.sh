@@ -3,8 +3,9 @@
 #
 # A/A: PAIRS pairs of identical short runs (independent pairs: 2 x PAIRS runs,
 # one after the other), each pair compared; a pair "got a verdict" when the
-# first compared series is called worse, better or mixed. The false-verdict
-# rate should be at most 5 %.
+# first compared series is called worse, better or mixed (and, counted
+# apart, when its tail verdict is worse or better). The false-verdict rate
+# should be at most 5 %.
 # A/B: AB pairs of a run without load and a run with LOAD; the detection rate
 # is the share of pairs with a verdict (worse, better or mixed: a load can make
 # the median better and the tail worse).
@@ -74,15 +75,21 @@ first_verdict() { # the first verdict line of a comparison
     "$BIN" compare "$@" | grep -m1 '^verdict:'
 }
 
+first_tail() { # the first tail verdict line of a comparison
+    "$BIN" compare "$@" | grep -m1 '^tail verdict:' || true
+}
+
 called() { case "$1" in *" is worse "*|*" is better "*|*"mixed:"*) return 0;; esac; return 1; }
 
 echo "A/A: $PAIRS pairs of '$RUN' ($BIN)${INTERLEAVE:+, $INTERLEAVE alternating runs per side}"
-aa=0; aa_ind=0; i=1
+aa=0; aa_ind=0; aa_tail=0; i=1
 have_py=$(command -v python3 >/dev/null && echo 1 || echo 0)
 while [ "$i" -le "$PAIRS" ]; do
     pair "a$i" "b$i"
     v=$(first_verdict "$DIR/a$i.json" "$DIR/b$i.json")
     if called "$v"; then aa=$((aa + 1)); mark='VERDICT'; else mark='ok'; fi
+    tv=$(first_tail "$DIR/a$i.json" "$DIR/b$i.json")
+    if called "$tv"; then aa_tail=$((aa_tail + 1)); mark="$mark, TAIL VERDICT"; fi
     extra=''
     if [ "$have_py" = 1 ]; then
         strip "$DIR/a$i.json" "$DIR/a$i-ind.json"; strip "$DIR/b$i.json" "$DIR/b$i-ind.json"
@@ -94,18 +101,22 @@ while [ "$i" -le "$PAIRS" ]; do
 done
 
 echo "A/B: $AB pairs, none vs --load $LOAD"
-ab=0; i=1
+ab=0; ab_tail=0; i=1
 while [ "$i" -le "$AB" ]; do
     pair "n$i" "l$i" --load "$LOAD"
     v=$(first_verdict "$DIR/n$i.json" "$DIR/l$i.json")
     # Any verdict is a detected difference: on a VM a busy CPU often wakes a
     # sleeping thread faster (no idle exit) while the tail gets worse.
     if called "$v"; then ab=$((ab + 1)); mark='detected'; else mark='missed'; fi
+    tv=$(first_tail "$DIR/n$i.json" "$DIR/l$i.json")
+    if called "$tv"; then ab_tail=$((ab_tail + 1)); mark="$mark, tail detected"; fi
     echo "pair $i: $mark: $v"
     i=$((i + 1))
 done
 
 echo
 echo "A/A false verdicts: $aa of $PAIRS pairs"
+echo "A/A false tail verdicts: $aa_tail of $PAIRS pairs"
 [ "$have_py" = 1 ] && echo "A/A false verdicts with independence assumed (blocks removed): $aa_ind of $PAIRS pairs"
 echo "A/B detected (a verdict: worse, better or mixed, with --load $LOAD): $ab of $AB pairs"
+echo "A/B detected by the tail verdict: $ab_tail of $AB pairs"

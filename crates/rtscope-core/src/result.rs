@@ -700,6 +700,11 @@ pub struct GateCheck {
     pub unit: String,
     /// The measured value (same unit), `null` when not recorded.
     pub value: Option<f64>,
+    /// Without a value: a bound the statistic is known to lie below (ns):
+    /// an hwlat series without samples, whose every gap was below the
+    /// threshold. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub below: Option<f64>,
     /// Whether this check failed the run.
     pub failed: bool,
 }
@@ -1041,6 +1046,7 @@ mod tests {
                     limit: 50.0,
                     unit: "ns".into(),
                     value: Some(60.0),
+                    below: None,
                     failed: true,
                 }],
             }),

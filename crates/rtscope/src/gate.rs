@@ -8,7 +8,18 @@
 //! (`thread 0:p99>50us`), or with `all:` to the aggregate series `all` where
 //! the document has one (every series where it has not). A statistic the
 //! series did not record (no samples, an import without percentiles) fails
-//! its check: a gate never passes on nothing.
+//! its check: a gate never passes on nothing. Two cases say more:
+//!
+//! - **A run that measured nothing** ([`measured_nothing`]: shorter than
+//!   one hwlat window, or than the threshold of a user-space hwlat run;
+//!   no series of a sampling experiment with a sample) fails every gate,
+//!   and the run warns.
+//! - **An hwlat series without samples** in a run that measured: a sample
+//!   is a gap at or above the threshold, so none means that every gap was
+//!   below it. A duration statistic is then known to lie below the
+//!   threshold (recorded as `below`), and a `>`/`>=` gate whose limit is at
+//!   or above the threshold passes: a clean machine passes
+//!   `--fail-if max>1s`.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -314,28 +325,147 @@ fn targets<'a>(gate: &Gate, doc: &'a ResultDocument) -> Result<Vec<&'a Series>, 
     }
 }
 
+/// A number from the plan (`plan.KEY`).
+fn plan_u64(doc: &ResultDocument, key: &str) -> Option<u64> {
+    doc.plan.get(key).and_then(serde_json::Value::as_u64)
+}
+
+/// Why the run measured nothing, when it did not: an hwlat run shorter
+/// than one window of the tracer (which takes at most one sample a
+/// window), or than the threshold of the user-space method (no gap that
+/// long fits in it); a run of a sampling experiment in which no series
+/// recorded a sample. `None` for a run that measured (an hwlat or noise run
+/// without samples above its threshold measured, and saw nothing).
+pub fn measured_nothing(doc: &ResultDocument) -> Option<String> {
+    let ran = |planned: Option<u64>| -> u64 {
+        let d = doc.duration_ns;
+        match planned {
+            Some(p) if d > 0 => p.min(d),
+            Some(p) => p,
+            None => d,
+        }
+    };
+    match doc.experiment.as_str() {
+        "hwlat" => {
+            let planned = plan_u64(doc, "duration_ns");
+            let ran = ran(planned);
+            let method = doc.plan.get("method_used").and_then(|m| m.as_str());
+            let (unit, what, why) = match method {
+                Some("tracer") => (
+                    plan_u64(doc, "window_ns")?,
+                    "one window (--window",
+                    "the tracer takes at most one sample a window",
+                ),
+                Some("user-space") => (
+                    plan_u64(doc, "threshold_ns")?,
+                    "the threshold (--threshold",
+                    "no gap that long fits in it",
+                ),
+                _ => return None,
+            };
+            (ran < unit).then(|| {
+                format!(
+                    "the run measured nothing: it ran {}, shorter than {what} {}): {why}; its gates fail",
+                    format_ns(ran),
+                    format_ns(unit)
+                )
+            })
+        }
+        // A sample is a gap above the threshold: none is a clean run.
+        "noise" => None,
+        _ => {
+            let series: Vec<&Series> = doc
+                .series
+                .iter()
+                .filter(|s| !s.label.starts_with("stage "))
+                .collect();
+            if series.is_empty() || series.iter().any(|s| s.stats.count > 0) {
+                return None;
+            }
+            let period = plan_u64(doc, "period_ns").filter(|p| *p > 0);
+            let why = match period {
+                Some(p) if p >= ran(None) / 2 => format!(
+                    " (period {}, run {}: a run must last well over one period)",
+                    format_ns(p),
+                    format_ns(doc.duration_ns)
+                ),
+                _ => String::new(),
+            };
+            Some(format!(
+                "the run measured nothing: no series recorded a sample{why}; its gates fail"
+            ))
+        }
+    }
+}
+
+/// What is known of an hwlat series without samples (in a run that
+/// measured): every gap was below its threshold, ns.
+fn below_threshold(doc: &ResultDocument, s: &Series) -> Option<f64> {
+    (doc.experiment == "hwlat" && s.stats.count == 0)
+        .then(|| plan_u64(doc, "threshold_ns"))
+        .flatten()
+        .map(|t| t as f64)
+}
+
+/// The gates, each once: a gate given twice (`--fail-if p99>50us --fail-if
+/// p99>50us`, or `p99>50us` and `p99 > 50us`) is checked and reported once.
+fn unique(gates: &[Gate]) -> Vec<&Gate> {
+    let mut out: Vec<&Gate> = Vec::new();
+    for g in gates {
+        let same = |o: &&Gate| {
+            o.text == g.text
+                || (o.series == g.series
+                    && o.stat == g.stat
+                    && o.op == g.op
+                    && o.limit == g.limit
+                    && o.fail_above == g.fail_above)
+        };
+        if !out.iter().any(same) {
+            out.push(g);
+        }
+    }
+    out
+}
+
 /// Checks every gate on the series it applies to.
 pub fn evaluate(gates: &[Gate], doc: &ResultDocument) -> GateReport {
+    let nothing = measured_nothing(doc).is_some();
     let mut checks = Vec::new();
-    for g in gates {
-        let check = |series: String, value: Option<f64>| GateCheck {
-            gate: g.text.clone(),
-            series,
-            statistic: g.stat.name().into(),
-            op: g.op.symbol().into(),
-            limit: g.limit,
-            unit: if g.stat.is_duration() { "ns" } else { "count" }.into(),
-            value,
-            failed: value.is_none_or(|v| g.op.holds(v, g.limit)),
+    for g in unique(gates) {
+        let check = |series: String, value: Option<f64>, below: Option<f64>| {
+            // Known below a bound: `> L` or `>= L` with L at or above it
+            // cannot hold.
+            let passes_below = below.is_some_and(|b| {
+                g.stat.is_duration() && matches!(g.op, Op::Gt | Op::Ge) && g.limit >= b
+            });
+            GateCheck {
+                gate: g.text.clone(),
+                series,
+                statistic: g.stat.name().into(),
+                op: g.op.symbol().into(),
+                limit: g.limit,
+                unit: if g.stat.is_duration() { "ns" } else { "count" }.into(),
+                value,
+                below: below.filter(|_| value.is_none() && g.stat.is_duration()),
+                failed: nothing
+                    || match value {
+                        Some(v) => g.op.holds(v, g.limit),
+                        None => !passes_below,
+                    },
+            }
         };
         match targets(g, doc) {
-            Ok(series) if series.is_empty() => checks.push(check("(no series)".into(), None)),
+            Ok(series) if series.is_empty() => checks.push(check("(no series)".into(), None, None)),
             Ok(series) => {
                 for s in series {
-                    checks.push(check(s.label.clone(), g.stat.value(s)));
+                    checks.push(check(
+                        s.label.clone(),
+                        g.stat.value(s),
+                        below_threshold(doc, s),
+                    ));
                 }
             }
-            Err(name) => checks.push(check(name, None)),
+            Err(name) => checks.push(check(name, None, None)),
         }
     }
     GateReport {
@@ -360,6 +490,20 @@ fn show(v: f64, duration: bool) -> String {
 /// What a failed check says: `p99 62.1us > 50us`, or why it has no value.
 pub fn failure_text(c: &GateCheck, doc: &ResultDocument) -> String {
     let dur = c.unit == "ns";
+    if let Some(why) = measured_nothing(doc) {
+        return why;
+    }
+    if let (None, Some(b)) = (c.value, c.below) {
+        return format!(
+            "{} below {}: no sample, i.e. no gap at or above the threshold ({}), which is not enough to tell whether {} {} {} (set --threshold at or below the limit)",
+            c.statistic,
+            show(b, true),
+            show(b, true),
+            c.statistic,
+            c.op,
+            show(c.limit, dur)
+        );
+    }
     match c.value {
         Some(v) => format!(
             "{} {} {} {}",
@@ -388,7 +532,7 @@ pub fn failure_text(c: &GateCheck, doc: &ResultDocument) -> String {
 /// it always has (see [`fail_above_line`]).
 pub fn fail_lines(gates: &[Gate], report: &GateReport, doc: &ResultDocument) -> Vec<String> {
     let mut lines = Vec::new();
-    for g in gates {
+    for g in unique(gates) {
         let failed: Vec<&GateCheck> = report
             .checks
             .iter()
@@ -397,17 +541,22 @@ pub fn fail_lines(gates: &[Gate], report: &GateReport, doc: &ResultDocument) -> 
         if failed.is_empty() {
             continue;
         }
-        if g.fail_above && doc.threshold.is_some() {
+        if g.fail_above && doc.threshold.is_some() && measured_nothing(doc).is_none() {
             lines.push(fail_above_line(doc));
             continue;
         }
         for c in failed {
-            lines.push(format!(
-                "fail: {}: {} (gate {})",
-                c.series,
-                failure_text(c, doc),
-                c.gate
-            ));
+            // Labels come from the document (an import, a hand-edited
+            // file): no control character reaches the terminal.
+            lines.push(
+                crate::output::printable(&format!(
+                    "fail: {}: {} (gate {})",
+                    c.series,
+                    failure_text(c, doc),
+                    c.gate
+                ))
+                .into_owned(),
+            );
         }
     }
     lines
@@ -513,9 +662,13 @@ fn suite(o: &mut String, report: &GateReport, doc: &ResultDocument) {
             xml(&format!("rtscope.{}", doc.experiment)),
             xml(&name)
         ));
-        let measured = match c.value {
-            Some(v) => show(v, dur),
-            None => "not recorded".into(),
+        let measured = match (c.value, c.below) {
+            (Some(v), _) => show(v, dur),
+            (None, Some(b)) => format!(
+                "below {} (no sample at or above the threshold)",
+                show(b, true)
+            ),
+            (None, None) => "not recorded".into(),
         };
         if c.failed {
             o.push_str(&format!(
@@ -577,7 +730,7 @@ impl fmt::Display for Gate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rtscope_core::result::Stats;
+    use rtscope_core::result::{Stats, Threshold};
 
     fn series(label: &str, count: u64, max: i64, p99: u64, overruns: u64) -> Series {
         let mut s = Series {
@@ -619,6 +772,140 @@ mod tests {
         );
         d.duration_ns = 3_000_000_000;
         d
+    }
+
+    /// An hwlat document: `method`, planned `duration_ns`, window 1 s,
+    /// threshold 500 ms, one CPU with `count` samples.
+    fn hwlat(method: &str, duration_ns: u64, count: u64) -> ResultDocument {
+        let mut s = Series {
+            label: "cpu 1".into(),
+            ..Default::default()
+        };
+        s.stats.count = count;
+        s.stats.unknown.percentiles = count == 0;
+        s.stats.unknown.stddev = count == 0;
+        s.stats.unknown.mean = count == 0;
+        let plan = serde_json::json!({
+            "method_used": method,
+            "duration_ns": duration_ns,
+            "window_ns": 1_000_000_000u64,
+            "threshold_ns": 500_000_000u64,
+        });
+        let mut d = ResultDocument::new("hwlat", plan, Default::default(), vec![s]);
+        // Calibration and set-up count in the document's duration.
+        d.duration_ns = duration_ns + 800_000_000;
+        d
+    }
+
+    #[test]
+    fn a_clean_hwlat_run_passes_gates_above_its_threshold() {
+        // Issue 36: `hwlat -T 500ms --fail-if max>1s` on a clean machine
+        // failed: "max was not recorded (no samples)".
+        let d = hwlat("user-space", 1_000_000_000, 0);
+        assert_eq!(measured_nothing(&d), None);
+        let r = evaluate(&parse_gates("max>1s,p99>=500ms").unwrap(), &d);
+        assert!(r.passed, "{r:?}");
+        assert!(r
+            .checks
+            .iter()
+            .all(|c| c.value.is_none() && c.below == Some(5e8)));
+        assert!(junit(&r, &d).contains("max below 500ms (no sample at or above the threshold)"));
+        // A limit below the threshold cannot be told: it fails, and says why.
+        let r = evaluate(&parse_gates("max>100us").unwrap(), &d);
+        assert!(!r.passed);
+        let lines = fail_lines(&parse_gates("max>100us").unwrap(), &r, &d);
+        assert_eq!(
+            lines,
+            vec!["fail: cpu 1: max below 500ms: no sample, i.e. no gap at or above the threshold (500ms), which is not enough to tell whether max > 100us (set --threshold at or below the limit) (gate max>100us)"]
+        );
+        // `<` gates and counts are not helped by a bound above.
+        assert!(!evaluate(&parse_gates("max<1s").unwrap(), &d).passed);
+        assert!(evaluate(&parse_gates("count>0").unwrap(), &d).passed);
+        // Not hwlat: a series without samples still fails.
+        let mut c = d.clone();
+        c.experiment = "cyclic".into();
+        c.plan = serde_json::json!({});
+        assert!(!evaluate(&parse_gates("max>1s").unwrap(), &c).passed);
+    }
+
+    #[test]
+    fn a_run_that_measured_nothing_says_so_and_fails_its_gates() {
+        // Issue 36: `hwlat -D 500ms --window 10s` (tracer), `hwlat -D 1ns`,
+        // `cyclic --policy deadline -i 600ms -D 1` exited 0 without a word.
+        let t = hwlat("tracer", 500_000_000, 0);
+        let why = measured_nothing(&t).unwrap();
+        assert_eq!(
+            why,
+            "the run measured nothing: it ran 500ms, shorter than one window (--window 1s): the tracer takes at most one sample a window; its gates fail"
+        );
+        let r = evaluate(&parse_gates("max>1s").unwrap(), &t);
+        assert!(!r.passed);
+        assert_eq!(
+            fail_lines(&parse_gates("max>1s").unwrap(), &r, &t),
+            vec![format!("fail: cpu 1: {why} (gate max>1s)")]
+        );
+        assert_eq!(measured_nothing(&hwlat("tracer", 1_000_000_000, 0)), None);
+        let u = hwlat("user-space", 1, 0);
+        assert!(measured_nothing(&u)
+            .unwrap()
+            .contains("it ran 1ns, shorter than the threshold (--threshold 500ms): no gap that long fits in it"));
+        // Even a gate on a counter fails.
+        assert!(!evaluate(&parse_gates("overruns>0").unwrap(), &u).passed);
+        // A sampling experiment without a sample in any series.
+        let mut c = doc();
+        for s in &mut c.series {
+            s.stats.count = 0;
+        }
+        c.plan = serde_json::json!({"period_ns": 600_000_000u64});
+        c.duration_ns = 613_000_000;
+        assert_eq!(
+            measured_nothing(&c).unwrap(),
+            "the run measured nothing: no series recorded a sample (period 600ms, run 613ms: a run must last well over one period); its gates fail"
+        );
+        assert!(!evaluate(&parse_gates("overruns>0").unwrap(), &c).passed);
+        // --fail-above says why, not "0 samples above".
+        c.threshold = Some(Threshold {
+            fail_above_ns: 1_000,
+            exceeded: false,
+            samples_above: 0,
+        });
+        let fa = [Gate::fail_above(1_000)];
+        let lines = fail_lines(&fa, &evaluate(&fa, &c), &c);
+        assert!(
+            lines.iter().all(|l| l.contains("the run measured nothing")),
+            "{lines:?}"
+        );
+        // One sample anywhere is a measurement; noise without gaps is clean.
+        assert_eq!(measured_nothing(&doc()), None);
+        c.experiment = "noise".into();
+        assert_eq!(measured_nothing(&c), None);
+    }
+
+    #[test]
+    fn a_gate_given_twice_is_checked_and_reported_once() {
+        let d = doc();
+        let gates = parse_gates("p99>50us,p99 > 50us,p99>50us").unwrap();
+        let r = evaluate(&gates, &d);
+        // Three series (the stage left out), once each.
+        assert_eq!(r.checks.len(), 3);
+        let lines = fail_lines(&gates, &r, &d);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(junit(&r, &d).contains("tests=\"3\""));
+    }
+
+    #[test]
+    fn fail_lines_carry_no_control_characters() {
+        let mut d = doc();
+        d.series[1].label = "thread\x1b[31m 1\x07".into();
+        let gates = parse_gates("p99>50us").unwrap();
+        let lines = fail_lines(&gates, &evaluate(&gates, &d), &d);
+        assert_eq!(
+            lines,
+            vec![
+                "fail: thread?[31m 1?: p99 60us > 50us (gate p99>50us)",
+                "fail: all: p99 55us > 50us (gate p99>50us)"
+            ]
+        );
     }
 
     #[test]

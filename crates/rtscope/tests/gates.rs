@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::Command as StdCommand;
 
 use common::{alongside, Run};
+use rtscope_core::result::ResultDocument;
 
 /// Checks that `path` is well-formed XML with the JUnit shape: the element
 /// nesting balanced (a small parser of its own), and, where python3 is
@@ -208,4 +209,83 @@ fn any_experiment_with_series_is_gated() {
         .exits(3)
         .stderr();
     assert!(err.contains("(gate max>=0ns)"));
+}
+
+#[test]
+fn report_checks_each_gate_once_prints_labels_safely_and_keeps_outputs_apart() {
+    let _turn = alongside();
+    let out = Run::new(["cyclic", "-t", "1", "-l", "30", "-q"])
+        .json()
+        .exits(0);
+    // A label with control characters (a hand-edited or foreign document).
+    let mut doc = ResultDocument::read(&out.json_path()).unwrap();
+    doc.series[0].label = "thread\x1b]0;owned\x07 0".into();
+    let path = out.path("edited.json");
+    doc.write(&path).unwrap();
+    // The same gate twice (and spelt another way): one fail line a series.
+    let r = Run::new(["report"])
+        .arg(&path)
+        .args(["--fail-if", "max>1ns,max > 1ns", "--fail-if", "max>1ns"])
+        .out("--junit", "j.xml")
+        .exits(3);
+    let err = r.stderr();
+    let fails: Vec<&str> = err.lines().filter(|l| l.starts_with("fail: ")).collect();
+    assert_eq!(fails.len(), 2, "{err}");
+    assert!(!err.contains('\x1b') && !err.contains('\x07'), "{err:?}");
+    assert!(
+        fails[0].starts_with("fail: thread?]0;owned? 0: max "),
+        "{err}"
+    );
+    assert_junit(&r.path("j.xml"), 2, 2);
+    // `-o X --junit X`: one clear line, exit 2, nothing written.
+    let same = out.path("same.html");
+    let e = Run::new(["report"])
+        .arg(&path)
+        .args(["--fail-if", "max>1ns", "-o"])
+        .arg(&same)
+        .arg("--junit")
+        .arg(&same)
+        .exits(2)
+        .one_line();
+    assert!(e.contains("name the same file"), "{e}");
+    assert!(!same.exists());
+}
+
+#[test]
+fn hwlat_gates_pass_on_a_clean_run_and_fail_on_one_that_measured_nothing() {
+    let _turn = alongside();
+    let cpu = rtscope_core::units::online_cpus().last().copied().unwrap();
+    let cpu = cpu.to_string();
+    // Issue 36: a clean machine (no gap of 500 ms in a second) failed
+    // `max>1s` as "not recorded". (A machine that did stall 500 ms makes a
+    // sample; then the gate is checked on its value, and the test says no
+    // more.)
+    let out = Run::new(["hwlat", "--method", "user-space", "-a", &cpu, "-D", "1s"])
+        .args(["-T", "500ms", "-q", "--fail-if", "max>1s"])
+        .json()
+        .ran();
+    let doc = out.document();
+    if doc["series"][0]["stats"]["count"] == 0 {
+        assert_eq!(out.status.code(), Some(0), "{}", out.stderr());
+        let check = &out.document()["gates"]["checks"][0];
+        assert_eq!(check["value"], serde_json::Value::Null);
+        assert_eq!(check["below"], 5e8);
+        assert_eq!(check["failed"], false);
+        assert!(out
+            .stdout()
+            .contains("no sample (-): no gap at or above the threshold (500ms) in the whole run"));
+    }
+    // A run shorter than its threshold measured nothing: said, and gated.
+    let out = Run::new(["hwlat", "--method", "user-space", "-a", &cpu, "-D", "1ns"])
+        .args(["-q", "--fail-if", "max>1s"])
+        .json()
+        .exits(3);
+    let err = out.stderr();
+    assert!(
+        err.contains("warning: the run measured nothing: it ran 1ns, shorter than the threshold"),
+        "{err}"
+    );
+    assert!(err.contains("fail: cpu "), "{err}");
+    let w = out.document()["warnings"].to_string();
+    assert!(w.contains("the run measured nothing"), "{w}");
 }

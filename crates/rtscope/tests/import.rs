@@ -249,3 +249,89 @@ fn a_histogram_cut_before_its_footer_is_refused() {
     );
     assert!(!out.exists());
 }
+
+#[test]
+fn imports_have_a_measuring_time_or_say_they_have_none() {
+    // Issue 36: a histogram import wrote duration_ns 0 even with a
+    // --cmdline saying -D 2, and compare printed "9 above in 0.0s = ∞/h"
+    // then "neither run went above the threshold".
+    let dir = tempfile::tempdir().unwrap();
+    let h = fixture("cyclictest-h150.txt");
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    run_ok(&["import", "cyclictest", "--histogram", s(&h), "-o", s(&a)]);
+    let da = ResultDocument::read(&a).unwrap();
+    assert_eq!(da.duration_ns, 0);
+    assert!(
+        da.warnings
+            .iter()
+            .any(|w| w.starts_with("the run's measuring time is not known")),
+        "{:?}",
+        da.warnings
+    );
+    run_ok(&[
+        "import",
+        "cyclictest",
+        "--histogram",
+        s(&h),
+        "--cmdline",
+        "cyclictest -m -p 90 -t 2 -a 0-1 -i 1000 -D 2 -q -h 150",
+        "-o",
+        s(&b),
+    ]);
+    let db = ResultDocument::read(&b).unwrap();
+    // 2000 samples a thread at 1 ms: 2 s, as -D 2 asked.
+    assert_eq!(db.duration_ns, 2_000_000_000);
+    assert!(db
+        .warnings
+        .iter()
+        .any(|w| w.starts_with("the measuring time (2s) is estimated from the command line")));
+    assert!(!db
+        .warnings
+        .iter()
+        .any(|w| w.starts_with("the run's measuring time is not known")));
+    let text = run_ok(&["compare", s(&a), s(&b), "--tail-threshold", "100us"]).stdout;
+    assert!(!text.contains("∞/h") && !text.contains("in 0.0s"), "{text}");
+    assert!(!text.contains("neither run went above"), "{text}");
+    assert!(text.contains("  a: "), "{text}");
+    assert!(
+        text.contains(" above (no measuring time recorded: no rate)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("a has no measuring time (an import without the run's time), so no rate"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  b: ") && text.contains(" above in 2.0s = "),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_json_import_without_histogram_has_no_distribution_to_compare() {
+    // Issue 36: compare said "too few samples" of two runs of 500 (2000)
+    // samples each that had no distribution at all.
+    let dir = tempfile::tempdir().unwrap();
+    let f = fixture("cyclictest-nohist.json");
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    run_ok(&["import", "cyclictest", "--json", s(&f), "-o", s(&a)]);
+    run_ok(&["import", "cyclictest", "--json", s(&f), "-o", s(&b)]);
+    let text = run_ok(&["compare", s(&a), s(&b)]).stdout;
+    assert!(!text.contains("too few samples"), "{text}");
+    assert!(
+        text.contains("nothing to tell at p50, p99, p99.9: a run has no distribution"),
+        "{text}"
+    );
+    assert!(
+        text.contains("interval: none: no distribution recorded (p50, p99, p99.9)"),
+        "{text}"
+    );
+    // Against an rtscope run, the import is not "written by an older rtscope".
+    let r = common::measured(dir.path(), "r", &["cyclic", "-t", "1", "-l", "50"]);
+    let text = run_ok(&["compare", s(&a), s(&r)]).stdout;
+    assert!(!text.contains("older rtscope"), "{text}");
+    assert!(
+        text.contains("(imported: cyclictest does not record missed periods)"),
+        "{text}"
+    );
+}

@@ -59,9 +59,15 @@ fn json_without_histogram_reports_and_compares() {
     let j = dir.path().join("j.json");
     import("--json", &fixture("cyclictest-h150.json"), &j);
     let o = run_ok(&["compare", s(&j), s(&p)]);
+    // No distribution is not "too few samples" (issue 36).
     assert!(
         o.stdout
-            .contains("too few samples to tell at p50, p99, p99.9"),
+            .contains("nothing to tell at p50, p99, p99.9: a run has no distribution"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        !o.stdout.contains("too few samples to tell"),
         "{}",
         o.stdout
     );
@@ -685,4 +691,38 @@ fn compare_of_unlike_runs_shows_the_plan_differences_and_warns() {
     let warning = page.find("the runs differ in period_ns, wake").unwrap();
     assert!(warning < differs, "the warning leads");
     assert!(page[differs..].contains("<td class=\"l\">plan · period_ns</td>"));
+}
+
+/// `rtscope pool` of noise runs of one command: their calibrations differ,
+/// their settings do not (issue 36: refused for 'counter_hz'); a run whose
+/// series differ is refused, not dropped while its duration counts.
+#[test]
+fn pool_takes_measured_values_for_what_they_are() {
+    let _turn = common::alongside();
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = rtscope_core::units::online_cpus()
+        .last()
+        .copied()
+        .unwrap()
+        .to_string();
+    let mut runs = Vec::new();
+    for n in ["n1", "n2"] {
+        runs.push(common::measured(
+            dir.path(),
+            n,
+            &["noise", "-a", &cpu, "-D", "200ms"],
+        ));
+    }
+    let out = dir.path().join("pooled.json");
+    run_ok(&["pool", s(&runs[0]), s(&runs[1]), "-o", s(&out)]);
+    let d = ResultDocument::read(&out).unwrap();
+    assert_eq!(d.series[0].repetitions.len(), 2);
+    // One without series: refused, one line.
+    let mut empty = ResultDocument::read(&runs[1]).unwrap();
+    empty.series.clear();
+    let e = dir.path().join("empty.json");
+    empty.write(&e).unwrap();
+    let o = run(&["pool", s(&runs[0]), s(&e), "-o", s(&out)]);
+    one_line_usage_error(&o);
+    assert!(o.stderr.contains("have other series ("), "{}", o.stderr);
 }

@@ -102,6 +102,22 @@ fn halve(blocks: &[Block]) -> Vec<Block> {
         .collect()
 }
 
+/// `blocks` of `from_ns` each brought to blocks of `to_ns` (merged in pairs
+/// until they are that long; `to_ns` is `from_ns` times a power of two, as
+/// every recorder's lengths are). `None` when `to_ns` is shorter than
+/// `from_ns` or not reached that way.
+pub fn coarsen(mut blocks: Vec<Block>, from_ns: u64, to_ns: u64) -> Option<Vec<Block>> {
+    let mut len = from_ns;
+    if len == 0 {
+        return None;
+    }
+    while len < to_ns {
+        blocks = halve(&blocks);
+        len = len.checked_mul(2)?;
+    }
+    (len == to_ns).then_some(blocks)
+}
+
 /// Builds the [`BlockHistograms`] of a series from (time, latency) pairs.
 #[derive(Debug, Clone)]
 pub struct BlockRecorder {

@@ -15,6 +15,12 @@ use crate::result::{read_json_object, DocError};
 /// whole timer result far less than this).
 pub const MAX_CALIBRATION_BYTES: u64 = 16 << 20;
 
+/// The largest median lateness (and offset) a calibration may hold, ns: a
+/// timer a second late at its median is not one compensation can help, and
+/// a larger figure (1e18, `i64::MAX`) is a damaged or forged file, which
+/// would make every compensated wait return at once.
+pub const MAX_CALIBRATED_OFFSET_NS: u64 = 1_000_000_000;
+
 /// The delays a calibration measures by default: the study's range.
 pub const DEFAULT_CALIBRATION_DELAYS_NS: [u64; 3] = [320_000, 1_000_000, 5_000_000];
 
@@ -157,16 +163,42 @@ impl Calibration {
         Ok(cal)
     }
 
-    /// Checks what static compensation relies on: at least one entry, and in
-    /// each a median per delay (a residual per delay, if any), the delays
-    /// increasing.
+    /// Checks what static compensation relies on: at least one entry, one
+    /// per API and policy, and in each a median per delay (a residual per
+    /// delay, if any), the delays increasing, every median and the offset
+    /// at most [`MAX_CALIBRATED_OFFSET_NS`].
     pub fn check(&self) -> Result<(), String> {
         if self.entries.is_empty() {
             return Err("no entry".into());
         }
-        for e in &self.entries {
+        for (i, e) in self.entries.iter().enumerate() {
             let (d, m, r) = (e.delays_ns.len(), e.medians_ns.len(), e.residual_ns.len());
             let what = format!("{} {}", e.api, e.policy);
+            if self.entries[..i]
+                .iter()
+                .any(|x| x.api == e.api && x.policy == e.policy)
+            {
+                return Err(format!(
+                    "{what}: two entries (only the first would be used): keep one"
+                ));
+            }
+            let too_late = |v: u64| v > MAX_CALIBRATED_OFFSET_NS;
+            if let Some((delay, med)) = e
+                .delays_ns
+                .iter()
+                .zip(&e.medians_ns)
+                .find(|(_, m)| too_late(**m))
+            {
+                return Err(format!(
+                    "{what}: a median lateness of {med} ns at {delay} ns is not plausible (at most {MAX_CALIBRATED_OFFSET_NS} ns)"
+                ));
+            }
+            if too_late(e.offset_ns) {
+                return Err(format!(
+                    "{what}: an offset of {} ns is not plausible (at most {MAX_CALIBRATED_OFFSET_NS} ns)",
+                    e.offset_ns
+                ));
+            }
             if d == 0 {
                 return Err(format!("{what}: no delay"));
             }
@@ -676,6 +708,35 @@ mod tests {
             Err("clock_nanosleep fifo: delays_ns not increasing".into())
         );
         assert_eq!(Calibration::default().check(), Err("no entry".into()));
+        // Issue 36: medians of 1e18 or i64::MAX loaded (every compensated
+        // wait returned at once), and so did two entries of one API and
+        // policy (the second silently ignored).
+        for big in [1_000_000_000_000_000_000u64, i64::MAX as u64, u64::MAX] {
+            assert_eq!(
+                with(&|e| e.medians_ns = vec![10, big]),
+                Err(format!("clock_nanosleep fifo: a median lateness of {big} ns at 2000 ns is not plausible (at most 1000000000 ns)"))
+            );
+            assert_eq!(
+                with(&|e| e.offset_ns = big),
+                Err(format!("clock_nanosleep fifo: an offset of {big} ns is not plausible (at most 1000000000 ns)"))
+            );
+        }
+        assert_eq!(
+            with(&|e| e.medians_ns = vec![10, MAX_CALIBRATED_OFFSET_NS]),
+            Ok(())
+        );
+        let mut twice = cal(&good);
+        twice.entries.push(good.clone());
+        assert_eq!(
+            twice.check(),
+            Err(
+                "clock_nanosleep fifo: two entries (only the first would be used): keep one".into()
+            )
+        );
+        let mut other = good.clone();
+        other.policy = "other".into();
+        twice.entries[1] = other;
+        assert_eq!(twice.check(), Ok(()));
         // Loading checks.
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("cal.json");

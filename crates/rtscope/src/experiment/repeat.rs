@@ -106,6 +106,19 @@ pub fn run_pool(a: &PoolOptions) -> Result<i32> {
                 p.display()
             )));
         }
+        if let Some(why) = series_difference(first, d) {
+            return Err(usage(format!(
+                "{} and {} have other series ({why}): pool runs of the same command",
+                first_path.display(),
+                p.display()
+            )));
+        }
+    }
+    if first.series.is_empty() {
+        return Err(usage(format!(
+            "{}: no series to pool",
+            first_path.display()
+        )));
     }
     let mut docs: Vec<ResultDocument> = docs.into_iter().map(|(_, d)| d).collect();
     // In the order they were made, for the timeline.
@@ -154,8 +167,38 @@ fn same_run(
     None
 }
 
+/// How the series of `b` differ from those of `a` (labels, as sets): the
+/// first label one has and the other lacks. Pooled, a series missing from
+/// a run would lose that run's samples while its duration still counted.
+fn series_difference(a: &ResultDocument, b: &ResultDocument) -> Option<String> {
+    let has = |d: &ResultDocument, l: &str| d.series.iter().any(|s| s.label == l);
+    let name = |l: &str| crate::output::printable(l).into_owned();
+    if let Some(s) = a.series.iter().find(|s| !has(b, &s.label)) {
+        return Some(format!("'{}' only in the first", name(&s.label)));
+    }
+    b.series
+        .iter()
+        .find(|s| !has(a, &s.label))
+        .map(|s| format!("'{}' not in the first", name(&s.label)))
+}
+
+/// Plan keys, at any depth, that hold what a run measured or was given by
+/// the system rather than a setting: the counter's calibration
+/// (`calibration`, `counter_hz`), the trace session's counts, thread and
+/// process ids; and hwlat's `session` (what the method found: SMI counts,
+/// the tracer as it was, the user-space engine's own plan, whose settings
+/// the top-level plan repeats).
+const MEASURED_PLAN_KEYS: &[&str] = &[
+    "calibration",
+    "counter_hz",
+    "trace_session",
+    "session",
+    "tid",
+    "pid",
+];
+
 /// The first plan key (top level) whose value differs, other than
-/// [`FREE_PLAN_KEYS`].
+/// [`FREE_PLAN_KEYS`] and what [`MEASURED_PLAN_KEYS`] name.
 fn plan_difference(a: &serde_json::Value, b: &serde_json::Value) -> Option<String> {
     let empty = serde_json::Map::new();
     let (ma, mb) = (
@@ -166,18 +209,20 @@ fn plan_difference(a: &serde_json::Value, b: &serde_json::Value) -> Option<Strin
     keys.sort();
     keys.dedup();
     keys.into_iter()
-        .filter(|k| !FREE_PLAN_KEYS.contains(&k.as_str()))
+        .filter(|k| {
+            !FREE_PLAN_KEYS.contains(&k.as_str()) && !MEASURED_PLAN_KEYS.contains(&k.as_str())
+        })
         .find(|k| ma.get(*k).map(without_ids) != mb.get(*k).map(without_ids))
         .cloned()
 }
 
-/// A plan value without the thread and process ids it records (`tid`,
-/// `pid`), which differ from run to run.
+/// A plan value without what runs measured ([`MEASURED_PLAN_KEYS`]: ids,
+/// calibrations), which differs from run to run.
 fn without_ids(v: &serde_json::Value) -> serde_json::Value {
     match v {
         serde_json::Value::Object(m) => m
             .iter()
-            .filter(|(k, _)| !matches!(k.as_str(), "tid" | "pid"))
+            .filter(|(k, _)| !MEASURED_PLAN_KEYS.contains(&k.as_str()))
             .map(|(k, v)| (k.clone(), without_ids(v)))
             .collect(),
         serde_json::Value::Array(a) => a.iter().map(without_ids).collect(),
@@ -552,6 +597,56 @@ mod tests {
         assert_eq!(plan_difference(&a, &c).as_deref(), Some("threads"));
         let d = json!({"period_ns": 1000, "threads": [{"cpus": [1]}]});
         assert_eq!(plan_difference(&a, &d).as_deref(), Some("period_ns"));
+    }
+
+    #[test]
+    fn measured_values_in_a_plan_are_not_settings() {
+        // Issue 36: two hwlat runs of one command differed in `session`,
+        // two noise runs in `counter_hz` (the counter's calibration).
+        use serde_json::json;
+        let noise = |hz: f64, tid: u64| {
+            json!({"duration_ns": 300, "counter_hz": hz,
+                   "calibration": {"hz": hz, "ticks": tid * 3},
+                   "threads": [{"cpus": [1], "tid": tid}]})
+        };
+        assert_eq!(plan_difference(&noise(2.5e9, 7), &noise(2.6e9, 9)), None);
+        let hwlat = |hz: f64, events: u64| {
+            json!({"threshold_ns": 10_000, "method_used": "user-space",
+                   "session": {"smi": {"counts": [events]},
+                               "user_space": {"counter_hz": hz, "trace_session": {"events": events}}}})
+        };
+        assert_eq!(plan_difference(&hwlat(2.5e9, 3), &hwlat(2.6e9, 4)), None);
+        // A setting still differs.
+        let mut other = hwlat(2.5e9, 3);
+        other["threshold_ns"] = json!(20_000);
+        assert_eq!(
+            plan_difference(&hwlat(2.5e9, 3), &other).as_deref(),
+            Some("threshold_ns")
+        );
+    }
+
+    #[test]
+    fn runs_with_other_series_are_named() {
+        // Issue 36: `series: []` or a renamed label were dropped silently
+        // while the durations were added.
+        let a = doc(0, 1000);
+        let mut empty = doc(5, 1000);
+        empty.series.clear();
+        assert_eq!(series_difference(&a, &a), None);
+        assert_eq!(
+            series_difference(&a, &empty).as_deref(),
+            Some("'all' only in the first")
+        );
+        assert_eq!(
+            series_difference(&empty, &a).as_deref(),
+            Some("'all' not in the first")
+        );
+        let mut renamed = doc(5, 1000);
+        renamed.series[0].label = "thread\x1b0".into();
+        assert_eq!(
+            series_difference(&renamed, &a).as_deref(),
+            Some("'thread?0' only in the first")
+        );
     }
 
     #[test]

@@ -572,17 +572,21 @@ pub fn deliver(
     mut extra: Vec<ExtraFile>,
     summary: &str,
 ) -> i32 {
+    // A run that measured nothing says so (and fails its gates).
+    let nothing = crate::gate::measured_nothing(doc);
     // Gates: checked on the final document and recorded in it, the JUnit
     // file written with the others.
     let gated;
-    let (doc, gate_report) = if outputs.gates.is_empty() {
+    let (doc, gate_report) = if outputs.gates.is_empty() && nothing.is_none() {
         (doc, None)
     } else {
-        let report = crate::gate::evaluate(&outputs.gates.gates, doc);
         let mut d = doc.clone();
-        d.gates = Some(report.clone());
+        d.warnings.extend(nothing.clone());
+        let report =
+            (!outputs.gates.is_empty()).then(|| crate::gate::evaluate(&outputs.gates.gates, &d));
+        d.gates = report.clone();
         gated = d;
-        (&gated, Some(report))
+        (&gated, report)
     };
     if let (Some(r), Some(p)) = (&gate_report, &outputs.gates.junit) {
         let xml = crate::gate::junit(r, doc);
@@ -616,6 +620,9 @@ pub fn deliver(
         );
     }
     say(summary);
+    if let Some(w) = &nothing {
+        eprintln!("warning: {w}");
+    }
     say(&crate::output::loads::table(&doc.loads));
     say(&written);
     for e in &errors {

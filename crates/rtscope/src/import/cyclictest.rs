@@ -423,7 +423,7 @@ pub fn from_json_reader(
     let cpus: Vec<Option<usize>> = threads.iter().map(|t| t.cpu).collect();
     let plan = settings(parsed, &cpus, imported, &mut warnings);
     let series = build_series(&threads, scale, &mut warnings)?;
-    Ok(ResultDocument {
+    let mut doc = ResultDocument {
         command_line,
         started_at,
         ended_at,
@@ -431,7 +431,9 @@ pub fn from_json_reader(
         end_reason: EndReason::Imported,
         warnings,
         ..ResultDocument::new("cyclic", plan, system, series)
-    })
+    };
+    measuring_time(&mut doc);
+    Ok(doc)
 }
 
 /// The plan of an import: the settings of the cyclictest command line in
@@ -511,7 +513,55 @@ pub fn with_cmdline(doc: &mut ResultDocument, cmdline: &str) -> anyhow::Result<(
         return Err(anyhow::anyhow!("--cmdline: {w}"));
     }
     doc.command_line = cmdline.split_whitespace().map(str::to_string).collect();
+    measuring_time(doc);
     Ok(())
+}
+
+/// The measuring time of an import whose file does not give it (a
+/// histogram, a `--json` file without readable dates), from its settings:
+/// the longest of each thread's samples times its period (cyclictest's
+/// `-i` plus `-d` per thread), at most the `-D` asked for; a warning says
+/// so. Without settings it stays 0 (not known), and a warning says what
+/// that leaves out.
+fn measuring_time(doc: &mut ResultDocument) {
+    if doc.duration_ns > 0 {
+        return;
+    }
+    let periods: Vec<u64> = doc
+        .plan
+        .get("threads")
+        .and_then(Value::as_array)
+        .map(|t| {
+            t.iter()
+                .map(|t| t.get("period_ns").and_then(Value::as_u64).unwrap_or(0))
+                .collect()
+        })
+        .unwrap_or_default();
+    let est = doc
+        .series
+        .iter()
+        .filter_map(|s| {
+            let k = s.attributes.get("thread").and_then(Value::as_u64)? as usize;
+            Some(s.stats.count.saturating_mul(*periods.get(k)?))
+        })
+        .max()
+        .unwrap_or(0);
+    let asked = doc.plan.get("duration_ns").and_then(Value::as_u64);
+    let est = match asked {
+        Some(d) if d > 0 => est.min(d),
+        _ => est,
+    };
+    let no_time = "the run's measuring time is not known (give the cyclictest command line with --cmdline): compare shows no rates of the tail";
+    doc.warnings.retain(|w| w != no_time);
+    if est > 0 {
+        doc.duration_ns = est;
+        doc.warnings.push(format!(
+            "the measuring time ({}) is estimated from the command line: each thread's samples times its period",
+            rtscope_core::units::format_ns(est)
+        ));
+    } else {
+        doc.warnings.push(no_time.into());
+    }
 }
 
 /// Which summary line a `#` line is.
@@ -796,14 +846,16 @@ pub fn from_histogram_reader(
         preemption_model: "unknown".into(),
         ..Default::default()
     };
-    Ok(ResultDocument {
+    let mut doc = ResultDocument {
         command_line: vec![],
         started_at: file_time.clone(),
         ended_at: file_time,
         end_reason: EndReason::Imported,
         warnings,
         ..ResultDocument::new("cyclic", Value::Object(plan), system, series)
-    })
+    };
+    measuring_time(&mut doc);
+    Ok(doc)
 }
 
 /// One series per thread plus `all`.

@@ -119,6 +119,16 @@ pub fn summary(doc: &ResultDocument) -> String {
             ));
         }
     }
+    if let Some(t) = p.get("threshold_ns").and_then(|t| t.as_u64()) {
+        if doc.series.iter().any(|x| x.stats.count == 0)
+            && crate::gate::measured_nothing(doc).is_none()
+        {
+            s.push_str(&format!(
+                "no sample (-): no gap at or above the threshold ({}) in the whole run, which is what a machine that is fine shows\n",
+                format_ns(t)
+            ));
+        }
+    }
     if let Some(r) = p
         .get("session")
         .and_then(|x| x.get("smi"))

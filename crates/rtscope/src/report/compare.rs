@@ -163,7 +163,7 @@ impl Verdict {
             .iter()
             .filter(|e| e.call == want)
             .map(|e| {
-                if want == Call::TooFewSamples {
+                if matches!(want, Call::TooFewSamples | Call::NoDistribution) {
                     e.name.to_string()
                 } else {
                     e.text()
@@ -181,6 +181,7 @@ impl Verdict {
             self.pick(Call::Unclear),
             self.pick(Call::TooFewSamples),
         );
+        let none = self.pick(Call::NoDistribution);
         let mut parts = Vec::new();
         match (worse.is_empty(), better.is_empty()) {
             (false, true) => parts.push(format!("{b} is worse than {a} at {}", worse.join(", "))),
@@ -205,6 +206,12 @@ impl Verdict {
         if !few.is_empty() {
             parts.push(format!("too few samples to tell at {}", few.join(", ")));
         }
+        if !none.is_empty() {
+            parts.push(format!(
+                "nothing to tell at {}: a run has no distribution (count, min, mean and max only: an import of cyclictest run without -h)",
+                none.join(", ")
+            ));
+        }
         parts.join("; ")
     }
 
@@ -212,7 +219,11 @@ impl Verdict {
     pub fn methods(&self) -> String {
         let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
         for e in &self.effects {
-            let d = e.method.describe();
+            let d = if e.call == Call::NoDistribution {
+                "none: no distribution recorded".to_string()
+            } else {
+                e.method.describe()
+            };
             match groups.iter_mut().find(|g| g.0 == d) {
                 Some(g) => g.1.push(e.name),
                 None => groups.push((d, vec![e.name])),
@@ -350,14 +361,25 @@ pub fn compared_series(runs: &[Run], m: &Matched) -> (Vec<Series>, Over) {
     if missed.is_empty() && !some_have {
         return (plain, Over::Samples);
     }
+    // Imports (cyclictest counts no missed periods) are not "older".
+    let imported = runs
+        .iter()
+        .zip(&m.index)
+        .filter(|(r, _)| r.doc.series.iter().all(|s| s.corrected.is_none()))
+        .all(|(r, _)| r.doc.end_reason == rtscope_core::result::EndReason::Imported);
     let note = format!(
         "{}: compared over the wake-ups, as {} no figures over the intended periods \
-         (written by an older rtscope){}",
+         ({}){}",
         m.label,
         if without.len() == 1 {
             format!("{} has", without[0])
         } else {
             format!("{} have", without.join(", "))
+        },
+        if imported {
+            "imported: cyclictest does not record missed periods"
+        } else {
+            "written by an older rtscope"
         },
         if missed.is_empty() {
             String::new()
@@ -446,6 +468,14 @@ pub fn compare_series(
         .collect();
     for (name, get, is_latency) in metrics {
         let vals: Vec<Option<f64>> = series.iter().map(get).collect();
+        // Percentiles are recorded from 0 up: a 0 where the series has
+        // negative values (early wakes) stands for "at or below 0", never
+        // a 0.0 beside a maximum of -1000.
+        let at_or_below_zero: Vec<bool> = series
+            .iter()
+            .zip(&vals)
+            .map(|(s, v)| name.starts_with('p') && *v == Some(0.0) && s.stats.min_ns < 0)
+            .collect();
         // Over the intended periods the count is theirs, missed ones included.
         let shown = match (name, &over) {
             ("count", Over::Periods) => "periods",
@@ -454,12 +484,14 @@ pub fn compare_series(
         let mut row = vec![shown.to_string()];
         for (i, v) in vals.iter().enumerate() {
             row.push(match v {
+                _ if at_or_below_zero[i] => "≤0".into(),
                 None => html::UNKNOWN.into(),
                 Some(x) if is_latency => in_unit(*x, unit),
                 Some(x) => format!("{x:.0}"),
             });
             if i > 0 {
                 row.push(match (vals[0], v) {
+                    _ if at_or_below_zero[0] || at_or_below_zero[i] => "-".into(),
                     (Some(a), Some(b)) => ratio(a, *b),
                     _ => "-".into(),
                 });
@@ -537,6 +569,7 @@ pub fn build_with(
         Over::WakeUps(note) => Some(note.clone()),
         _ => None,
     }));
+    notes.extend(super::hwlat::upper_bound_note(&runs));
     Ok(Comparison {
         cell,
         runs,
@@ -935,6 +968,42 @@ mod tests {
     /// A 15 s run of one thread at 1 ms: wake-ups `base_ns` late (with a
     /// little jitter), and `stalls` stalls of 2.5 s, each a wake-up that
     /// skipped 2500 periods.
+    #[test]
+    fn percentiles_of_early_wakes_are_not_shown_as_zero() {
+        // Issue 36: a timer run whose wakes all came early (-3 us to
+        // -1 us) showed p50 and p99 0.0 beside a max of -1.0.
+        let early = |name: &str| {
+            let mut rec = SeriesRecorder::new(0, 8, None);
+            for i in 0..2000u64 {
+                rec.record(&Sample {
+                    seq: i,
+                    t_ns: (i + 1) * 1_000_000,
+                    latency_ns: -1_000 - (i % 3) as i64 * 1_000,
+                    overruns: 0,
+                    cpu: 0,
+                });
+            }
+            let mut doc = ResultDocument::new(
+                "timer",
+                serde_json::json!({}),
+                Default::default(),
+                vec![rec.to_series("all", 0)],
+            );
+            doc.duration_ns = 2_000_000_000;
+            Run {
+                name: name.into(),
+                path: PathBuf::new(),
+                doc,
+            }
+        };
+        let c = build(String::new(), vec![early("a"), early("b")], &[]).unwrap();
+        let rows = &c.series[0].rows;
+        let row = |n: &str| rows.iter().find(|r| r[0] == n).unwrap().clone();
+        assert_eq!(row("p50")[1..], ["≤0", "≤0", "-"]);
+        assert_eq!(row("p99")[1..], ["≤0", "≤0", "-"]);
+        assert_eq!(row("max")[1], "-1000");
+    }
+
     fn run_of(name: &str, base_ns: i64, stalls: u64) -> Run {
         let period = 1_000_000u64;
         let mut rec = SeriesRecorder::new(0, 8, None).over_intended_periods(period);

@@ -365,6 +365,7 @@ pub fn effects_svg(label: &str, runs: &[Run], verdicts: &[Verdict]) -> String {
             Call::Same => "same within the zone",
             Call::Unclear => "no clear difference",
             Call::TooFewSamples => "too few samples",
+            Call::NoDistribution => "no distribution recorded",
         };
         let _ = writeln!(
             s,

@@ -158,6 +158,26 @@ fn chart(d: &ResultDocument) -> Chart {
 }
 
 /// The section; empty for a document of another experiment.
+/// The note a comparison of hwlat runs measured from user space carries:
+/// their figures are upper bounds (interrupts were on), as their reports
+/// say; `None` when no run is one.
+pub fn upper_bound_note(runs: &[super::Run]) -> Option<String> {
+    let user: Vec<&str> = runs
+        .iter()
+        .filter(|r| {
+            r.doc.experiment == "hwlat"
+                && r.doc.plan.get("method_used").and_then(|m| m.as_str()) == Some("user-space")
+        })
+        .map(|r| r.name.as_str())
+        .collect();
+    (!user.is_empty()).then(|| {
+        format!(
+            "{} measured hwlat from user space: interrupts were on, so each figure is an upper bound on what the machine did, not the machine's own latency",
+            user.join(", ")
+        )
+    })
+}
+
 pub fn section(d: &ResultDocument) -> String {
     if d.experiment != "hwlat" {
         return String::new();
@@ -367,6 +387,30 @@ mod tests {
 
     /// compare: what a run found (tracefs, SMI counts) is no plan
     /// difference; the method is a condition, named in a warning.
+    #[test]
+    fn a_comparison_of_user_space_runs_says_upper_bound() {
+        // Issue 36: compare's text never said so (only the HTML report).
+        let run = |name: &str, doc: ResultDocument| super::super::Run {
+            name: name.into(),
+            path: name.into(),
+            doc,
+        };
+        let t = doc("tracer", vec![tracer_series()]);
+        let mut u = t.clone();
+        u.plan["method_used"] = json!("user-space");
+        assert_eq!(
+            upper_bound_note(&[run("a", t.clone()), run("b", t.clone())]),
+            None
+        );
+        let c = super::super::compare::build(String::new(), vec![run("a", t), run("b", u)], &[])
+            .unwrap();
+        let text = super::super::compare::text(&c);
+        assert!(
+            text.contains("note: b measured hwlat from user space: interrupts were on, so each figure is an upper bound on what the machine did"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn compare_leaves_the_session_out_and_names_the_method() {
         let run = |name: &str, doc: ResultDocument| super::super::Run {

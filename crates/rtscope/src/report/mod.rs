@@ -144,13 +144,15 @@ pub struct ReportOptions {
 pub fn run_report(a: ReportOptions) -> Result<i32> {
     let inputs: Vec<&Path> = a.files.iter().map(PathBuf::as_path).collect();
     let gates = &a.gates;
+    // Each output its own file (`-o x --junit x` wrote one over the other).
+    let mut outputs = crate::output::files::OutputPaths::new();
     for (flag, p) in [
         ("--output", a.output.as_ref()),
         ("--junit", gates.junit.as_ref()),
     ] {
         if let Some(p) = p {
             refuse_output_onto_input(flag, p, &inputs)?;
-            crate::output::files::check_output(flag, p)?;
+            outputs.add(flag, Some(p))?;
         }
     }
     let names = run_names(&a.files);

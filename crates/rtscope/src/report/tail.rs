@@ -30,7 +30,7 @@
 
 use std::fmt::Write;
 
-use rtscope_core::record::blocks::{self, bucket_range, Block};
+use rtscope_core::record::episodes::{self, Episodes};
 use rtscope_core::result::Series;
 use rtscope_core::units::format_ns;
 
@@ -257,22 +257,6 @@ pub fn rate_ratio_interval(ka: u64, ta: f64, kb: u64, tb: f64) -> Option<(f64, f
 // ---------------------------------------------------------------------------
 // The block bootstrap of a rate ratio.
 
-/// Per-block exceedances of `threshold_ns` (buckets starting above it, at
-/// the blocks' resolution of 1/32 of a power of two), blocks without
-/// samples left out.
-pub fn block_exceedances(blocks: &[Block], threshold_ns: u64) -> Vec<u64> {
-    blocks
-        .iter()
-        .filter(|b| b.iter().any(|e| e.1 > 0))
-        .map(|b| {
-            b.iter()
-                .filter(|(k, _)| bucket_range(*k).0 > threshold_ns)
-                .map(|e| e.1)
-                .sum()
-        })
-        .collect()
-}
-
 /// The block length (in blocks) for the circular bootstrap of `x`:
 /// Politis & White's, at least 1, with at least [`MIN_BOOT_BLOCKS`] blocks.
 pub fn boot_block_length(x: &[u64]) -> usize {
@@ -309,13 +293,10 @@ pub fn bootstrap_ratio(a: &[u64], b: &[u64], resamples: usize, seed: u64) -> Opt
         .map(|_| {
             let (sa, na) = resample_sum(a, la, &mut rng);
             let (sb, nb) = resample_sum(b, lb, &mut rng);
-            let (ra, rb) = (sa as f64 / na as f64, sb as f64 / nb as f64);
-            match (ra > 0.0, rb > 0.0) {
-                (true, _) => rb / ra,
-                (false, true) => f64::INFINITY,
-                // Neither: no information; a ratio of 1 keeps it undecided.
-                (false, false) => 1.0,
-            }
+            // Half an event added to each side (Haldane): a side without
+            // events in the data gives no degenerate interval (0 or ∞ in
+            // every resample) that would agree with any exact call.
+            (sb as f64 + 0.5) / nb as f64 / ((sa as f64 + 0.5) / na as f64)
         })
         .collect();
     ratios.sort_by(f64::total_cmp);
@@ -367,12 +348,17 @@ pub struct TailRun {
     pub name: String,
     /// Values above the threshold.
     pub exceedances: u64,
-    /// Measuring time, hours.
+    /// Measuring time, hours (0: not known, an import without its time).
     pub hours: f64,
     /// Values in all (samples, or intended periods).
     pub count: u64,
-    /// Exact 95 % interval of the rate, per hour.
+    /// Exact 95 % interval of the rate of values, per hour (as if they were
+    /// independent; shown for the values, never the verdict's basis when
+    /// there are episodes).
     pub interval: (f64, f64),
+    /// The episodes (blocks with a value above the threshold), where every
+    /// compared run has per-block histograms.
+    pub episodes: Option<RunEpisodes>,
 }
 
 impl TailRun {
@@ -382,16 +368,57 @@ impl TailRun {
     }
 }
 
+/// One run's episodes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunEpisodes {
+    /// Blocks with at least one value above the threshold.
+    pub count: u64,
+    /// Blocks with samples.
+    pub blocks: usize,
+    /// Their length, ns.
+    pub block_ns: u64,
+    /// Exact (Garwood) 95 % interval of the episode rate, per hour.
+    pub interval: (f64, f64),
+}
+
+impl RunEpisodes {
+    /// The time the blocks cover, hours.
+    pub fn hours(&self) -> f64 {
+        self.blocks as f64 * self.block_ns as f64 / 3.6e12
+    }
+
+    /// Episodes per hour.
+    pub fn rate(&self) -> f64 {
+        self.count as f64 / self.hours()
+    }
+}
+
+/// What a tail verdict counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Basis {
+    /// Episodes: blocks with a value above the threshold (every run has
+    /// per-block histograms).
+    Episodes,
+    /// The values themselves, as if independent (documents without blocks:
+    /// imports, older files): too narrow where exceedances come in bursts.
+    Values,
+}
+
 /// One run against the baseline.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TailVerdict {
-    /// `rB / rA`: `None` when the baseline had none.
+    /// What was counted.
+    pub basis: Basis,
+    /// `rB / rA` of what was counted: `None` when the baseline had none.
     pub ratio: Option<f64>,
-    /// The exact conditional interval of the ratio (`None`: no exceedances).
+    /// The exact conditional interval of the ratio (`None`: nothing counted,
+    /// or a run without measuring time).
     pub exact: Option<(f64, f64)>,
-    /// The block-bootstrap interval (repeated runs).
+    /// The block-bootstrap interval of the episode rate ratio.
     pub boot: Option<BootInterval>,
     pub call: TailCall,
+    /// Why there is no interval, when a run has no measuring time: its name.
+    pub no_time: Option<String>,
 }
 
 /// How much data a p99.9 verdict needs.
@@ -462,9 +489,27 @@ pub fn need_p999(series: &[Series], durations_ns: &[u64]) -> Need {
     }
 }
 
+/// The Garwood interval of `k` events in `hours`, per hour (unbounded
+/// without measuring time).
+fn per_hour(k: u64, hours: f64) -> (f64, f64) {
+    if hours > 0.0 {
+        let (lo, hi) = poisson_interval(k, ALPHA);
+        (lo / hours, hi / hours)
+    } else {
+        (0.0, f64::INFINITY)
+    }
+}
+
 /// Compares the tails of `series` (the matched series as compared, the
 /// first the baseline) measured over `durations_ns`. `None` when there is
 /// no threshold (none given, and the baseline has no p99.9).
+///
+/// Where every run has per-block histograms the verdict counts episodes
+/// (blocks with a value above the threshold, at the runs' common block
+/// length: [`rtscope_core::record::episodes`]): the exact conditional test
+/// of their rates, and a circular block bootstrap of the blocks' episode
+/// indicators; a call is made only when both make it. Without blocks the
+/// values are counted as if independent, and the verdict says so.
 pub fn compare(
     names: &[String],
     series: &[Series],
@@ -477,41 +522,71 @@ pub fn compare(
         None if a.stats.has_percentiles() => (a.stats.p99_9_ns, true),
         None => return None,
     };
+    let common = episodes::common_block_ns(series.iter().map(|s| s.blocks.as_ref()));
+    let eps: Option<Vec<Episodes>> = common.and_then(|len| {
+        series
+            .iter()
+            .map(|s| episodes::of(s.blocks.as_ref()?, threshold_ns, len))
+            .collect()
+    });
     let runs: Vec<TailRun> = names
         .iter()
         .zip(series)
         .zip(durations_ns)
-        .map(|((n, s), &d)| {
+        .enumerate()
+        .map(|(i, ((n, s), &d))| {
             let k = exceedances(s, threshold_ns);
             let hours = d as f64 / 3.6e12;
-            let (lo, hi) = poisson_interval(k, ALPHA);
+            let episodes = eps.as_ref().map(|e| {
+                let e = &e[i];
+                let r = RunEpisodes {
+                    count: e.count(),
+                    blocks: e.per_block.len(),
+                    block_ns: e.block_ns,
+                    interval: (0.0, 0.0),
+                };
+                RunEpisodes {
+                    interval: per_hour(r.count, r.hours()),
+                    ..r
+                }
+            });
             TailRun {
                 name: n.clone(),
                 exceedances: k,
                 hours,
                 count: s.stats.count,
-                interval: if hours > 0.0 {
-                    (lo / hours, hi / hours)
-                } else {
-                    (0.0, f64::INFINITY)
-                },
+                interval: per_hour(k, hours),
+                episodes,
             }
         })
         .collect();
-    let decoded = |s: &Series| -> Option<Vec<u64>> {
-        (s.repetitions.len() >= 2).then_some(())?;
-        let b = blocks::decode(s.blocks.as_ref()?)?;
-        Some(block_exceedances(&b, threshold_ns))
-    };
-    let base_blocks = decoded(a);
     let verdicts = (1..series.len())
         .map(|i| {
             let (ra, rb) = (&runs[0], &runs[i]);
-            let exact = rate_ratio_interval(ra.exceedances, ra.hours, rb.exceedances, rb.hours);
-            let boot = match (&base_blocks, decoded(&series[i])) {
-                (Some(x), Some(y)) => {
-                    bootstrap_ratio(x, &y, st.resamples, st.seed ^ threshold_ns ^ i as u64)
+            let no_time = [ra, rb]
+                .iter()
+                .find(|r| r.hours <= 0.0)
+                .map(|r| r.name.clone());
+            let (basis, ka, ta, kb, tb) = match (&ra.episodes, &rb.episodes) {
+                (Some(x), Some(y)) if no_time.is_none() => {
+                    (Basis::Episodes, x.count, x.hours(), y.count, y.hours())
                 }
+                _ => (
+                    Basis::Values,
+                    ra.exceedances,
+                    ra.hours,
+                    rb.exceedances,
+                    rb.hours,
+                ),
+            };
+            let exact = rate_ratio_interval(ka, ta, kb, tb);
+            let boot = match (&eps, basis) {
+                (Some(e), Basis::Episodes) => bootstrap_ratio(
+                    &e[0].indicators(),
+                    &e[i].indicators(),
+                    st.resamples,
+                    st.seed ^ threshold_ns ^ i as u64,
+                ),
                 _ => None,
             };
             let c_exact = exact.map_or(TailCall::CantTell, |(lo, hi)| call(lo, hi, st.min_effect));
@@ -520,11 +595,13 @@ pub fn compare(
                 _ => c_exact,
             };
             TailVerdict {
-                ratio: (ra.exceedances > 0 && ra.hours > 0.0 && rb.hours > 0.0)
-                    .then(|| rb.rate() / ra.rate()),
+                basis,
+                ratio: (ka > 0 && ta > 0.0 && tb > 0.0)
+                    .then(|| (kb as f64 / tb) / (ka as f64 / ta)),
                 exact,
                 boot,
                 call: c,
+                no_time,
             }
         })
         .collect();
@@ -588,17 +665,45 @@ pub fn threshold_text(t: &TailComparison) -> String {
     }
 }
 
-/// One run's line: `b: 12 above in 3.0s = 14400/h [7441, 25155]`.
+/// One run's line: `b: 12 above in 3.0s = 14400/h [7441, 25155]`, with its
+/// episodes where it has them (`; 3 episodes in 30 blocks = 3600/h [742,
+/// 10521]`), or `b: 9 above (no measuring time recorded)`.
 pub fn run_line(r: &TailRun) -> String {
-    format!(
-        "{}: {} above in {} = {}/h [{}, {}]",
+    if r.hours <= 0.0 {
+        return format!(
+            "{}: {} above (no measuring time recorded: no rate)",
+            r.name, r.exceedances
+        );
+    }
+    let mut s = format!(
+        "{}: {} above in {} = {}/h",
         r.name,
         r.exceedances,
         hours_text(r.hours),
         rate_text(r.rate()),
-        rate_text(r.interval.0),
-        rate_text(r.interval.1)
-    )
+    );
+    match &r.episodes {
+        Some(e) => {
+            let _ = write!(
+                s,
+                "; {} episodes in {} blocks = {}/h [{}, {}]",
+                e.count,
+                e.blocks,
+                rate_text(e.rate()),
+                rate_text(e.interval.0),
+                rate_text(e.interval.1)
+            );
+        }
+        None => {
+            let _ = write!(
+                s,
+                " [{}, {}]",
+                rate_text(r.interval.0),
+                rate_text(r.interval.1)
+            );
+        }
+    }
+    s
 }
 
 /// The verdict's sentence for run `b` against the baseline `a`.
@@ -608,11 +713,28 @@ pub fn verdict_line(v: &TailVerdict, b: &str, a: &str) -> String {
         TailCall::Better => format!("{b} is better in the tail than {a}"),
         TailCall::CantTell => format!("can't tell {b} from {a} in the tail"),
     };
+    if let Some(n) = &v.no_time {
+        return format!(
+            "{what}: {n} has no measuring time (an import without the run's time), so no rate"
+        );
+    }
     let Some((lo, hi)) = v.exact else {
-        return format!("{what}: neither run went above the threshold");
+        return match v.basis {
+            Basis::Values => format!("{what}: neither run went above the threshold"),
+            Basis::Episodes => {
+                format!("{what}: neither run went above the threshold (at the blocks' resolution)")
+            }
+        };
+    };
+    let (what_ratio, method) = match v.basis {
+        Basis::Episodes => ("episode rate ratio", "exact conditional test"),
+        Basis::Values => (
+            "rate ratio",
+            "exact conditional test, values taken as independent: too narrow where they come in bursts",
+        ),
     };
     let mut s = format!(
-        "{what}: rate ratio {} [{}, {}] (exact conditional test)",
+        "{what}: {what_ratio} {} [{}, {}] ({method})",
         v.ratio.map_or("∞".into(), ratio_text),
         ratio_text(lo),
         ratio_text(hi)
@@ -658,13 +780,25 @@ pub fn need_line(n: &Need) -> String {
     )
 }
 
+/// What the rates' intervals and the verdicts count.
+pub fn basis_text(t: &TailComparison) -> String {
+    match t.runs.first().and_then(|r| r.episodes.as_ref()) {
+        Some(e) => format!(
+            "verdicts on episodes: {} blocks with a value above, as exceedances come in bursts; 95% exact Poisson intervals",
+            format_ns(e.block_ns)
+        ),
+        None => "95% exact Poisson interval; no per-block histograms, so values are taken as independent".into(),
+    }
+}
+
 /// The terminal lines of a tail comparison (after a series' verdicts).
 pub fn text(t: &TailComparison, names: &[String]) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "tail: values above {}, per hour of measuring (95% exact Poisson interval):",
-        threshold_text(t)
+        "tail: values above {}, per hour of measuring ({}):",
+        threshold_text(t),
+        basis_text(t)
     );
     for r in &t.runs {
         let _ = writeln!(o, "  {}", printable(&run_line(r)));
@@ -690,9 +824,11 @@ pub fn html_section(tails: &[(&str, &TailComparison)], names: &[String]) -> Stri
     }
     b.push_str("<section class=\"tail\">\n<h3>Tail verdicts</h3>\n");
     b.push_str(
-        "<p class=\"sub\">Values above a threshold per hour of measuring, with the exact 95 % \
-         Poisson interval; verdicts by the exact conditional test of the rate ratio (and, for \
-         repeated runs, a block bootstrap).</p>\n",
+        "<p class=\"sub\">Values above a threshold per hour of measuring. Exceedances come in \
+         bursts, so the verdicts count episodes (time blocks with a value above the threshold): \
+         the exact conditional test of their rate ratio and a block bootstrap, a call only where \
+         both make it. Runs without per-block histograms are compared on the values, taken as \
+         independent (too narrow).</p>\n",
     );
     for (label, t) in tails {
         let _ = writeln!(
@@ -701,17 +837,44 @@ pub fn html_section(tails: &[(&str, &TailComparison)], names: &[String]) -> Stri
             esc(label),
             esc(&threshold_text(t))
         );
-        b.push_str("<table><thead><tr><th>run</th><th>above</th><th>measured</th><th>per hour</th><th>95 % interval</th></tr></thead><tbody>\n");
+        b.push_str("<table><thead><tr><th>run</th><th>above</th><th>measured</th><th>per hour</th><th>episodes</th><th>episodes per hour, 95 % interval</th></tr></thead><tbody>\n");
         for r in &t.runs {
+            let (rate, eps, eps_rate) = if r.hours <= 0.0 {
+                ("unknown".to_string(), "-".to_string(), "-".to_string())
+            } else {
+                (
+                    format!("{}/h", rate_text(r.rate())),
+                    r.episodes.as_ref().map_or("-".into(), |e| {
+                        format!(
+                            "{} in {} blocks of {}",
+                            e.count,
+                            e.blocks,
+                            format_ns(e.block_ns)
+                        )
+                    }),
+                    r.episodes.as_ref().map_or("-".into(), |e| {
+                        format!(
+                            "{}/h ({} – {}/h)",
+                            rate_text(e.rate()),
+                            rate_text(e.interval.0),
+                            rate_text(e.interval.1)
+                        )
+                    }),
+                )
+            };
             let _ = writeln!(
                 b,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}/h</td><td>{} – {}/h</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&r.name),
                 r.exceedances,
-                esc(&hours_text(r.hours)),
-                esc(&rate_text(r.rate())),
-                esc(&rate_text(r.interval.0)),
-                esc(&rate_text(r.interval.1))
+                esc(&if r.hours > 0.0 {
+                    hours_text(r.hours)
+                } else {
+                    "unknown".into()
+                }),
+                esc(&rate),
+                esc(&eps),
+                esc(&eps_rate)
             );
         }
         b.push_str("</tbody></table>\n");
@@ -736,6 +899,8 @@ pub fn html_section(tails: &[(&str, &TailComparison)], names: &[String]) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::verdict::Rng;
+    use rtscope_core::record::blocks::{self, bucket_range, Block};
 
     fn close(a: f64, b: f64, rel: f64) -> bool {
         (a - b).abs() <= rel * b.abs().max(1e-12)
@@ -817,10 +982,14 @@ mod tests {
             h.contains("<h4>all: above 10us (the baseline&#39;s p99.9)</h4>"),
             "{h}"
         );
-        assert!(h.contains("<tr><td>a&lt;</td><td>5</td><td>60min</td><td>5.00/h</td><td>1.62 – 11.7/h</td></tr>"), "{h}");
+        assert!(
+            h.contains("<tr><td>a&lt;</td><td>5</td><td>60min</td><td>5.00/h</td><td>-</td><td>-</td></tr>"),
+            "{h}"
+        );
+        // No blocks: the values, taken as independent, and said so.
         assert!(
             h.contains(
-                "<p class=\"verdict worse\">b is worse in the tail than a&lt;: rate ratio 10x ["
+                "<p class=\"verdict worse\">b is worse in the tail than a&lt;: rate ratio 10x [4.01x, 32x] (exact conditional test, values taken as independent"
             ),
             "{h}"
         );
@@ -955,9 +1124,10 @@ mod tests {
         let (low40, _) = bucket_range(40);
         let (low100, _) = bucket_range(100);
         let blocks: Vec<Block> = vec![vec![(40, 5), (100, 2)], vec![], vec![(100, 3)]];
-        assert_eq!(block_exceedances(&blocks, low40), vec![2, 3]);
-        assert_eq!(block_exceedances(&blocks, low40 - 1), vec![7, 3]);
-        assert_eq!(block_exceedances(&blocks, low100), vec![0, 0]);
+        let per = |t: u64| -> Vec<u64> { blocks.iter().map(|b| episodes::above(b, t)).collect() };
+        assert_eq!(per(low40), vec![2, 0, 3]);
+        assert_eq!(per(low40 - 1), vec![7, 0, 3]);
+        assert_eq!(per(low100), vec![0, 0, 0]);
     }
 
     fn series(buckets: Vec<[u64; 2]>, p999: u64) -> Series {
@@ -1048,6 +1218,8 @@ mod tests {
         assert_eq!(hours_text(0.5), "30min");
         assert_eq!(hours_text(2.5), "2.5h");
         let v = TailVerdict {
+            basis: Basis::Episodes,
+            no_time: None,
             ratio: Some(4.0),
             exact: Some((1.5, 12.0)),
             boot: None,
@@ -1055,9 +1227,11 @@ mod tests {
         };
         assert_eq!(
             verdict_line(&v, "b", "a"),
-            "b is worse in the tail than a: rate ratio 4.00x [1.50x, 12x] (exact conditional test)"
+            "b is worse in the tail than a: episode rate ratio 4.00x [1.50x, 12x] (exact conditional test)"
         );
         let none = TailVerdict {
+            basis: Basis::Values,
+            no_time: None,
             ratio: None,
             exact: None,
             boot: None,
@@ -1068,6 +1242,7 @@ mod tests {
             "can't tell b from a in the tail: neither run went above the threshold"
         );
         let r = TailRun {
+            episodes: None,
             name: "b".into(),
             exceedances: 12,
             hours: 3.0 / 3600.0,
@@ -1075,6 +1250,38 @@ mod tests {
             interval: (7441.0, 25155.0),
         };
         assert_eq!(run_line(&r), "b: 12 above in 3.0s = 14400/h [7441, 25155]");
+        // With episodes: their rate and interval; without a measuring time:
+        // no rate at all (issue 36: "9 above in 0.0s = ∞/h").
+        let e = TailRun {
+            episodes: Some(RunEpisodes {
+                count: 3,
+                blocks: 30,
+                block_ns: 100_000_000,
+                interval: (742.0, 10521.0),
+            }),
+            ..r.clone()
+        };
+        assert_eq!(
+            run_line(&e),
+            "b: 12 above in 3.0s = 14400/h; 3 episodes in 30 blocks = 3600/h [742, 10521]"
+        );
+        let z = TailRun { hours: 0.0, ..r };
+        assert_eq!(
+            run_line(&z),
+            "b: 12 above (no measuring time recorded: no rate)"
+        );
+        let v = TailVerdict {
+            basis: Basis::Values,
+            no_time: Some("b".into()),
+            ratio: None,
+            exact: None,
+            boot: None,
+            call: TailCall::CantTell,
+        };
+        assert_eq!(
+            verdict_line(&v, "b", "a"),
+            "can't tell b from a in the tail: b has no measuring time (an import without the run's time), so no rate"
+        );
     }
 
     // Tests written against the mutants cargo-mutants left (docs/testing.md).
@@ -1110,13 +1317,6 @@ mod tests {
     }
 
     #[test]
-    fn blocks_with_only_empty_buckets_are_left_out() {
-        let (low100, _) = bucket_range(100);
-        let blocks: Vec<Block> = vec![vec![(100, 0)], vec![(40, 0), (100, 4)]];
-        assert_eq!(block_exceedances(&blocks, low100 - 1), vec![4]);
-    }
-
-    #[test]
     fn block_lengths_are_capped_at_an_eighth_of_the_series() {
         // A step (32 zeros, then 32 fives): autocorrelated at every lag,
         // Politis & White ask for long blocks; 64 blocks allow at most 8.
@@ -1146,18 +1346,23 @@ mod tests {
 
     #[test]
     fn bootstrap_quantiles_of_a_known_distribution() {
-        // The baseline: 9 blocks of one exceedance each (rate 1 in every
+        // The baseline: 9 blocks of one exceedance each (9 in every
         // resample). The run: 8 blocks, every other one with one. Both give
         // blocks of length 1 (at most 9/8 and 8/8 blocks), so a resample's
-        // rate is X/8 with X ~ Binomial(8, 1/2): P(X <= 0) = 0.0039,
-        // P(X <= 1) = 0.0352, P(X <= 6) = 0.9648, P(X <= 7) = 0.9961. Its
-        // 2.5 % and 97.5 % quantiles are X = 1 and X = 7 (the 5 % and 95 %,
-        // X = 2 and 6); with 20 000 resamples the empirical ones are those
-        // by more than 7 standard errors.
+        // ratio is ((X + 0.5) / 8) / (9.5 / 9), half an event added to each
+        // side, with X ~ Binomial(8, 1/2): P(X <= 0) = 0.0039, P(X <= 1) =
+        // 0.0352, P(X <= 6) = 0.9648, P(X <= 7) = 0.9961. Its 2.5 % and
+        // 97.5 % quantiles are X = 1 and X = 7 (the 5 % and 95 %, X = 2 and
+        // 6); with 20 000 resamples the empirical ones are those by more
+        // than 7 standard errors.
         let a = [1u64; 9];
         let b = [1u64, 0, 1, 0, 1, 0, 1, 0];
         let bi = bootstrap_ratio(&a, &b, 20_000, 3).unwrap();
-        assert_eq!((bi.lo, bi.hi), (0.125, 0.875), "{bi:?}");
+        let r = |x: f64| (x + 0.5) / 8.0 / (9.5 / 9.0);
+        assert!(
+            close(bi.lo, r(1.0), 1e-12) && close(bi.hi, r(7.0), 1e-12),
+            "{bi:?}"
+        );
         assert_eq!(bi.blocks, (9, 8));
         assert_eq!(bi.block_len, (1, 1));
         // Exactly 8 blocks a side and 40 resamples are enough.
@@ -1167,14 +1372,18 @@ mod tests {
         // Neither run above the threshold: no information, a ratio of 1.
         let z = bootstrap_ratio(&[0; 9], &[0; 9], 100, 3).unwrap();
         assert_eq!((z.lo, z.hi), (1.0, 1.0));
-        // Only the run above it: unbounded.
+        // Only the run above it: 9.5 against 0.5, never the degenerate ∞
+        // (or 0) in every resample that would agree with any exact call.
         let z = bootstrap_ratio(&[0; 9], &[1; 9], 100, 3).unwrap();
-        assert_eq!((z.lo, z.hi), (f64::INFINITY, f64::INFINITY));
+        assert_eq!((z.lo, z.hi), (19.0, 19.0));
+        let z = bootstrap_ratio(&[0, 0, 0, 0, 0, 0, 0, 1, 1], &[0; 9], 400, 3).unwrap();
+        assert!(z.lo < 0.25 && z.hi >= 1.0, "{z:?}");
     }
 
     #[test]
     fn a_rate_is_per_hour() {
         let r = TailRun {
+            episodes: None,
             name: "a".into(),
             exceedances: 6,
             hours: 0.5,
@@ -1206,7 +1415,17 @@ mod tests {
         assert_eq!(t.verdicts[0].ratio, None);
         assert_eq!(t.verdicts[0].exact, None);
         assert_eq!(t.verdicts[0].call, TailCall::CantTell);
+        // Said as such, not as "neither run went above the threshold".
+        assert_eq!(t.verdicts[0].no_time.as_deref(), Some("a"));
+        assert!(
+            verdict_line(&t.verdicts[0], "b", "a").ends_with(
+                "a has no measuring time (an import without the run's time), so no rate"
+            ),
+            "{:?}",
+            t.verdicts[0]
+        );
         let t = compare(&names, &[a.clone(), b.clone()], &[hour, 0], &st).unwrap();
+        assert_eq!(t.verdicts[0].no_time.as_deref(), Some("b"));
         assert_eq!(t.verdicts[0].ratio, None);
         assert_eq!(t.runs[1].interval, (0.0, f64::INFINITY));
         // Half an hour: the Garwood interval of 5 ([1.623486, 11.668332])
@@ -1250,7 +1469,7 @@ mod tests {
     }
 
     #[test]
-    fn repeated_runs_are_called_only_where_the_bootstrap_agrees() {
+    fn runs_with_blocks_are_called_on_episodes_where_the_bootstrap_agrees() {
         let names = vec!["a".to_string(), "b".to_string()];
         let hour = 3_600_000_000_000u64;
         let st = Settings {
@@ -1258,47 +1477,141 @@ mod tests {
             tail_threshold_ns: Some(100_001),
             ..Settings::default()
         };
-        // Spread evenly: 50 against 100 exceedances, worse by both tests.
+        // Spread evenly: 50 against 100 episodes, worse by both tests.
         let a = repeated(|i| u64::from(i % 4 == 0), true);
         let b = repeated(|i| u64::from(i % 2 == 0), true);
         let t = compare(&names, &[a.clone(), b.clone()], &[hour, hour], &st).unwrap();
         let v = &t.verdicts[0];
+        assert_eq!(v.basis, Basis::Episodes);
+        let e = t.runs[1].episodes.as_ref().unwrap();
+        assert_eq!((e.count, e.blocks), (100, 200));
         let (lo, _) = v.exact.unwrap();
         assert!(lo > 1.05, "{v:?}");
-        let boot = v.boot.as_ref().expect("both repeated, with blocks");
+        let boot = v.boot.as_ref().expect("both with blocks");
         assert!(boot.lo > 1.05, "{boot:?}");
         assert_eq!(v.call, TailCall::Worse);
-        // The interval is the bootstrap of those blocks' exceedances,
-        // seeded by the settings, the threshold and the run's index.
+        // The interval is the bootstrap of those blocks' episodes, seeded
+        // by the settings, the threshold and the run's index.
         let xa: Vec<u64> = (0..200).map(|i| u64::from(i % 4 == 0)).collect();
         let xb: Vec<u64> = (0..200).map(|i| u64::from(i % 2 == 0)).collect();
         assert_eq!(
             Some(boot.clone()),
             bootstrap_ratio(&xa, &xb, st.resamples, st.seed ^ 100_001 ^ 1)
         );
-        // The same totals in two bursts of each: exact says worse, the
-        // bootstrap (a resample misses both bursts of a run in 13 % of its
-        // draws) can't tell, so neither is called.
+        // Twice the values in the same two bursts: two episodes each, can't
+        // tell; taken as independent values (blocks removed), 50 against 100
+        // would have been called worse.
         let a = repeated(|i| if i % 100 == 0 { 25 } else { 0 }, true);
         let b = repeated(|i| if i % 100 == 0 { 50 } else { 0 }, true);
-        let t = compare(&names, &[a, b], &[hour, hour], &st).unwrap();
+        let t = compare(&names, &[a.clone(), b.clone()], &[hour, hour], &st).unwrap();
         let v = &t.verdicts[0];
         assert_eq!(
-            call(v.exact.unwrap().0, v.exact.unwrap().1, 0.05),
-            TailCall::Worse
+            (v.basis, v.call),
+            (Basis::Episodes, TailCall::CantTell),
+            "{v:?}"
         );
-        assert!(v.boot.is_some());
-        assert_eq!(v.call, TailCall::CantTell, "{v:?}");
-        // Blocks without repetitions (or repetitions without blocks): no
-        // bootstrap.
-        let mut a = repeated(|i| u64::from(i % 4 == 0), true);
-        a.repetitions.truncate(1);
-        let b = repeated(|i| u64::from(i % 2 == 0), true);
-        let t = compare(&names, &[a, b.clone()], &[hour, hour], &st).unwrap();
-        assert!(t.verdicts[0].boot.is_none());
+        assert_eq!(v.ratio, Some(1.0));
+        let (mut a, mut b) = (a, b);
+        a.blocks = None;
+        b.blocks = None;
+        let t = compare(&names, &[a, b], &[hour, hour], &st).unwrap();
+        let v = &t.verdicts[0];
+        assert_eq!((v.basis, v.call), (Basis::Values, TailCall::Worse), "{v:?}");
+        assert!(v.boot.is_none() && t.runs[0].episodes.is_none());
+        assert!(verdict_line(v, "b", "a").contains("values taken as independent"));
+        // One side without blocks: values, no bootstrap.
         let a = repeated(|i| u64::from(i % 4 == 0), false);
-        let t = compare(&names, &[b.clone(), a], &[hour, hour], &st).unwrap();
+        let t = compare(&names, &[b_of(), a], &[hour, hour], &st).unwrap();
+        assert_eq!(t.verdicts[0].basis, Basis::Values);
         assert!(t.verdicts[0].boot.is_none());
+    }
+
+    fn b_of() -> Series {
+        repeated(|i| u64::from(i % 2 == 0), true)
+    }
+
+    /// A simulated run of `blocks` 100 ms blocks (1000 values each) whose
+    /// exceedances of 100 us come in bursts: episodes start in a block with
+    /// probability `p`, each a burst of 1 + Geometric(mean `burst` - 1)
+    /// values that spills into the next block half the time.
+    fn bursty(rng: &mut Rng, blocks: usize, p: f64, burst: f64) -> Series {
+        let mut per = vec![0u64; blocks + 1];
+        for i in 0..blocks {
+            if rng.unit() < p {
+                let mut n = 1u64;
+                while rng.unit() > 1.0 / burst {
+                    n += 1;
+                }
+                if rng.unit() < 0.5 {
+                    per[i] += n.div_ceil(2);
+                    per[i + 1] += n / 2;
+                } else {
+                    per[i] += n;
+                }
+            }
+        }
+        per.truncate(blocks);
+        let (low, high) = (blocks::bucket_of(1_000), blocks::bucket_of(500_000));
+        let above: u64 = per.iter().sum();
+        let total = 1000 * blocks as u64;
+        let mut s = series(vec![[1_000, total - above], [500_000, above]], 10_000);
+        let mut h = rtscope_core::result::BlockHistograms::default();
+        h.block_ns = blocks::DEFAULT_BLOCK_NS;
+        h.sub_buckets = blocks::BLOCK_SUB_BUCKETS;
+        h.blocks = per
+            .iter()
+            .map(|&n| blocks::encode(&vec![(low, 1000 - n.min(1000)), (high, n)]))
+            .collect();
+        s.blocks = Some(h);
+        s
+    }
+
+    /// Over `pairs` simulated pairs (5 s runs, bursts of mean `burst`), the
+    /// pairs called worse or better: with blocks (episodes), and with the
+    /// blocks removed (the values as independent events).
+    fn aa_calls(pairs: u64, p: (f64, f64), burst: f64) -> (usize, usize) {
+        let names = vec!["a".to_string(), "b".to_string()];
+        let st = Settings {
+            tail_threshold_ns: Some(100_000),
+            resamples: 500,
+            ..Settings::default()
+        };
+        let d = 50 * blocks::DEFAULT_BLOCK_NS;
+        let (mut episodes, mut values) = (0, 0);
+        for seed in 0..pairs {
+            let mut rng = Rng::new(0xa11ce ^ seed.wrapping_mul(0x9e37_79b9));
+            let a = bursty(&mut rng, 50, p.0, burst);
+            let b = bursty(&mut rng, 50, p.1, burst);
+            let t = compare(&names, &[a.clone(), b.clone()], &[d, d], &st).unwrap();
+            episodes += usize::from(t.verdicts[0].call != TailCall::CantTell);
+            let (mut a, mut b) = (a, b);
+            a.blocks = None;
+            b.blocks = None;
+            let t = compare(&names, &[a, b], &[d, d], &st).unwrap();
+            assert_eq!(t.verdicts[0].basis, Basis::Values);
+            values += usize::from(t.verdicts[0].call != TailCall::CantTell);
+        }
+        (episodes, values)
+    }
+
+    #[test]
+    fn calibration_aa_tail_verdicts_on_bursts() {
+        // A/A: an episode in 10 % of the blocks, bursts of 8 values on
+        // average. Counted as values, most pairs get a verdict (issue 36:
+        // 4 of 6 real pairs did); counted as episodes at most 5 %.
+        let (episodes, values) = aa_calls(100, (0.1, 0.1), 8.0);
+        assert!(
+            episodes <= 5,
+            "{episodes} of 100 A/A pairs got a tail verdict"
+        );
+        assert!(values >= 30, "values as independent: {values} of 100");
+        // Without bursts (one value an episode) both are calibrated.
+        let (episodes, values) = aa_calls(100, (0.1, 0.1), 1.0);
+        assert!(episodes <= 5 && values <= 8, "{episodes} {values}");
+        // A/B: four times the episodes (2.5 against 10 in 5 s) is found in
+        // most pairs (13 of 20).
+        let (found, _) = aa_calls(20, (0.05, 0.2), 8.0);
+        assert!(found >= 10, "4x the episodes: found in {found} of 20");
     }
 
     #[test]
@@ -1316,6 +1629,8 @@ mod tests {
         assert_eq!(rate_text(999.4), "999");
         assert_eq!(rate_text(1.0), "1.00");
         let v = TailVerdict {
+            basis: Basis::Episodes,
+            no_time: None,
             ratio: None,
             exact: Some((0.01, 0.5)),
             boot: Some(BootInterval {
@@ -1328,7 +1643,7 @@ mod tests {
         };
         assert_eq!(
             verdict_line(&v, "b", "a"),
-            "b is better in the tail than a: rate ratio ∞ [0.010x, 0.50x] (exact conditional test); \
+            "b is better in the tail than a: episode rate ratio ∞ [0.010x, 0.50x] (exact conditional test); \
              block bootstrap [0.020x, 0.75x] (25 and 40 blocks)"
         );
         let need = Need {
@@ -1346,6 +1661,7 @@ mod tests {
             from_baseline: false,
             runs: vec![
                 TailRun {
+                    episodes: None,
                     name: "a".into(),
                     exceedances: 0,
                     hours: 0.5,
@@ -1353,6 +1669,7 @@ mod tests {
                     interval: (0.0, 7.4),
                 },
                 TailRun {
+                    episodes: None,
                     name: "b\x1b".into(),
                     exceedances: 1,
                     hours: 0.5,
@@ -1361,6 +1678,8 @@ mod tests {
                 },
             ],
             verdicts: vec![TailVerdict {
+                basis: Basis::Values,
+                no_time: None,
                 ratio: None,
                 exact: None,
                 boot: None,
@@ -1372,7 +1691,7 @@ mod tests {
         let names = vec!["a".to_string(), "b".to_string()];
         assert_eq!(
             text(&t, &names),
-            "tail: values above 150us (--tail-threshold), per hour of measuring (95% exact Poisson interval):\n\
+            "tail: values above 150us (--tail-threshold), per hour of measuring (95% exact Poisson interval; no per-block histograms, so values are taken as independent):\n\
              \x20 a: 0 above in 30min = 0/h [0, 7.40]\n\
              \x20 b?: 1 above in 30min = 2.00/h [0.0500, 11.1]\n\
              tail verdict: can't tell b from a in the tail: neither run went above the threshold\n\

@@ -454,6 +454,10 @@ pub enum Call {
     Unclear,
     /// No interval.
     TooFewSamples,
+    /// A run has no distribution at all (no percentiles recorded: an
+    /// import of cyclictest run without `-h`): nothing to compare, however
+    /// many samples.
+    NoDistribution,
 }
 
 /// The effect at one percentile.
@@ -693,6 +697,15 @@ fn by_independence(a: &Series, b: &Series, name: &'static str, q: f64, st: &Sett
 /// The effect of `b` against the baseline `a` at the `q`-quantile, by the
 /// first method that applies (see the module documentation).
 pub fn effect(a: &Series, b: &Series, name: &'static str, q: f64, st: &Settings) -> Effect {
+    let distribution = |s: &Series| {
+        s.stats.has_percentiles() || s.repetitions.iter().any(|r| r.stats.has_percentiles())
+    };
+    if !distribution(a) || !distribution(b) {
+        return Effect {
+            call: Call::NoDistribution,
+            ..too_few(name, q, None, Method::Independence)
+        };
+    }
     let reps = |s: &Series| s.repetitions.len();
     if reps(a) >= 2 || reps(b) >= 2 {
         return by_repetitions(a, b, name, q, st);
