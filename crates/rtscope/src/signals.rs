@@ -12,12 +12,12 @@
 //!
 //! The other signals whose default is to end the process (SIGQUIT, SIGUSR1,
 //! SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ, SIGIO, SIGPWR,
-//! SIGSTKFLT) are caught while a run lives, so that what the run changed in
-//! the kernel is given back ([`clean_up_now`]) before the process dies of
+//! SIGSTKFLT) are caught from the first run on, so that what a run changed
+//! in the kernel is given back ([`clean_up_now`]) before the process dies of
 //! that signal, as it would have.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -30,13 +30,37 @@ use rtscope_core::sys;
 /// comes [`SAME_STOP`] or more after the first ([`is_exit_now`]); sooner, it
 /// is the same stop delivered again. The other fatal signals
 /// ([`FATAL_SIGNALS`]) give back the kernel state and end the process as
-/// their default would. The handlers are removed on drop, so that a later
-/// run in the same process (a matrix cell) starts with a fresh flag.
+/// their default would.
+///
+/// The handlers and the thread that acts on them are installed with the
+/// first value and stay for the life of the process: a stop between two
+/// runs (`--repeat`, a matrix cell) or while the results are written is not
+/// swallowed. With no run in progress, a stop ends the process at once
+/// (unless it is the same stop as one a run took, within [`SAME_STOP`]); a
+/// run that begins after a stop begins stopped. Each value has a fresh flag
+/// of its own, dropped with it.
 pub struct StopSignals {
     /// Raised by the first signal.
     pub flag: Arc<AtomicBool>,
-    handle: signal_hook::iterator::Handle,
-    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The flags of the runs in progress (nested ones too: a matrix and its
+/// cell), and when the process got its first stop.
+struct State {
+    active: Vec<Arc<AtomicBool>>,
+    first_stop: Option<Instant>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    active: Vec::new(),
+    first_stop: None,
+});
+
+/// Whether the signal thread runs.
+static THREAD: Mutex<bool> = Mutex::new(false);
+
+fn state() -> MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The signals that stop a run.
@@ -70,6 +94,28 @@ pub fn is_exit_now(since_first: Duration) -> bool {
     since_first >= SAME_STOP
 }
 
+/// What a stop signal does, given the time since the process's first stop
+/// (`None`: this is the first) and whether a run is in progress.
+#[derive(Debug, PartialEq, Eq)]
+enum Action {
+    /// Raise the runs' flags: they end and write their results.
+    Stop,
+    /// The same stop delivered again: nothing more to do.
+    Same,
+    /// End the process now.
+    Exit,
+}
+
+fn action(since_first: Option<Duration>, running: bool) -> Action {
+    match since_first {
+        Some(d) if !is_exit_now(d) => Action::Same,
+        Some(_) => Action::Exit,
+        None if running => Action::Stop,
+        // Between runs or while results are written: nothing to stop.
+        None => Action::Exit,
+    }
+}
+
 /// Gives back what the run changed outside the process, for a way out that
 /// does not unwind (a second stop, a fatal signal): continues paused load
 /// groups (a stopped worker acts on its parent-death SIGTERM only once
@@ -81,50 +127,70 @@ pub fn clean_up_now() {
     rtscope_core::trace::remove_open_instances();
 }
 
-impl StopSignals {
-    /// Registers the handlers and the thread that acts on them.
-    pub fn install() -> Result<Self> {
-        let flag = Arc::new(AtomicBool::new(false));
-        let all: Vec<i32> = STOP_SIGNALS.iter().chain(&FATAL_SIGNALS).copied().collect();
-        let mut signals = signal_hook::iterator::Signals::new(&all)?;
-        let handle = signals.handle();
-        let f = flag.clone();
-        let thread = std::thread::Builder::new()
-            .name("rtscope-signals".into())
-            .spawn(move || {
-                // The handlers run on other threads; this one only reads their pipe.
-                let _ = sys::block_signals(&all);
-                let mut first: Option<Instant> = None;
-                for sig in signals.forever() {
-                    if FATAL_SIGNALS.contains(&sig) {
-                        clean_up_now();
-                        // Dies of the signal, as without the handler.
-                        let _ = signal_hook::low_level::emulate_default_handler(sig);
-                        std::process::exit(128 + sig);
-                    }
-                    match first {
-                        None => {
-                            first = Some(Instant::now());
+/// The thread that acts on the signals, for the life of the process.
+fn start_thread() -> Result<()> {
+    let all: Vec<i32> = STOP_SIGNALS.iter().chain(&FATAL_SIGNALS).copied().collect();
+    let mut signals = signal_hook::iterator::Signals::new(&all)?;
+    std::thread::Builder::new()
+        .name("rtscope-signals".into())
+        .spawn(move || {
+            // The handlers run on other threads; this one only reads their pipe.
+            let _ = sys::block_signals(&all);
+            for sig in signals.forever() {
+                if FATAL_SIGNALS.contains(&sig) {
+                    clean_up_now();
+                    // Dies of the signal, as without the handler.
+                    let _ = signal_hook::low_level::emulate_default_handler(sig);
+                    std::process::exit(128 + sig);
+                }
+                let mut st = state();
+                let since = st.first_stop.map(|t| t.elapsed());
+                match action(since, !st.active.is_empty()) {
+                    Action::Stop => {
+                        st.first_stop = Some(Instant::now());
+                        for f in &st.active {
                             f.store(true, Ordering::SeqCst);
                         }
-                        Some(t) if is_exit_now(t.elapsed()) => {
+                    }
+                    Action::Same => {}
+                    Action::Exit => {
+                        let running = !st.active.is_empty();
+                        drop(st);
+                        if running {
                             eprintln!(
                                 "rtscope: second {} signal: exiting at once; the results of this run were not written",
                                 signal_name(sig)
                             );
-                            clean_up_now();
-                            std::process::exit(130);
+                        } else {
+                            eprintln!(
+                                "rtscope: {} signal: exiting at once; results not yet written are lost",
+                                signal_name(sig)
+                            );
                         }
-                        // The same stop, delivered again.
-                        Some(_) => {}
+                        clean_up_now();
+                        std::process::exit(130);
                     }
                 }
-            })?;
-        Ok(StopSignals {
-            flag,
-            handle,
-            thread: Some(thread),
-        })
+            }
+        })?;
+    Ok(())
+}
+
+impl StopSignals {
+    /// Registers the handlers and the thread that acts on them (once), and
+    /// a fresh flag for this run (raised at once after an earlier stop).
+    pub fn install() -> Result<Self> {
+        {
+            let mut started = THREAD.lock().unwrap_or_else(|e| e.into_inner());
+            if !*started {
+                start_thread()?;
+                *started = true;
+            }
+        }
+        let mut st = state();
+        let flag = Arc::new(AtomicBool::new(st.first_stop.is_some()));
+        st.active.push(flag.clone());
+        Ok(StopSignals { flag })
     }
 }
 
@@ -139,10 +205,7 @@ fn signal_name(sig: i32) -> &'static str {
 
 impl Drop for StopSignals {
     fn drop(&mut self) {
-        self.handle.close();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        state().active.retain(|f| !Arc::ptr_eq(f, &self.flag));
     }
 }
 
@@ -160,6 +223,19 @@ mod tests {
         for ms in [1000, 1500, 60_000] {
             assert!(is_exit_now(Duration::from_millis(ms)), "{ms} ms");
         }
+    }
+
+    #[test]
+    fn a_stop_with_no_run_in_progress_exits_unless_it_is_the_same_stop() {
+        let ms = |m| Some(Duration::from_millis(m));
+        assert_eq!(action(None, true), Action::Stop);
+        assert_eq!(action(ms(30), true), Action::Same);
+        assert_eq!(action(ms(1500), true), Action::Exit);
+        // While the results are written: timeout's second delivery is the
+        // same stop; a fresh stop ends the process.
+        assert_eq!(action(ms(30), false), Action::Same);
+        assert_eq!(action(None, false), Action::Exit);
+        assert_eq!(action(ms(1500), false), Action::Exit);
     }
 
     #[test]

@@ -262,3 +262,36 @@ fn durations_past_their_bound_are_refused() {
         assert!(help.contains(shown), "{cmd}: {help}");
     }
 }
+
+#[test]
+fn a_second_stop_while_the_results_are_written_exits_at_once() {
+    let _turn = alongside();
+    // The document goes to a FIFO nobody reads: after the first stop the
+    // run waits for a reader (up to a minute); a second stop, a second
+    // later, is a person's "now", and ends the process at once.
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("doc.json");
+    common::mkfifo(&fifo);
+    let mut child = own_group(["cyclic", "-t", "1", "-i", "1ms", "-D", "60", "-q"])
+        .arg("--json")
+        .arg(&fifo)
+        .spawn();
+    child.catches_sigint();
+    child.sigint();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(child.running(), "it ended without a reader of its FIFO");
+    let sent = Instant::now();
+    child.sigint();
+    let out = child.wait_within(LIMIT);
+    assert!(
+        sent.elapsed() < AFTER_STOP,
+        "ended {:?} after the second stop",
+        sent.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(130));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("exiting at once"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
