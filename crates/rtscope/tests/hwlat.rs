@@ -604,3 +604,42 @@ fn without_tracefs_access_the_reason_is_said_once() {
         assert!(!line.contains("not mounted"), "{line}");
     }
 }
+
+#[test]
+fn repeated_runs_count_every_repetitions_gaps() {
+    let _turn = alongside();
+    let d = tempfile::tempdir().unwrap();
+    let doc = user_space(
+        &d.path().join("lock"),
+        &["-D", "300ms", "--calibrate", "20ms", "--repeat", "3", "-q"],
+    )
+    .json()
+    .exits(0)
+    .document();
+    let s = &doc["series"][0];
+    let reps = s["repetitions"].as_array().unwrap();
+    assert_eq!(reps.len(), 3);
+    let sum = |k: &str| -> u64 {
+        reps.iter()
+            .map(|r| r["attributes"][k].as_u64().unwrap())
+            .sum()
+    };
+    let a = &s["attributes"];
+    assert_eq!(a["gaps"].as_u64().unwrap(), sum("gaps"), "{a}");
+    assert_eq!(
+        a["gaps_unexplained"].as_u64().unwrap(),
+        sum("gaps_unexplained"),
+        "{a}"
+    );
+    // The pooled count of unexplained gaps is the pooled statistics' count.
+    assert_eq!(
+        s["stats"]["count"].as_u64().unwrap(),
+        sum("gaps_unexplained")
+    );
+    let n = &a["noise"];
+    let noise_sum: u64 = reps
+        .iter()
+        .map(|r| r["attributes"]["noise"]["iterations"].as_u64().unwrap())
+        .sum();
+    assert_eq!(n["iterations"].as_u64().unwrap(), noise_sum, "{n}");
+}
