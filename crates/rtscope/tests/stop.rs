@@ -121,8 +121,8 @@ fn a_second_interrupt_30ms_later_is_the_same_stop_and_the_trace_is_removed() {
                 .spawn()
         };
         let pid = child.id();
-        // The instance is made as the run is set up, just before its
-        // handlers: both there.
+        // The handlers are wired before the instance is made (both are
+        // there once it is).
         child.wait_for("its trace instance", LIMIT, || {
             !instances_of(pid).is_empty()
         });
@@ -150,8 +150,8 @@ fn other_fatal_signals_remove_the_trace_instance() {
     for sig in [libc::SIGUSR1, libc::SIGALRM] {
         let mut child = hwlat_user_space(&lock.path().join("lock"), "60", "50ms").spawn();
         let pid = child.id();
-        // The instance is made as the run is set up, just before its
-        // handlers: both there.
+        // The handlers are wired before the instance is made (both are
+        // there once it is).
         child.wait_for("its trace instance", LIMIT, || {
             !instances_of(pid).is_empty()
         });

@@ -114,6 +114,15 @@ fn open_instances() -> std::sync::MutexGuard<'static, Vec<(PathBuf, Vec<std::os:
     OPEN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Raised by [`remove_open_instances`]: the process is ending, and no
+/// instance or pipe may be opened any more (one opened after the clean-up
+/// would keep its instance).
+static CLOSING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn closing() -> TraceError {
+    TraceError::NoTracefs("the process is ending (a fatal signal)".into())
+}
+
 /// Removes every trace instance this process has open, from any thread, for
 /// a way out that does not unwind (the process ends right after): tracing
 /// off, each pipe's descriptor pointed at `/dev/null` (the thread reading it
@@ -121,6 +130,7 @@ fn open_instances() -> std::sync::MutexGuard<'static, Vec<(PathBuf, Vec<std::os:
 /// this process mounted for itself (and removes its directory). Returns the
 /// instances removed.
 pub fn remove_open_instances() -> Vec<PathBuf> {
+    CLOSING.store(true, Ordering::SeqCst);
     let removed = remove_instances();
     for dir in own_mounts().drain(..) {
         if crate::sys::unmount(&dir).is_ok() {
@@ -361,8 +371,16 @@ impl Instance {
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         let dir = root.join("instances").join(&name);
-        std::fs::create_dir(&dir).map_err(|e| TraceError::Instance(root.join("instances"), e))?;
-        open_instances().push((dir.clone(), Vec::new()));
+        {
+            // Made and registered under the lock: never after a clean-up.
+            let mut open = open_instances();
+            if CLOSING.load(Ordering::SeqCst) {
+                return Err(closing());
+            }
+            std::fs::create_dir(&dir)
+                .map_err(|e| TraceError::Instance(root.join("instances"), e))?;
+            open.push((dir.clone(), Vec::new()));
+        }
         let layout = File::open(root.join("events/header_page"))
             .map(page_layout)
             .unwrap_or_default();
@@ -428,18 +446,22 @@ impl Instance {
         };
         for c in cpus {
             let p = inst.dir.join(format!("per_cpu/cpu{c}/trace_pipe_raw"));
+            // Opened and registered under the lock, so that a clean-up on
+            // another thread finds every pipe (or none is opened after it).
+            let mut open = open_instances();
+            if CLOSING.load(Ordering::SeqCst) {
+                return Err(closing());
+            }
             let f = OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_NONBLOCK)
                 .open(&p)
                 .map_err(|e| TraceError::Setting(p.clone(), e))?;
-            {
+            if let Some(e) = open.iter_mut().find(|(d, _)| *d == inst.dir) {
                 use std::os::fd::AsRawFd;
-                let mut open = open_instances();
-                if let Some(e) = open.iter_mut().find(|(d, _)| *d == inst.dir) {
-                    e.1.push(f.as_raw_fd());
-                }
+                e.1.push(f.as_raw_fd());
             }
+            drop(open);
             inst.readers.push((c as u32, f));
         }
         write_setting(&inst.dir.join("tracing_on"), "1")?;

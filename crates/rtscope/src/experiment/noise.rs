@@ -383,7 +383,11 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
         );
     }
     let id = SourceId::from_name(&plan.source).ok_or_else(|| anyhow!("unknown source"))?;
-    // Tracing is set up before the run so that a missing tracefs is refused at once.
+    // Tracing is set up before the run so that a missing tracefs is refused
+    // at once; the stop signals are wired first, so that a stop or a fatal
+    // signal during the set-up does not leave the instance behind (a stop
+    // then makes the run begin stopped).
+    let _early = crate::signals::StopSignals::install()?;
     let mut inst = if plan.trace {
         let events = TraceConfig::noise_events();
         let cfg = TraceConfig {
