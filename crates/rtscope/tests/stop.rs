@@ -295,3 +295,23 @@ fn a_second_stop_while_the_results_are_written_exits_at_once() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_stop_during_one_probe_of_check_measure_ends_the_others_too() {
+    let _turn = alongside();
+    let mut child = own_group(["check", "--measure", "--measure-time", "10s"]).spawn();
+    // In the noise probe (a run with its handlers): after the IRQ count.
+    child.wait_for_line(true, LIMIT, |l| l.contains("of OS noise").then_some(()));
+    child.catches_sigint();
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = Instant::now();
+    child.signal(libc::SIGTERM);
+    let out = child.wait_within(LIMIT);
+    // The wake-up latency probe after it begins stopped: not 10 s more.
+    assert!(
+        sent.elapsed() < AFTER_STOP,
+        "ended {:?} after the stop",
+        sent.elapsed()
+    );
+    assert!(out.stdout().contains("isolcpus"), "{}", out.stdout());
+}
