@@ -2,7 +2,10 @@
 //! anything is allocated, spawned or measured. A value out of bounds is a
 //! usage error (exit 2) in one line that names the flag, the limit and why.
 //!
-//! - durations that a wait is made of (a period, the start delay) are at most
+//! - every duration option has a bound, checked as it is parsed and shown in
+//!   `--help`: a run's length at most [`MAX_RUN_NS`] (365 d), a calibration
+//!   window at most [`MAX_CALIBRATE_NS`] (10 min), and the durations that a
+//!   wait is made of (a period, the start delay, a threshold) at most
 //!   [`MAX_WAIT_NS`] (1 h): anything longer is a typo, not a measurement;
 //! - counts of things allocated up front (buffers of readings, kept spikes)
 //!   must fit in [`MEMORY_SHARE`] of the memory available (MemAvailable);
@@ -20,6 +23,14 @@ use crate::load::format_size;
 
 /// The longest period or start delay a run accepts: 1 h.
 pub const MAX_WAIT_NS: u64 = 3_600_000_000_000;
+
+/// The longest run (`-D`, `--measure-time`, `--checkpoint`): 365 days.
+pub const MAX_RUN_NS: u64 = 365 * 86_400 * 1_000_000_000;
+
+/// The longest calibration window (`--calibrate`) and warp test per CPU
+/// pair (`clock --warp`): 10 min (a counter's frequency is known to a few
+/// ppb within seconds; longer is a typo).
+pub const MAX_CALIBRATE_NS: u64 = 600 * 1_000_000_000;
 
 /// The most runs `--repeat` makes (each is a whole run, kept in memory until
 /// they are pooled).

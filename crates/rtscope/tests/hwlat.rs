@@ -182,11 +182,17 @@ fn the_tracer_on_a_fake_tracefs_reads_the_samples_and_gives_it_back() {
 #[test]
 fn every_way_out_gives_the_tracer_back() {
     let _turn = alongside();
+    use std::os::unix::process::ExitStatusExt;
     for (what, signals) in [
         ("SIGINT", vec![libc::SIGINT]),
         ("SIGTERM", vec![libc::SIGTERM]),
-        // Two of one kind sent at once would be one (they do not queue).
-        ("a second signal", vec![libc::SIGINT, libc::SIGTERM]),
+        // One stop delivered twice, as `timeout` does (to the process, then
+        // to its group): the same stop, not a second one.
+        ("the same stop twice", vec![libc::SIGINT, libc::SIGTERM]),
+        // Signals whose default ends the process: the tracer given back
+        // first, then the process ends of the signal.
+        ("SIGUSR1", vec![libc::SIGUSR1]),
+        ("SIGALRM", vec![libc::SIGALRM]),
     ] {
         let fs = fake_tracefs();
         let before = files(fs.path());
@@ -204,19 +210,15 @@ fn every_way_out_gives_the_tracer_back() {
         );
         for sig in &signals {
             child.signal(*sig);
+            std::thread::sleep(Duration::from_millis(30));
         }
         let out = child.wait_within(LIMIT);
-        let code = out.status.code();
-        if signals.len() == 1 {
-            let doc = out.exits(0).document();
-            assert_eq!(doc["end_reason"], "interrupted", "{what}");
-        } else {
-            // The second signal ends the process at once, without unwinding.
-            assert_eq!(code, Some(130), "{what}");
-            assert!(
-                String::from_utf8_lossy(&out.stderr).contains("exiting at once"),
-                "{what}"
-            );
+        match signals[0] {
+            libc::SIGINT | libc::SIGTERM => {
+                let doc = out.exits(0).document();
+                assert_eq!(doc["end_reason"], "interrupted", "{what}");
+            }
+            sig => assert_eq!(out.status.signal(), Some(sig), "{what}"),
         }
         assert_eq!(files(fs.path()), before, "{what}");
     }
@@ -456,4 +458,188 @@ fn bad_input_is_one_line_exit_2() {
         line.contains("the CPU sampled runs with interrupts off for --width of every --window"),
         "{line}"
     );
+}
+
+/// A user-space run on the last CPU whose lock file is `lock` (each test
+/// its own: two tests' runs are not refused as each other's).
+fn user_space(lock: &Path, args: &[&str]) -> Run {
+    let cpu = last_cpu().to_string();
+    Run::new(["hwlat", "--method", "user-space", "-a", &cpu])
+        .args(args)
+        .env("RTSCOPE_HWLAT_LOCK", lock)
+}
+
+#[test]
+fn a_second_user_space_run_is_refused_as_a_second_tracer_run_is() {
+    let _turn = alongside();
+    let d = tempfile::tempdir().unwrap();
+    let lock = d.path().join("lock");
+    let mut first = user_space(&lock, &["-D", "60", "--calibrate", "50ms", "-q"])
+        .json()
+        .spawn();
+    first.catches_sigint();
+    let line = user_space(&lock, &["-D", "1", "--calibrate", "50ms", "-q"])
+        .exits(2)
+        .one_line();
+    assert!(
+        line.contains(&format!(
+            "another rtscope hwlat run measures from user space (pid {})",
+            first.id()
+        )),
+        "{line}"
+    );
+    first.sigint();
+    assert_eq!(
+        first.wait_within(LIMIT).exits(0).document()["end_reason"],
+        "interrupted"
+    );
+    // Its lock went with it.
+    user_space(&lock, &["-D", "300ms", "--calibrate", "50ms", "-q"]).exits(0);
+}
+
+/// Waits for a stderr line containing `text` while the child still runs
+/// (so: said before the run ends), then stops it; returns the document.
+fn said_while_running(mut child: Spawned, text: &str) -> serde_json::Value {
+    child.wait_for_line(true, LIMIT, |l| l.contains(text).then_some(()));
+    assert!(child.running(), "ended before it said {text}");
+    child.sigint();
+    child.wait_within(LIMIT).exits(0).document()
+}
+
+fn has_warning(doc: &serde_json::Value, text: &str) -> bool {
+    doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().contains(text))
+}
+
+#[test]
+fn options_the_method_does_not_use_are_named_before_the_run() {
+    let _turn = alongside();
+    // auto on a kernel without the tracer: user space, the tracer's options
+    // named as not used (the run's events come from the real tracefs).
+    let fs = fake_tracefs();
+    std::fs::write(fs.path().join("available_tracers"), "blk function nop").unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let cpu = last_cpu().to_string();
+    let child = hwlat(
+        fs.path(),
+        &[
+            "-a",
+            &cpu,
+            "-D",
+            "60",
+            "--calibrate",
+            "50ms",
+            "--width",
+            "100ms",
+            "--window",
+            "200ms",
+            "--mode",
+            "per-cpu",
+        ],
+    )
+    .env("RTSCOPE_HWLAT_LOCK", d.path().join("lock"))
+    .json()
+    .spawn();
+    let text = "--window, --width, --mode: not used, as this run measures from user space (they are settings of the kernel's hwlat tracer only)";
+    let doc = said_while_running(child, text);
+    assert_eq!(doc["plan"]["method_used"], "user-space");
+    assert!(has_warning(&doc, text), "{}", doc["warnings"]);
+    // auto with the tracer: the user-space options named as not used.
+    let fs = fake_tracefs();
+    let child = hwlat(fs.path(), &["-a", "0", "-D", "60", "--calibrate", "1s"])
+        .json()
+        .spawn();
+    let feeder = feed(fs.path());
+    let text = "--calibrate: not used, as this run uses the kernel's hwlat tracer (it is a setting of the user-space method only)";
+    let doc = said_while_running(child, text);
+    feeder.join().unwrap();
+    assert_eq!(doc["plan"]["method_used"], "tracer");
+    assert!(has_warning(&doc, text), "{}", doc["warnings"]);
+}
+
+#[test]
+fn per_cpu_mode_on_every_cpu_is_said_before_the_run() {
+    let _turn = alongside();
+    let fs = fake_tracefs();
+    let cpus = rtscope_core::units::online_cpus();
+    for c in &cpus[1..] {
+        std::fs::create_dir_all(fs.path().join(format!("per_cpu/cpu{c}"))).unwrap();
+        mkfifo(&fs.path().join(format!("per_cpu/cpu{c}/trace_pipe")));
+    }
+    let all = rtscope_core::units::format_cpu_list(&cpus);
+    let child = hwlat(fs.path(), &["-a", &all, "-D", "60", "--mode", "per-cpu"])
+        .json()
+        .spawn();
+    let doc = said_while_running(child, "per-cpu mode on every online CPU");
+    assert!(has_warning(&doc, "per-cpu mode on every online CPU"));
+}
+
+#[test]
+fn without_tracefs_access_the_reason_is_said_once() {
+    let _turn = alongside();
+    if !common::tool("setpriv") {
+        eprintln!("skipped: no setpriv");
+        return;
+    }
+    let line = Run::new(["hwlat", "-D", "1"])
+        .by_nobody()
+        .exits(2)
+        .one_line();
+    assert_eq!(
+        line.matches("tracefs is not available").count(),
+        1,
+        "{line}"
+    );
+    // tracefs mounted (where it is here) but closed to nobody: said so,
+    // not "not mounted".
+    let mounted = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .any(|l| l.contains(" - tracefs ") && !l.contains("/rtscope-tracefs-"));
+    if mounted {
+        assert!(line.contains("this user may not use it"), "{line}");
+        assert!(!line.contains("not mounted"), "{line}");
+    }
+}
+
+#[test]
+fn repeated_runs_count_every_repetitions_gaps() {
+    let _turn = alongside();
+    let d = tempfile::tempdir().unwrap();
+    let doc = user_space(
+        &d.path().join("lock"),
+        &["-D", "300ms", "--calibrate", "20ms", "--repeat", "3", "-q"],
+    )
+    .json()
+    .exits(0)
+    .document();
+    let s = &doc["series"][0];
+    let reps = s["repetitions"].as_array().unwrap();
+    assert_eq!(reps.len(), 3);
+    let sum = |k: &str| -> u64 {
+        reps.iter()
+            .map(|r| r["attributes"][k].as_u64().unwrap())
+            .sum()
+    };
+    let a = &s["attributes"];
+    assert_eq!(a["gaps"].as_u64().unwrap(), sum("gaps"), "{a}");
+    assert_eq!(
+        a["gaps_unexplained"].as_u64().unwrap(),
+        sum("gaps_unexplained"),
+        "{a}"
+    );
+    // The pooled count of unexplained gaps is the pooled statistics' count.
+    assert_eq!(
+        s["stats"]["count"].as_u64().unwrap(),
+        sum("gaps_unexplained")
+    );
+    let n = &a["noise"];
+    let noise_sum: u64 = reps
+        .iter()
+        .map(|r| r["attributes"]["noise"]["iterations"].as_u64().unwrap())
+        .sum();
+    assert_eq!(n["iterations"].as_u64().unwrap(), noise_sum, "{n}");
 }

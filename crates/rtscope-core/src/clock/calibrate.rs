@@ -15,6 +15,8 @@
 //! frequency the kernel uses, i.e. a conversion consistent with the kernel's
 //! clocks, not an independent measurement of the crystal.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde::{Deserialize, Serialize};
 
 pub use super::declared::{DeclaredFrequency, TscInvariance};
@@ -110,12 +112,30 @@ pub fn calibrate<C: Counter, T: Timebase>(
     window_ns: u64,
     busy: bool,
 ) -> Calibration {
+    calibrate_until(c, tb, width_bits, window_ns, busy, &AtomicBool::new(false))
+}
+
+/// [`calibrate`], cut short when `stop` is raised: the window then ends
+/// after the step in progress (at most [`CALIBRATION_STEP_NS`]; never before
+/// 1 ms), and the result is the frequency over the time it took
+/// (`window_ns` below `requested_window_ns`).
+pub fn calibrate_until<C: Counter, T: Timebase>(
+    c: &C,
+    tb: &T,
+    width_bits: u32,
+    window_ns: u64,
+    busy: bool,
+    stop: &AtomicBool,
+) -> Calibration {
     let window = window_ns.max(1_000_000);
     let (a0, t0, b0) = bracket(c, tb, 16);
     let mut ticks: u64 = 0;
     let mut last = t0;
     let mut waited = 0;
     while waited < window {
+        if waited >= 1_000_000 && stop.load(Ordering::Relaxed) {
+            break;
+        }
         let step = (window - waited).min(CALIBRATION_STEP_NS);
         tb.wait_ns(step, busy);
         waited += step;
@@ -153,10 +173,14 @@ pub fn calibrate<C: Counter, T: Timebase>(
 /// Calibrates an opened counter against CLOCK_MONOTONIC_RAW and adds what the
 /// machine declares about it.
 pub fn calibrate_source(src: &Source, window_ns: u64) -> Calibration {
+    calibrate_source_until(src, window_ns, &AtomicBool::new(false))
+}
+
+/// [`calibrate_source`], cut short when `stop` is raised ([`calibrate_until`]).
+pub fn calibrate_source_until(src: &Source, window_ns: u64, stop: &AtomicBool) -> Calibration {
     let id = src.id();
     let busy = !id.counts_in_idle();
-    let mut cal =
-        with_counter!(src, c => calibrate(c, &MonotonicRaw, id.width_bits(), window_ns, busy));
+    let mut cal = with_counter!(src, c => calibrate_until(c, &MonotonicRaw, id.width_bits(), window_ns, busy, stop));
     cal.declared = src.declared_frequencies();
     cal.declared_diff_ppm = cal
         .declared

@@ -636,11 +636,21 @@ pub fn open_calibrated(
     id: SourceId,
     window_ns: u64,
 ) -> Result<(Source, Scale, Option<Calibration>), Unavailable> {
+    open_calibrated_until(id, window_ns, &std::sync::atomic::AtomicBool::new(false))
+}
+
+/// [`open_calibrated`], the calibration cut short when `stop` is raised
+/// ([`calibrate::calibrate_until`]).
+pub fn open_calibrated_until(
+    id: SourceId,
+    window_ns: u64,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<(Source, Scale, Option<Calibration>), Unavailable> {
     let src = Source::open(id)?;
     if !id.is_counter() {
         return Ok((src, Scale::ns(), None));
     }
-    let cal = calibrate::calibrate_source(&src, window_ns);
+    let cal = calibrate::calibrate_source_until(&src, window_ns, stop);
     Ok((src, Scale::from_hz(cal.hz), Some(cal)))
 }
 

@@ -78,6 +78,21 @@ where
     C: Counter,
     F: Fn(usize) -> C + Sync,
 {
+    warp_pair_until(make, width_bits, cpus, window_ns, &AtomicBool::new(false))
+}
+
+/// [`warp_pair`], ended early when `stop` is raised.
+pub fn warp_pair_until<C, F>(
+    make: F,
+    width_bits: u32,
+    cpus: Option<[usize; 2]>,
+    window_ns: u64,
+    stop: &AtomicBool,
+) -> Result<PairOutcome, String>
+where
+    C: Counter,
+    F: Fn(usize) -> C + Sync,
+{
     let lock = AtomicBool::new(false);
     let last = AtomicU64::new(0);
     let primed = AtomicBool::new(false);
@@ -140,7 +155,10 @@ where
                                 worst.fetch_max(d.unsigned_abs(), Ordering::Relaxed);
                             }
                         }
-                        if n % 256 == 0 && sys::clock_ns(libc::CLOCK_MONOTONIC) >= end {
+                        if n % 256 == 0
+                            && (sys::clock_ns(libc::CLOCK_MONOTONIC) >= end
+                                || stop.load(Ordering::Relaxed))
+                        {
                             break;
                         }
                     }
@@ -167,8 +185,28 @@ where
 /// Runs the warp test for an opened source between `cpus[0]` and each other
 /// CPU of `cpus`, `window_ns` per pair.
 pub fn warp_source(src: &Source, scale: Scale, cpus: &[usize], window_ns: u64) -> WarpResult {
+    warp_source_until(src, scale, cpus, window_ns, &AtomicBool::new(false))
+}
+
+/// [`warp_source`], ended early when `stop` is raised (no further pair is
+/// started, the one in progress ends within a few hundred reads).
+pub fn warp_source_until(
+    src: &Source,
+    scale: Scale,
+    cpus: &[usize],
+    window_ns: u64,
+    stop: &AtomicBool,
+) -> WarpResult {
     let id = src.id();
-    warp_counter(src, id.is_global(), id.width_bits(), scale, cpus, window_ns)
+    warp_counter_until(
+        src,
+        id.is_global(),
+        id.width_bits(),
+        scale,
+        cpus,
+        window_ns,
+        stop,
+    )
 }
 
 /// [`warp_source`] for any counter shared by the two threads of each pair:
@@ -180,6 +218,27 @@ pub fn warp_counter<C: Counter + Sync>(
     scale: Scale,
     cpus: &[usize],
     window_ns: u64,
+) -> WarpResult {
+    warp_counter_until(
+        counter,
+        global,
+        width_bits,
+        scale,
+        cpus,
+        window_ns,
+        &AtomicBool::new(false),
+    )
+}
+
+/// [`warp_counter`], ended early when `stop` is raised.
+pub fn warp_counter_until<C: Counter + Sync>(
+    counter: &C,
+    global: bool,
+    width_bits: u32,
+    scale: Scale,
+    cpus: &[usize],
+    window_ns: u64,
+    stop: &AtomicBool,
 ) -> WarpResult {
     let mut r = WarpResult {
         window_ns,
@@ -195,8 +254,11 @@ pub fn warp_counter<C: Counter + Sync>(
         return r;
     }
     for &other in &cpus[1..] {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
         let pair = [cpus[0], other];
-        match warp_pair(|_| counter, width_bits, Some(pair), window_ns) {
+        match warp_pair_until(|_| counter, width_bits, Some(pair), window_ns, stop) {
             Ok(o) => {
                 r.pairs.push(pair);
                 r.iterations += o.iterations;

@@ -13,10 +13,16 @@
 //!   has printed it in (see its tests);
 //! - [`tracer`]: the top-level tracer taken for the run, every setting it
 //!   changes restored on every way out;
-//! - [`smi`]: the CPU's own SMI counter (`MSR_SMI_COUNT`).
+//! - [`smi`]: the CPU's own SMI counter (`MSR_SMI_COUNT`);
+//! - [`UserSpaceLock`]: one user-space run at a time, as the tracer allows
+//!   one run at a time.
 
+pub mod pool;
 pub mod smi;
 pub mod tracer;
+mod user_lock;
+
+pub use user_lock::{UserSpaceLock, USER_LOCK_ENV};
 
 use serde::Serialize;
 

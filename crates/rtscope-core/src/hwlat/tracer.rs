@@ -60,6 +60,17 @@ pub enum HwlatError {
     Setting(String, io::Error),
 }
 
+impl From<crate::trace::TraceError> for HwlatError {
+    /// tracefs not found or not mountable: its reason, said once ("tracefs is
+    /// not available: ..."), not wrapped in a second such prefix.
+    fn from(e: crate::trace::TraceError) -> Self {
+        match e {
+            crate::trace::TraceError::NoTracefs(why) => HwlatError::NoTracefs(why),
+            other => HwlatError::NoTracefs(other.to_string()),
+        }
+    }
+}
+
 /// What the run asks of the tracer (the kernel's units: µs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
@@ -246,8 +257,7 @@ impl Tracefs {
             }
             return Ok(Tracefs::at(d));
         }
-        let (root, mount) = crate::trace::find_or_mount_tracefs()
-            .map_err(|e| HwlatError::NoTracefs(e.to_string()))?;
+        let (root, mount) = crate::trace::find_or_mount_tracefs().map_err(HwlatError::from)?;
         Ok(Tracefs {
             root,
             mounted: mount.is_some(),

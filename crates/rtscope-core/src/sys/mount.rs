@@ -56,3 +56,38 @@ pub fn pid_alive(pid: i32) -> bool {
     let rc = unsafe { libc::kill(pid, 0) };
     rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
+
+/// Points the open descriptor `fd` at `/dev/null` (`dup2`), so that the file
+/// it had open (a trace instance's `trace_pipe_raw`, which keeps the
+/// instance busy) is closed while the number stays taken: whoever still holds
+/// `fd` reads end-of-file, and no other file can be opened under it.
+pub fn detach_fd(fd: std::os::fd::RawFd) -> io::Result<()> {
+    let null = std::fs::File::open("/dev/null")?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: both are open descriptors; dup2 closes `fd`'s file and makes it
+    // a copy of `null` atomically. `null` is closed on return, its copy stays.
+    let rc = unsafe { libc::dup2(null.as_raw_fd(), fd) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Takes an exclusive `flock` on `file` without waiting: `Ok(false)` when
+/// another open file description holds it (the kernel drops it when the
+/// holder's process ends, however it ends).
+pub fn try_lock_exclusive(file: &std::fs::File) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `file` is an open descriptor; flock takes no pointer.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}

@@ -11,8 +11,11 @@
 //! and decodes the records ([`raw`], [`event`]). Dropping the instance closes
 //! the pipes, removes the instance directory and unmounts what it mounted:
 //! on every exit path that unwinds (errors, panics, a stop signal ending the
-//! run). A run killed outright leaves the instance behind; the next run
-//! removes it.
+//! run). Every open instance is registered, so that a way out that does not
+//! unwind (a second stop, a fatal signal: the binary's signal thread) removes
+//! them all with [`remove_open_instances`] before the process ends. A run
+//! killed outright (SIGKILL) leaves the instance behind; the next run removes
+//! it.
 //!
 //! [`attrib`] turns the events of a CPU into the causes of OS-noise gaps.
 
@@ -102,9 +105,73 @@ fn expand(root: &Path, ev: &str) -> Vec<String> {
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
+/// The instances this process has open: each directory, and the descriptors
+/// of its open pipes (they keep it busy: it cannot be removed while one is open).
+static OPEN: std::sync::Mutex<Vec<(PathBuf, Vec<std::os::fd::RawFd>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+fn open_instances() -> std::sync::MutexGuard<'static, Vec<(PathBuf, Vec<std::os::fd::RawFd>)>> {
+    OPEN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Raised by [`remove_open_instances`]: the process is ending, and no
+/// instance or pipe may be opened any more (one opened after the clean-up
+/// would keep its instance).
+static CLOSING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn closing() -> TraceError {
+    TraceError::NoTracefs("the process is ending (a fatal signal)".into())
+}
+
+/// Removes every trace instance this process has open, from any thread, for
+/// a way out that does not unwind (the process ends right after): tracing
+/// off, each pipe's descriptor pointed at `/dev/null` (the thread reading it
+/// then reads nothing), the directory removed; then unmounts the tracefs
+/// this process mounted for itself (and removes its directory). Returns the
+/// instances removed.
+pub fn remove_open_instances() -> Vec<PathBuf> {
+    CLOSING.store(true, Ordering::SeqCst);
+    let removed = remove_instances();
+    for dir in own_mounts().drain(..) {
+        if crate::sys::unmount(&dir).is_ok() {
+            let _ = std::fs::remove_dir(&dir);
+        }
+    }
+    removed
+}
+
+fn remove_instances() -> Vec<PathBuf> {
+    let mut open = open_instances();
+    let mut removed = Vec::new();
+    for (dir, fds) in open.drain(..) {
+        let _ = write_setting(&dir.join("tracing_on"), "0");
+        for fd in fds {
+            let _ = crate::sys::detach_fd(fd);
+        }
+        for _ in 0..50 {
+            match std::fs::remove_dir(&dir) {
+                Ok(()) => {
+                    removed.push(dir);
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => break,
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        }
+    }
+    removed
+}
+
 /// A tracefs this process mounted (unmounted on drop).
 struct OwnMount {
     dir: Option<tempfile::TempDir>,
+}
+
+/// The private tracefs mounts this process holds, for [`remove_open_instances`].
+static OWN_MOUNTS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn own_mounts() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    OWN_MOUNTS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Drop for OwnMount {
@@ -112,6 +179,7 @@ impl Drop for OwnMount {
         let Some(dir) = self.dir.take() else {
             return;
         };
+        own_mounts().retain(|d| d != dir.path());
         if crate::sys::unmount(dir.path()).is_err() {
             // Still mounted: removing the directory would recurse into
             // tracefs and remove its instances (other runs' too). Leave it.
@@ -136,6 +204,11 @@ pub fn find_tracefs() -> Option<PathBuf> {
     tracefs_mounts(&text)
         .into_iter()
         .find(|p| p.join("instances").is_dir())
+}
+
+/// Whether reading directory `p` is refused for lack of permission.
+fn denied(p: &Path) -> bool {
+    std::fs::read_dir(p).is_err_and(|e| e.kind() == io::ErrorKind::PermissionDenied)
 }
 
 /// The tracing directories `mountinfo` lists, tracefs mounts before
@@ -260,6 +333,17 @@ pub fn find_or_mount_tracefs() -> Result<(PathBuf, Option<TracefsMount>), TraceE
     if let Some(r) = find_tracefs() {
         return Ok((r, None));
     }
+    // Mounted, but not for this user (tracefs is root's, mode 0700): say
+    // so, rather than "not mounted" after a mount that could only fail.
+    if let Some(p) = std::fs::read_to_string("/proc/self/mountinfo")
+        .ok()
+        .and_then(|t| tracefs_mounts(&t).into_iter().find(|p| denied(p)))
+    {
+        return Err(TraceError::NoTracefs(format!(
+            "mounted at {}, but this user may not use it (permission denied; root needed)",
+            p.display()
+        )));
+    }
     // Named for this process, so that whoever looks can tell whose it is
     // (a test, for the run it started).
     let dir = tempfile::Builder::new()
@@ -272,6 +356,7 @@ pub fn find_or_mount_tracefs() -> Result<(PathBuf, Option<TracefsMount>), TraceE
         ))
     })?;
     let root = dir.path().to_path_buf();
+    own_mounts().push(root.clone());
     Ok((root, Some(TracefsMount(OwnMount { dir: Some(dir) }))))
 }
 
@@ -286,7 +371,16 @@ impl Instance {
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         let dir = root.join("instances").join(&name);
-        std::fs::create_dir(&dir).map_err(|e| TraceError::Instance(root.join("instances"), e))?;
+        {
+            // Made and registered under the lock: never after a clean-up.
+            let mut open = open_instances();
+            if CLOSING.load(Ordering::SeqCst) {
+                return Err(closing());
+            }
+            std::fs::create_dir(&dir)
+                .map_err(|e| TraceError::Instance(root.join("instances"), e))?;
+            open.push((dir.clone(), Vec::new()));
+        }
         let layout = File::open(root.join("events/header_page"))
             .map(page_layout)
             .unwrap_or_default();
@@ -352,11 +446,22 @@ impl Instance {
         };
         for c in cpus {
             let p = inst.dir.join(format!("per_cpu/cpu{c}/trace_pipe_raw"));
+            // Opened and registered under the lock, so that a clean-up on
+            // another thread finds every pipe (or none is opened after it).
+            let mut open = open_instances();
+            if CLOSING.load(Ordering::SeqCst) {
+                return Err(closing());
+            }
             let f = OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_NONBLOCK)
                 .open(&p)
                 .map_err(|e| TraceError::Setting(p.clone(), e))?;
+            if let Some(e) = open.iter_mut().find(|(d, _)| *d == inst.dir) {
+                use std::os::fd::AsRawFd;
+                e.1.push(f.as_raw_fd());
+            }
+            drop(open);
             inst.readers.push((c as u32, f));
         }
         write_setting(&inst.dir.join("tracing_on"), "1")?;
@@ -471,6 +576,9 @@ pub fn parse_stats_overruns(text: &str) -> u64 {
 
 impl Drop for Instance {
     fn drop(&mut self) {
+        // Unregistered first: once the pipes are closed below, their
+        // descriptor numbers may be reused by other files.
+        open_instances().retain(|(d, _)| *d != self.dir);
         self.stop();
         // The pipes must be closed before the instance can be removed.
         self.readers.clear();

@@ -16,8 +16,8 @@ pub struct CheckArgs {
     #[arg(long)]
     pub measure: bool,
 
-    /// How long each --measure probe runs (a bare number is seconds).
-    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = positive_duration_s,
+    /// How long each --measure probe runs (a bare number is seconds; at most 365d).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = run_duration,
           requires = "measure")]
     pub measure_time: u64,
 

@@ -22,9 +22,9 @@ pub struct ClockArgs {
     pub reads: u64,
 
     /// Sparse modes: the gap before each pair of reads (a bare number is seconds);
-    /// alternating takes a list [default: sparse 1s, alternating 1s,5s].
+    /// alternating takes a list [default: sparse 1s, alternating 1s,5s]; each at most 1h.
     #[arg(long, value_name = "DURATION[,DURATION...]", value_delimiter = ',',
-          value_parser = positive_duration_s)]
+          value_parser = wait_s)]
     pub every: Vec<u64>,
 
     /// Sparse modes: number of wake-ups (pairs of reads per source).
@@ -36,12 +36,14 @@ pub struct ClockArgs {
           value_parser = source_name)]
     pub sources: Vec<String>,
 
-    /// Calibrate counters against CLOCK_MONOTONIC_RAW over this window (a bare number is seconds).
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = positive_duration_s)]
+    /// Calibrate counters against CLOCK_MONOTONIC_RAW over this window (a bare number is
+    /// seconds; at most 10m).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = calibration_window)]
     pub calibrate: u64,
 
-    /// Cross-CPU warp test per CPU pair for this long; 0 skips it (a bare number is seconds).
-    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = duration_s)]
+    /// Cross-CPU warp test per CPU pair for this long; 0 skips it (a bare number is seconds;
+    /// at most 10m).
+    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = calibration_window_or_0)]
     pub warp: u64,
 
     /// CPU to measure on (default: the last online CPU).
@@ -58,9 +60,9 @@ pub struct ClockArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct PeriodArgs {
-    /// Loop periods, each run in turn (a bare number is microseconds).
+    /// Loop periods, each run in turn (a bare number is microseconds; each at most 1h).
     #[arg(short = 'i', long, value_name = "DURATION[,DURATION...]", value_delimiter = ',',
-          default_value = "100us,1ms", value_parser = positive_duration_us)]
+          default_value = "100us,1ms", value_parser = wait_us)]
     pub period: Vec<u64>,
 
     /// Cycles per period (N cycles give N-1 observed periods).
@@ -72,8 +74,9 @@ pub struct PeriodArgs {
           value_parser = source_name)]
     pub sources: Vec<String>,
 
-    /// Calibrate counters against CLOCK_MONOTONIC_RAW over this window (a bare number is seconds).
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = positive_duration_s)]
+    /// Calibrate counters against CLOCK_MONOTONIC_RAW over this window (a bare number is
+    /// seconds; at most 10m).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = calibration_window)]
     pub calibrate: u64,
 
     /// CPU to run the loop on (default: the last online CPU).

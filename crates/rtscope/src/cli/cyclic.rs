@@ -24,13 +24,13 @@ pub struct CyclicArgs {
     #[arg(short = 'a', long = "cpus", value_name = "LIST", value_parser = cpu_list)]
     pub cpus: Option<CpuList>,
 
-    /// Period (ns, us, ms, s; a bare number is microseconds).
+    /// Period (ns, us, ms, s; a bare number is microseconds; at most 1h).
     #[arg(short = 'i', long, value_name = "DURATION", default_value = "1ms",
-          value_parser = positive_duration_us, allow_hyphen_values = true)]
+          value_parser = wait_us, allow_hyphen_values = true)]
     pub period: u64,
 
-    /// Added to the period of each further thread (thread n: period + n * distance).
-    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = duration_us,
+    /// Added to the period of each further thread (thread n: period + n * distance; at most 1h).
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = wait_us_or_0,
           allow_hyphen_values = true)]
     pub distance: u64,
 
@@ -38,13 +38,13 @@ pub struct CyclicArgs {
     #[arg(short = 'l', long, value_parser = positive_u64)]
     pub loops: Option<u64>,
 
-    /// Stop after this long (s, m, h, d; a bare number is seconds).
-    #[arg(short = 'D', long, value_name = "DURATION", value_parser = positive_duration_s,
+    /// Stop after this long (s, m, h, d; a bare number is seconds; at most 365d).
+    #[arg(short = 'D', long, value_name = "DURATION", value_parser = run_duration,
           allow_hyphen_values = true)]
     pub duration: Option<u64>,
 
-    /// First wake-up at now + this delay.
-    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = duration_us)]
+    /// First wake-up at now + this delay (at most 1h).
+    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = wait_us_or_0)]
     pub start_delay: u64,
 
     /// Drop the first N wake-ups of each thread (they count towards --loops).
@@ -65,13 +65,13 @@ pub struct CyclicArgs {
     pub rt: RtArgs,
 
     /// With --policy deadline: CPU time each thread reserves per period (a bare
-    /// number is microseconds) [default: 60% of the deadline, as cyclicdeadline].
-    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    /// number is microseconds; at most 1h) [default: 60% of the deadline, as cyclicdeadline].
+    #[arg(long, value_name = "DURATION", value_parser = wait_us)]
     pub dl_runtime: Option<u64>,
 
     /// With --policy deadline: the relative deadline, at most the period (a bare
-    /// number is microseconds) [default: the period].
-    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    /// number is microseconds; at most 1h) [default: the period].
+    #[arg(long, value_name = "DURATION", value_parser = wait_us)]
     pub dl_deadline: Option<u64>,
 
     /// Keep the N worst samples with their timestamps.
@@ -86,17 +86,17 @@ pub struct CyclicArgs {
     #[arg(long, value_name = "FILE")]
     pub histogram: Option<PathBuf>,
 
-    /// Range of the --histogram file (a bare number is microseconds).
-    #[arg(long, value_name = "DURATION", default_value = "400us", value_parser = positive_duration_us)]
+    /// Range of the --histogram file (a bare number is microseconds; at most 1h).
+    #[arg(long, value_name = "DURATION", default_value = "400us", value_parser = wait_us)]
     pub histogram_max: u64,
 
-    /// Stop at the first sample above DURATION and record where it happened.
-    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    /// Stop at the first sample above DURATION and record where it happened (at most 1h).
+    #[arg(long, value_name = "DURATION", value_parser = wait_us)]
     pub break_above: Option<u64>,
 
     /// Run to the end, then exit with code 3 if any sample was above DURATION
-    /// (the gate --fail-if 'all:max>DURATION', with its own fail line).
-    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    /// (the gate --fail-if 'all:max>DURATION', with its own fail line; at most 1h).
+    #[arg(long, value_name = "DURATION", value_parser = wait_us)]
     pub fail_above: Option<u64>,
 
     /// Make N independent runs, one after the other, and pool them (each kept as a
@@ -114,8 +114,8 @@ pub struct CyclicArgs {
 
     /// With tracing, keep what ran on the CPUs (IRQs, softirqs, tasks) from the
     /// arming of the timer to the wake-up for the worst samples above DURATION
-    /// (up to --spikes); implies --trace.
-    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    /// (up to --spikes; at most 1h); implies --trace.
+    #[arg(long, value_name = "DURATION", value_parser = wait_us)]
     pub trace_outliers: Option<u64>,
 
     /// Per-CPU trace buffer with --trace, KiB.

@@ -9,23 +9,25 @@ pub struct HwlatArgs {
           value_parser = cpu_list)]
     pub cpus: Option<CpuList>,
 
-    /// How long to measure (s, m, h; a bare number is seconds).
+    /// How long to measure (s, m, h; a bare number is seconds; at most 365d).
     #[arg(short = 'D', long, value_name = "DURATION", default_value = "10s",
-          value_parser = positive_duration_s)]
+          value_parser = run_duration)]
     pub duration: u64,
 
-    /// The tracer takes one sample per window [default: 1s] (a bare number is microseconds).
-    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    /// The tracer takes one sample per window [default: 1s] (a bare number is microseconds;
+    /// at most 1h).
+    #[arg(long, value_name = "DURATION", value_parser = wait_us)]
     pub window: Option<u64>,
 
     /// The part of each window the CPU sampled spins with interrupts off [default: 500ms];
     /// below --window (a bare number is microseconds).
-    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    #[arg(long, value_name = "DURATION", value_parser = wait_us)]
     pub width: Option<u64>,
 
-    /// A sample is a window whose largest gap is above this (a bare number is microseconds).
+    /// A sample is a window whose largest gap is above this (a bare number is microseconds;
+    /// at most 1h).
     #[arg(short = 'T', long, value_name = "DURATION", default_value = "10us",
-          value_parser = positive_duration_us)]
+          value_parser = wait_us)]
     pub threshold: u64,
 
     /// Which CPUs the tracer samples at once (hwlat_detector/mode; default: as the kernel has it).
@@ -41,8 +43,9 @@ pub struct HwlatArgs {
     #[arg(short = 's', long, value_name = "NAME", value_parser = source_name)]
     pub source: Option<String>,
 
-    /// User space: calibrate the counter over this window [default: 200ms] (a bare number is seconds).
-    #[arg(long, value_name = "DURATION", value_parser = positive_duration_s)]
+    /// User space: calibrate the counter over this window [default: 200ms] (a bare number is
+    /// seconds; at most 10m).
+    #[arg(long, value_name = "DURATION", value_parser = calibration_window)]
     pub calibrate: Option<u64>,
 
     /// User space: the per-CPU buffer of the kernel events, KiB [default: 4096].

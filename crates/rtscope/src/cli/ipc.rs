@@ -52,9 +52,10 @@ pub struct IpcArgs {
     #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
     pub sender_priority: Option<u8>,
 
-    /// Periods of the driving task, comma-separated (one exchange per period; a bare number is us).
+    /// Periods of the driving task, comma-separated (one exchange per period; a bare number is us;
+    /// each at most 1h).
     #[arg(short = 'i', long, value_name = "DURATION", value_delimiter = ',', default_value = "1ms",
-          value_parser = positive_duration_us, allow_hyphen_values = true)]
+          value_parser = wait_us, allow_hyphen_values = true)]
     pub period: Vec<u64>,
 
     /// Exchanges per repetition.

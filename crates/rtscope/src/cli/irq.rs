@@ -45,8 +45,8 @@ pub struct IrqArgs {
     #[arg(short = 'l', long, value_parser = positive_u64)]
     pub loops: Option<u64>,
 
-    /// Run for this long (ns, us, ms, s, m, h; a bare number is seconds).
-    #[arg(short = 'D', long, value_name = "DURATION", value_parser = positive_duration_s)]
+    /// Run for this long (ns, us, ms, s, m, h; a bare number is seconds; at most 365d).
+    #[arg(short = 'D', long, value_name = "DURATION", value_parser = run_duration)]
     pub duration: Option<u64>,
 
     /// Keep the N worst samples.
@@ -59,8 +59,8 @@ pub struct IrqArgs {
           default_missing_value = "on", value_enum)]
     pub trace: Option<crate::experiment::cyclic_trace::TraceMode>,
 
-    /// timer: keep what ran on the CPU around samples above DURATION.
-    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    /// timer: keep what ran on the CPU around samples above DURATION (at most 1h).
+    #[arg(long, value_name = "DURATION", value_parser = wait_us)]
     pub trace_outliers: Option<u64>,
 
     #[command(flatten)]

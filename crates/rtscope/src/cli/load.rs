@@ -16,9 +16,9 @@ pub struct LoadCmdArgs {
     #[arg(long, value_name = "LIST", value_parser = cpu_list)]
     pub load_cpus: Option<CpuList>,
 
-    /// How long to run (s, m, h, d; a bare number is seconds).
+    /// How long to run (s, m, h, d; a bare number is seconds; at most 365d).
     #[arg(short = 'D', long, value_name = "DURATION", default_value = "10s",
-          value_parser = positive_duration_s)]
+          value_parser = run_duration)]
     pub duration: u64,
 
     /// Write a result document (JSON, with the `loads` section) to FILE.
@@ -66,9 +66,9 @@ pub(super) fn level(s: &str) -> Result<u8, String> {
 
 #[derive(Debug, Clone, Args)]
 pub struct MatrixArgs {
-    /// Periods, comma-separated (a bare number is microseconds).
+    /// Periods, comma-separated (a bare number is microseconds; each at most 1h).
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "1ms",
-          value_parser = positive_duration_us)]
+          value_parser = wait_us)]
     pub periods: Vec<u64>,
 
     /// Loads, comma-separated: none, cpu, mem-churn, ...; a KEY=VALUE item belongs to

@@ -135,6 +135,60 @@ pub fn positive_duration_s(s: &str) -> Result<u64, String> {
     }
 }
 
+/// `parse`, refusing a value above `max` ("at most `shown`", the bound as
+/// `--help` shows it): every duration option has a bound
+/// ([`crate::limits::MAX_RUN_NS`], [`crate::limits::MAX_CALIBRATE_NS`],
+/// [`crate::limits::MAX_WAIT_NS`]).
+fn at_most(
+    parse: fn(&str) -> Result<u64, String>,
+    max: u64,
+    shown: &'static str,
+) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
+    move |s| match parse(s)? {
+        v if v > max => Err(format!("at most {shown}")),
+        v => Ok(v),
+    }
+}
+
+/// How long a run measures (`-D`, `--measure-time`, `--checkpoint`): non-zero,
+/// a bare number is seconds, at most [`crate::limits::MAX_RUN_NS`].
+pub fn run_duration(s: &str) -> Result<u64, String> {
+    at_most(positive_duration_s, crate::limits::MAX_RUN_NS, "365d")(s)
+}
+
+/// A calibration or warp-test window (`--calibrate`, `--warp`): a bare number
+/// is seconds, at most [`crate::limits::MAX_CALIBRATE_NS`].
+pub fn calibration_window(s: &str) -> Result<u64, String> {
+    at_most(positive_duration_s, crate::limits::MAX_CALIBRATE_NS, "10m")(s)
+}
+
+/// [`calibration_window`] where 0 (skip it) is allowed.
+pub fn calibration_window_or_0(s: &str) -> Result<u64, String> {
+    at_most(duration_s, crate::limits::MAX_CALIBRATE_NS, "10m")(s)
+}
+
+/// A period, delay or threshold: non-zero, a bare number is microseconds,
+/// at most [`crate::limits::MAX_WAIT_NS`].
+pub fn wait_us(s: &str) -> Result<u64, String> {
+    at_most(positive_duration_us, crate::limits::MAX_WAIT_NS, "1h")(s)
+}
+
+/// [`wait_us`] where 0 is allowed.
+pub fn wait_us_or_0(s: &str) -> Result<u64, String> {
+    at_most(duration_us, crate::limits::MAX_WAIT_NS, "1h")(s)
+}
+
+/// A gap or interval whose bare number is seconds, non-zero, at most
+/// [`crate::limits::MAX_WAIT_NS`].
+pub fn wait_s(s: &str) -> Result<u64, String> {
+    at_most(positive_duration_s, crate::limits::MAX_WAIT_NS, "1h")(s)
+}
+
+/// [`wait_s`] where 0 is allowed.
+pub fn wait_s_or_0(s: &str) -> Result<u64, String> {
+    at_most(duration_s, crate::limits::MAX_WAIT_NS, "1h")(s)
+}
+
 /// A parsed CPU list. An alias, so that clap takes `Option<CpuList>` as one
 /// value (`-a 0-3`), not as a repeatable option of single CPUs.
 pub type CpuList = Vec<usize>;
@@ -301,8 +355,8 @@ pub struct OutputArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
-    /// Rewrite the JSON result every DURATION during long runs (needs --json).
-    #[arg(long, value_name = "DURATION", value_parser = positive_duration_s)]
+    /// Rewrite the JSON result every DURATION during long runs (needs --json; at most 365d).
+    #[arg(long, value_name = "DURATION", value_parser = run_duration)]
     pub checkpoint: Option<u64>,
 
     /// Also write a self-contained HTML report to FILE.
@@ -379,8 +433,9 @@ pub struct LiveArgs {
     #[arg(long, value_name = "DEST", help_heading = "Watching live")]
     pub stream: Option<PathBuf>,
 
-    /// Time between streamed snapshots; 0 streams every raw sample (a bare number is seconds).
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = duration_s,
+    /// Time between streamed snapshots; 0 streams every raw sample (a bare number is seconds;
+    /// at most 1h).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = wait_s_or_0,
           help_heading = "Watching live")]
     pub stream_every: u64,
 

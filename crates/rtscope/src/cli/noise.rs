@@ -8,14 +8,15 @@ pub struct NoiseArgs {
     #[arg(short = 'a', long = "cpus", value_name = "LIST", value_parser = cpu_list)]
     pub cpus: Option<CpuList>,
 
-    /// How long to measure (s, m, h; a bare number is seconds).
+    /// How long to measure (s, m, h; a bare number is seconds; at most 365d).
     #[arg(short = 'D', long, value_name = "DURATION", default_value = "10s",
-          value_parser = positive_duration_s)]
+          value_parser = run_duration)]
     pub duration: u64,
 
-    /// Record every loop iteration at least this long as a gap (a bare number is microseconds).
+    /// Record every loop iteration at least this long as a gap (a bare number is microseconds;
+    /// at most 1h).
     #[arg(short = 'T', long, value_name = "DURATION", default_value = "1us",
-          value_parser = positive_duration_us)]
+          value_parser = wait_us)]
     pub threshold: u64,
 
     /// Attribute each gap to the IRQs, softirqs, threads and NMIs that ran in it
@@ -32,8 +33,9 @@ pub struct NoiseArgs {
     #[arg(short = 's', long, value_name = "NAME", value_parser = source_name)]
     pub source: Option<String>,
 
-    /// Calibrate the counter against CLOCK_MONOTONIC_RAW over this window (a bare number is seconds).
-    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = positive_duration_s)]
+    /// Calibrate the counter against CLOCK_MONOTONIC_RAW over this window (a bare number is
+    /// seconds; at most 10m).
+    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = calibration_window)]
     pub calibrate: u64,
 
     /// Keep the N longest gaps per CPU (with their causes under --trace).

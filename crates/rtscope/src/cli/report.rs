@@ -120,8 +120,8 @@ pub struct CompareArgs {
     pub min_effect: f64,
 
     /// Tail verdicts: compare how often each run went above DURATION, per hour of
-    /// measuring (a bare number is microseconds) [default: the baseline's p99.9].
-    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    /// measuring (a bare number is microseconds; at most 1h) [default: the baseline's p99.9].
+    #[arg(long, value_name = "DURATION", value_parser = wait_us)]
     pub tail_threshold: Option<u64>,
 
     /// Leave out what identifies the machine before sharing: host name, kernel command line, user names in paths, IP addresses.

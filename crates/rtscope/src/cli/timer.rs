@@ -28,8 +28,8 @@ pub(super) const STUDY_DELAYS: &str =
 #[derive(Debug, Clone, Args)]
 pub struct TimerArgs {
     /// Requested delays, comma-separated (a bare number is microseconds)
-    /// [default: 320us,340us,...,900us,1ms,2ms,5ms: the study's 13].
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = positive_duration_us)]
+    /// [default: 320us,340us,...,900us,1ms,2ms,5ms: the study's 13]; each at most 1h.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = wait_us)]
     pub delays: Option<Vec<u64>>,
 
     /// Wait APIs, comma-separated, or all: clock_nanosleep, nanosleep, timerfd, posix-timer,
@@ -96,8 +96,9 @@ pub struct TimerArgs {
     #[arg(long, value_name = "Q", value_parser = fraction)]
     pub hybrid_quantile: Option<f64>,
 
-    /// Adaptive and hybrid: the longest margin, and so the longest spin per wake [default: 1ms].
-    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    /// Adaptive and hybrid: the longest margin, and so the longest spin per wake (at most 1h)
+    /// [default: 1ms].
+    #[arg(long, value_name = "DURATION", value_parser = wait_us)]
     pub max_spin: Option<u64>,
 
     /// Beacon mode: a periodic chain at 15.36 ms × 2^BO, re-armed relative, absolute, compensated.
@@ -120,8 +121,8 @@ pub struct TimerArgs {
     #[arg(long, value_name = "N")]
     pub timers: Option<usize>,
 
-    /// Service: the polling design's tick [default: 100us].
-    #[arg(long, value_name = "DURATION", value_parser = positive_duration_us)]
+    /// Service: the polling design's tick (at most 1h) [default: 100us].
+    #[arg(long, value_name = "DURATION", value_parser = wait_us)]
     pub tick: Option<u64>,
 
     #[command(flatten)]

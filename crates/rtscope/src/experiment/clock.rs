@@ -225,7 +225,7 @@ pub fn prepare_sources(
                             format_ns(calibration_ns)
                         );
                     }
-                    let c = calibrate::calibrate_source(&src, calibration_ns);
+                    let c = calibrate::calibrate_source_until(&src, calibration_ns, stop);
                     cals.push((fam, c.clone()));
                     c
                 }
@@ -236,7 +236,9 @@ pub fn prepare_sources(
         };
         let mut info = SourceInfo::available(&src, scale, cal);
         if warp_ns > 0 && !stop.load(Ordering::Relaxed) {
-            info.warp = Some(warp::warp_source(&src, scale, warp_cpus, warp_ns));
+            info.warp = Some(warp::warp_source_until(
+                &src, scale, warp_cpus, warp_ns, stop,
+            ));
         }
         infos.push(info);
         ready.push(Prepared { id, scale });

@@ -151,6 +151,10 @@ pub struct HwlatPlan {
     /// The real-time choice, the loads and the outputs (`run.rs`).
     #[serde(flatten)]
     pub run: RunRequest,
+    /// The method-only options given (`--width`, `--calibrate`, ...): a
+    /// run whose method does not use one says so before it measures.
+    #[serde(skip)]
+    pub given: Vec<&'static str>,
 }
 
 /// Samples kept per CPU in the document (one a window at most: 2.7 hours
@@ -240,7 +244,43 @@ pub fn plan(a: &HwlatOptions) -> Result<HwlatPlan> {
         trace_buffer_kb: a.trace_buffer_kb,
         spikes: a.spikes,
         run: a.run.clone(),
+        given: a.given.clone(),
     })
+}
+
+/// The warning of a run whose method does not use some of the options
+/// given (`--method auto` chose the other one): none when all are used.
+fn unused_options(given: &[&'static str], tracer: bool) -> Option<String> {
+    let only: &[&str] = if tracer { &USER_ONLY } else { &TRACER_ONLY };
+    let unused: Vec<&str> = given.iter().copied().filter(|g| only.contains(g)).collect();
+    if unused.is_empty() {
+        return None;
+    }
+    let (what, whose) = if tracer {
+        ("uses the kernel's hwlat tracer", "the user-space method")
+    } else {
+        ("measures from user space", "the kernel's hwlat tracer")
+    };
+    Some(format!(
+        "{}: not used, as this run {what} ({} {whose} only)",
+        unused.join(", "),
+        if unused.len() == 1 {
+            "it is a setting of"
+        } else {
+            "they are settings of"
+        },
+    ))
+}
+
+/// Prints the warnings known before measuring (unless quiet) and marks
+/// them shown, so that the summary does not repeat them.
+fn warn_at_start(run: &mut run::Run, quiet: bool, warnings: &[String]) {
+    for w in warnings {
+        if !quiet {
+            eprintln!("warning: {}", crate::output::printable(w));
+            run.shown.push(w.clone());
+        }
+    }
 }
 
 /// What the tracer's settings are in the kernel's terms.
@@ -280,7 +320,12 @@ fn decide(asked: Method, found: Result<(), HwlatError>) -> Result<Decision> {
 /// Runs the experiment from the command line.
 pub fn run(a: &HwlatOptions) -> Result<i32> {
     let plan = plan(a)?;
-    let f = super::repeat::finished(&plan.run.outputs, || execute(&plan))?;
+    let mut f = super::repeat::finished(&plan.run.outputs, || execute(&plan))?;
+    // Pooled runs: each CPU's counts are those of every run, not the first's.
+    f.doc
+        .series
+        .iter_mut()
+        .for_each(rtscope_core::hwlat::pool::pool_attributes);
     let mut summary = crate::output::hwlat::summary(&f.doc);
     summary.push_str(&super::repeat::note(&f.doc, plan.run.outputs.repeat));
     Ok(run::deliver(&f.doc, &plan.run.outputs, vec![], &summary))
@@ -294,7 +339,7 @@ pub fn execute(plan: &HwlatPlan) -> Result<Finished> {
         // The events come from the machine's tracefs (a private instance).
         rtscope_core::trace::find_or_mount_tracefs()
             .map(|_| ())
-            .map_err(|e| HwlatError::NoTracefs(e.to_string()))
+            .map_err(HwlatError::from)
     } else {
         match Tracefs::open() {
             Ok(fs) => {
@@ -313,6 +358,8 @@ pub fn execute(plan: &HwlatPlan) -> Result<Finished> {
         }
         Decision::UserSpace(why) => {
             drop(tracefs);
+            // One user-space run at a time, as the tracer allows one.
+            let _lock = rtscope_core::hwlat::UserSpaceLock::take().map_err(usage)?;
             run_user_space(plan, why)
         }
     }
@@ -522,6 +569,9 @@ fn run_tracer(
             format_ns(plan.window_ns)
         ));
     }
+    warnings.extend(unused_options(&plan.given, true));
+    // Said before measuring, not only in the summary after it.
+    warn_at_start(&mut run, plan.run.outputs.quiet, &warnings);
     let smi_before = smi_read(&plan.cpus);
     // Refusals (someone took the tracer since the check) are usage errors;
     // a file that cannot be read or written is the machine's (exit 1).
@@ -712,6 +762,8 @@ struct Unexplained {
     origin: u64,
     /// Gaps seen, and those kept, per CPU.
     gaps: Vec<(u64, u64)>,
+    /// Warnings to print as the run starts, and whether the run is quiet.
+    starting: (Vec<String>, bool),
 }
 
 impl Unexplained {
@@ -724,6 +776,7 @@ impl Unexplained {
             live: None,
             origin: 0,
             gaps: vec![(0, 0); cpus.len()],
+            starting: (Vec::new(), false),
         }
     }
 
@@ -753,6 +806,7 @@ impl Unexplained {
 
 impl Observer for Unexplained {
     fn started(&mut self, run: &mut run::Run) {
+        warn_at_start(run, self.starting.1, &self.starting.0);
         self.start(
             rtscope_core::sys::clock_ns(libc::CLOCK_MONOTONIC),
             run.live.take(),
@@ -809,6 +863,8 @@ fn noise_options(plan: &HwlatPlan) -> NoiseOptions {
 fn run_user_space(plan: &HwlatPlan, why: String) -> Result<Finished> {
     let np = super::noise::plan(&noise_options(plan))?;
     let mut obs = Unexplained::new(&plan.cpus, plan.threshold_ns, plan.spikes);
+    let starting: Vec<String> = unused_options(&plan.given, false).into_iter().collect();
+    obs.starting = (starting.clone(), plan.run.outputs.quiet);
     let smi_before = smi_read(&plan.cpus);
     let labels: Vec<String> = plan.cpus.iter().map(|&c| label(c)).collect();
     let mut f = super::noise::execute_with(
@@ -849,6 +905,7 @@ fn run_user_space(plan: &HwlatPlan, why: String) -> Result<Finished> {
                 let mut m = serde_json::Map::new();
                 for key in [
                     "iterations",
+                    "duration_ns",
                     "loop_min_ns",
                     "gaps",
                     "noise_ns",
@@ -882,6 +939,7 @@ fn run_user_space(plan: &HwlatPlan, why: String) -> Result<Finished> {
     f.doc.plan = serde_json::to_value(&doc_plan)?;
     f.doc.series = series;
     f.doc.start_clock_ns = obs.origin;
+    f.doc.warnings.extend(starting);
     f.doc.warnings.push(
         "measured from user space: interrupts were on, so a gap no kernel event explains may still be kernel work the events do not show (each figure is an upper bound on what the machine did), and a stall that overlapped an interrupt is counted with it".into(),
     );

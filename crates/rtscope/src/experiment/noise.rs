@@ -20,7 +20,7 @@ use anyhow::{anyhow, Result};
 use serde::Serialize;
 use serde_json::json;
 
-use rtscope_core::clock::{open_calibrated, SourceId};
+use rtscope_core::clock::{open_calibrated_until, SourceId};
 use rtscope_core::noise::throttle::{self, Budget};
 use rtscope_core::noise::{busy_loop_on, gap_ring, LoopTotals, TickMap};
 use rtscope_core::record::SeriesRecorder;
@@ -383,7 +383,11 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
         );
     }
     let id = SourceId::from_name(&plan.source).ok_or_else(|| anyhow!("unknown source"))?;
-    // Tracing is set up before the run so that a missing tracefs is refused at once.
+    // Tracing is set up before the run so that a missing tracefs is refused
+    // at once; the stop signals are wired first, so that a stop or a fatal
+    // signal during the set-up does not leave the instance behind (a stop
+    // then makes the run begin stopped).
+    let _early = crate::signals::StopSignals::install()?;
     let mut inst = if plan.trace {
         let events = TraceConfig::noise_events();
         let cfg = TraceConfig {
@@ -407,7 +411,9 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
             );
         }
     }
-    let (src, scale, cal) = open_calibrated(id, plan.calibration_window_ns)
+    // A stop during the calibration cuts it short (within 100 ms); the run
+    // then ends at once with what it has.
+    let (src, scale, cal) = open_calibrated_until(id, plan.calibration_window_ns, run.stop())
         .map_err(|e| anyhow!("--source {}: {e}", plan.source))?;
     let threshold_ticks = ((plan.threshold_ns as f64) * scale.hz / 1e9)
         .ceil()
@@ -576,8 +582,6 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
     );
     let mut trace_doc = None;
     if let Some(i) = inst.take() {
-        let symbols = kallsyms_resolver();
-        let mut top_doc = Vec::new();
         for (k, p) in per.iter_mut().enumerate() {
             let t = &totals[k];
             let own = shared[k].tid.load(Ordering::Acquire);
@@ -594,6 +598,34 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
                     o.attributed(k, &g);
                 }
             }
+        }
+        // Only the hrtimer callbacks shown are looked up (reading and
+        // parsing all of /proc/kallsyms took over a second after a stop).
+        let mut wanted = std::collections::HashSet::new();
+        for a in per.iter().filter_map(|p| p.attrib.as_ref()) {
+            let owners = a
+                .top()
+                .into_iter()
+                .take(12)
+                .map(|(o, _)| o)
+                .chain(
+                    a.worst()
+                        .iter()
+                        .flat_map(|w| w.parts.iter().map(|(o, _)| *o)),
+                )
+                .collect::<Vec<_>>();
+            wanted.extend(owners.into_iter().filter_map(|o| match o {
+                Owner::Hrtimer(f) => Some(f),
+                _ => None,
+            }));
+        }
+        let symbols = kallsyms_resolver(&wanted);
+        let mut top_doc = Vec::new();
+        for p in per.iter_mut() {
+            let a = p
+                .attrib
+                .as_mut()
+                .expect("every CPU's attributor was made above");
             let d = &i.decoder;
             let name = |o: &Owner| o.name(d, &|f| symbols.get(&f).cloned());
             let top: Vec<serde_json::Value> = a
@@ -722,21 +754,28 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
 }
 
 /// Kernel symbol names for the addresses hrtimer events carry (`/proc/kallsyms`, root only).
-fn kallsyms_resolver() -> HashMap<u64, String> {
+fn kallsyms_resolver(wanted: &std::collections::HashSet<u64>) -> HashMap<u64, String> {
     let mut m = HashMap::new();
+    if wanted.is_empty() {
+        return m;
+    }
     if let Ok(text) = std::fs::read_to_string("/proc/kallsyms") {
         for l in text.lines() {
-            let mut it = l.split_whitespace();
-            let (Some(a), Some(t), Some(n)) = (it.next(), it.next(), it.next()) else {
+            // The address first: the rest of the line only for one wanted.
+            let Some((a, rest)) = l.split_once(' ') else {
                 continue;
             };
-            if !matches!(t, "t" | "T") {
-                continue;
-            }
-            if let Ok(a) = u64::from_str_radix(a, 16) {
-                if a != 0 {
-                    m.entry(a).or_insert_with(|| n.to_string());
+            match u64::from_str_radix(a, 16) {
+                Ok(a) if a != 0 && wanted.contains(&a) && !m.contains_key(&a) => {
+                    let mut it = rest.split_whitespace();
+                    if let (Some("t" | "T"), Some(n)) = (it.next(), it.next()) {
+                        m.insert(a, n.to_string());
+                    }
                 }
+                _ => {}
+            }
+            if m.len() == wanted.len() {
+                break;
             }
         }
     }

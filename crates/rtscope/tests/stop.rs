@@ -1,0 +1,317 @@
+//! Stops: one stop delivered twice (as GNU `timeout` does: to the process,
+//! then to its process group) is one stop, and the run's results are
+//! written; a stop during a calibration ends the run soon, with its results;
+//! the other fatal signals give back the run's trace instance. Each child
+//! runs in its own process group, so that the group signal never reaches
+//! the test runner. The time limits here are liveness bounds (a run that
+//! ignored the stop would take a minute), never latency bounds.
+
+mod common;
+
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::time::{Duration, Instant};
+
+use common::{alongside, instances_of, own_tracefs_mounts_of, Run, Spawned, LIMIT};
+
+/// How long a run may take to end after its stop: generous (a loaded
+/// 2-CPU machine, a debug build); a run that ignored the stop runs on for
+/// its whole minute.
+const AFTER_STOP: Duration = Duration::from_secs(5);
+
+/// `args` in a process group of its own.
+fn own_group<const N: usize>(args: [&str; N]) -> Run {
+    Run::new(args).setup(|c| {
+        c.process_group(0);
+    })
+}
+
+/// The stop as `timeout` sends it: to the process, then to its process
+/// group. 30 ms apart, so that the two deliveries never merge into one
+/// pending signal (`timeout`'s come microseconds to milliseconds apart).
+fn stop_like_timeout(child: &Spawned, sig: i32) {
+    child.signal(sig);
+    std::thread::sleep(Duration::from_millis(30));
+    rtscope_core::sys::killpg(child.pid(), sig).unwrap();
+}
+
+/// The last online CPU (the measuring CPU of the hwlat runs).
+fn last_cpu() -> String {
+    rtscope_core::units::online_cpus()
+        .last()
+        .unwrap()
+        .to_string()
+}
+
+/// A user-space hwlat run on the last CPU, its lock file its own (another
+/// test's run beside it is not refused).
+fn hwlat_user_space(lock: &std::path::Path, duration: &str, calibrate: &str) -> Run {
+    let cpu = last_cpu();
+    own_group([
+        "hwlat",
+        "--method",
+        "user-space",
+        "-a",
+        &cpu,
+        "-D",
+        duration,
+        "--calibrate",
+        calibrate,
+        "-q",
+    ])
+    .env("RTSCOPE_HWLAT_LOCK", lock)
+    .json()
+}
+
+#[test]
+fn a_stop_sent_twice_as_timeout_does_loses_no_run() {
+    let _turn = alongside();
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let mut child = own_group(["cyclic", "-t", "1", "-i", "1ms", "-D", "60", "-q"])
+            .json()
+            .spawn();
+        child.catches_sigint();
+        std::thread::sleep(Duration::from_millis(300));
+        stop_like_timeout(&child, sig);
+        let out = child.wait_within(LIMIT);
+        let doc = out.exits(0).document();
+        assert_eq!(doc["end_reason"], "interrupted", "signal {sig}");
+    }
+}
+
+#[test]
+fn the_cyclictest_front_end_prints_its_max_latencies_after_a_timeout() {
+    let _turn = alongside();
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let mut child = own_group([
+            "cyclictest",
+            "-i100",
+            "-q",
+            "-m",
+            "-h",
+            "100",
+            "-t1",
+            "-a0",
+            "-D",
+            "60",
+            "--no-rtscope-json",
+        ])
+        .spawn();
+        child.catches_sigint();
+        std::thread::sleep(Duration::from_millis(300));
+        stop_like_timeout(&child, sig);
+        let out = child.wait_within(LIMIT).exits(0);
+        let stdout = out.stdout();
+        assert!(
+            stdout.lines().any(|l| l.starts_with("# Max Latencies")),
+            "signal {sig}: {stdout}"
+        );
+    }
+}
+
+#[test]
+fn a_second_interrupt_30ms_later_is_the_same_stop_and_the_trace_is_removed() {
+    let _turn = alongside();
+    let lock = tempfile::tempdir().unwrap();
+    for cmd in ["hwlat", "noise --trace"] {
+        let mut child = if cmd == "hwlat" {
+            hwlat_user_space(&lock.path().join("lock"), "60", "50ms").spawn()
+        } else {
+            own_group(["noise", "--trace", "-a", &last_cpu(), "-D", "60", "-q"])
+                .json()
+                .spawn()
+        };
+        let pid = child.id();
+        // The handlers are wired before the instance is made (both are
+        // there once it is).
+        child.wait_for("its trace instance", LIMIT, || {
+            !instances_of(pid).is_empty()
+        });
+        child.catches_sigint();
+        stop_like_timeout(&child, libc::SIGINT);
+        let out = child.wait_within(LIMIT);
+        assert_eq!(
+            out.exits(0).document()["end_reason"],
+            "interrupted",
+            "{cmd}"
+        );
+        assert!(
+            instances_of(pid).is_empty(),
+            "{cmd}: {:?}",
+            instances_of(pid)
+        );
+        assert!(own_tracefs_mounts_of(pid).is_empty(), "{cmd}");
+    }
+}
+
+#[test]
+fn other_fatal_signals_remove_the_trace_instance() {
+    let _turn = alongside();
+    let lock = tempfile::tempdir().unwrap();
+    for sig in [libc::SIGUSR1, libc::SIGALRM] {
+        let mut child = hwlat_user_space(&lock.path().join("lock"), "60", "50ms").spawn();
+        let pid = child.id();
+        // The handlers are wired before the instance is made (both are
+        // there once it is).
+        child.wait_for("its trace instance", LIMIT, || {
+            !instances_of(pid).is_empty()
+        });
+        child.catches_sigint();
+        child.signal(sig);
+        let out = child.wait_within(LIMIT);
+        // It dies of the signal, as without a handler, after its clean-up.
+        assert_eq!(out.status.signal(), Some(sig), "{:?}", out.status);
+        assert!(
+            instances_of(pid).is_empty(),
+            "signal {sig}: {:?}",
+            instances_of(pid)
+        );
+        assert!(own_tracefs_mounts_of(pid).is_empty(), "signal {sig}");
+    }
+}
+
+#[test]
+fn a_stop_during_a_calibration_ends_the_run_soon_with_its_results() {
+    let _turn = alongside();
+    let lock = tempfile::tempdir().unwrap();
+    let cpu = last_cpu();
+    let runs: Vec<(&str, Run)> = vec![
+        (
+            "hwlat",
+            hwlat_user_space(&lock.path().join("lock"), "1", "60s"),
+        ),
+        (
+            "noise",
+            own_group([
+                "noise",
+                "-a",
+                &cpu,
+                "-D",
+                "1",
+                "--calibrate",
+                "60s",
+                "-s",
+                "tsc",
+                "-q",
+            ])
+            .json(),
+        ),
+        (
+            "period",
+            own_group(["period", "--calibrate", "60s", "-s", "tsc", "-q"]).json(),
+        ),
+        (
+            "clock",
+            own_group(["clock", "--calibrate", "60s", "-s", "tsc", "-q"]).json(),
+        ),
+        (
+            "clock --warp",
+            own_group([
+                "clock",
+                "--calibrate",
+                "10ms",
+                "--warp",
+                "60s",
+                "-s",
+                "tsc",
+                "-q",
+            ])
+            .json(),
+        ),
+    ];
+    for (what, run) in runs {
+        let mut child = run.spawn();
+        child.catches_sigint();
+        // Well inside the minute of calibration (or warp test).
+        std::thread::sleep(Duration::from_millis(1500));
+        let sent = Instant::now();
+        child.signal(libc::SIGINT);
+        let out = child.wait_within(LIMIT);
+        let took = sent.elapsed();
+        assert!(took < AFTER_STOP, "{what}: ended {took:?} after the stop");
+        let doc = out.exits(0).document();
+        assert_eq!(doc["end_reason"], "interrupted", "{what}");
+    }
+}
+
+#[test]
+fn durations_past_their_bound_are_refused() {
+    let _turn = alongside();
+    for args in [
+        vec!["hwlat", "--calibrate", "100d"],
+        vec!["noise", "--calibrate", "100d"],
+        vec!["period", "--calibrate", "100d"],
+        vec!["clock", "--calibrate", "100d"],
+        vec!["clock", "--warp", "11m"],
+        vec!["cyclic", "-D", "366d"],
+        vec!["noise", "-D", "366d"],
+        vec!["cyclic", "--start-delay", "2h"],
+        vec!["compare", "a.json", "b.json", "--tail-threshold", "2h"],
+    ] {
+        let line = Run::new(&args).exits(2).one_line();
+        assert!(line.contains("at most"), "{args:?}: {line}");
+    }
+    // And --help shows each bound.
+    for (cmd, shown) in [
+        ("hwlat", "at most 10m"),
+        ("noise", "at most 10m"),
+        ("period", "at most 10m"),
+        ("clock", "at most 10m"),
+        ("cyclic", "at most 365d"),
+    ] {
+        let help = Run::new([cmd, "--help"]).exits(0).stdout();
+        assert!(help.contains(shown), "{cmd}: {help}");
+    }
+}
+
+#[test]
+fn a_second_stop_while_the_results_are_written_exits_at_once() {
+    let _turn = alongside();
+    // The document goes to a FIFO nobody reads: after the first stop the
+    // run waits for a reader (up to a minute); a second stop, a second
+    // later, is a person's "now", and ends the process at once.
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("doc.json");
+    common::mkfifo(&fifo);
+    let mut child = own_group(["cyclic", "-t", "1", "-i", "1ms", "-D", "60", "-q"])
+        .arg("--json")
+        .arg(&fifo)
+        .spawn();
+    child.catches_sigint();
+    child.sigint();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(child.running(), "it ended without a reader of its FIFO");
+    let sent = Instant::now();
+    child.sigint();
+    let out = child.wait_within(LIMIT);
+    assert!(
+        sent.elapsed() < AFTER_STOP,
+        "ended {:?} after the second stop",
+        sent.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(130));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("exiting at once"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_stop_during_one_probe_of_check_measure_ends_the_others_too() {
+    let _turn = alongside();
+    let mut child = own_group(["check", "--measure", "--measure-time", "10s"]).spawn();
+    // In the noise probe (a run with its handlers): after the IRQ count.
+    child.wait_for_line(true, LIMIT, |l| l.contains("of OS noise").then_some(()));
+    child.catches_sigint();
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = Instant::now();
+    child.signal(libc::SIGTERM);
+    let out = child.wait_within(LIMIT);
+    // The wake-up latency probe after it begins stopped: not 10 s more.
+    assert!(
+        sent.elapsed() < AFTER_STOP,
+        "ended {:?} after the stop",
+        sent.elapsed()
+    );
+    assert!(out.stdout().contains("isolcpus"), "{}", out.stdout());
+}
