@@ -214,13 +214,13 @@ fn listen_serves_metrics_snapshot_and_page() {
     // OpenMetrics when asked for, the text format otherwise.
     let (code, head, body) = get(
         &addr,
-        "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text\r\n\r\n",
+        "GET /metrics HTTP/1.1\r\nHost: localhost\r\nAccept: application/openmetrics-text\r\n\r\n",
     );
     assert_eq!(code, 200, "{head}");
     assert!(head.contains("application/openmetrics-text; version=1.0.0; charset=utf-8"));
     assert!(body.ends_with("# EOF\n"), "{body}");
     assert!(body.contains("# TYPE rtscope_samples counter\n"), "{body}");
-    let (code, head, body) = get(&addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    let (code, head, body) = get(&addr, "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n");
     assert_eq!(code, 200, "{head}");
     assert!(
         head.contains("text/plain; version=0.0.4; charset=utf-8"),
