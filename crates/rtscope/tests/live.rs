@@ -123,13 +123,13 @@ fn stream_csv_and_raw_samples() {
         assert_eq!(row.split(',').count(), cols, "{row}");
     }
 
-    // --stream-every 0: every sample, to stdout, before the summary.
-    let text = Run::new([
+    // --stream-every 0: every sample, to stdout; the summary to stderr.
+    let ran = Run::new([
         "cyclic", "--no-rt", "-t", "1", "-l", "300", "-q", "--stream", "-",
     ])
     .args(["--stream-every", "0"])
-    .exits(0)
-    .stdout();
+    .exits(0);
+    let text = ran.stdout();
     let samples: Vec<serde_json::Value> = text
         .lines()
         .filter(|l| l.starts_with('{'))
@@ -141,7 +141,12 @@ fn stream_csv_and_raw_samples() {
     assert!(samples
         .iter()
         .all(|s| s["latency_ns"].is_i64() && s["seq"].is_u64()));
-    assert!(text.contains("series"), "the summary follows: {text}");
+    assert!(!text.contains("series "), "no summary on stdout: {text}");
+    assert!(
+        ran.stderr().contains("series"),
+        "the summary: {}",
+        ran.stderr()
+    );
 }
 
 #[test]

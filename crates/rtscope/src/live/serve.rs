@@ -266,11 +266,10 @@ impl Entries {
     /// of now; else the answer: what the list does not show is not served.
     fn lookup(&mut self, raw: &str) -> Result<(String, PathBuf, Entry), Response> {
         let path = resolve(&self.dir, raw)?;
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .map(str::to_string)
-            .unwrap_or_default();
+        // The name asked for (`resolve` has checked it), not its target's.
+        let name = percent_encoding::percent_decode_str(raw)
+            .decode_utf8_lossy()
+            .into_owned();
         let not_listed = || Response::text(404, "no such result\n");
         // As the list sees it: the entry itself, not a symlink's target.
         let meta = std::fs::symlink_metadata(self.dir.join(&name)).map_err(|_| not_listed())?;
