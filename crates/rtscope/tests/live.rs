@@ -631,7 +631,8 @@ fn serve_lists_results_and_renders_reports() {
         let (code, _, _) = get(&addr, &format!("GET {bad} HTTP/1.1\r\n\r\n"));
         assert!((400..500).contains(&code), "{bad}: {code}");
     }
-    assert_eq!(get(&addr, "GET /run/other.json HTTP/1.1\r\n\r\n").0, 422);
+    // Not a result, so not listed: not served either (tests/serve.rs).
+    assert_eq!(get(&addr, "GET /run/other.json HTTP/1.1\r\n\r\n").0, 404);
     assert_eq!(get(&addr, "GET /run/none.json HTTP/1.1\r\n\r\n").0, 404);
     child.interrupt(LIMIT).exits(0);
     // Not a directory, a used port: exit 2.

@@ -30,7 +30,7 @@
 //! (beyond the kernel's socket buffer), a file is read a chunk at a time as
 //! it is sent, and pages not yet read by their clients may hold at most
 //! 16 MiB in all (beyond it: `503`, try again). A page that reads files is
-//! rendered on one of two blocking threads; one whose client has gone
+//! rendered on one of four blocking threads; one whose client has gone
 //! before its turn is not rendered.
 //!
 //! **Host**: requests are answered only for the server's own host names
@@ -251,7 +251,7 @@ impl Response {
 pub type Handler = Arc<dyn Fn(&Request) -> Response + Send + Sync>;
 
 /// A handler, and whether it blocks (reads and renders files: run on the
-/// runtime's blocking threads, at most two, so that other connections go on
+/// runtime's blocking threads, at most four, so that other connections go on
 /// meanwhile) or answers from memory at once (run on the server's thread).
 #[derive(Clone)]
 pub struct Pages {
@@ -515,6 +515,9 @@ fn to_hyper(r: Response, budget: &Budget) -> hyper::Response<Body> {
     out
 }
 
+/// Threads that render pages reading files ([`Pages::blocking`]).
+const BLOCKING_THREADS: usize = 4;
+
 /// How often the server thread looks at `done` and calls `tick`.
 const TICK: Duration = Duration::from_millis(50);
 
@@ -541,7 +544,7 @@ pub fn serve(
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
-        .max_blocking_threads(2)
+        .max_blocking_threads(BLOCKING_THREADS)
         .thread_name("rtscope-http-io")
         .build()?;
     let result = rt.block_on(async {
@@ -1232,8 +1235,8 @@ mod tests {
                 Response::text(200, "slow\n")
             }),
         );
-        // Two pages take both blocking threads; ten more clients ask and go.
-        let busy: Vec<TcpStream> = (0..2)
+        // Pages take every blocking thread; ten more clients ask and go.
+        let busy: Vec<TcpStream> = (0..BLOCKING_THREADS)
             .map(|_| {
                 let mut c = TcpStream::connect(s.addr).unwrap();
                 c.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
@@ -1255,7 +1258,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(1500));
         assert_eq!(
             rendered.load(Ordering::SeqCst),
-            2,
+            BLOCKING_THREADS,
             "pages rendered for gone clients"
         );
         // One that stays is answered.

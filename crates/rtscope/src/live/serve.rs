@@ -23,6 +23,11 @@ use super::http::{self, Gone, Request, Response};
 use crate::error::{usage, EXIT_OK};
 use crate::report::esc;
 
+/// Pages rendered from a whole document (`/run`, `/compare`, `/raw` with
+/// `--redact`) at once; a request beyond is answered `503` at once rather
+/// than queued, so that the list and the files are answered meanwhile.
+const RENDERS: usize = 2;
+
 /// The most documents the list shows.
 const MAX_LISTED: usize = 1000;
 
@@ -63,14 +68,14 @@ pub fn run(a: &ServeOptions) -> Result<i32> {
         .local_addr()
         .map_or_else(|_| a.listen.clone(), |x| x.to_string());
     let signals = crate::signals::StopSignals::install()?;
-    crate::output::say(&format!(
-        "serving the results in {} on http://{bound}/ (Ctrl-C stops)\n",
-        crate::output::printable(&dir.display().to_string())
-    ));
+    let shown = crate::output::printable(&dir.display().to_string()).into_owned();
     let flag = signals.flag.clone();
     let index = Index::new(dir, a.redact);
     // Indexed once now; then each request looks only at what changed.
     index.lock().refresh(&Gone::default());
+    crate::output::say(&format!(
+        "serving the results in {shown} on http://{bound}/ (Ctrl-C stops)\n"
+    ));
     http::serve(
         listener,
         &flag,
@@ -177,6 +182,18 @@ pub struct Index {
     dir: PathBuf,
     redact: bool,
     state: Mutex<Entries>,
+    /// Renders under way (at most [`RENDERS`]).
+    renders: std::sync::atomic::AtomicUsize,
+}
+
+/// A render slot, given back when dropped.
+#[derive(Debug)]
+struct Rendering<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for Rendering<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 struct Entries {
@@ -199,7 +216,22 @@ impl Index {
             }),
             dir,
             redact,
+            renders: Default::default(),
         }
+    }
+
+    /// A render slot, or the `503` to answer when [`RENDERS`] are under way.
+    fn render_slot(&self) -> Result<Rendering<'_>, Response> {
+        use std::sync::atomic::Ordering;
+        let n = self.renders.fetch_add(1, Ordering::AcqRel);
+        let slot = Rendering(&self.renders);
+        if n >= RENDERS {
+            return Err(
+                Response::text(503, "busy: other pages are being rendered; try again\n")
+                    .with("Retry-After", "1"),
+            );
+        }
+        Ok(slot)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
@@ -328,16 +360,16 @@ fn page(index: &Index, req: &Request) -> Response {
             let mut ix = index.lock();
             (ix.lookup(a), ix.lookup(b))
         };
-        return match found {
-            (Err(r), _) | (_, Err(r)) => r,
-            (Ok((_, pa, _)), Ok((_, pb, _))) => compare(&pa, &pb, redact, &req.gone),
+        return match (found, index.render_slot()) {
+            ((Err(r), _) | (_, Err(r)), _) | (_, Err(r)) => r,
+            ((Ok((_, pa, _)), Ok((_, pb, _))), Ok(_slot)) => compare(&pa, &pb, redact, &req.gone),
         };
     }
     if let Some(name) = req.path.strip_prefix("/run/") {
         let found = index.lock().lookup(name);
-        return match found {
-            Err(r) => r,
-            Ok((_, p, _)) => match read(&p, redact) {
+        return match (found, index.render_slot()) {
+            (Err(r), _) | (_, Err(r)) => r,
+            (Ok((_, p, _)), Ok(_slot)) => match read(&p, redact) {
                 Ok(doc) => html(200, crate::report::render_html(std::slice::from_ref(&doc))),
                 Err(r) => r,
             },
@@ -347,9 +379,12 @@ fn page(index: &Index, req: &Request) -> Response {
         let found = index.lock().lookup(name);
         return match found {
             Err(r) => r,
-            Ok((_, p, _)) if redact => match read(&p, true) {
-                Ok(doc) => Response::new(200, "application/json", doc.to_json()),
+            Ok((_, p, _)) if redact => match index.render_slot() {
                 Err(r) => r,
+                Ok(_slot) => match read(&p, true) {
+                    Ok(doc) => Response::new(200, "application/json", doc.to_json()),
+                    Err(r) => r,
+                },
             },
             Ok((name, p, e)) => raw(index, &name, &p, e.key),
         };
@@ -678,6 +713,20 @@ mod tests {
             assert!(!body.contains("lab-box-7"), "{path}: {body}");
             assert!(!body.contains("secret=42"), "{path}: {body}");
         }
+    }
+
+    #[test]
+    fn renders_beyond_the_bound_are_answered_busy() {
+        let index = Index::new(PathBuf::from("/nonexistent"), false);
+        let a = index.render_slot().unwrap();
+        let b = index.render_slot().unwrap();
+        let busy = index.render_slot().unwrap_err();
+        assert_eq!(busy.status, 503);
+        assert_eq!(busy.headers, vec![("Retry-After", "1")]);
+        drop(a);
+        let _c = index.render_slot().unwrap();
+        assert!(index.render_slot().is_err());
+        drop(b);
     }
 
     #[test]
