@@ -826,6 +826,41 @@ pub fn upgrade_v2(v: &mut serde_json::Value) {
     }
 }
 
+/// [`upgrade_v2`] on a series read typed: what can only have been unknown
+/// is marked so (the values are then what the JSON path's `null`s read as).
+fn upgrade_v2_series(s: &mut Series) {
+    let st = &mut s.stats;
+    if st.count == 0 {
+        *st = Stats {
+            count: 0,
+            unknown: Unknown {
+                percentiles: true,
+                stddev: true,
+                mean: true,
+            },
+            ..Stats::default()
+        };
+    } else if s.attributes.get("source").is_some_and(|v| v.is_string())
+        && st.max_ns > 0
+        && !st.unknown.percentiles
+        && [
+            st.p50_ns,
+            st.p90_ns,
+            st.p99_ns,
+            st.p99_9_ns,
+            st.p99_99_ns,
+            st.p99_999_ns,
+        ]
+        .iter()
+        .all(|p| *p == 0)
+    {
+        st.unknown.percentiles = true;
+        st.unknown.stddev = true;
+        st.stddev_ns = 0.0;
+    }
+    s.repetitions.iter_mut().for_each(upgrade_v2_series);
+}
+
 impl ResultDocument {
     /// A new document of `experiment` with this plan, machine and series,
     /// stamped now; the rest empty. Callers fill in what their run knows.
@@ -904,6 +939,18 @@ impl ResultDocument {
             _ => None,
         }
         .ok_or_else(|| DocError::NotADocument { path: p.clone() })?;
+        if found == 2 {
+            // Typed, as version 3 (its shape), then the zeros that meant
+            // "unknown" marked so: a tree of `serde_json::Value` took 16
+            // times the file's size (842 MB for 50 MB). What does not read
+            // so (a float where a count of 0 made it meaningless) takes the
+            // JSON path below.
+            if let Ok(mut d) = serde_json::from_slice::<ResultDocument>(json) {
+                d.schema_version = SCHEMA_VERSION;
+                d.series.iter_mut().for_each(upgrade_v2_series);
+                return Ok(d);
+            }
+        }
         if found == 1 || found == 2 {
             let mut v: serde_json::Value = serde_json::from_slice(json).map_err(parse)?;
             if found == 1 {
@@ -1118,6 +1165,32 @@ mod tests {
         let p = dir.path().join("v2.json");
         std::fs::write(&p, v.to_string()).unwrap();
         let back = ResultDocument::read(&p).unwrap();
+        // Read typed (no tree of values), it is what the JSON upgrade gives,
+        // repetitions included.
+        let mut up = v.clone();
+        upgrade_v2(&mut up);
+        assert_eq!(back, serde_json::from_value::<ResultDocument>(up).unwrap());
+        // As a version 2 writer wrote an empty series (integers; the float
+        // zeros above take the JSON path).
+        for k in ["min_ns", "max_ns"] {
+            v["series"][2]["stats"][k] = 0.into();
+        }
+        std::fs::write(&p, v.to_string()).unwrap();
+        let typed = ResultDocument::read(&p).unwrap();
+        let mut up = v.clone();
+        upgrade_v2(&mut up);
+        assert_eq!(typed, serde_json::from_value::<ResultDocument>(up).unwrap());
+        let mut pooled = v.clone();
+        let reps = v["series"].clone();
+        pooled["series"][0]["repetitions"] = reps;
+        std::fs::write(&p, pooled.to_string()).unwrap();
+        let mut up = pooled.clone();
+        upgrade_v2(&mut up);
+        assert_eq!(
+            ResultDocument::read(&p).unwrap(),
+            serde_json::from_value::<ResultDocument>(up).unwrap()
+        );
+        std::fs::write(&p, v.to_string()).unwrap();
         assert_eq!(back.schema_version, SCHEMA_VERSION);
         assert!(
             back.series[0].stats.has_percentiles(),
