@@ -142,6 +142,7 @@ def run(pid, port):
         worst[phase] = max(worst.get(phase, 0.0), t)
 
     index("idle")
+    print(f"RSS once indexed, idle: {status(pid, 'VmRSS') / 1024:.1f} MiB")
     code, _ = request(port, "/raw/notes.json")
     print(f"/raw/notes.json (not a result): {code}")
     code, _ = request(port, "/raw/big.json")
@@ -203,6 +204,8 @@ def run(pid, port):
                for h in ("localhost", f"127.0.0.1:{port}", f"[::1]:{port}")]
     sampling[0] = False
     sampler.join()
+    with open("/proc/loadavg") as f:
+        print(f"load average of the machine: {' '.join(f.read().split()[:3])}")
 
     print(f"peak RSS (VmHWM, whole life): {status(pid, 'VmHWM') / 1024:.1f} MiB")
     print(f"peak RSS sampled during the load: {peak[0] / 1024:.1f} MiB")

@@ -98,8 +98,19 @@ pub fn bind(addr: &str, any: bool) -> Result<TcpListener> {
     let l = TcpListener::bind(&addrs[..]).map_err(|e| usage(format!("--listen {addr}: {e}")))?;
     l.set_nonblocking(true)
         .map_err(|e| usage(format!("--listen {addr}: {e}")))?;
-    Ok(l)
+    // A longer queue of connections not yet accepted than std's 128 (the
+    // kernel caps it at net.core.somaxconn): a burst of hundreds of
+    // connections would otherwise have SYNs dropped, and a scrape among
+    // them retried by its client a second later. Listening again on a
+    // listening socket only changes its backlog.
+    let s = socket2::Socket::from(l);
+    s.listen(LISTEN_BACKLOG)
+        .map_err(|e| usage(format!("--listen {addr}: {e}")))?;
+    Ok(s.into())
 }
+
+/// The queue of connections not yet accepted.
+const LISTEN_BACKLOG: i32 = 1024;
 
 /// What a connection may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
