@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::system::SystemSnapshot;
 
+mod v2;
+use v2::upgrade_v2_series;
+
 /// Version of the document's shape. Bumped on any incompatible change.
 ///
 /// 2: `loads` became typed ([`LoadReport`]); the run environment moved out of
@@ -826,41 +829,6 @@ pub fn upgrade_v2(v: &mut serde_json::Value) {
     }
 }
 
-/// [`upgrade_v2`] on a series read typed: what can only have been unknown
-/// is marked so (the values are then what the JSON path's `null`s read as).
-fn upgrade_v2_series(s: &mut Series) {
-    let st = &mut s.stats;
-    if st.count == 0 {
-        *st = Stats {
-            count: 0,
-            unknown: Unknown {
-                percentiles: true,
-                stddev: true,
-                mean: true,
-            },
-            ..Stats::default()
-        };
-    } else if s.attributes.get("source").is_some_and(|v| v.is_string())
-        && st.max_ns > 0
-        && !st.unknown.percentiles
-        && [
-            st.p50_ns,
-            st.p90_ns,
-            st.p99_ns,
-            st.p99_9_ns,
-            st.p99_99_ns,
-            st.p99_999_ns,
-        ]
-        .iter()
-        .all(|p| *p == 0)
-    {
-        st.unknown.percentiles = true;
-        st.unknown.stddev = true;
-        st.stddev_ns = 0.0;
-    }
-    s.repetitions.iter_mut().for_each(upgrade_v2_series);
-}
-
 impl ResultDocument {
     /// A new document of `experiment` with this plan, machine and series,
     /// stamped now; the rest empty. Callers fill in what their run knows.
@@ -940,11 +908,8 @@ impl ResultDocument {
         }
         .ok_or_else(|| DocError::NotADocument { path: p.clone() })?;
         if found == 2 {
-            // Typed, as version 3 (its shape), then the zeros that meant
-            // "unknown" marked so: a tree of `serde_json::Value` took 16
-            // times the file's size (842 MB for 50 MB). What does not read
-            // so (a float where a count of 0 made it meaningless) takes the
-            // JSON path below.
+            // Typed (a tree of JSON values took 16 times the file's size);
+            // what does not read so takes the JSON path below.
             if let Ok(mut d) = serde_json::from_slice::<ResultDocument>(json) {
                 d.schema_version = SCHEMA_VERSION;
                 d.series.iter_mut().for_each(upgrade_v2_series);
