@@ -2,7 +2,8 @@
 # Builds the rtscope Debian package with dpkg-deb alone (no cargo-deb needed):
 # the binary, a man page per subcommand, bash/zsh/fish completions, the
 # changelogs (upstream and Debian), the copyright file, the licence notices of
-# the crates linked in, md5sums, and Depends from dpkg-shlibdeps. lintian
+# the crates linked in, the systemd unit and its maintainer scripts
+# (packaging/maint/), md5sums, and Depends from dpkg-shlibdeps. lintian
 # --pedantic finds nothing in it but what packaging/lintian-overrides explains.
 #
 #   packaging/build-deb.sh                       # release build for this machine
@@ -194,6 +195,15 @@ install -d "$root/DEBIAN"
 } >"$root/DEBIAN/control"
 (cd "$root" && find usr -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum) >"$root/DEBIAN/md5sums"
 chmod 644 "$root/DEBIAN/md5sums"
+# The maintainer scripts of the unit (packaging/maint/, what dh_installsystemd
+# generates): daemon-reload on install, upgrade and removal, the unit stopped
+# on removal and restarted after an upgrade where it runs; nothing of systemd
+# is touched where it does not run.
+if [ -f "$root/usr/lib/systemd/system/rtscope.service" ]; then
+  for s in postinst prerm postrm; do
+    install -m755 "packaging/maint/$s" "$root/DEBIAN/$s"
+  done
+fi
 
 out="target/deb/rtscope_${debversion}_${arch}.deb"
 dpkg-deb --root-owner-group -Zxz --build "$root" "$out" >/dev/null

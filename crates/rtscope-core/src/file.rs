@@ -122,15 +122,17 @@ impl OutFile {
                 "is a directory",
             ));
         }
+        // Created 0666 less the umask, as any other file the user creates
+        // (tempfile's default is 0600): results are shared where the umask
+        // says so (022: 0644) and kept to their group where it does not
+        // (the unit's UMask=0027: 0640). Nothing widens them afterwards.
+        use std::os::unix::fs::PermissionsExt;
         let tmp = tempfile::Builder::new()
             .prefix(".rtscope-")
             .suffix(".tmp")
+            .permissions(std::fs::Permissions::from_mode(0o666))
             .tempfile_in(dir_of(&real))
             .map_err(plain)?;
-        // tempfile creates files 0600; results and reports are meant to be shared.
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
         let f = tmp.reopen().map_err(plain)?;
         Ok(OutFile {
             w: BufWriter::with_capacity(1 << 20, f),

@@ -71,7 +71,7 @@ impl Listening {
 fn get(addr: &str, path: &str, headers: &str) -> (u16, String, String) {
     common::http(
         addr,
-        &format!("GET {path} HTTP/1.1\r\nHost: x\r\n{headers}\r\n"),
+        &format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n{headers}\r\n"),
     )
 }
 

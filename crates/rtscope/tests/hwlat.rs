@@ -320,7 +320,7 @@ fn live_gauges_of_the_tracers_samples() {
     for _ in 0..40 {
         std::thread::sleep(Duration::from_millis(100));
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
             .unwrap();
         metrics.clear();
         let _ = s.read_to_string(&mut metrics);

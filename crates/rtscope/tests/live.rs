@@ -123,13 +123,13 @@ fn stream_csv_and_raw_samples() {
         assert_eq!(row.split(',').count(), cols, "{row}");
     }
 
-    // --stream-every 0: every sample, to stdout, before the summary.
-    let text = Run::new([
+    // --stream-every 0: every sample, to stdout; the summary to stderr.
+    let ran = Run::new([
         "cyclic", "--no-rt", "-t", "1", "-l", "300", "-q", "--stream", "-",
     ])
     .args(["--stream-every", "0"])
-    .exits(0)
-    .stdout();
+    .exits(0);
+    let text = ran.stdout();
     let samples: Vec<serde_json::Value> = text
         .lines()
         .filter(|l| l.starts_with('{'))
@@ -141,7 +141,12 @@ fn stream_csv_and_raw_samples() {
     assert!(samples
         .iter()
         .all(|s| s["latency_ns"].is_i64() && s["seq"].is_u64()));
-    assert!(text.contains("series"), "the summary follows: {text}");
+    assert!(!text.contains("series "), "no summary on stdout: {text}");
+    assert!(
+        ran.stderr().contains("series"),
+        "the summary: {}",
+        ran.stderr()
+    );
 }
 
 #[test]
@@ -214,13 +219,13 @@ fn listen_serves_metrics_snapshot_and_page() {
     // OpenMetrics when asked for, the text format otherwise.
     let (code, head, body) = get(
         &addr,
-        "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text\r\n\r\n",
+        "GET /metrics HTTP/1.1\r\nHost: localhost\r\nAccept: application/openmetrics-text\r\n\r\n",
     );
     assert_eq!(code, 200, "{head}");
     assert!(head.contains("application/openmetrics-text; version=1.0.0; charset=utf-8"));
     assert!(body.ends_with("# EOF\n"), "{body}");
     assert!(body.contains("# TYPE rtscope_samples counter\n"), "{body}");
-    let (code, head, body) = get(&addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    let (code, head, body) = get(&addr, "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n");
     assert_eq!(code, 200, "{head}");
     assert!(
         head.contains("text/plain; version=0.0.4; charset=utf-8"),
@@ -626,7 +631,8 @@ fn serve_lists_results_and_renders_reports() {
         let (code, _, _) = get(&addr, &format!("GET {bad} HTTP/1.1\r\n\r\n"));
         assert!((400..500).contains(&code), "{bad}: {code}");
     }
-    assert_eq!(get(&addr, "GET /run/other.json HTTP/1.1\r\n\r\n").0, 422);
+    // Not a result, so not listed: not served either (tests/serve.rs).
+    assert_eq!(get(&addr, "GET /run/other.json HTTP/1.1\r\n\r\n").0, 404);
     assert_eq!(get(&addr, "GET /run/none.json HTTP/1.1\r\n\r\n").0, 404);
     child.interrupt(LIMIT).exits(0);
     // Not a directory, a used port: exit 2.

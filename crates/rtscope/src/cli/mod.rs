@@ -458,6 +458,15 @@ pub struct LiveArgs {
     #[arg(long, help_heading = "Watching live")]
     pub listen_any: bool,
 
+    /// With --listen: also answer requests for this host name (repeatable, at most 32);
+    /// on loopback only localhost, 127.x and [::1] are answered (DNS rebinding).
+    #[arg(
+        long = "allow-host",
+        value_name = "NAME",
+        help_heading = "Watching live"
+    )]
+    pub allow_host: Vec<String>,
+
     /// Full-screen terminal view (q or Ctrl-C stops the run, p pauses the display, tab
     /// cycles series, +/- change the time window); without a terminal, the status lines.
     #[arg(long, help_heading = "Watching live")]
@@ -474,6 +483,7 @@ impl LiveArgs {
             baud: self.baud,
             listen: self.listen.clone(),
             listen_any: self.listen_any,
+            allow_hosts: self.allow_host.clone(),
             tui: self.live,
         }
     }

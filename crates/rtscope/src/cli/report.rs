@@ -52,6 +52,11 @@ pub struct ServeArgs {
     #[arg(long)]
     pub listen_any: bool,
 
+    /// Also answer requests for this host name (repeatable, at most 32); on loopback only
+    /// localhost, 127.x and [::1] are answered, so that a DNS-rebinding page cannot read DIR.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub allow_host: Vec<String>,
+
     /// Leave out what identifies the machine from the pages and JSON served: host name, kernel command line, user names in paths, IP addresses.
     #[arg(long)]
     pub redact: bool,
@@ -64,6 +69,7 @@ impl ServeArgs {
             dir: self.dir,
             listen: self.listen,
             listen_any: self.listen_any,
+            allow_hosts: self.allow_host,
             redact: self.redact,
         }
     }

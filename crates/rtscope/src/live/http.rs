@@ -25,6 +25,19 @@
 //! scrapes. When the process runs out of file descriptors, the oldest
 //! connection is closed too. Nothing a client sends can end the run.
 //!
+//! **Memory**: answers are sent with backpressure ([`super::body`]): a
+//! client that does not read holds one 32 KiB chunk of the server's memory
+//! (beyond the kernel's socket buffer), a file is read a chunk at a time as
+//! it is sent, and pages not yet read by their clients may hold at most
+//! 16 MiB in all (beyond it: `503`, try again). A page that reads files is
+//! rendered on one of four blocking threads; one whose client has gone
+//! before its turn is not rendered.
+//!
+//! **Host**: requests are answered only for the server's own host names
+//! ([`super::host`]): on a loopback bind, loopback names and addresses and
+//! those named with `--allow-host` (`421` otherwise), so that a
+//! DNS-rebinding page cannot read it.
+//!
 //! The thread is kept off the measured CPUs when the measurement threads are
 //! pinned ([`super::sink_cpus`]) and does nothing between requests but read
 //! its feed every 50 ms.
@@ -45,13 +58,14 @@ use std::time::Duration;
 
 use anyhow::Result;
 use bytes::Bytes;
-use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::Method;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Serialize;
 
+use super::body::{Body, Budget};
+use super::host::HostCheck;
 use super::metrics::{metrics, Format};
 use super::window::Window;
 use super::{Feed, Snapshot, Subscription};
@@ -84,8 +98,19 @@ pub fn bind(addr: &str, any: bool) -> Result<TcpListener> {
     let l = TcpListener::bind(&addrs[..]).map_err(|e| usage(format!("--listen {addr}: {e}")))?;
     l.set_nonblocking(true)
         .map_err(|e| usage(format!("--listen {addr}: {e}")))?;
-    Ok(l)
+    // A longer queue of connections not yet accepted than std's 128 (the
+    // kernel caps it at net.core.somaxconn): a burst of hundreds of
+    // connections would otherwise have SYNs dropped, and a scrape among
+    // them retried by its client a second later. Listening again on a
+    // listening socket only changes its backlog.
+    let s = socket2::Socket::from(l);
+    s.listen(LISTEN_BACKLOG)
+        .map_err(|e| usage(format!("--listen {addr}: {e}")))?;
+    Ok(s.into())
 }
+
+/// The queue of connections not yet accepted.
+const LISTEN_BACKLOG: i32 = 1024;
 
 /// What a connection may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +125,8 @@ pub struct Limits {
     pub max_head: usize,
     /// Header fields in a request.
     pub max_headers: usize,
+    /// Bytes of pages in memory not yet read by their clients, in all.
+    pub max_unread: usize,
 }
 
 /// The server's bounds.
@@ -109,6 +136,7 @@ pub const LIMITS: Limits = Limits {
     connection_timeout: Duration::from_secs(10),
     max_head: 16 * 1024,
     max_headers: 64,
+    max_unread: 16 << 20,
 };
 
 /// A request as the handlers see it.
@@ -119,6 +147,37 @@ pub struct Request {
     pub path: String,
     /// The `Accept` header (several joined with `, `), if any.
     pub accept: Option<String>,
+    /// Raised when the client has gone (its connection closed).
+    pub gone: Gone,
+}
+
+/// Whether the client of a request has gone: a page that takes time looks
+/// at it between its steps and stops.
+#[derive(Debug, Clone, Default)]
+pub struct Gone(Arc<AtomicBool>);
+
+impl Gone {
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl PartialEq for Gone {
+    /// Requests are compared by what they ask for.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Gone {}
+
+/// Raises its [`Gone`] when dropped (the connection's task ends).
+struct GoneOnDrop(Gone);
+
+impl Drop for GoneOnDrop {
+    fn drop(&mut self) {
+        (self.0).0.store(true, Ordering::Relaxed);
+    }
 }
 
 impl Request {
@@ -129,9 +188,26 @@ impl Request {
             method: "GET".into(),
             path: path.into(),
             accept: None,
+            gone: Gone::default(),
         }
     }
 }
+
+/// A file to send as the body of an answer: its first `len` bytes, read as
+/// they are sent.
+#[derive(Debug, Clone)]
+pub struct SendFile {
+    pub file: Arc<std::fs::File>,
+    pub len: u64,
+}
+
+impl PartialEq for SendFile {
+    fn eq(&self, o: &Self) -> bool {
+        Arc::ptr_eq(&self.file, &o.file) && self.len == o.len
+    }
+}
+
+impl Eq for SendFile {}
 
 /// A response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,6 +217,8 @@ pub struct Response {
     /// Headers besides the type, length and the ones every answer has.
     pub headers: Vec<(&'static str, &'static str)>,
     pub body: Vec<u8>,
+    /// A file sent instead of `body`.
+    pub file: Option<SendFile>,
 }
 
 impl Response {
@@ -150,6 +228,18 @@ impl Response {
             content_type,
             headers: vec![],
             body: body.into(),
+            file: None,
+        }
+    }
+
+    /// An answer whose body is the first `len` bytes of `file`.
+    pub fn file(content_type: &'static str, file: std::fs::File, len: u64) -> Self {
+        Response {
+            file: Some(SendFile {
+                file: Arc::new(file),
+                len,
+            }),
+            ..Response::new(200, content_type, Vec::new())
         }
     }
 
@@ -172,12 +262,14 @@ impl Response {
 pub type Handler = Arc<dyn Fn(&Request) -> Response + Send + Sync>;
 
 /// A handler, and whether it blocks (reads and renders files: run on the
-/// runtime's blocking threads, at most two, so that other connections go on
+/// runtime's blocking threads, at most four, so that other connections go on
 /// meanwhile) or answers from memory at once (run on the server's thread).
 #[derive(Clone)]
 pub struct Pages {
     handler: Handler,
     blocking: bool,
+    /// `--allow-host` names.
+    hosts: Arc<Vec<String>>,
 }
 
 impl Pages {
@@ -186,6 +278,7 @@ impl Pages {
         Pages {
             handler: Arc::new(f),
             blocking: false,
+            hosts: Arc::default(),
         }
     }
 
@@ -194,7 +287,14 @@ impl Pages {
         Pages {
             handler: Arc::new(f),
             blocking: true,
+            hosts: Arc::default(),
         }
+    }
+
+    /// With the names `--allow-host` adds to those the server answers for.
+    pub fn allow_hosts(mut self, names: &[String]) -> Self {
+        self.hosts = Arc::new(names.to_vec());
+        self
     }
 }
 
@@ -273,13 +373,13 @@ fn out_of_sockets(e: &std::io::Error) -> bool {
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 
 /// Accepts connections for ever, each served by a task of its own.
-async fn accept_loop(listener: tokio::net::TcpListener, pages: Pages, limits: Limits) {
-    let mut conns = Conns::new(limits.max_connections);
+async fn accept_loop(listener: tokio::net::TcpListener, server: Arc<Shared>) {
+    let mut conns = Conns::new(server.limits.max_connections);
     loop {
         match listener.accept().await {
             Ok((sock, _)) => {
                 conns.make_room();
-                let task = tokio::spawn(connection(sock, pages.clone(), limits));
+                let task = tokio::spawn(connection(sock, server.clone()));
                 conns.add(task.abort_handle());
             }
             Err(e) => {
@@ -292,12 +392,21 @@ async fn accept_loop(listener: tokio::net::TcpListener, pages: Pages, limits: Li
     }
 }
 
+/// What every connection of a server shares.
+struct Shared {
+    pages: Pages,
+    limits: Limits,
+    hosts: HostCheck,
+    budget: Budget,
+}
+
 /// Serves one connection: one request, within the limits.
-async fn connection(sock: tokio::net::TcpStream, pages: Pages, limits: Limits) {
+async fn connection(sock: tokio::net::TcpStream, server: Arc<Shared>) {
     let _ = sock.set_nodelay(true);
+    let limits = server.limits;
     let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-        let pages = pages.clone();
-        async move { Ok::<_, Infallible>(answer(&pages, &req).await) }
+        let server = server.clone();
+        async move { Ok::<_, Infallible>(answer(&server, &req).await) }
     });
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
@@ -324,28 +433,78 @@ fn request_of<B>(req: &hyper::Request<B>) -> Request {
         method: req.method().as_str().to_string(),
         path: req.uri().path().to_string(),
         accept: (!accept.is_empty()).then(|| accept.join(", ")),
+        gone: Gone::default(),
     }
 }
 
-/// Answers one request with `pages` (`GET` and `HEAD` only; hyper leaves
-/// the body out of an answer to `HEAD`).
-async fn answer<B>(pages: &Pages, req: &hyper::Request<B>) -> hyper::Response<Full<Bytes>> {
-    let r = if req.method() != Method::GET && req.method() != Method::HEAD {
+/// Whether the request's `Host` (and absolute target) is one `check` answers.
+fn host_allowed<B>(check: &HostCheck, req: &hyper::Request<B>) -> bool {
+    let hosts: Vec<&[u8]> = req
+        .headers()
+        .get_all(hyper::header::HOST)
+        .iter()
+        .map(|v| v.as_bytes())
+        .collect();
+    check.allows(&hosts, req.uri().authority().map(|a| a.as_str()))
+}
+
+/// Answers one request with the server's pages (`GET` and `HEAD` only;
+/// hyper leaves the body out of an answer to `HEAD`).
+async fn answer<B>(server: &Shared, req: &hyper::Request<B>) -> hyper::Response<Body> {
+    let pages = &server.pages;
+    let r = if !host_allowed(&server.hosts, req) {
+        super::host::refused()
+    } else if req.method() != Method::GET && req.method() != Method::HEAD {
         Response::text(405, "only GET and HEAD\n").with("Allow", "GET, HEAD")
     } else if pages.blocking {
         let (h, r) = (pages.handler.clone(), request_of(req));
-        tokio::task::spawn_blocking(move || h(&r))
-            .await
-            .unwrap_or_else(|_| Response::text(500, "the page failed\n"))
+        // Dropped with this future when the client goes (hyper ends the
+        // connection): a page still waiting for a blocking thread is then
+        // not rendered.
+        let _gone = GoneOnDrop(r.gone.clone());
+        tokio::task::spawn_blocking(move || {
+            if r.gone.is_set() {
+                Response::text(503, "the client has gone\n")
+            } else {
+                h(&r)
+            }
+        })
+        .await
+        .unwrap_or_else(|_| Response::text(500, "the page failed\n"))
     } else {
         (pages.handler)(&request_of(req))
     };
-    to_hyper(r)
+    to_hyper(r, &server.budget)
 }
 
-/// The hyper response of a [`Response`], with the headers every answer has.
-fn to_hyper(r: Response) -> hyper::Response<Full<Bytes>> {
-    let mut out = hyper::Response::new(Full::new(Bytes::from(r.body)));
+/// The hyper response of a [`Response`], with the headers every answer has;
+/// a page beyond the budget of unread answers is a `503` instead.
+fn to_hyper(r: Response, budget: &Budget) -> hyper::Response<Body> {
+    let (r, body) = match (r.file.clone(), budget.take(r.body.len())) {
+        (Some(f), _) => {
+            let body = Body::File {
+                file: f.file,
+                left: f.len,
+            };
+            (r, body)
+        }
+        (None, Some(held)) => {
+            let data = Bytes::from(r.body);
+            let r = Response { body: vec![], ..r };
+            (r, Body::bytes(data, held))
+        }
+        (None, None) => {
+            let busy = Response::text(
+                503,
+                "busy: other clients have not read their answers yet; try again\n",
+            )
+            .with("Retry-After", "1");
+            let held = budget.take(busy.body.len()).expect("small answers fit");
+            let body = Body::bytes(busy.body.clone(), held);
+            (busy, body)
+        }
+    };
+    let mut out = hyper::Response::new(body);
     *out.status_mut() =
         hyper::StatusCode::from_u16(r.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     let h = out.headers_mut();
@@ -367,6 +526,9 @@ fn to_hyper(r: Response) -> hyper::Response<Full<Bytes>> {
     out
 }
 
+/// Threads that render pages reading files ([`Pages::blocking`]).
+const BLOCKING_THREADS: usize = 4;
+
 /// How often the server thread looks at `done` and calls `tick`.
 const TICK: Duration = Duration::from_millis(50);
 
@@ -380,16 +542,26 @@ pub fn serve(
     limits: Limits,
     mut tick: impl FnMut(),
 ) -> std::io::Result<()> {
+    let hosts = match listener.local_addr() {
+        Ok(a) => HostCheck::for_bind(&a, &pages.hosts),
+        Err(_) => HostCheck::off(),
+    };
+    let server = Arc::new(Shared {
+        pages,
+        limits,
+        hosts,
+        budget: Budget::new(limits.max_unread),
+    });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
-        .max_blocking_threads(2)
+        .max_blocking_threads(BLOCKING_THREADS)
         .thread_name("rtscope-http-io")
         .build()?;
     let result = rt.block_on(async {
         listener.set_nonblocking(true)?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        let acceptor = tokio::spawn(accept_loop(listener, pages, limits));
+        let acceptor = tokio::spawn(accept_loop(listener, server));
         let mut every = tokio::time::interval(TICK);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         while !done.load(Ordering::Relaxed) {
@@ -446,9 +618,52 @@ pub struct Live {
     pub latest: Option<Arc<Snapshot>>,
     pub history: History,
     pub window: Window,
+    /// What `/metrics` shows before the first snapshot: the run and its
+    /// series with every counter at 0.
+    pub starting: Option<Arc<Snapshot>>,
 }
 
 impl Live {
+    /// A server's view of a run that has not sent a snapshot yet.
+    pub fn starting(run: Arc<super::RunInfo>, labels: &[String]) -> Self {
+        let series = labels
+            .iter()
+            .map(|l| super::SeriesSnapshot {
+                label: l.clone(),
+                count: 0,
+                min_ns: None,
+                mean_ns: None,
+                p50_ns: None,
+                p99_ns: None,
+                p999_ns: None,
+                max_ns: None,
+                act_ns: None,
+                overruns: 0,
+                dropped: 0,
+                interval: Default::default(),
+                late: 0,
+                negative: 0,
+                corrected: false,
+                buckets: vec![0; super::PROM_BUCKETS_NS.len() + 1],
+                sum_ns: 0.0,
+            })
+            .collect();
+        Live {
+            starting: Some(Arc::new(Snapshot {
+                seq: 0,
+                state: "starting",
+                elapsed_s: 0.0,
+                interval_s: 0.0,
+                run,
+                series,
+                loads: vec![],
+                warnings: vec![],
+                snapshots_dropped: 0,
+            })),
+            ..Live::default()
+        }
+    }
+
     /// Takes in a snapshot of the feed.
     pub fn push(&mut self, s: Arc<Snapshot>) {
         self.history.push(&s);
@@ -464,12 +679,15 @@ pub fn serve_live(
     listener: TcpListener,
     sub: Subscription,
     done: Arc<AtomicBool>,
+    first: Live,
+    allow_hosts: &[String],
 ) -> Option<String> {
-    let live: Arc<Mutex<Live>> = Default::default();
+    let live: Arc<Mutex<Live>> = Arc::new(Mutex::new(first));
     let pages = Pages::inline({
         let live = live.clone();
         move |req| live_page(req, &live.lock().unwrap_or_else(PoisonError::into_inner))
-    });
+    })
+    .allow_hosts(allow_hosts);
     let mut closed = false;
     serve(listener, &done, pages, LIMITS, || {
         while !closed {
@@ -494,7 +712,8 @@ pub fn live_page(req: &Request, live: &Live) -> Response {
         "/" | "/index.html" => Response::new(200, "text/html; charset=utf-8", LIVE_PAGE),
         "/metrics" => {
             let f = Format::negotiate(req.accept.as_deref());
-            Response::new(200, f.content_type(), metrics(snap, &live.window, f))
+            let shown = snap.or(live.starting.as_deref());
+            Response::new(200, f.content_type(), metrics(shown, &live.window, f))
                 .with("Vary", "Accept")
         }
         "/api/snapshot" => match snap {
@@ -642,6 +861,17 @@ mod tests {
                 format!("{} {} {:?}", r.method, r.path, r.accept.as_deref()),
             )
         })
+        .allow_hosts(&["h".into()])
+    }
+
+    /// A server of `pages` on loopback, for [`answer`].
+    fn on_loopback(pages: Pages) -> Shared {
+        Shared {
+            hosts: HostCheck::for_bind(&"127.0.0.1:1".parse().unwrap(), &pages.hosts),
+            pages,
+            limits: LIMITS,
+            budget: Budget::new(LIMITS.max_unread),
+        }
     }
 
     #[test]
@@ -659,9 +889,10 @@ mod tests {
                 method: "GET".into(),
                 path: "/metrics".into(),
                 accept: Some("text/plain, application/openmetrics-text".into()),
+                gone: Gone::default(),
             }
         );
-        let r = block_on(answer(&echo(), &req));
+        let r = block_on(answer(&on_loopback(echo()), &req));
         assert_eq!(r.status(), 200);
         let h = r.headers();
         assert_eq!(h["content-type"], "text/plain; charset=utf-8");
@@ -674,7 +905,7 @@ mod tests {
                 .uri("/")
                 .body(())
                 .unwrap();
-            let r = block_on(answer(&echo(), &req));
+            let r = block_on(answer(&on_loopback(echo()), &req));
             assert_eq!(r.status(), code, "{m}");
             if code == 405 {
                 assert_eq!(r.headers()["allow"], "GET, HEAD");
@@ -683,8 +914,9 @@ mod tests {
         // Blocking pages give the same answer (from a blocking thread).
         let blocking = Pages::blocking(|r: &Request| Response::text(201, r.path.clone()));
         let req = hyper::Request::builder().uri("/a").body(()).unwrap();
-        assert_eq!(block_on(answer(&blocking, &req)).status(), 201);
-        let r = to_hyper(Response::text(42, "x").with("Vary", "Accept"));
+        assert_eq!(block_on(answer(&on_loopback(blocking), &req)).status(), 201);
+        let budget = Budget::new(LIMITS.max_unread);
+        let r = to_hyper(Response::text(42, "x").with("Vary", "Accept"), &budget);
         assert_eq!(r.status(), 500);
         assert_eq!(r.headers()["vary"], "Accept");
     }
@@ -739,7 +971,7 @@ mod tests {
 
     #[test]
     fn live_pages() {
-        let mut live = Live::default();
+        let mut live = Live::starting(snapshot(1).run.clone(), &["thread 0".into(), "all".into()]);
         let page = |live: &Live, path: &str, accept: Option<&str>| {
             live_page(
                 &Request {
@@ -751,8 +983,43 @@ mod tests {
         };
         // Before the first snapshot.
         assert_eq!(page(&live, "/api/snapshot", None).status, 503);
+        // `/metrics` names the run and its series, every counter at 0, from
+        // the first scrape (not an empty answer that looks like a dead run).
         let m = page(&live, "/metrics", None);
-        assert_eq!((m.status, m.body.len()), (200, 0));
+        assert_eq!(m.status, 200);
+        let text = String::from_utf8(m.body).unwrap();
+        assert!(
+            text.contains("\nrtscope_run_info{experiment=\"cyclic\",host=\"h\",kernel=\"k\",preemption=\"p\",plan=\"plan\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nrtscope_samples_total{series=\"thread 0\"} 0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nrtscope_overruns_total{series=\"thread 0\"} 0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nrtscope_latency_seconds_count{series=\"thread 0\"} 0\n"),
+            "{text}"
+        );
+        assert!(!text.contains("series=\"all\""), "{text}");
+        assert!(
+            !text.contains("rtscope_latency_max_seconds{"),
+            "no max yet: {text}"
+        );
+        let m = page(&live, "/metrics", Some("application/openmetrics-text"));
+        let om = String::from_utf8(m.body).unwrap();
+        assert!(
+            om.contains("\nrtscope_run_info{experiment=\"cyclic\""),
+            "{om}"
+        );
+        assert!(
+            om.contains("\nrtscope_samples_total{series=\"thread 0\"} 0\n"),
+            "{om}"
+        );
+        assert!(om.ends_with("# EOF\n"));
         live.push(Arc::new(snapshot(1)));
         live.push(Arc::new(snapshot(2)));
         assert_eq!(live.latest.as_ref().unwrap().seq, 2);
@@ -794,7 +1061,8 @@ mod tests {
         let addr = l.local_addr().unwrap();
         let done = Arc::new(AtomicBool::new(false));
         let d = done.clone();
-        let t = std::thread::spawn(move || serve_live(l, sub, d));
+        let first = Live::starting(snapshot(1).run.clone(), &["thread 0".into()]);
+        let t = std::thread::spawn(move || serve_live(l, sub, d, first, &[]));
         let get = |path: &str| {
             let mut s = TcpStream::connect(addr).unwrap();
             s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -848,13 +1116,17 @@ mod tests {
 
     impl Server {
         fn start(limits: Limits) -> Self {
+            Server::start_with(limits, echo())
+        }
+
+        fn start_with(limits: Limits, pages: Pages) -> Self {
             let l = TcpListener::bind("127.0.0.1:0").unwrap();
             let addr = l.local_addr().unwrap();
             let done = Arc::new(AtomicBool::new(false));
             let ticks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
             let (d, t) = (done.clone(), ticks.clone());
             let thread = std::thread::spawn(move || {
-                serve(l, &d, echo(), limits, || {
+                serve(l, &d, pages, limits, || {
                     t.fetch_add(1, Ordering::Relaxed);
                 })
             });
@@ -892,7 +1164,116 @@ mod tests {
             connection_timeout: Duration::from_secs(2),
             max_head: 8192,
             max_headers: 8,
+            max_unread: 1 << 20,
         }
+    }
+
+    #[test]
+    fn requests_for_other_hosts_are_refused() {
+        let s = Server::start(small());
+        for ok in [
+            "localhost",
+            "localhost:8080",
+            "127.0.0.1:80",
+            "[::1]:8080",
+            "h",
+        ] {
+            let r = s.get(format!("GET /x HTTP/1.1\r\nHost: {ok}\r\n\r\n").as_bytes());
+            assert!(r.starts_with("HTTP/1.1 200"), "{ok}: {r}");
+        }
+        // What a DNS-rebinding page's requests carry: the attacker's name.
+        for bad in [
+            "evil.example",
+            "evil.example:8080",
+            "10.0.0.1",
+            "h.evil.example",
+        ] {
+            let r = s.get(format!("GET /x HTTP/1.1\r\nHost: {bad}\r\n\r\n").as_bytes());
+            assert!(r.starts_with("HTTP/1.1 421"), "{bad}: {r}");
+            assert!(!r.contains("GET /x"), "{bad}: answered: {r}");
+        }
+        let r = s.get(b"GET http://evil.example/x HTTP/1.1\r\nHost: localhost\r\n\r\n");
+        assert!(r.starts_with("HTTP/1.1 421"), "{r}");
+        let r = s.get(b"GET /x HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n\r\n");
+        assert!(
+            r.starts_with("HTTP/1.1 421") || r.starts_with("HTTP/1.1 400"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn unread_pages_are_bounded_in_all() {
+        let page = vec![b'x'; 24 << 20];
+        let s = Server::start_with(
+            Limits {
+                max_unread: 40 << 20,
+                connection_timeout: Duration::from_secs(30),
+                ..small()
+            },
+            Pages::inline(move |_| Response::new(200, "text/plain", page.clone())),
+        );
+        // A client that asks and never reads: its page stays (mostly) unsent.
+        let mut idle = TcpStream::connect(s.addr).unwrap();
+        idle.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let r = s.get(b"GET / HTTP/1.1\r\n\r\n");
+        assert!(r.starts_with("HTTP/1.1 503"), "{}", &r[..r.len().min(200)]);
+        assert!(
+            r.contains("\r\nRetry-After: 1\r\n"),
+            "{}",
+            &r[..r.len().min(200)]
+        );
+        // Once it has gone, its part is free again.
+        drop(idle);
+        std::thread::sleep(Duration::from_millis(300));
+        let r = s.get(b"GET / HTTP/1.1\r\n\r\n");
+        assert!(r.starts_with("HTTP/1.1 200"), "{}", &r[..r.len().min(200)]);
+        assert_eq!(r.len() - r.find("\r\n\r\n").unwrap() - 4, 24 << 20);
+    }
+
+    #[test]
+    fn a_blocking_page_is_not_rendered_for_a_client_that_has_gone() {
+        let rendered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let n = rendered.clone();
+        let s = Server::start_with(
+            Limits {
+                connection_timeout: Duration::from_secs(30),
+                ..LIMITS
+            },
+            Pages::blocking(move |_| {
+                n.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(600));
+                Response::text(200, "slow\n")
+            }),
+        );
+        // Pages take every blocking thread; ten more clients ask and go.
+        let busy: Vec<TcpStream> = (0..BLOCKING_THREADS)
+            .map(|_| {
+                let mut c = TcpStream::connect(s.addr).unwrap();
+                c.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+                c
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(200));
+        for _ in 0..10 {
+            let mut c = TcpStream::connect(s.addr).unwrap();
+            c.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+            drop(c);
+        }
+        for mut c in busy {
+            let mut b = String::new();
+            c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let _ = c.read_to_string(&mut b);
+            assert!(b.ends_with("slow\n"), "{b}");
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        assert_eq!(
+            rendered.load(Ordering::SeqCst),
+            BLOCKING_THREADS,
+            "pages rendered for gone clients"
+        );
+        // One that stays is answered.
+        assert!(s.get(b"GET / HTTP/1.1\r\n\r\n").ends_with("slow\n"));
     }
 
     #[test]

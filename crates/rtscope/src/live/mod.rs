@@ -16,6 +16,8 @@
 //! never holds the aggregator. The per-sample work (the interval accumulators
 //! and the fixed Prometheus buckets) is done by the aggregator.
 
+pub mod body;
+pub mod host;
 pub mod http;
 pub mod metrics;
 pub mod serve;
@@ -64,6 +66,8 @@ pub struct LiveOptions {
     pub listen: Option<String>,
     /// `--listen-any`: allow a non-loopback address.
     pub listen_any: bool,
+    /// `--allow-host NAME`: more `Host` names the server answers for.
+    pub allow_hosts: Vec<String>,
     /// `--live`: full-screen terminal UI.
     pub tui: bool,
 }
@@ -78,6 +82,7 @@ impl Default for LiveOptions {
             baud: None,
             listen: None,
             listen_any: false,
+            allow_hosts: vec![],
             tui: false,
         }
     }
@@ -95,7 +100,10 @@ impl LiveOptions {
             http::parse_addr(a, self.listen_any)?;
         } else if self.listen_any {
             return Err(usage("--listen-any needs --listen ADDR"));
+        } else if !self.allow_hosts.is_empty() {
+            return Err(usage("--allow-host needs --listen ADDR"));
         }
+        host::check_names(&self.allow_hosts)?;
         if self.tui && self.stream.as_deref().is_some_and(|s| s.as_os_str() == "-") {
             return Err(usage(
                 "--live and --stream - both want stdout: stream to a file or a FIFO",
@@ -735,6 +743,9 @@ impl Sinks {
                 .map_or_else(|_| addr.clone(), |a| a.to_string());
             let sub = hub.subscribe_windowed(Duration::from_millis(500));
             let d = done.clone();
+            // `/metrics` names the run and its series from the first scrape.
+            let first = http::Live::starting(hub.run.clone(), &labels);
+            let hosts = opts.allow_hosts.clone();
             let cpus = sink_cpus(&rtscope_core::units::online_cpus(), measured_cpus);
             threads.push(
                 std::thread::Builder::new()
@@ -745,7 +756,7 @@ impl Sinks {
                             // leaves the thread where it was.
                             let _ = rtscope_core::sys::set_affinity(&c);
                         }
-                        http::serve_live(server, sub, d)
+                        http::serve_live(server, sub, d, first, &hosts)
                     })?,
             );
             if !quiet {

@@ -12,18 +12,34 @@
 //! served directory, and names each file by its alias
 //! ([`crate::report::redact::alias`]) instead of its name.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::SystemTime;
 
 use anyhow::Result;
 
 use rtscope_core::result::ResultDocument;
 
-use super::http::{self, Request, Response};
+use super::http::{self, Gone, Request, Response};
 use crate::error::{usage, EXIT_OK};
 use crate::report::esc;
 
+/// Pages rendered from a whole document (`/run`, `/compare`, `/raw` with
+/// `--redact`) at once; a request beyond is answered `503` at once rather
+/// than queued, so that the list and the files are answered meanwhile.
+const RENDERS: usize = 2;
+
 /// The most documents the list shows.
 const MAX_LISTED: usize = 1000;
+
+/// The most files of DIR looked at (the newest): what the index holds.
+const MAX_INDEXED: usize = 4 * MAX_LISTED;
+
+/// The largest document served or read for a page (as every reader of
+/// result documents: [`ResultDocument::read`]); a larger file is left out of
+/// the list and refused (`413`).
+pub const MAX_DOCUMENT: u64 = 256 << 20;
 
 /// What `rtscope serve` serves, where.
 #[derive(Debug, Clone, Default)]
@@ -34,6 +50,8 @@ pub struct ServeOptions {
     pub listen: String,
     /// Allow an address other than loopback.
     pub listen_any: bool,
+    /// `--allow-host`: more `Host` names to answer for.
+    pub allow_hosts: Vec<String>,
     /// Leave out what identifies the machine.
     pub redact: bool,
 }
@@ -46,21 +64,24 @@ pub fn run(a: &ServeOptions) -> Result<i32> {
     if !dir.is_dir() {
         return Err(usage(format!("{}: not a directory", a.dir.display())));
     }
+    super::host::check_names(&a.allow_hosts)?;
     let listener = http::bind(&a.listen, a.listen_any)?;
     let bound = listener
         .local_addr()
         .map_or_else(|_| a.listen.clone(), |x| x.to_string());
     let signals = crate::signals::StopSignals::install()?;
-    crate::output::say(&format!(
-        "serving the results in {} on http://{bound}/ (Ctrl-C stops)\n",
-        crate::output::printable(&dir.display().to_string())
-    ));
+    let shown = crate::output::printable(&dir.display().to_string()).into_owned();
     let flag = signals.flag.clone();
-    let redact = a.redact;
+    let index = Index::new(dir, a.redact);
+    // Indexed once now; then each request looks only at what changed.
+    index.lock().refresh(&Gone::default());
+    crate::output::say(&format!(
+        "serving the results in {shown} on http://{bound}/ (Ctrl-C stops)\n"
+    ));
     http::serve(
         listener,
         &flag,
-        http::Pages::blocking(move |req| page(&dir, req, redact)),
+        http::Pages::blocking(move |req| page(&index, req)).allow_hosts(&a.allow_hosts),
         http::LIMITS,
         || {},
     )
@@ -120,57 +141,290 @@ fn read_as_is(p: &Path, redact: bool) -> Result<ResultDocument, Response> {
     }
 }
 
-fn page(dir: &Path, req: &Request, redact: bool) -> Response {
-    // With --redact, files are named by their alias (the names carry hosts).
-    let resolve = |dir: &Path, name: &str| match redact {
-        true => match crate::report::redact::unalias(dir, name) {
-            Some(n) => resolve(dir, &href(&n)),
-            None => Err(Response::text(404, "no such result\n")),
-        },
-        false => resolve(dir, name),
-    };
+/// What identifies a version of a file: a change of any of these and it is
+/// read again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Key {
+    len: u64,
+    mtime: SystemTime,
+    ino: u64,
+    dev: u64,
+}
+
+impl Key {
+    fn of(m: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Key {
+            len: m.len(),
+            mtime: m.modified().unwrap_or(std::time::UNIX_EPOCH),
+            ino: m.ino(),
+            dev: m.dev(),
+        }
+    }
+}
+
+/// A result's line in the list (its figures, redacted when the server is).
+#[derive(Debug, Clone)]
+struct Row {
+    /// The file's name as the list shows it (redacted when the server is).
+    name: String,
+    experiment: String,
+    host: String,
+    started: String,
+    duration: String,
+    figures: String,
+    warnings: usize,
+}
+
+/// What a file of DIR is.
+#[derive(Debug, Clone)]
+enum Kind {
+    /// A result document: listed and served.
+    Result(Row),
+    /// Larger than [`MAX_DOCUMENT`]: not read.
+    TooLarge,
+    /// Anything else (other JSON, a broken file): neither listed nor served.
+    Other,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    key: Key,
+    kind: Kind,
+}
+
+/// The documents of DIR, each read once per version: a request looks at
+/// the directory's entries (names, sizes, times) and reads only the files
+/// that are new or changed, so that a page of the list costs a directory
+/// scan, not a parse of every document.
+pub struct Index {
+    dir: PathBuf,
+    redact: bool,
+    state: Mutex<Entries>,
+    /// Renders under way (at most [`RENDERS`]).
+    renders: std::sync::atomic::AtomicUsize,
+}
+
+/// A render slot, given back when dropped.
+#[derive(Debug)]
+struct Rendering<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for Rendering<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+struct Entries {
+    dir: PathBuf,
+    redact: bool,
+    /// By file name.
+    files: HashMap<String, Entry>,
+    /// The names looked at, newest first.
+    order: Vec<String>,
+}
+
+impl Index {
+    pub fn new(dir: PathBuf, redact: bool) -> Self {
+        Index {
+            state: Mutex::new(Entries {
+                dir: dir.clone(),
+                redact,
+                files: HashMap::new(),
+                order: vec![],
+            }),
+            dir,
+            redact,
+            renders: Default::default(),
+        }
+    }
+
+    /// A render slot, or the `503` to answer when [`RENDERS`] are under way.
+    fn render_slot(&self) -> Result<Rendering<'_>, Response> {
+        use std::sync::atomic::Ordering;
+        let n = self.renders.fetch_add(1, Ordering::AcqRel);
+        let slot = Rendering(&self.renders);
+        if n >= RENDERS {
+            return Err(
+                Response::text(503, "busy: other pages are being rendered; try again\n")
+                    .with("Retry-After", "1"),
+            );
+        }
+        Ok(slot)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Whether `name` (with metadata `m`, not following a symlink) is a file the
+/// server may list: a regular file named `*.json`, not hidden.
+fn candidate(name: &str, m: &std::fs::Metadata) -> bool {
+    m.is_file() && name.ends_with(".json") && !name.starts_with('.')
+}
+
+impl Entries {
+    /// Reads what changed in DIR since the last look (stops reading when
+    /// the client has gone).
+    fn refresh(&mut self, gone: &Gone) {
+        let mut seen: Vec<(SystemTime, String, Key)> = std::fs::read_dir(&self.dir)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter_map(|e| {
+                        let name = e.file_name().into_string().ok()?;
+                        let meta = e.metadata().ok()?;
+                        candidate(&name, &meta).then(|| {
+                            let k = Key::of(&meta);
+                            (k.mtime, name, k)
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        seen.sort_by(|a, b| (b.0, &b.1).cmp(&(a.0, &a.1)));
+        seen.truncate(MAX_INDEXED);
+        let names: std::collections::HashSet<&str> =
+            seen.iter().map(|(_, n, _)| n.as_str()).collect();
+        self.files.retain(|n, _| names.contains(n.as_str()));
+        for (_, name, key) in &seen {
+            if gone.is_set() {
+                break;
+            }
+            self.update(name, *key);
+        }
+        self.order = seen.into_iter().map(|(_, n, _)| n).collect();
+    }
+
+    /// The entry of `name` as of `key`, read again if it changed.
+    fn update(&mut self, name: &str, key: Key) -> &Entry {
+        let stale = self.files.get(name).is_none_or(|e| e.key != key);
+        if stale {
+            let kind = if key.len > MAX_DOCUMENT {
+                Kind::TooLarge
+            } else {
+                match read(&self.dir.join(name), false) {
+                    Ok(doc) if self.redact => {
+                        let (doc, shown) =
+                            crate::report::redact::served(&doc, name, &self.dir);
+                        Kind::Result(row_of(&doc, shown))
+                    }
+                    Ok(doc) => Kind::Result(row_of(&doc, name.to_string())),
+                    Err(_) => Kind::Other,
+                }
+            };
+            self.files.insert(name.to_string(), Entry { key, kind });
+        }
+        &self.files[name]
+    }
+
+    /// The listed file a request names (percent-encoded), with its key as
+    /// of now; else the answer: what the list does not show is not served.
+    /// With `--redact`, files are named by their alias (the names carry
+    /// hosts): a request by the name itself is not found.
+    fn lookup(&mut self, raw: &str) -> Result<(String, PathBuf, Entry), Response> {
+        let unaliased;
+        let raw = match self.redact {
+            true => match crate::report::redact::unalias(&self.dir, raw) {
+                Some(n) => {
+                    unaliased = href(&n);
+                    unaliased.as_str()
+                }
+                None => return Err(Response::text(404, "no such result\n")),
+            },
+            false => raw,
+        };
+        let path = resolve(&self.dir, raw)?;
+        // The name asked for (`resolve` has checked it), not its target's.
+        let name = percent_encoding::percent_decode_str(raw)
+            .decode_utf8_lossy()
+            .into_owned();
+        let not_listed = || Response::text(404, "no such result\n");
+        // As the list sees it: the entry itself, not a symlink's target.
+        let meta = std::fs::symlink_metadata(self.dir.join(&name)).map_err(|_| not_listed())?;
+        if !candidate(&name, &meta) {
+            return Err(not_listed());
+        }
+        let e = self.update(&name, Key::of(&meta)).clone();
+        match e.kind {
+            Kind::Result(_) => Ok((name, path, e)),
+            Kind::TooLarge => Err(too_large()),
+            Kind::Other => Err(not_listed()),
+        }
+    }
+}
+
+fn too_large() -> Response {
+    Response::text(
+        413,
+        format!(
+            "too large: result documents over {} MiB are not served\n",
+            MAX_DOCUMENT >> 20
+        ),
+    )
+}
+
+/// The list's figures of a document.
+fn row_of(doc: &ResultDocument, name: String) -> Row {
+    Row {
+        name,
+        experiment: doc.experiment.clone(),
+        host: doc.system.hostname.clone().unwrap_or_else(|| "–".into()),
+        started: doc.started_at.clone(),
+        duration: crate::report::html::duration_text(doc),
+        figures: key_figures(doc),
+        warnings: crate::report::html::doc_warnings(doc).len(),
+    }
+}
+
+fn page(index: &Index, req: &Request) -> Response {
     let html = |status, body: String| Response::new(status, "text/html; charset=utf-8", body);
+    let redact = index.redact;
     if req.path == "/" || req.path == "/index.html" {
-        return html(200, list(dir, None, redact));
+        return html(200, list(index, None, &req.gone));
     }
     if let Some(name) = req.path.strip_prefix("/base/") {
-        return match resolve(dir, name) {
+        let found = index.lock().lookup(name);
+        return match found {
             Err(r) => r,
-            Ok(p) => {
-                let base = p.file_name().map(|n| n.to_string_lossy().into_owned());
-                html(200, list(dir, base.as_deref(), redact))
-            }
+            Ok((base, _, _)) => html(200, list(index, Some(&base), &req.gone)),
         };
     }
     if let Some(pair) = req.path.strip_prefix("/compare/") {
         let Some((a, b)) = pair.split_once('/') else {
             return Response::text(404, "not found: /compare/BASE.json/RUN.json\n");
         };
-        return match (resolve(dir, a), resolve(dir, b)) {
-            (Err(r), _) | (_, Err(r)) => r,
-            (Ok(pa), Ok(pb)) => compare(&pa, &pb, redact),
+        let found = {
+            let mut ix = index.lock();
+            (ix.lookup(a), ix.lookup(b))
+        };
+        return match (found, index.render_slot()) {
+            ((Err(r), _) | (_, Err(r)), _) | (_, Err(r)) => r,
+            ((Ok((_, pa, _)), Ok((_, pb, _))), Ok(_slot)) => compare(&pa, &pb, redact, &req.gone),
         };
     }
     if let Some(name) = req.path.strip_prefix("/run/") {
-        return match resolve(dir, name) {
-            Err(r) => r,
-            Ok(p) => match read(&p, redact) {
+        let found = index.lock().lookup(name);
+        return match (found, index.render_slot()) {
+            (Err(r), _) | (_, Err(r)) => r,
+            (Ok((_, p, _)), Ok(_slot)) => match read(&p, redact) {
                 Ok(doc) => html(200, crate::report::render_html(std::slice::from_ref(&doc))),
                 Err(r) => r,
             },
         };
     }
     if let Some(name) = req.path.strip_prefix("/raw/") {
-        return match resolve(dir, name) {
+        let found = index.lock().lookup(name);
+        return match found {
             Err(r) => r,
-            Ok(p) if redact => match read(&p, true) {
-                Ok(doc) => Response::new(200, "application/json", doc.to_json()),
+            Ok((_, p, _)) if redact => match index.render_slot() {
                 Err(r) => r,
+                Ok(_slot) => match read(&p, true) {
+                    Ok(doc) => Response::new(200, "application/json", doc.to_json()),
+                    Err(r) => r,
+                },
             },
-            Ok(p) => match std::fs::read(&p) {
-                Ok(b) => Response::new(200, "application/json", b),
-                Err(_) => Response::text(404, "no such result\n"),
-            },
+            Ok((name, p, e)) => raw(index, &name, &p, e.key),
         };
     }
     Response::text(
@@ -179,9 +433,40 @@ fn page(dir: &Path, req: &Request, redact: bool) -> Response {
     )
 }
 
+/// `/raw/NAME`: the file as it is, streamed (read a chunk at a time as the
+/// client takes it), if what is opened is the version the index read.
+fn raw(index: &Index, name: &str, p: &Path, key: Key) -> Response {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(f) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(p)
+    else {
+        return Response::text(404, "no such result\n");
+    };
+    let Ok(meta) = f.metadata() else {
+        return Response::text(404, "no such result\n");
+    };
+    let now = Key::of(&meta);
+    if now != key {
+        // Replaced or rewritten since it was looked up: read again, and
+        // serve the version opened only if it is a result too.
+        let e = index.lock().update(name, now).clone();
+        match e.kind {
+            Kind::Result(_) if meta.is_file() => {}
+            Kind::TooLarge => return too_large(),
+            _ => return Response::text(404, "no such result\n"),
+        }
+    }
+    if now.len > MAX_DOCUMENT {
+        return too_large();
+    }
+    Response::file("application/json", f, now.len)
+}
+
 /// The comparison page of two results (the first the baseline), as
 /// `rtscope compare A B --html` renders it.
-fn compare(a: &Path, b: &Path, redact: bool) -> Response {
+fn compare(a: &Path, b: &Path, redact: bool, gone: &Gone) -> Response {
     use crate::report::{compare, run_names, Run};
     let paths = [a.to_path_buf(), b.to_path_buf()];
     // Redacted: named by file stem, never by the served directory's path.
@@ -194,6 +479,9 @@ fn compare(a: &Path, b: &Path, redact: bool) -> Response {
     };
     let mut runs = Vec::new();
     for (p, name) in paths.iter().zip(names) {
+        if gone.is_set() {
+            return Response::text(503, "the client has gone\n");
+        }
         match read_as_is(p, redact) {
             Ok(doc) => runs.push(Run {
                 name,
@@ -246,40 +534,40 @@ fn key_figures(doc: &ResultDocument) -> String {
         .join(" · ")
 }
 
-/// The list of result documents in `dir`, newest first, with their key
+/// The list of result documents in DIR, newest first, with their key
 /// figures; with `base` picked, every other run links to its comparison
 /// with it, else each links to be picked as the baseline.
-fn list(dir: &Path, base: Option<&str>, redact: bool) -> String {
-    let mut files: Vec<(std::time::SystemTime, String)> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter_map(|e| {
-                    let name = e.file_name().into_string().ok()?;
-                    let meta = e.metadata().ok()?;
-                    (meta.is_file() && name.ends_with(".json") && !name.starts_with('.'))
-                        .then(|| (meta.modified().unwrap_or(std::time::UNIX_EPOCH), name))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort_by(|a, b| b.cmp(a));
+fn list(index: &Index, base: Option<&str>, gone: &Gone) -> String {
+    let (dir, redact) = (index.dir.as_path(), index.redact);
+    let (listed, too_large) = {
+        let mut ix = index.lock();
+        ix.refresh(gone);
+        let rows: Vec<(String, Row)> = ix
+            .order
+            .iter()
+            .filter_map(|n| match &ix.files.get(n)?.kind {
+                Kind::Result(r) => Some((n.clone(), r.clone())),
+                _ => None,
+            })
+            .take(MAX_LISTED)
+            .collect();
+        let big = ix
+            .files
+            .values()
+            .filter(|e| matches!(e.kind, Kind::TooLarge))
+            .count();
+        (rows, big)
+    };
     // Only runs of the baseline's experiment are offered to compare with it.
-    let base_experiment = base.and_then(|b| Some(read(&dir.join(b), false).ok()?.experiment));
+    let base_experiment = base.and_then(|b| {
+        listed
+            .iter()
+            .find(|(n, _)| n == b)
+            .map(|(_, r)| r.experiment.clone())
+    });
     let mut rows = String::new();
-    let mut shown = 0;
-    for (_, name) in &files {
-        if shown == MAX_LISTED {
-            break;
-        }
-        // Only rtscope results are listed (other JSON files are skipped).
-        let Ok(doc) = read(&dir.join(name), false) else {
-            continue;
-        };
-        shown += 1;
-        let (doc, shown_name) = match redact {
-            true => crate::report::redact::served(&doc, name, dir),
-            false => (doc, name.clone()),
-        };
+    let shown = listed.len();
+    for (name, doc) in &listed {
         let h = match redact {
             true => crate::report::redact::alias(name),
             false => href(name),
@@ -303,13 +591,13 @@ fn list(dir: &Path, base: Option<&str>, redact: bool) -> String {
         let up = if base.is_some() { "../" } else { "" };
         rows.push_str(&format!(
             "<tr><td class=\"l\"><a href=\"{up}run/{h}\">{n}</a></td><td class=\"l\">{e}</td><td class=\"l\">{host}</td><td class=\"l\">{t}</td><td>{dur}</td><td class=\"l\">{fig}</td><td>{w}</td><td class=\"l\">{pick}</td><td><a href=\"{up}raw/{h}\">json</a></td></tr>\n",
-            n = esc(&shown_name),
+            n = esc(&doc.name),
             e = esc(&doc.experiment),
-            host = esc(doc.system.hostname.as_deref().unwrap_or("–")),
-            t = esc(&doc.started_at),
-            dur = esc(&crate::report::html::duration_text(&doc)),
-            fig = esc(&key_figures(&doc)),
-            w = crate::report::html::doc_warnings(&doc).len(),
+            host = esc(&doc.host),
+            t = esc(&doc.started),
+            dur = esc(&doc.duration),
+            fig = esc(&doc.figures),
+            w = doc.warnings,
         ));
     }
     let shown_dir = dir.display().to_string();
@@ -326,8 +614,16 @@ fn list(dir: &Path, base: Option<&str>, redact: bool) -> String {
         ),
         None => "Pick a run as the baseline, then the run to compare with it.".into(),
     };
+    let left_out = match too_large {
+        0 => String::new(),
+        n => format!(
+            " {n} file{} over {} MiB left out.",
+            if n == 1 { "" } else { "s" },
+            MAX_DOCUMENT >> 20
+        ),
+    };
     let body = format!(
-        "<h1>rtscope results</h1><p>{shown} result document{} in {}. {how}</p>\
+        "<h1>rtscope results</h1><p>{shown} result document{} in {}.{left_out} {how}</p>\
          <table class=\"runs\"><thead><tr><th class=\"l\">file</th><th class=\"l\">experiment</th><th class=\"l\">host</th><th class=\"l\">started</th><th>duration</th><th class=\"l\">key figures</th><th>warnings</th><th class=\"l\">compare</th><th></th></tr></thead><tbody>{rows}</tbody></table>",
         if shown == 1 { "" } else { "s" },
         esc(&shown_dir)
@@ -338,6 +634,19 @@ fn list(dir: &Path, base: Option<&str>, redact: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The body of an answer, a file's read whole.
+    fn body_of(r: &Response) -> Vec<u8> {
+        use std::io::Read;
+        match &r.file {
+            Some(f) => {
+                let mut b = vec![];
+                (&*f.file).take(f.len).read_to_end(&mut b).unwrap();
+                b
+            }
+            None => r.body.clone(),
+        }
+    }
 
     #[test]
     fn pages_list_render_and_return_results() {
@@ -354,7 +663,8 @@ mod tests {
         doc.write(&dir.join(".hidden.json")).unwrap();
         doc.write(&dir.join("notes.txt")).unwrap();
         std::fs::write(dir.join("other.json"), "{\"not\": \"a result\"}").unwrap();
-        let get = |path: &str| page(&dir, &Request::get(path), false);
+        let index = Index::new(dir.clone(), false);
+        let get = |path: &str| page(&index, &Request::get(path));
         for index in ["/", "/index.html"] {
             let r = get(index);
             assert_eq!(r.status, 200, "{index}");
@@ -365,8 +675,10 @@ mod tests {
         let r = get("/run/my%20run.json");
         assert_eq!(r.status, 200);
         assert!(String::from_utf8(r.body).unwrap().contains("<html"));
-        assert_eq!(get("/raw/my%20run.json").body, doc.to_json());
-        assert_eq!(get("/run/other.json").status, 422);
+        assert_eq!(body_of(&get("/raw/my%20run.json")), doc.to_json());
+        // Not a result: not listed, so not served either.
+        assert_eq!(get("/run/other.json").status, 404);
+        assert_eq!(get("/raw/other.json").status, 404);
         assert_eq!(get("/nope").status, 404);
         assert_eq!(href("a b/ü-_.~.json"), "a%20b%2F%C3%BC-_.~.json");
     }
@@ -411,9 +723,11 @@ mod tests {
         let mut other = doc_of(40_000, "lab-box-7");
         other.experiment = "ipc".into();
         other.write(&dir.join("c.json")).unwrap();
+        let plain = Index::new(dir.clone(), false);
+        let redacted = Index::new(dir.clone(), true);
         let get = |path: &str, redact: bool| {
-            let r = page(&dir, &Request::get(path), redact);
-            (r.status, String::from_utf8(r.body).unwrap())
+            let r = page(if redact { &redacted } else { &plain }, &Request::get(path));
+            (r.status, String::from_utf8(body_of(&r)).unwrap())
         };
         let (st, index) = get("/", false);
         assert_eq!(st, 200);
@@ -468,6 +782,20 @@ mod tests {
             assert!(!body.contains("lab-box-7"), "{path}: {body}");
             assert!(!body.contains("secret=42"), "{path}: {body}");
         }
+    }
+
+    #[test]
+    fn renders_beyond_the_bound_are_answered_busy() {
+        let index = Index::new(PathBuf::from("/nonexistent"), false);
+        let a = index.render_slot().unwrap();
+        let b = index.render_slot().unwrap();
+        let busy = index.render_slot().unwrap_err();
+        assert_eq!(busy.status, 503);
+        assert_eq!(busy.headers, vec![("Retry-After", "1")]);
+        drop(a);
+        let _c = index.render_slot().unwrap();
+        assert!(index.render_slot().is_err());
+        drop(b);
     }
 
     #[test]

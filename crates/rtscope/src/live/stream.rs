@@ -34,6 +34,9 @@ pub fn open(dest: &Path, baud: Option<u32>) -> Result<Dest> {
         if baud.is_some() {
             return Err(usage("--baud: --stream - is stdout, not a serial device"));
         }
+        // Stdout is the stream now: the summary and every other line for a
+        // person go to stderr, so that `--stream - | jq` reads only lines.
+        crate::output::human_to_stderr();
         return Ok(Dest::Stdout);
     }
     let shown = dest.display();

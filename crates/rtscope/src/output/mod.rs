@@ -34,9 +34,25 @@ pub fn us1(ns: f64) -> String {
     format!("{:.1}", ns / 1000.0)
 }
 
-/// Writes `text` to stdout, ignoring a closed pipe (`rtscope ... | head`).
+/// Whether stdout carries a machine-read stream (`--stream -`): what
+/// [`say`] writes for a person then goes to stderr.
+static HUMAN_ON_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on, what [`say`] writes goes to stderr: stdout is the JSON-lines
+/// or CSV stream of `--stream -`, which a summary would corrupt.
+pub fn human_to_stderr() {
+    HUMAN_ON_STDERR.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Writes `text` to stdout (stderr after [`human_to_stderr`]), ignoring a
+/// closed pipe (`rtscope ... | head`).
 pub fn say(text: &str) {
     use std::io::Write;
+    if HUMAN_ON_STDERR.load(std::sync::atomic::Ordering::Relaxed) {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+        return;
+    }
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
