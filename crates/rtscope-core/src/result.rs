@@ -703,9 +703,8 @@ pub struct GateCheck {
     pub unit: String,
     /// The measured value (same unit), `null` when not recorded.
     pub value: Option<f64>,
-    /// Without a value: a bound the statistic is known to lie below (ns):
-    /// an hwlat series without samples, whose every gap was below the
-    /// threshold. Absent otherwise.
+    /// Without a value, a bound (ns) it is known to lie below: an hwlat
+    /// series without samples, every gap below the threshold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub below: Option<f64>,
     /// Whether this check failed the run.
