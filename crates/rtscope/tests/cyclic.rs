@@ -449,8 +449,8 @@ fn sigint_ends_a_long_wait_at_once() {
 fn absurd_values_are_refused_fast() {
     let _turn = alongside();
     let cases: &[(&[&str], &str)] = &[
-        (&["-i", "2h"], "-i"),
-        (&["-i", "5000000h"], "-i"),
+        (&["-i", "2h"], "--period"),
+        (&["-i", "5000000h"], "--period"),
         (&["--start-delay", "1000d"], "--start-delay"),
         (&["--start-delay", "61m"], "--start-delay"),
         (&["-t", "3", "-i", "1ms", "--distance", "1h"], "--distance"),
