@@ -521,7 +521,12 @@ fn live_view_at_80x24_shows_the_tail_the_columns_and_warnings_while_running() {
     let mut views = Vec::new();
     for _ in 0..150 {
         let s = tmux.capture(&session);
-        if s.contains("[q] stop") && s.contains("│all ") {
+        // A whole frame only: a capture taken while the terminal is being
+        // redrawn mixes two frames (under load the full suite caught a new
+        // table's max beside the previous frame's histogram); two captures
+        // in a row that agree are one frame.
+        let whole = s == tmux.capture(&session);
+        if whole && s.contains("[q] stop") && s.contains("│all ") {
             views.push(s);
         } else if done.exists() {
             break;

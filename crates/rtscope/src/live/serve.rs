@@ -305,8 +305,7 @@ impl Entries {
             } else {
                 match read(&self.dir.join(name), false) {
                     Ok(doc) if self.redact => {
-                        let (doc, shown) =
-                            crate::report::redact::served(&doc, name, &self.dir);
+                        let (doc, shown) = crate::report::redact::served(&doc, name, &self.dir);
                         Kind::Result(row_of(&doc, shown))
                     }
                     Ok(doc) => Kind::Result(row_of(&doc, name.to_string())),

@@ -202,7 +202,10 @@ impl Run {
         // another `cargo test` beside this one) is not refused as a second
         // run. A test that means to share one sets it with `env`.
         cmd.args(&self.args)
-            .env("RTSCOPE_HWLAT_LOCK", self.dir.path().join("hwlat-user.lock"))
+            .env(
+                "RTSCOPE_HWLAT_LOCK",
+                self.dir.path().join("hwlat-user.lock"),
+            )
             .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
