@@ -76,8 +76,11 @@ ci_apt_install() {
 # fast enough to run). Fails with the tool's name, never hangs past
 # CI_INSTALL_TIMEOUT.
 ci_cargo_tool() {
-  local name=$1 version=$2 have
-  if have=$("$ci_tools_dir/bin/$name" --version 2>/dev/null) && [[ "$have" == *" $version"* ]]; then
+  local name=$1 version=$2 have bin="$ci_tools_dir/bin/$1"
+  # A cargo subcommand run by itself may want its name first, as cargo
+  # passes it (`cargo-mutants mutants --version`).
+  if have=$("$bin" "${name#cargo-}" --version 2>/dev/null || "$bin" --version 2>/dev/null) &&
+    [[ "$have" == *" $version"* ]]; then
     return 0
   fi
   local t0 rc=0
