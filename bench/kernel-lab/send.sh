@@ -1,5 +1,7 @@
-# The kernel lab's console transport, guest side (sourced by init; also by
-# test-transport.sh on the host). lab_send_console DIR writes every file under
+# The kernel lab's results transport, guest side (sourced by init; also by
+# test-transport.sh on the host): lab_send_disk writes the results to the
+# results disk (a virtio disk whose driver the lab carries), which no kernel
+# message can reach; lab_send_console is the fallback. lab_send_console DIR writes every file under
 # DIR to stdout as transport.py reads it: a manifest first (so that the host
 # can name what a cut stream lost), then per file its gzip in base64 in chunk
 # lines of 800 characters, each with its file index, chunk index and MD5 head,
@@ -31,6 +33,36 @@ lab_send_console() {
   echo "@@LAB-DATA-END $n@@"
   rm -f /tmp/lab-chunks
   )
+}
+
+# lab_manifest DIR: "SIZE SHA256 PATH" for every file under DIR, sorted.
+lab_manifest() {
+  (
+  cd "$1" || return 1
+  find . -type f | sed 's|^\./||' | sort | while read -r f; do
+    echo "$(wc -c <"$f") $(sha256sum <"$f" | cut -c1-64) $f"
+  done
+  )
+}
+
+# lab_send_disk DIR DEV: every file under DIR as a gzipped tar on the block
+# device DEV at 256 KiB, after a header that transport.py --disk reads:
+# "RTSCOPE-LAB-RESULTS 1 SIZE SHA256 NFILES" and the manifest (lab_manifest),
+# so that the host checks each file and names any it did not get. The header
+# is written last: a disk whose header reads holds the whole archive.
+lab_send_disk() {
+  lab_manifest "$1" >/tmp/lab-manifest || return 1
+  tar -C "$1" -cf - . | gzip -c >/tmp/lab-data.tgz || return 1
+  {
+    echo "RTSCOPE-LAB-RESULTS 1 $(wc -c </tmp/lab-data.tgz) $(sha256sum </tmp/lab-data.tgz | cut -c1-64) $(grep -c . /tmp/lab-manifest)"
+    cat /tmp/lab-manifest
+    echo "RTSCOPE-LAB-END"
+  } >/tmp/lab-header
+  [ "$(wc -c </tmp/lab-header)" -lt 262144 ] || return 1
+  dd if=/dev/zero of="$2" bs=4096 count=1 conv=notrunc,fsync 2>/dev/null &&
+    dd if=/tmp/lab-data.tgz of="$2" bs=4096 seek=64 conv=notrunc,fsync 2>/dev/null &&
+    dd if=/tmp/lab-header of="$2" bs=4096 conv=notrunc,fsync 2>/dev/null || return 1
+  rm -f /tmp/lab-data.tgz
 }
 
 # lab_drain: wait until the serial ports have sent what was written (their tx

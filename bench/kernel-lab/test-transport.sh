@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Offline test of the lab's console transport (send.sh's encoder, transport.py's
-# decoder), seconds: kernel lines spliced into chunks (with and without a
-# timestamp), between lines, and a stream cut in its last file. Uses the
+# Offline test of the lab's results transport (send.sh's encoders, transport.py's
+# decoders), seconds: on the console, kernel lines spliced into chunks (with
+# and without a timestamp), between lines, and a stream cut in its last file;
+# on the results disk, a whole archive and a damaged one. Uses the
 # guest's busybox when the lab's cache holds it, else the host's tools.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -53,4 +54,21 @@ rc=0; python3 "$here/transport.py" "$t/bad" "$t/out" 2>"$t/err" || rc=$?
 # 4. No stream: status 1.
 rc=0; echo "reboot: Power down" >"$t/none"; python3 "$here/transport.py" "$t/none" "$t/out" 2>/dev/null || rc=$?
 [ "$rc" = 1 ] || fail "no stream: status $rc, not 1"
+# 5. The results disk: every file back and checked against the manifest; a
+# damaged archive gives back the files that still match and names the rest;
+# no header, status 1.
+truncate -s 8M "$t/disk.img"
+"$sh" -c ". '$here/send.sh'; lab_send_disk '$t/in' '$t/disk.img'" || fail "lab_send_disk failed"
+mkdir -p "$t/out3" "$t/out4"
+python3 "$here/transport.py" --disk "$t/disk.img" "$t/out3" 2>"$t/err" || fail "disk: status $? ($(cat "$t/err"))"
+for f in a.json b.txt sub/c.rc z.bin; do cmp -s "$t/in/$f" "$t/out3/$f" || fail "disk: $f differs"; done
+printf 'XXXXXXXX' | dd of="$t/disk.img" bs=1 seek=$((256 * 1024 + 2000)) conv=notrunc 2>/dev/null
+rc=0; python3 "$here/transport.py" --disk "$t/disk.img" "$t/out4" 2>"$t/err" || rc=$?
+[ "$rc" = 3 ] && grep -q '^lost file 1 (a.json)' "$t/err" || fail "damaged disk: status $rc, $(cat "$t/err")"
+for f in b.txt sub/c.rc z.bin; do  # each one back whole, or named lost
+  cmp -s "$t/in/$f" "$t/out4/$f" || grep -q "($f)" "$t/err" || fail "damaged disk: $f neither back nor named"
+done
+truncate -s 0 "$t/disk.img"; truncate -s 8M "$t/disk.img"
+rc=0; python3 "$here/transport.py" --disk "$t/disk.img" "$t/out4" 2>/dev/null || rc=$?
+[ "$rc" = 1 ] || fail "empty disk: status $rc, not 1"
 echo "test-transport: ok ($([ "$sh" = sh ] && echo "host tools" || echo busybox); $(wc -l <"$t/stream") lines)"

@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
-"""Decode the kernel lab's console results (the guest's init, lab_send_console).
+"""Read the kernel lab's results (the guest's init: send.sh).
 
-    transport.py LOG OUTDIR
+    transport.py --disk IMAGE OUTDIR    the results disk (lab_send_disk)
+    transport.py LOG OUTDIR             the console stream (lab_send_console)
+
+The disk: a header "RTSCOPE-LAB-RESULTS 1 SIZE SHA256 NFILES", NFILES manifest
+lines "SIZE SHA256 PATH" and "RTSCOPE-LAB-END", then at 256 KiB the gzipped
+tar of SIZE bytes. Every file of the archive that matches its manifest line is
+written; any other is named lost.
 
 The stream, one line each: "@@LAB-DATA-BEGIN 2 N@@"; a manifest line per file
 "@@LAB-M I SIZE SHA256 PATH"; the file's gzip in base64, in chunk lines
@@ -11,14 +17,17 @@ one (a printk lands mid-line on the serial console): "[ seconds] text" is cut
 out wherever it is, and a chunk line whose checksum still fails is joined with
 the next all-base64 line. Every file whose data is complete and whose SHA-256
 matches is written; the others are listed on stderr, one line each.
-Exit status: 0 every file came back, 3 some were lost, 1 no stream at all.
+Exit status: 0 every file came back, 3 some were lost (one line each on
+stderr), 1 no results at all.
 """
 import base64
 import gzip
 import hashlib
+import io
 import os
 import re
 import sys
+import tarfile
 
 KMSG = re.compile(r"\[ *\d+\.\d+\] [^\n]*\n")
 B64 = re.compile(r"^[A-Za-z0-9+/=]*$")
@@ -100,17 +109,68 @@ def decode(text):
     return files, lost, total
 
 
+DISK_DATA = 256 * 1024
+
+
+def read_disk(image):
+    """Returns (files, lost, total) as decode() does; total None: no results."""
+    with open(image, "rb") as f:
+        head = f.read(DISK_DATA)
+        text = head.split(b"\0", 1)[0].decode("utf-8", "replace").split("\n")
+        m = re.match(r"RTSCOPE-LAB-RESULTS 1 (\d+) ([0-9a-f]{64}) (\d+)$", text[0])
+        if not m or "RTSCOPE-LAB-END" not in text:
+            return {}, [], None
+        size, sha, total = int(m.group(1)), m.group(2), int(m.group(3))
+        manifest = []
+        for line in text[1:text.index("RTSCOPE-LAB-END")]:
+            msize, msha, path = line.split(" ", 2)
+            manifest.append((int(msize), msha, path))
+        data = f.read(size)
+    got = {}
+    why = None
+    if len(data) != size or hashlib.sha256(data).hexdigest() != sha:
+        why = "the archive on the disk does not match its size and SHA-256"
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            for member in tar:
+                if member.isfile():
+                    got[os.path.normpath(member.name)] = tar.extractfile(member).read()
+    except Exception as e:  # a damaged archive: the files read before it count
+        why = why or "the archive on the disk is damaged (%s)" % e
+    files, lost = {}, []
+    for i, (msize, msha, path) in enumerate(manifest, 1):
+        raw = got.get(os.path.normpath(path))
+        if raw is None:
+            lost.append((i, path, why or "not in the archive"))
+        elif len(raw) != msize or hashlib.sha256(raw).hexdigest() != msha:
+            lost.append((i, path, "its data does not match its size and SHA-256"))
+        else:
+            files[path] = raw
+    return files, lost, total
+
+
 def main():
-    if len(sys.argv) != 3:
-        print("usage: transport.py LOG OUTDIR", file=sys.stderr)
+    args = sys.argv[1:]
+    disk = args[:1] == ["--disk"]
+    if disk:
+        args = args[1:]
+    if len(args) != 2:
+        print("usage: transport.py [--disk IMAGE | LOG] OUTDIR", file=sys.stderr)
         return 2
-    with open(sys.argv[1], "rb") as f:
-        text = f.read().decode("utf-8", "replace")
-    files, lost, total = decode(text)
+    if disk:
+        files, lost, total = read_disk(args[0])
+    else:
+        with open(args[0], "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+        files, lost, total = decode(text)
     if total is None and not files:
         return 1
-    for path, raw in files.items():
-        dest = os.path.join(sys.argv[2], os.path.normpath(path).lstrip("./"))
+    for path, raw in sorted(files.items()):
+        rel = os.path.normpath(path)
+        if os.path.isabs(rel) or rel.split(os.sep)[0] == "..":
+            lost.append((0, path, "a path outside the results directory"))
+            continue
+        dest = os.path.join(args[1], rel)
         os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
         with open(dest, "wb") as f:
             f.write(raw)
