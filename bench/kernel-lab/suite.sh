@@ -9,9 +9,9 @@ ncpu=$(grep -c ^processor /proc/cpuinfo)
 # The readiness audit: PREEMPT_RT, the virtual machine, tracefs, ...
 lab_run check 60 check --json check.json --fix-script fix.sh
 
-# Periodic wake-ups, untraced and split into kernel stages (6.1's event
-# formats; the accuracy check against the kernel's own bound must pass), and
-# what ran around the late ones.
+# Periodic wake-ups, untraced and split into kernel stages (in the guest
+# kernel's own event formats; the accuracy check against the kernel's own
+# bound must pass), and what ran around the late ones.
 lab_run cyclic 60 cyclic -D 3s -i 1ms --json cyclic.json
 lab_run cyclic-trace 90 cyclic -D 3s -i 1ms --trace --json cyclic-trace.json
 lab_run cyclic-outliers 90 cyclic -D 3s -i 1ms --trace-outliers 100us --json cyclic-outliers.json
@@ -129,3 +129,33 @@ echo $? >sigint.rc
 sleep 1
 ps >sigint-ps-after.txt
 echo "@@LAB ran sigint rc=$(cat sigint.rc): rtscope cyclic -D 60s --load cpu:50 --load mem-churn:30, SIGINT after 4 s"
+
+# The kernel's own referee, on PREEMPT_RT kernels: Debian's rtla timerlat and
+# rtscope cyclic --trace, alternately, twice each, on the same CPU, period
+# (1 ms) and priority (SCHED_FIFO 95). The host (bench/kernel-lab/referee, run
+# by verify and by the lab's summary) holds rtscope's timer stage mean against
+# rtla's IRQ latency average and timer + wakeup + sched against its thread
+# latency average. rtla comes in with --files (bench/kernel-lab/rtla-files);
+# without it the referee is skipped and referee-skipped.txt says why.
+if [ "$(cat /sys/kernel/realtime 2>/dev/null)" = 1 ] || uname -v | grep -q PREEMPT_RT; then
+  ref_cpu=1
+  [ "$ncpu" -gt 1 ] || ref_cpu=0
+  if [ ! -x /lab/files/rtla/run ]; then
+    echo "no rtla in the guest (make a directory with bench/kernel-lab/rtla-files ARCH DIR and give the lab --files DIR)" \
+      >referee-skipped.txt
+    echo "@@LAB ran referee skipped: $(cat referee-skipped.txt)"
+  else
+    cat /lab/files/rtla/VERSION >referee-rtla-version.txt 2>/dev/null
+    for round in 1 2; do
+      # rtla (libtracefs) mounts tracefs when it is not: unmounted again after,
+      # as the rest of the suite expects a fresh machine.
+      mounted=$(grep -c ' /sys/kernel/tracing ' /proc/mounts)
+      timeout 60 /lab/files/rtla/run timerlat top -q -n -c "$ref_cpu" -p 1000 -P f:95 -d 3s \
+        >referee-rtla-$round.out 2>referee-rtla-$round.err
+      echo $? >referee-rtla-$round.status
+      [ "$mounted" = 0 ] && grep -q ' /sys/kernel/tracing ' /proc/mounts && umount /sys/kernel/tracing
+      echo "@@LAB ran referee-rtla-$round exit $(cat referee-rtla-$round.status): rtla timerlat top -q -n -c $ref_cpu -p 1000 -P f:95 -d 3s"
+      lab_run referee-rtscope-$round 90 cyclic -a "$ref_cpu" -p 95 -i 1ms -D 3s --trace --json referee-rtscope-$round.json
+    done
+  fi
+fi
