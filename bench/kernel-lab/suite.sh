@@ -131,12 +131,12 @@ ps >sigint-ps-after.txt
 echo "@@LAB ran sigint rc=$(cat sigint.rc): rtscope cyclic -D 60s --load cpu:50 --load mem-churn:30, SIGINT after 4 s"
 
 # The kernel's own referee, on PREEMPT_RT kernels: Debian's rtla timerlat and
-# rtscope cyclic --trace, alternately, twice each, on the same CPU, period
+# rtscope cyclic --trace, alternately, three times each, on the same CPU, period
 # (1 ms) and priority (SCHED_FIFO 95). The host (bench/kernel-lab/referee, run
 # by verify and by the lab's summary) holds rtscope's timer stage mean against
 # rtla's IRQ latency average and timer + wakeup + sched against its thread
-# latency average. rtla comes in with --files (bench/kernel-lab/rtla-files);
-# without it the referee is skipped and referee-skipped.txt says why.
+# latency average (the median of the rounds' ratios). rtla comes in with
+# --files (bench/kernel-lab/rtla-files); without it the referee is skipped and referee-skipped.txt says why.
 if [ "$(cat /sys/kernel/realtime 2>/dev/null)" = 1 ] || uname -v | grep -q PREEMPT_RT; then
   ref_cpu=1
   [ "$ncpu" -gt 1 ] || ref_cpu=0
@@ -146,7 +146,7 @@ if [ "$(cat /sys/kernel/realtime 2>/dev/null)" = 1 ] || uname -v | grep -q PREEM
     echo "@@LAB ran referee skipped: $(cat referee-skipped.txt)"
   else
     cat /lab/files/rtla/VERSION >referee-rtla-version.txt 2>/dev/null
-    for round in 1 2; do
+    for round in 1 2 3; do
       # rtla (libtracefs) mounts tracefs when it is not: unmounted again after,
       # as the rest of the suite expects a fresh machine.
       mounted=$(grep -c ' /sys/kernel/tracing ' /proc/mounts)
