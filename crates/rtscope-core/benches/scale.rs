@@ -61,7 +61,11 @@ fn main() {
     let cpus = args.first().copied().unwrap_or(256) as usize;
     let rate = args.get(1).copied().unwrap_or(10_000);
     let seconds = args.get(2).copied().unwrap_or(2);
-    let period = 1_000_000_000 / rate;
+    let period = 1_000_000_000 / rate.max(1);
+    assert!(
+        period > 20_000,
+        "at most 50 kHz (a wait's events span 15 µs)"
+    );
     let poll = 10_000_000u64;
     let origin = 1_000_000_000u64;
     let tids: Vec<i32> = (0..cpus as i32).map(|c| 10_000 + c).collect();
@@ -87,6 +91,7 @@ fn main() {
     let mut batch: Vec<Event> = Vec::new();
     let mut pending: Vec<Event> = Vec::new();
     let (mut t_agg, mut t_join_s, mut t_trace) = (0u64, 0u64, 0u64);
+    let (mut t_sort, mut t_track) = (0u64, 0u64);
     let (mut n_samples, mut n_events) = (0u64, 0u64);
     let mut newest_intended = 0u64;
     let wall = Instant::now();
@@ -109,7 +114,9 @@ fn main() {
                 let ev = |ts: u64, pid: i32, kind: Kind| Event { ts, cpu, pid, kind };
                 pending.extend([
                     ev(
-                        e - period + lat + 200,
+                        // Armed after the previous wait's exit (at most
+                        // 11.3 µs after its expiry).
+                        e - period + 15_000,
                         tid,
                         Kind::HrtimerStart {
                             hrtimer,
@@ -186,9 +193,13 @@ fn main() {
         tracker.losses(&batch, from);
         batch.sort_by_key(|x| x.ts);
         let ready = batch.partition_point(|x| x.ts <= to);
+        let ts0 = thread_cpu_ns();
         for x in &batch[..ready] {
             tracker.event(x);
         }
+        let ts1 = thread_cpu_ns();
+        t_sort += ts0 - t2;
+        t_track += ts1 - ts0;
         n_events += ready as u64;
         batch.drain(..ready);
         for w in tracker.take() {
@@ -228,13 +239,19 @@ fn main() {
         t_trace as f64 / n_events.max(1) as f64
     );
     println!(
+        "    of which: sorting a poll's events {:.1}, WakeTracker::event {:.1}, wake-ups to the joiners, stages and expiry {:.1} ns/sample",
+        per(t_sort),
+        per(t_track),
+        per(t_trace - t_sort - t_track)
+    );
+    println!(
         "  total        {:7.1} ns/sample: {:.1} % of one core at this load, headroom {:.1}x",
         per(total),
         core_share * 100.0,
         1.0 / core_share
     );
     println!(
-        "  joined {} of {n_samples} samples (the rest wait for events after the end)",
-        stages.joined
+        "  joined {} of {n_samples} samples (the rest wait for events after the end), {} incomplete",
+        stages.joined, stages.incomplete
     );
 }
