@@ -19,8 +19,16 @@
 #                   nohz_full holds CPU 1, 1 otherwise
 #   nohz-split.err  the same line on a failure (bench/kernel-lab/verify
 #                   prints a failed .rc with the end of its .err)
-# so `bench/kernel-lab/verify lab/nohz` (every NAME.rc must be 0) or
-# `grep -q PASS lab/nohz/nohz-split.out` tells the verdict.
+# The verdict of this suite alone: `test "$(cat lab/nohz/nohz-split.rc)" = 0`
+# or `grep -q '^nohz-split: PASS' lab/nohz/nohz-split.out`.
+# bench/kernel-lab/verify checks the default suite's files: on this suite's
+# results alone most of its checks fail (no check.json, ...), but its loop
+# over NAME.rc prints "ok cyclic-nohz exit 0" and "ok nohz-split exit 0" or
+# "FAIL nohz-split exit 1: nohz-split: FAIL ...", so a guest that sources
+# this file after suite.sh (same /out) is verified whole by it.
+# Measured (TCG): Debian's 6.1 PREEMPT_RT 1861 of 1861 (2076-sample run
+# before the fix: 1466, FAIL), 6.12.117 PREEMPT_RT 470 of 472 (before: 317
+# of 502).
 
 nohz=$(cat /sys/devices/system/cpu/nohz_full 2>/dev/null)
 lab_run cyclic-nohz 90 cyclic -a 1 -D 3s -i 1ms --trace --json cyclic-nohz.json
