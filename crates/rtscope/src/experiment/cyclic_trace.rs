@@ -380,22 +380,7 @@ impl Tracer {
             ));
             warnings.extend(loud.iter().cloned());
         } else if report.samples > report.joined {
-            let why = if self.tracker.unseen_expiry > 0 {
-                format!(
-                    " ({} timers of the threads fired where the trace did not look: traced CPUs {}; a thread's timer fires on a housekeeping CPU under nohz_full and kernel.timer_migration=1)",
-                    self.tracker.unseen_expiry,
-                    cpu_names(&self.inst.cpus)
-                )
-            } else {
-                String::new()
-            };
-            let line = format!(
-                "{} of {} samples not split into stages: {} without their kernel wake-up, {} whose record lacks the timer interrupt or the syscall exit{why}",
-                report.samples - report.joined,
-                report.samples,
-                report.unmatched_samples,
-                report.incomplete
-            );
+            let line = unsplit_line(&report, self.tracker.unseen_expiry, &self.inst.cpus);
             loud.push(line.clone());
             warnings.push(line);
         }
@@ -414,6 +399,27 @@ impl Tracer {
         (series, report, warnings, loud)
         // `self.inst` is dropped here: the instance is removed.
     }
+}
+
+/// The warning of samples left unsplit (without losses), with why where the
+/// tracker saw it: `unseen` timers of the threads expired on CPUs outside
+/// `cpus`, the traced ones.
+fn unsplit_line(report: &TraceReport, unseen: u64, cpus: &[usize]) -> String {
+    let why = if unseen > 0 {
+        format!(
+            " ({unseen} timers of the threads fired where the trace did not look: traced CPUs {}; a thread's timer fires on a housekeeping CPU under nohz_full and kernel.timer_migration=1)",
+            cpu_names(cpus)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{} of {} samples not split into stages: {} without their kernel wake-up, {} whose record lacks the timer interrupt or the syscall exit{why}",
+        report.samples - report.joined,
+        report.samples,
+        report.unmatched_samples,
+        report.incomplete
+    )
 }
 
 /// A CPU list as `0-3,8` (`all` when empty).
@@ -558,6 +564,28 @@ mod tests {
             pid: 0,
             kind,
         }
+    }
+
+    #[test]
+    fn unsplit_samples_say_why() {
+        let report = TraceReport {
+            samples: 2076,
+            joined: 1466,
+            unmatched_samples: 610,
+            ..Default::default()
+        };
+        // The nohz_full case: timers re-armed with no expiry seen.
+        assert_eq!(
+            unsplit_line(&report, 609, &[1]),
+            "610 of 2076 samples not split into stages: 610 without their kernel wake-up, \
+             0 whose record lacks the timer interrupt or the syscall exit (609 timers of the \
+             threads fired where the trace did not look: traced CPUs 1; a thread's timer fires \
+             on a housekeeping CPU under nohz_full and kernel.timer_migration=1)"
+        );
+        // Nothing seen that explains it: the counts only.
+        assert!(unsplit_line(&report, 0, &[]).ends_with("the syscall exit"));
+        assert_eq!(cpu_names(&[]), "all");
+        assert_eq!(cpu_names(&[0, 1, 2, 5]), "0-2,5");
     }
 
     #[test]
