@@ -72,11 +72,12 @@ impl Owner {
         }
     }
 
-    /// A readable name (`irq 11 virtio0`, `softirq TIMER`, `kworker/1:2[88]`).
-    pub fn name(&self, d: &Decoder, symbol: &dyn Fn(u64) -> Option<String>) -> String {
+    /// A readable name (`irq 11 virtio0`, `softirq TIMER`, `kworker/1:2[88]`)
+    /// of an owner of `cpu`.
+    pub fn name(&self, d: &Decoder, cpu: u32, symbol: &dyn Fn(u64) -> Option<String>) -> String {
         match *self {
             Owner::Own => "untraced (kernel entry/exit, or the host)".into(),
-            Owner::Task(p) => format!("thread {}", d.task_name(p)),
+            Owner::Task(p) => format!("thread {}", d.task_name(p, cpu)),
             Owner::Irq(n) => match d.irq_names.get(&n) {
                 Some(name) => format!("irq {n} {name}"),
                 None => format!("irq {n}"),
@@ -490,7 +491,7 @@ mod tests {
         ];
         for (o, kind, name) in cases {
             assert_eq!(o.kind(), kind, "{o:?}");
-            assert_eq!(o.name(&d, &sym), name, "{o:?}");
+            assert_eq!(o.name(&d, 1, &sym), name, "{o:?}");
         }
     }
 

@@ -361,10 +361,11 @@ impl Decoder {
         Some(Event { ts, cpu, pid, kind })
     }
 
-    /// A task's name as `comm[pid]`, or `pid N`.
-    pub fn task_name(&self, pid: i32) -> String {
+    /// A task's name as `comm[pid]`, or `pid N`; the idle task (pid 0 on
+    /// every CPU) as `swapper/CPU (idle)`, of `cpu`, the CPU the task ran on.
+    pub fn task_name(&self, pid: i32, cpu: u32) -> String {
         match self.comms.get(&pid) {
-            Some(c) if pid == 0 => format!("{c} (idle)"),
+            _ if pid == 0 => format!("swapper/{cpu} (idle)"),
             Some(c) => format!("{c}[{pid}]"),
             None => format!("pid {pid}"),
         }
@@ -608,10 +609,13 @@ mod tests {
         );
         // Names learnt on the way.
         assert_eq!(d.irq_names.get(&11).map(String::as_str), Some("virtio0"));
-        assert_eq!(d.task_name(88), "kworker/1:2[88]");
-        assert_eq!(d.task_name(0), "swapper/1 (idle)");
-        assert_eq!(d.task_name(99), "rtscope[99]");
-        assert_eq!(d.task_name(5), "pid 5");
+        assert_eq!(d.task_name(88, 1), "kworker/1:2[88]");
+        assert_eq!(d.task_name(0, 1), "swapper/1 (idle)");
+        // Every CPU's idle task has pid 0: its name is the CPU's, not the
+        // first one seen (swapper/1 above).
+        assert_eq!(d.task_name(0, 3), "swapper/3 (idle)");
+        assert_eq!(d.task_name(99, 1), "rtscope[99]");
+        assert_eq!(d.task_name(5, 1), "pid 5");
         // An event that was not registered.
         let f = format("timer_start");
         assert!(d.decode(0, 0, &record(&f, 1, &[], &[])).is_none());

@@ -276,6 +276,8 @@ pub struct Instance {
     pub events: u64,
     /// Whether rtscope mounted tracefs for this instance.
     pub mounted: bool,
+    /// The CPUs traced (empty: all).
+    pub cpus: Vec<usize>,
     _mount: Option<TracefsMount>,
 }
 
@@ -285,6 +287,60 @@ fn write_setting(p: &Path, v: &str) -> Result<(), TraceError> {
         .open(p)
         .and_then(|mut f| f.write_all(v.as_bytes()))
         .map_err(|e| TraceError::Setting(p.to_path_buf(), e))
+}
+
+/// The CPUs whose events a trace of threads pinned to `measured` needs:
+/// `measured`, and where their timers fire. A thread's sleep timer is queued
+/// on its own CPU unless that CPU is `nohz_full` (not a housekeeping CPU of
+/// timers) and timer migration is on (`kernel.timer_migration`, the
+/// default): the kernel then queues it on a housekeeping CPU, whose
+/// interrupt fires it and wakes the thread from there. Those housekeeping
+/// CPUs (the online CPUs neither `nohz_full` nor `isolated`, or if none, the
+/// online CPUs not `nohz_full`) are added then. Sorted, without repeats.
+pub fn timer_cpus(
+    measured: &[usize],
+    online: &[usize],
+    nohz_full: &[usize],
+    isolated: &[usize],
+    migration: bool,
+) -> Vec<usize> {
+    let mut cpus = measured.to_vec();
+    if migration && measured.iter().any(|c| nohz_full.contains(c)) {
+        let hk: Vec<usize> = online
+            .iter()
+            .copied()
+            .filter(|c| !nohz_full.contains(c) && !isolated.contains(c))
+            .collect();
+        if hk.is_empty() {
+            cpus.extend(online.iter().filter(|c| !nohz_full.contains(c)));
+        } else {
+            cpus.extend(hk);
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
+
+/// [`timer_cpus`] of this machine, from `/sys/devices/system/cpu/{online,
+/// nohz_full,isolated}` and `/proc/sys/kernel/timer_migration` under `root`
+/// (`/`); a file that cannot be read counts as empty (timer migration: on).
+pub fn timer_cpus_of(root: &Path, measured: &[usize]) -> Vec<usize> {
+    let list = |p: &str| {
+        std::fs::read_to_string(root.join(p))
+            .ok()
+            .and_then(|s| crate::units::parse_cpu_list(s.trim()).ok())
+            .unwrap_or_default()
+    };
+    let migration = std::fs::read_to_string(root.join("proc/sys/kernel/timer_migration"))
+        .map_or(true, |s| s.trim() != "0");
+    timer_cpus(
+        measured,
+        &list("sys/devices/system/cpu/online"),
+        &list("sys/devices/system/cpu/nohz_full"),
+        &list("sys/devices/system/cpu/isolated"),
+        migration,
+    )
 }
 
 /// A CPU list as a `tracing_cpumask` value (32-bit words, comma-separated).
@@ -401,6 +457,7 @@ impl Instance {
             lost_events: 0,
             events: 0,
             mounted: mount.is_some(),
+            cpus: cfg.cpus.clone(),
             _mount: mount,
         };
         // From here on, an error drops `inst`, which removes the instance.
@@ -947,6 +1004,38 @@ mod tests {
             }
         }
         assert_eq!(page_layout(Failing), PageLayout::default());
+    }
+
+    #[test]
+    fn timer_cpus_add_the_housekeeping_cpus_of_nohz_full_threads() {
+        let online = [0, 1, 2, 3];
+        // isolcpus=1 nohz_full=1: a thread on CPU 1 has its timers on 0, 2, 3.
+        assert_eq!(timer_cpus(&[1], &online, &[1], &[1], true), [0, 1, 2, 3]);
+        // isolcpus=1-3 nohz_full=1-3: CPU 0 keeps house.
+        assert_eq!(
+            timer_cpus(&[2], &online, &[1, 2, 3], &[1, 2, 3], true),
+            [0, 2]
+        );
+        // Timer migration off: timers stay on their CPU.
+        assert_eq!(timer_cpus(&[1], &online, &[1], &[1], false), [1]);
+        // A thread on a CPU that is not nohz_full (isolated only).
+        assert_eq!(timer_cpus(&[3, 2], &online, &[1], &[1, 2], true), [2, 3]);
+        // Every CPU isolated but not all nohz_full: the ones not nohz_full.
+        assert_eq!(timer_cpus(&[1], &[0, 1], &[1], &[0, 1], true), [0, 1]);
+        // From files: an empty nohz_full file (a kernel without it) adds nothing.
+        let d = std::env::temp_dir().join(format!("rtscope-timer-cpus-{}", std::process::id()));
+        let cpu = d.join("sys/devices/system/cpu");
+        std::fs::create_dir_all(&cpu).unwrap();
+        std::fs::create_dir_all(d.join("proc/sys/kernel")).unwrap();
+        std::fs::write(cpu.join("online"), "0-3\n").unwrap();
+        std::fs::write(cpu.join("nohz_full"), "\n").unwrap();
+        assert_eq!(timer_cpus_of(&d, &[1]), [1]);
+        std::fs::write(cpu.join("nohz_full"), "1\n").unwrap();
+        std::fs::write(cpu.join("isolated"), "1\n").unwrap();
+        assert_eq!(timer_cpus_of(&d, &[1]), [0, 1, 2, 3]);
+        std::fs::write(d.join("proc/sys/kernel/timer_migration"), "0\n").unwrap();
+        assert_eq!(timer_cpus_of(&d, &[1]), [1]);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

@@ -84,6 +84,10 @@ pub struct WakeTracker {
     pub incomplete: u64,
     /// Waits in progress given up because the kernel lost events.
     pub lost: u64,
+    /// Timers of the threads armed again after their expiry time with no
+    /// expiry seen: they fired where the trace did not look (a CPU outside
+    /// its mask), so their waits could not be followed.
+    pub unseen_expiry: u64,
     /// Spans of time in which some CPU lost events ([`WakeTracker::losses`]).
     blind: Vec<(u64, u64)>,
 }
@@ -117,8 +121,14 @@ impl WakeTracker {
                     self.incomplete += 1;
                     self.finish(w, e.ts);
                 }
-                self.timers
-                    .insert(hrtimer, (e.pid, softexpires, e.ts, e.cpu, function));
+                if let Some(old) = self
+                    .timers
+                    .insert(hrtimer, (e.pid, softexpires, e.ts, e.cpu, function))
+                {
+                    if old.1 < e.ts {
+                        self.unseen_expiry += 1;
+                    }
+                }
             }
             Kind::HrtimerEntry { hrtimer, now, .. } => {
                 if let Some((tid, expires, armed, armed_cpu, function)) = self
@@ -459,8 +469,9 @@ impl StageRecorder {
     }
 
     /// The worst samples, worst first, as the document keeps them
-    /// (`name` gives a task's name from its pid).
-    pub fn worst(&self, name: impl Fn(i32) -> String) -> Vec<WakeStages> {
+    /// (`name` gives a task's name from its pid and the CPU it ran on: the
+    /// task switched out for the thread ran on the CPU of its `sys_exit`).
+    pub fn worst(&self, name: impl Fn(i32, u32) -> String) -> Vec<WakeStages> {
         self.worst
             .iter()
             .map(|(series, s, w, st)| WakeStages {
@@ -476,7 +487,7 @@ impl StageRecorder {
                 return_ns: st.return_ns,
                 switch_return_ns: st.switch_return_ns,
                 rtscope_kernel_ns: st.rtscope_kernel_ns,
-                switched_from: w.switch_prev.map(&name),
+                switched_from: w.switch_prev.map(|p| name(p, w.exit_cpu)),
                 context: vec![],
             })
             .collect()
@@ -695,10 +706,12 @@ mod tests {
         assert_eq!((acc.checked, acc.below_kernel, acc.passed), (3, 1, false));
         assert_eq!((acc.min_ns, acc.max_ns), (-1_000, 10_000));
         // The two worst, worst first.
-        let worst = r.worst(|p| format!("task {p}"));
+        let worst = r.worst(|p, cpu| format!("task {p} on {cpu}"));
         let w: Vec<(i64, u64)> = worst.iter().map(|x| (x.latency_ns, x.seq)).collect();
         assert_eq!(w, [(20_000, 1), (12_500, 0)]);
-        assert_eq!(worst[1].switched_from.as_deref(), Some("task 0"));
+        // The task switched out is named with the CPU of the switch (every
+        // idle task has pid 0).
+        assert_eq!(worst[1].switched_from.as_deref(), Some("task 0 on 1"));
         assert_eq!(worst[0].switched_from, None);
         assert_eq!(r.worst_wakes().count(), 2);
         // An equal latency does not push out an earlier one.
@@ -711,7 +724,11 @@ mod tests {
             cpu: 1,
         };
         r.record("cpu1", &again, &w0).unwrap();
-        let seqs: Vec<u64> = r.worst(|p| p.to_string()).iter().map(|x| x.seq).collect();
+        let seqs: Vec<u64> = r
+            .worst(|p, _| p.to_string())
+            .iter()
+            .map(|x| x.seq)
+            .collect();
         assert_eq!(seqs, [1, 0]);
         // Nothing joined: nothing checked, and no pass.
         let r = StageRecorder::new(0, 0);
@@ -730,7 +747,65 @@ mod tests {
         assert_eq!(r.record("cpu1", &at, &w0).unwrap().rtscope_kernel_ns, 0);
         assert_eq!((r.joined, r.below_kernel), (1, 0));
         assert!(r.accuracy().passed);
-        assert!(r.worst(|p| p.to_string()).is_empty());
+        assert!(r.worst(|p, _| p.to_string()).is_empty());
+    }
+
+    /// nohz_full: the thread runs on CPU 1, its timer is queued on the
+    /// housekeeping CPU 0, whose interrupt fires it and wakes the thread.
+    fn nohz_wake(tid: i32, e: u64) -> Vec<Event> {
+        wake_events(tid, e, true)
+            .into_iter()
+            .map(|mut x| {
+                if matches!(x.kind, Kind::HrtimerEntry { .. } | Kind::Waking { .. }) {
+                    x.cpu = 0;
+                }
+                x
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_timer_fired_on_another_cpu_is_joined_by_thread() {
+        // Traced on both CPUs: every wait is followed and split.
+        let mut t = WakeTracker::new(&[42]);
+        let mut j = Joiner::default();
+        let mut r = StageRecorder::new(0, 1);
+        for k in 1..=4u64 {
+            for x in nohz_wake(42, k * 1_000_000) {
+                t.event(&x);
+            }
+        }
+        let wakes = t.take();
+        assert_eq!(wakes.len(), 4);
+        for w in &wakes {
+            assert_eq!((w.irq_cpu, w.exit_cpu), (0, 1));
+            let s = Sample {
+                seq: 0,
+                t_ns: w.expires_ns + 12_000,
+                latency_ns: 12_000,
+                overruns: 0,
+                cpu: 1,
+            };
+            assert!(j.sample(&s).is_none());
+            let (s, w) = j.wake(w).unwrap();
+            let st = r.record("cpu1", &s, &w).unwrap();
+            assert_eq!((st.timer_ns, st.wakeup_ns), (2_000, Some(2_000)));
+        }
+        assert_eq!((r.joined, t.unseen_expiry), (4, 0));
+        // Traced on CPU 1 only (the mask before housekeeping CPUs were
+        // added): no wait is followed, and each re-arming after an expiry
+        // nobody saw is counted, so the run can say why.
+        let mut t = WakeTracker::new(&[42]);
+        for k in 1..=4u64 {
+            for x in nohz_wake(42, k * 1_000_000)
+                .into_iter()
+                .filter(|x| x.cpu == 1)
+            {
+                t.event(&x);
+            }
+        }
+        assert!(t.take().is_empty());
+        assert_eq!(t.unseen_expiry, 3);
     }
 
     #[test]

@@ -101,8 +101,16 @@ const HISTORY_NS: u64 = 2_000_000_000;
 const JOIN_HORIZON_NS: u64 = 2_000_000_000;
 
 /// Opens the instance before the run (`Ok(None)`: `--trace=auto` and
-/// tracing is not possible; a note was printed unless `quiet`).
+/// tracing is not possible; a note was printed unless `quiet`). `cpus`: the
+/// measured CPUs (empty: all); the housekeeping CPUs where the timers of
+/// threads on `nohz_full` CPUs fire are traced too
+/// ([`rtscope_core::trace::timer_cpus`]).
 pub fn open(tp: &TracePlan, cpus: &[usize], quiet: bool) -> Result<Option<Instance>> {
+    let cpus = if cpus.is_empty() {
+        vec![]
+    } else {
+        rtscope_core::trace::timer_cpus_of(std::path::Path::new("/"), cpus)
+    };
     let mut events: Vec<String> = STAGE_EVENTS.iter().map(|s| s.to_string()).collect();
     if tp.outliers_ns.is_some() {
         for e in TraceConfig::noise_events() {
@@ -112,7 +120,7 @@ pub fn open(tp: &TracePlan, cpus: &[usize], quiet: bool) -> Result<Option<Instan
         }
     }
     let cfg = TraceConfig {
-        cpus: cpus.to_vec(),
+        cpus,
         events,
         buffer_kb: tp.buffer_kb,
     };
@@ -312,8 +320,10 @@ impl Tracer {
     }
 
     /// Ends tracing: the last events are read, the instance removed. Returns
-    /// the stage series, the report and warnings.
-    pub fn finish(mut self) -> (Vec<Series>, TraceReport, Vec<String>) {
+    /// the stage series, the report, warnings, and those of them that say
+    /// why samples were not split (for stderr, whatever `-q` asks).
+    #[allow(clippy::type_complexity)]
+    pub fn finish(mut self) -> (Vec<Series>, TraceReport, Vec<String>, Vec<String>) {
         self.inst.stop();
         self.pump_until(u64::MAX);
         let mut unmatched_samples = self.stray_samples;
@@ -325,7 +335,7 @@ impl Tracer {
         }
         let overruns = self.inst.overruns();
         let dec = &self.inst.decoder;
-        let mut worst = self.rec.worst(|p| dec.task_name(p));
+        let mut worst = self.rec.worst(|p, cpu| dec.task_name(p, cpu));
         for w in &mut worst {
             if let Some(c) = self
                 .contexts
@@ -359,22 +369,20 @@ impl Tracer {
             worst,
         };
         let mut warnings = Vec::new();
+        let mut loud = Vec::new();
         if report.lost_pages > 0 || report.overruns > 0 {
-            warnings.push(format!(
+            loud.push(format!(
                 "the trace lost events ({} overrun, {} pages with losses; raise --trace-buffer): {} of {} samples could not be split",
                 report.overruns,
                 report.lost_pages,
                 report.samples - report.joined,
                 report.samples
             ));
+            warnings.extend(loud.iter().cloned());
         } else if report.samples > report.joined {
-            warnings.push(format!(
-                "{} of {} samples not split into stages: {} without their kernel wake-up, {} whose record lacks the timer interrupt or the syscall exit",
-                report.samples - report.joined,
-                report.samples,
-                report.unmatched_samples,
-                report.incomplete
-            ));
+            let line = unsplit_line(&report, self.tracker.unseen_expiry, &self.inst.cpus);
+            loud.push(line.clone());
+            warnings.push(line);
         }
         if report.accuracy.below_kernel > 0 {
             warnings.push(format!(
@@ -388,9 +396,38 @@ impl Tracer {
             warnings.push(format!("trace filter not set (more events recorded): {e}"));
         }
         let series = self.rec.series();
-        (series, report, warnings)
+        (series, report, warnings, loud)
         // `self.inst` is dropped here: the instance is removed.
     }
+}
+
+/// The warning of samples left unsplit (without losses), with why where the
+/// tracker saw it: `unseen` timers of the threads expired on CPUs outside
+/// `cpus`, the traced ones.
+fn unsplit_line(report: &TraceReport, unseen: u64, cpus: &[usize]) -> String {
+    let why = if unseen > 0 {
+        format!(
+            " ({unseen} timers of the threads fired where the trace did not look: traced CPUs {}; a thread's timer fires on a housekeeping CPU under nohz_full and kernel.timer_migration=1)",
+            cpu_names(cpus)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{} of {} samples not split into stages: {} without their kernel wake-up, {} whose record lacks the timer interrupt or the syscall exit{why}",
+        report.samples - report.joined,
+        report.samples,
+        report.unmatched_samples,
+        report.incomplete
+    )
+}
+
+/// A CPU list as `0-3,8` (`all` when empty).
+fn cpu_names(cpus: &[usize]) -> String {
+    if cpus.is_empty() {
+        return "all".into();
+    }
+    rtscope_core::units::format_cpu_list(cpus)
 }
 
 /// What ran on the CPUs of a wake-up from the arming of its timer to its
@@ -479,7 +516,14 @@ pub fn context<'a>(
             Kind::Switch { prev_pid, .. } => {
                 let t0 = last_switch.insert(e.cpu, e.ts).unwrap_or(start);
                 if prev_pid != 0 && prev_pid != w.tid {
-                    push(&mut out, t0, e.ts, e.cpu, "task", dec.task_name(prev_pid));
+                    push(
+                        &mut out,
+                        t0,
+                        e.ts,
+                        e.cpu,
+                        "task",
+                        dec.task_name(prev_pid, e.cpu),
+                    );
                 }
             }
             _ => {}
@@ -520,6 +564,28 @@ mod tests {
             pid: 0,
             kind,
         }
+    }
+
+    #[test]
+    fn unsplit_samples_say_why() {
+        let report = TraceReport {
+            samples: 2076,
+            joined: 1466,
+            unmatched_samples: 610,
+            ..Default::default()
+        };
+        // The nohz_full case: timers re-armed with no expiry seen.
+        assert_eq!(
+            unsplit_line(&report, 609, &[1]),
+            "610 of 2076 samples not split into stages: 610 without their kernel wake-up, \
+             0 whose record lacks the timer interrupt or the syscall exit (609 timers of the \
+             threads fired where the trace did not look: traced CPUs 1; a thread's timer fires \
+             on a housekeeping CPU under nohz_full and kernel.timer_migration=1)"
+        );
+        // Nothing seen that explains it: the counts only.
+        assert!(unsplit_line(&report, 0, &[]).ends_with("the syscall exit"));
+        assert_eq!(cpu_names(&[]), "all");
+        assert_eq!(cpu_names(&[0, 1, 2, 5]), "0-2,5");
     }
 
     #[test]

@@ -627,7 +627,8 @@ pub fn execute_with(plan: &NoisePlan, engine: Engine) -> Result<Finished> {
                 .as_mut()
                 .expect("every CPU's attributor was made above");
             let d = &i.decoder;
-            let name = |o: &Owner| o.name(d, &|f| symbols.get(&f).cloned());
+            let cpu = p.cpu as u32;
+            let name = |o: &Owner| o.name(d, cpu, &|f| symbols.get(&f).cloned());
             let top: Vec<serde_json::Value> = a
                 .top()
                 .iter()

@@ -732,7 +732,10 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     }
     let mut trace_report = None;
     if let Some(tr) = agg.tracer.take() {
-        let (stage_series, report, w) = tr.finish();
+        let (stage_series, report, w, loud) = tr.finish();
+        if !ct_quiet {
+            let _ = std::io::stderr().write_all(run::warning_lines(&loud).as_bytes());
+        }
         series.extend(stage_series);
         warnings.extend(w);
         trace_report = Some(report);
