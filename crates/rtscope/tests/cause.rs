@@ -243,12 +243,15 @@ fn a_higher_priority_task_is_named_by_name_and_priority() {
         "hog: {} injected outliers: {right} right, {wrong} wrong, {unknown} unknown",
         inj.len()
     );
-    // At least half of the spins meet a wake-up (2 ms of every 100 ms at 1 ms).
+    // About 40 spins in 4 s, each meeting a wake-up or two (the hog also
+    // spins while rtscope starts and ends).
     assert!(
-        inj.len() >= windows.len() / 2,
-        "{} of {}",
+        inj.len() >= 10,
+        "{} injected outliers; {} spins; causes {:#}; warnings {:#}",
         inj.len(),
-        windows.len()
+        windows.len(),
+        causes,
+        doc["warnings"]
     );
     assert!(
         right * 100 >= inj.len() * 95,
@@ -276,15 +279,15 @@ fn a_throttled_rt_class_is_rt_throttling() {
         return;
     }
     let cpu = last_cpu();
-    // FIFO 1 (below the measuring thread's 95) spins for 3.5 s: the RT
-    // class is throttled at the end of each 1 s period (50 ms by default);
+    // FIFO 1 (below the measuring thread's 95) spins until the run ends:
+    // the RT class is throttled at the end of each 1 s period (50 ms by default);
     // a stretch of 20 ms without the spinner is that, not the measuring
     // thread (µs) nor the usual host noise.
     let inj = Injector::start(
         "rtscope-spin",
         cpu,
         1,
-        spinner(Duration::from_millis(3_500), Duration::from_millis(20)),
+        spinner(Duration::from_secs(60), Duration::from_millis(20)),
     );
     let doc = cyclic(cpu, 4, "5ms");
     let windows = inj.finish();
