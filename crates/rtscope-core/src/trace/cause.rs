@@ -212,10 +212,14 @@ pub struct Outlier<'a> {
 }
 
 /// Stretches of time in which each CPU's real-time class was throttled,
-/// from the events as they stream in: a `sched_switch` that sets a runnable
-/// real-time task aside for a lower priority (idle included) opens one; a
-/// real-time task running on the CPU again (switched in, or any event in its
-/// context) closes it. Also learns each task's kernel priority.
+/// from the events as they stream in. A real-time task switched out while
+/// runnable (preempted) waits on its CPU until it is switched in again
+/// (there or elsewhere); a `sched_switch` to a lower priority (idle
+/// included) while such a task waits sets it aside: that opens a stretch
+/// (RT throttling, or the fair deadline server). A real-time task running on
+/// the CPU again (switched in, or any event in its context) closes it. A
+/// loss forgets the CPU's waiting tasks. Also learns each task's kernel
+/// priority.
 #[derive(Debug, Clone, Default)]
 pub struct SchedWatch {
     /// pid -> kernel priority (from `sched_switch`).
@@ -223,6 +227,8 @@ pub struct SchedWatch {
     /// Per CPU: throttled stretches (start, end; `None`: still open) with
     /// the task set aside, oldest first.
     throttled: HashMap<u32, VecDeque<(u64, Option<u64>, i32)>>,
+    /// Per CPU: runnable real-time tasks switched out (pid, priority, when).
+    waiting: HashMap<u32, Vec<(i32, i32, u64)>>,
 }
 
 /// How long closed throttled stretches are kept, ns.
@@ -242,16 +248,25 @@ impl SchedWatch {
             } => {
                 self.prio.insert(prev_pid, prev_prio);
                 self.prio.insert(next_pid, next_prio);
+                for w in self.waiting.values_mut() {
+                    w.retain(|x| x.0 != next_pid && x.2 + WATCH_KEEP_NS > e.ts);
+                }
+                let waiting = self.waiting.entry(e.cpu).or_default();
+                if prev_pid != 0 && prev_runnable && rt(prev_prio) {
+                    waiting.push((prev_pid, prev_prio, e.ts));
+                }
+                let aside = waiting
+                    .iter()
+                    .filter(|x| x.1 < next_prio)
+                    .min_by_key(|x| x.1)
+                    .map(|x| x.0);
                 let q = self.throttled.entry(e.cpu).or_default();
                 if rt(next_prio) && next_pid != 0 {
                     close(q, e.ts);
-                } else if prev_pid != 0
-                    && prev_runnable
-                    && rt(prev_prio)
-                    && next_prio > prev_prio
-                    && q.back().is_none_or(|x| x.1.is_some())
-                {
-                    q.push_back((e.ts, None, prev_pid));
+                } else if let Some(aside) = aside {
+                    if q.back().is_none_or(|x| x.1.is_some()) {
+                        q.push_back((e.ts, None, aside));
+                    }
                 }
                 while q
                     .front()
@@ -259,6 +274,9 @@ impl SchedWatch {
                 {
                     q.pop_front();
                 }
+            }
+            Kind::Lost => {
+                self.waiting.remove(&e.cpu);
             }
             _ if e.pid > 0 && self.prio.get(&e.pid).is_some_and(|p| rt(*p)) => {
                 if let Some(q) = self.throttled.get_mut(&e.cpu) {
@@ -643,6 +661,24 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                     };
                     let (pol, prio) = policy(kp);
                     let outranked = own.is_some_and(|o| kp < o);
+                    let lower = own.is_some_and(|o| kp > o);
+                    // A lower priority keeps the CPU past an interrupt's
+                    // return only in kernel code that cannot be preempted
+                    // (in user space, the return switches to the thread):
+                    // an interrupt after the waking one, with the task still
+                    // current, shows it. Without one, the host not running
+                    // the vCPU looks the same.
+                    if lower && later_interrupts(events, cpu, wake_t, upto) == 0 {
+                        return mk(
+                            Cause::Unknown,
+                            format!(
+                                "{} ({pol} {prio}, below the thread) was current on CPU {cpu} for {} after the wake-up with no interrupt in between: non-preemptible kernel code, or the host not running the CPU",
+                                dec.task_name(p),
+                                us(ns)
+                            ),
+                            ns,
+                        );
+                    }
                     let comm = dec.comms.get(&p).cloned().unwrap_or_default();
                     let c = Cause::TaskHeldCpu {
                         comm,
@@ -650,7 +686,7 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                         policy: pol.into(),
                         prio,
                         outranked,
-                        kernel_nonpreemptible: !outranked && own.is_some_and(|o| kp > o),
+                        kernel_nonpreemptible: lower,
                     };
                     let ev = format!(
                         "{} ({pol} {prio}) held CPU {cpu} for {} after the wake-up{}",
@@ -682,6 +718,27 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
     }
 }
 
+/// Interrupts that began on `cpu` in `(from, to)` after the one running at
+/// `from` (the wake-up's) returned.
+fn later_interrupts(events: &[Event], cpu: u32, from: u64, to: u64) -> usize {
+    let mut evs = events
+        .iter()
+        .filter(|e| e.cpu == cpu && e.ts > from && e.ts < to);
+    let mut depth = 1i32;
+    for e in evs.by_ref() {
+        match e.kind {
+            Kind::IrqEntry { .. } | Kind::VectorEntry { .. } => depth += 1,
+            Kind::IrqExit { .. } | Kind::VectorExit { .. } => depth -= 1,
+            _ => {}
+        }
+        if depth <= 0 {
+            break;
+        }
+    }
+    evs.filter(|e| matches!(e.kind, Kind::IrqEntry { .. } | Kind::VectorEntry { .. }))
+        .count()
+}
+
 fn signed_us(ns: i64) -> String {
     let s = if ns < 0 { "-" } else { "+" };
     format!("{s}{}", us(ns.unsigned_abs()))
@@ -696,6 +753,24 @@ fn holder_name(h: Holder, dec: &Decoder) -> String {
         Holder::Hrtimer => "an hrtimer callback".into(),
         Holder::Nmi => "an NMI".into(),
     }
+}
+
+/// One outlier with its cause, as the result keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutlierCause {
+    /// The series (thread) of the sample.
+    pub series: String,
+    /// Its sequence number in the series.
+    pub seq: u64,
+    /// rtscope's stamp, ns.
+    pub t_ns: u64,
+    /// The CPU it returned on.
+    pub cpu: u32,
+    /// Its latency, ns.
+    pub latency_ns: i64,
+    /// The cause, its evidence and share.
+    #[serde(flatten)]
+    pub diagnosis: Diagnosis,
 }
 
 /// One row of a [`CauseTable`].
@@ -927,6 +1002,15 @@ mod tests {
         }
         evs[0] = ev(900_000, 1, 0, switch(0, 88, false, 120, 120));
         evs[4] = ev(2_900_000, 1, 88, switch(88, TID, true, 120, OWN));
+        // With no interrupt after the waking one: it may have been the host.
+        let d = run(&w, &st, lat, &evs, &dec());
+        assert_eq!(d.cause, Cause::Unknown, "{d:?}");
+        assert!(d.evidence.contains("or the host"), "{}", d.evidence);
+        // A tick at 2 ms that returned to it: it was in the kernel.
+        let mut evs = evs.to_vec();
+        evs.insert(4, ev(1_004_000, 1, 88, Kind::VectorExit { vector: 0 }));
+        evs.insert(5, ev(2_000_000, 1, 88, Kind::VectorEntry { vector: 0 }));
+        evs.insert(6, ev(2_010_000, 1, 88, Kind::VectorExit { vector: 0 }));
         let d = run(&w, &st, lat, &evs, &dec());
         assert!(
             matches!(
@@ -1002,6 +1086,40 @@ mod tests {
         );
         assert!(watch.throttled(1, 30_000_001, 40_000_000).is_none());
         assert!(watch.throttled(0, 1_000_000, 2_000_000).is_none());
+    }
+
+    #[test]
+    fn throttling_begun_under_another_rt_task_is_seen() {
+        // spin (kernel 98) is preempted by the thread (runnable, waiting);
+        // the budget runs out while the thread runs: it sleeps, and the CPU
+        // goes idle with spin still runnable: throttled from there.
+        let mut watch = SchedWatch::default();
+        for e in [
+            ev(100, 1, 0, switch(0, 55, false, 120, 98)),
+            ev(200, 1, 55, switch(55, TID, true, 98, OWN)),
+            ev(300, 1, TID, switch(TID, 0, false, OWN, 120)),
+        ] {
+            watch.event(&e);
+        }
+        assert_eq!(watch.throttled(1, 400, 500), Some((300, None, 55)));
+        // Switched back in: no longer waiting, the stretch ends.
+        watch.event(&ev(600, 1, 0, switch(0, 55, false, 120, 98)));
+        assert_eq!(watch.throttled(1, 400, 500), Some((300, Some(600), 55)));
+        watch.event(&ev(700, 1, 55, switch(55, TID, true, 98, OWN)));
+        watch.event(&ev(800, 1, TID, switch(TID, 55, false, OWN, 98)));
+        watch.event(&ev(900, 1, 55, switch(55, 0, false, 98, 120)));
+        assert!(watch.throttled(1, 650, 2_000).is_none());
+        // A waiting task switched in on another CPU no longer waits here;
+        // a loss forgets the CPU's waiting tasks.
+        watch.event(&ev(1_000, 1, 0, switch(0, 55, false, 120, 98)));
+        watch.event(&ev(1_100, 1, 55, switch(55, TID, true, 98, OWN)));
+        watch.event(&ev(1_200, 0, 0, switch(0, 55, false, 120, 98)));
+        watch.event(&ev(1_300, 1, TID, switch(TID, 0, false, OWN, 120)));
+        assert!(watch.throttled(1, 1_000, 2_000).is_none());
+        watch.event(&ev(1_400, 0, 55, switch(55, TID, true, 98, OWN)));
+        watch.event(&ev(1_500, 0, -1, Kind::Lost));
+        watch.event(&ev(1_600, 0, TID, switch(TID, 0, false, OWN, 120)));
+        assert!(watch.throttled(0, 1_000, 2_000).is_none());
     }
 
     #[test]

@@ -478,6 +478,7 @@ impl StageRecorder {
                 rtscope_kernel_ns: st.rtscope_kernel_ns,
                 switched_from: w.switch_prev.map(&name),
                 context: vec![],
+                cause: None,
             })
             .collect()
     }
