@@ -97,7 +97,7 @@ fn an_absurd_deadline_fails_with_exit_3_per_cpu() {
 }
 
 #[test]
-fn hwlat_and_the_report_come_with_the_verdict_on_top() {
+fn hwlat_the_report_and_redaction_come_with_the_verdict_on_top() {
     let _g = alongside();
     let d = tempfile::tempdir().unwrap();
     let (json, html) = (d.path().join("q.json"), d.path().join("q.html"));
@@ -118,6 +118,7 @@ fn hwlat_and_the_report_come_with_the_verdict_on_top() {
         s(&json),
         "--report",
         s(&html),
+        "--redact",
     ]);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
@@ -128,6 +129,15 @@ fn hwlat_and_the_report_come_with_the_verdict_on_top() {
         doc["verdict"]
     );
     assert_eq!(doc["measurement"]["loads"][0]["spec"], "cpu:10");
+    // --redact: the machine's name and command line are left out.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let host = host.trim();
+    assert_ne!(doc["machine"]["hostname"], host, "{}", doc["machine"]);
+    assert_ne!(doc["hwlat"]["system"]["hostname"], host);
+    assert_ne!(
+        doc["measurement"]["system"]["cmdline"],
+        doc["check"]["kernel"]["cmdline"].clone()
+    );
     let h = std::fs::read_to_string(&html).unwrap();
     let top = h
         .find("<h1>qualify: PASS</h1>")

@@ -116,7 +116,7 @@ fn step_args(a: &QualifyArgs, step: &str, dir: &Path) -> Vec<String> {
             if let Some(m) = a.max {
                 v.extend(["--trace=auto".into(), "--trace-outliers".into()]);
                 v.push(format!("{m}ns"));
-                gates.push(format!("max>{m}ns"));
+                gates.push(format!("max>{}", limit(m)));
             }
             if let Some(g) = &a.fail_if {
                 gates.push(g.clone());
@@ -143,6 +143,15 @@ fn step_args(a: &QualifyArgs, step: &str, dir: &Path) -> Vec<String> {
         }
     }
     v
+}
+
+/// A deadline as a gate reads it: `100us` where that is exact, else in ns.
+fn limit(ns: u64) -> String {
+    let f = format_ns(ns);
+    match rtscope_core::units::parse_duration_ns(&f, rtscope_core::units::Unit::Us) {
+        Ok(v) if v == ns => f,
+        _ => format!("{ns}ns"),
+    }
 }
 
 /// How often the progress line is refreshed: about 1/20 of the run, 1 s to 1 min.
@@ -279,7 +288,7 @@ pub fn causes(measure: &Value) -> (Option<Diagnosis>, Option<CauseTable>) {
     let worst = trace["worst"]
         .as_array()
         .and_then(|w| w.first())
-        .and_then(|w| serde_json::from_value::<Diagnosis>(w["diagnosis"].clone()).ok());
+        .and_then(|w| serde_json::from_value::<Diagnosis>(w["cause"].clone()).ok());
     (worst, table.filter(|t| t.outliers > 0))
 }
 
@@ -459,6 +468,13 @@ mod tests {
         assert!(l.contains("20s of 1m00s, 40s left"), "{l}");
         assert!(l.contains("thread 0 9"), "{l}");
         assert!(l.contains("outliers in 1 interval"), "{l}");
+    }
+
+    #[test]
+    fn limits_read_exactly() {
+        assert_eq!(limit(100_000), "100us");
+        assert_eq!(limit(1_234_567), "1234567ns");
+        assert_eq!(limit(1), "1ns");
     }
 
     #[test]

@@ -200,9 +200,24 @@ impl Verdict {
     /// The JSON document.
     pub fn json(&self, a: &QualifyArgs, steps: &[Step]) -> Value {
         let doc = |n: &str| {
-            step(steps, n)
+            let d = step(steps, n)
                 .and_then(|s| s.doc.clone())
-                .unwrap_or(Value::Null)
+                .unwrap_or(Value::Null);
+            if !a.redact || n == "check" {
+                return d;
+            }
+            // The kernel command line and the like, as `report --redact` does.
+            let mut d = match serde_json::from_value::<ResultDocument>(d.clone()) {
+                Ok(r) => serde_json::to_value(crate::report::redact::document(&r)).unwrap_or(d),
+                Err(_) => d,
+            };
+            // The machine's fields, whatever the typed pass could read.
+            let sys = &mut d["system"];
+            if sys.is_object() {
+                sys["hostname"] = json!("(host)");
+                sys["cmdline"] = json!(crate::report::redact::REDACTED);
+            }
+            d
         };
         let measure = doc("cyclic");
         json!({
