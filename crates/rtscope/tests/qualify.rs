@@ -207,6 +207,50 @@ fn a_stop_mid_run_keeps_what_was_measured() {
 }
 
 #[test]
+fn a_stop_before_the_measurement_is_an_error_with_what_ran() {
+    let _g = alongside();
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("q.json");
+    let mut c = Command::new(rtscope_path());
+    c.args([
+        "qualify",
+        "--max",
+        "1h",
+        "-D",
+        "10m",
+        "--cpus",
+        "0",
+        "--hwlat-duration",
+        "1h",
+        "--load",
+        "none",
+        "-q",
+        "--json",
+        s(&json),
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .process_group(0);
+    let child = c.spawn().unwrap();
+    std::thread::sleep(Duration::from_secs(5));
+    rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.starts_with("qualify: ERROR\n  (stopped during "),
+        "{out}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(doc["verdict"]["overall"], "ERROR");
+    assert_eq!(
+        doc["check"]["schema"], "rtscope-check/1",
+        "check ran and is kept"
+    );
+    assert!(doc["measurement"].is_null());
+}
+
+#[test]
 fn bad_input_is_one_line_and_exit_2() {
     for args in [
         &["qualify", "-D", "2s"][..],

@@ -304,11 +304,14 @@ impl Verdict {
                     );
                 }
             }
+            None if self.cpus.is_empty() => {}
             None => {
                 let _ = writeln!(t, "causes: none diagnosed");
             }
         }
-        let _ = writeln!(t, "per CPU:");
+        if !self.cpus.is_empty() {
+            let _ = writeln!(t, "per CPU:");
+        }
         for c in &self.cpus {
             let _ = writeln!(
                 t,
