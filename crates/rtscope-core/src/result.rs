@@ -76,9 +76,7 @@ pub struct ResultDocument {
     /// Conditions that weaken the result (not RT, no mlock, a VM, ...).
     #[serde(default)]
     pub warnings: Vec<String>,
-    /// `--trace`: how the kernel's events were joined with the samples, the
-    /// accuracy check, and the worst samples split into stages (the stage
-    /// distributions themselves are series labelled `stage ...`).
+    /// `--trace`: the join, the accuracy check, the worst samples by stage, the causes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceReport>,
 }
@@ -91,15 +89,13 @@ pub struct TraceReport {
     pub clock: String,
     /// The private tracefs instance used (removed at the end of the run).
     pub instance: String,
-    /// Events enabled in it, and those asked for that the kernel lacks.
+    /// Events enabled in it.
     pub events: Vec<String>,
     /// Events asked for that this kernel does not have.
     pub missing_events: Vec<String>,
     /// Events read and decoded.
     pub events_read: u64,
-    /// Events the kernel could not keep: lost before pages it handed over
-    /// (`lost_pages` pages said so, `lost_events` where it counted them),
-    /// and its per-CPU `overrun` + `dropped events` counters.
+    /// Pages the kernel handed over saying events were lost before them.
     pub lost_pages: u64,
     /// Events the kernel counted as lost.
     pub lost_events: u64,
@@ -109,9 +105,7 @@ pub struct TraceReport {
     pub samples: u64,
     /// Samples joined with their kernel wake-up and split into stages.
     pub joined: u64,
-    /// Samples paired with their kernel wake-up whose record lacks the timer
-    /// interrupt or the syscall exit: not split into stages.
-    /// `joined + incomplete + unmatched_samples = samples`.
+    /// Paired, but no timer interrupt or syscall exit seen: not split (joined + this + unmatched = samples).
     pub incomplete: u64,
     /// Samples without a matching kernel wake-up.
     pub unmatched_samples: u64,
@@ -123,6 +117,12 @@ pub struct TraceReport {
     pub accuracy: TraceAccuracy,
     /// The worst joined samples, worst first, with their stages.
     pub worst: Vec<WakeStages>,
+    /// `--trace-outliers`: the causes of all outliers ([`crate::trace::cause`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub causes: Option<crate::trace::cause::CauseTable>,
+    /// `--trace-outliers`: each outlier with its cause, in time order (the first 10 000).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outliers: Vec<crate::trace::cause::OutlierCause>,
 }
 
 /// The built-in accuracy check: rtscope's latency − the kernel's bound
@@ -176,10 +176,12 @@ pub struct WakeStages {
     pub rtscope_kernel_ns: i64,
     /// The task the thread was switched in from (`comm[pid]`), when recorded.
     pub switched_from: Option<String>,
-    /// `--trace-outliers`: what ran on the CPUs involved from the arming of
-    /// the timer to the wake-up, in time order.
+    /// `--trace-outliers`: what ran on its CPUs from the timer's arming to the wake-up.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub context: Vec<ContextEntry>,
+    /// `--trace-outliers`: its cause.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<crate::trace::cause::Diagnosis>,
 }
 
 /// One thing that ran in an outlier's window.
@@ -192,8 +194,7 @@ pub struct ContextEntry {
     pub duration_ns: u64,
     /// The CPU it ran on.
     pub cpu: u32,
-    /// `irq`, `softirq`, `vector`, `task`, `nmi`, or a marker: `armed`,
-    /// `timer`, `waking`, `switch`, `exit`.
+    /// `irq`, `softirq`, `vector`, `task`, `nmi`; markers `armed`, `timer`, `waking`, `switch`, `exit`.
     pub kind: String,
     /// Readable: `IRQ 11 virtio0`, `kworker/1:2[77]`, ...
     pub what: String,

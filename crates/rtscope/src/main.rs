@@ -36,6 +36,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Ipc(a) if a.cleanup => experiment::ipc::cleanup(),
         Command::Ipc(a) => experiment::ipc::run(&a.options()?),
         Command::Check(a) => check::run(&a.plan()),
+        Command::Qualify(a) => experiment::qualify::run(a),
         Command::Noise(a) => experiment::noise::run(&a.options()?),
         Command::Hwlat(a) => experiment::hwlat::run(&a.options()?),
         Command::Irq(a) => experiment::irq::run(&a.options()?),

@@ -258,6 +258,8 @@ fn shorten(mut args: Vec<String>) -> Vec<String> {
         let v = args.get(i + 1).cloned().unwrap_or_default();
         let new = if is_opt(&args, i, &["-D", "--duration"]) {
             Some("300ms".to_string())
+        } else if is_opt(&args, i, &["--hwlat-duration"]) {
+            Some("1s".to_string())
         } else if is_opt(&args, i, &["--listen"]) {
             // Any free loopback port: a documented port may be taken here.
             Some("127.0.0.1:0".to_string())
@@ -687,6 +689,9 @@ fn check(dir: &Path, ex: &Example, args: &[String]) -> Result<(), String> {
         &[2]
     } else if args.iter().any(|a| a == "--fail-above" || a == "--fail-if") {
         &[0, 3]
+    } else if args.first().is_some_and(|a| a == "qualify") {
+        // The verdict: 0 PASS, 3 FAIL.
+        &[0, 3]
     } else if args.first().is_some_and(|a| a == "check") {
         // The audit's verdict: 0 ready, 1 warnings, 3 a failed check.
         &[0, 1, 3]
@@ -837,6 +842,7 @@ fn every_option_is_on_its_page() {
         ("load", "loads.md"),
         ("matrix", "loads.md"),
         ("check", "check.md"),
+        ("qualify", "qualify.md"),
         ("hwlat", "hwlat.md"),
         ("report", "report.md"),
         ("compare", "report.md"),

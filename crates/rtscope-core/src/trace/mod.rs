@@ -20,6 +20,7 @@
 //! [`attrib`] turns the events of a CPU into the causes of OS-noise gaps.
 
 pub mod attrib;
+pub mod cause;
 pub mod event;
 pub mod format;
 pub mod raw;

@@ -489,6 +489,7 @@ impl StageRecorder {
                 rtscope_kernel_ns: st.rtscope_kernel_ns,
                 switched_from: w.switch_prev.map(|p| name(p, w.exit_cpu)),
                 context: vec![],
+                cause: None,
             })
             .collect()
     }

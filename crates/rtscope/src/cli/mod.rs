@@ -24,6 +24,7 @@ mod irq;
 mod load;
 pub mod man;
 mod noise;
+mod qualify;
 mod report;
 mod timer;
 
@@ -36,6 +37,7 @@ pub use ipc::*;
 pub use irq::*;
 pub use load::*;
 pub use noise::*;
+pub use qualify::*;
 pub use report::*;
 pub use timer::*;
 
@@ -80,6 +82,9 @@ pub enum Command {
     Timer(TimerArgs),
     /// Is this machine ready for real-time work? A readiness audit (changes nothing).
     Check(CheckArgs),
+    /// Is this machine good enough for a deadline, and if not, why? check, hwlat, then a
+    /// measurement on every CPU under load with outliers traced: one verdict (docs/qualify.md).
+    Qualify(QualifyArgs),
     /// OS noise: time stolen from a busy thread per CPU (oslat's method), attributed with --trace.
     Noise(NoiseArgs),
     /// Hardware latency (hwlatdetect's method): the kernel's hwlat tracer, SMIs counted;

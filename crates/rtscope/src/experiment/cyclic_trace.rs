@@ -21,6 +21,9 @@ use serde::Serialize;
 use rtscope_core::named::MeasureClock;
 use rtscope_core::result::{ContextEntry, Series, TraceReport};
 use rtscope_core::sample::Sample;
+use rtscope_core::trace::cause::{
+    diagnose, CauseTable, Diagnosis, Outlier, OutlierCause, SchedWatch,
+};
 use rtscope_core::trace::event::softirq_name;
 use rtscope_core::trace::stages::{intended, Joiner, KernelWake, StageRecorder, WakeTracker};
 use rtscope_core::trace::{Decoder, Event, Instance, Kind, TraceConfig};
@@ -97,6 +100,8 @@ const REQUIRED: [&str; 3] = [
 
 /// How long events are kept for outlier windows, ns.
 const HISTORY_NS: u64 = 2_000_000_000;
+/// Outliers kept one by one with their causes (all are counted in the table).
+const OUTLIERS_KEPT: usize = 10_000;
 /// Samples and kernel wake-ups wait this long for each other, ns.
 const JOIN_HORIZON_NS: u64 = 2_000_000_000;
 
@@ -166,8 +171,14 @@ pub struct Tracer {
     samples: u64,
     /// Samples of a thread the tracer does not follow (counted unmatched).
     stray_samples: u64,
-    /// Outlier windows: (latency, series, seq, entries), worst first.
-    contexts: Vec<(i64, String, u64, Vec<ContextEntry>)>,
+    /// Outlier windows: (latency, series, seq, entries, cause), worst first.
+    contexts: Vec<(i64, String, u64, Vec<ContextEntry>, Diagnosis)>,
+    /// Task priorities and RT throttling seen (`--trace-outliers`).
+    watch: SchedWatch,
+    /// The causes of all outliers.
+    causes: CauseTable,
+    /// Each outlier with its cause (the first [`OUTLIERS_KEPT`]).
+    outliers: Vec<OutlierCause>,
     /// Filters that could not be set (the run is then only heavier).
     pub filter_errors: Vec<String>,
 }
@@ -221,6 +232,9 @@ impl Tracer {
             samples: 0,
             stray_samples: 0,
             contexts: Vec::new(),
+            watch: SchedWatch::default(),
+            causes: CauseTable::new(tp.outliers_ns.unwrap_or(0)),
+            outliers: Vec::new(),
             filter_errors,
         }
     }
@@ -265,6 +279,9 @@ impl Tracer {
             self.tracker.event(e);
         }
         if self.outliers_ns.is_some() {
+            for e in &batch[..ready] {
+                self.watch.event(e);
+            }
             self.history.extend(batch[..ready].iter().copied());
             let newest = self.history.back().map_or(0, |e| e.ts);
             while self
@@ -295,13 +312,38 @@ impl Tracer {
         // Its time is the one the thread asked for: its timer is the
         // thread's sleep timer.
         self.tracker.confirm(w);
-        if self.rec.record(&self.labels[i], s, w).is_none() {
+        let Some(st) = self.rec.record(&self.labels[i], s, w) else {
             return;
-        }
+        };
         let Some(th) = self.outliers_ns else {
             return;
         };
-        if s.latency_ns < th as i64 || self.keep == 0 {
+        if s.latency_ns < th as i64 {
+            return;
+        }
+        // Every outlier gets its cause, from the events of its window.
+        let hist = self.history.make_contiguous();
+        let from = hist.partition_point(|e| e.ts < w.armed_ns);
+        let to = hist.partition_point(|e| e.ts <= w.exit_ns.unwrap_or(u64::MAX));
+        let o = Outlier {
+            wake: w,
+            stages: &st,
+            latency_ns: s.latency_ns,
+            own_prio: None,
+        };
+        let d = diagnose(&o, &hist[from..to], &self.inst.decoder, &self.watch);
+        self.causes.add(&d, s.cpu, s.latency_ns);
+        if self.outliers.len() < OUTLIERS_KEPT {
+            self.outliers.push(OutlierCause {
+                series: self.labels[i].clone(),
+                seq: s.seq,
+                t_ns: s.t_ns,
+                cpu: s.cpu,
+                latency_ns: s.latency_ns,
+                diagnosis: d.clone(),
+            });
+        }
+        if self.keep == 0 {
             return;
         }
         let pos = self
@@ -312,10 +354,11 @@ impl Tracer {
         if pos >= self.keep {
             return;
         }
-        let (a, b) = self.history.as_slices();
-        let entries = context(a.iter().chain(b.iter()), w, &self.inst.decoder);
-        self.contexts
-            .insert(pos, (s.latency_ns, self.labels[i].clone(), s.seq, entries));
+        let entries = context(hist[from..to].iter(), w, &self.inst.decoder);
+        self.contexts.insert(
+            pos,
+            (s.latency_ns, self.labels[i].clone(), s.seq, entries, d),
+        );
         self.contexts.truncate(self.keep);
     }
 
@@ -343,6 +386,7 @@ impl Tracer {
                 .find(|c| c.1 == w.series && c.2 == w.seq)
             {
                 w.context = c.3.clone();
+                w.cause = Some(c.4.clone());
             }
         }
         let report = TraceReport {
@@ -367,6 +411,8 @@ impl Tracer {
             observed: self.rec.observed(),
             accuracy: self.rec.accuracy(),
             worst,
+            causes: self.outliers_ns.map(|_| self.causes.clone()),
+            outliers: std::mem::take(&mut self.outliers),
         };
         let mut warnings = Vec::new();
         let mut loud = Vec::new();

@@ -16,6 +16,7 @@ pub mod load;
 pub mod matrix;
 pub mod noise;
 pub mod period;
+pub mod qualify;
 pub mod repeat;
 pub mod run;
 pub mod timer;

@@ -3,6 +3,7 @@
 //! around them under `--trace-outliers`).
 
 use rtscope_core::result::{ContextEntry, TraceReport, WakeStages};
+use rtscope_core::trace::cause::CauseTable;
 
 use super::us1;
 
@@ -68,6 +69,35 @@ pub fn context_highlights(ctx: &[ContextEntry], n: usize) -> Vec<&ContextEntry> 
     out
 }
 
+/// The cause table: its sentence, a row per cause (count, share, worst,
+/// CPUs), and what removes the main cause.
+pub fn cause_table(c: &CauseTable) -> String {
+    let th = us1(c.threshold_ns as f64);
+    let Some(sentence) = c.sentence() else {
+        return format!("causes: no outlier above {th} us\n");
+    };
+    let mut out = format!(
+        "causes of {} outliers above {th} us: {sentence}\n",
+        c.outliers
+    );
+    out.push_str("    count   share  worst_us  cpus   cause\n");
+    for r in &c.rows {
+        let cpus: Vec<String> = r.per_cpu.keys().map(|k| k.to_string()).collect();
+        out.push_str(&format!(
+            "  {:>7} {:>6.1}% {:>9} {:<6} {}\n",
+            r.count,
+            r.share * 100.0,
+            us1(r.worst_ns as f64),
+            cpus.join(","),
+            r.label
+        ));
+    }
+    if let Some(r) = c.rows.first() {
+        out.push_str(&format!("  remedy ({}): {}\n", r.label, r.remedy));
+    }
+    out
+}
+
 /// The trace section of the summary.
 /// Why samples were not split, for the summary line: empty when all were.
 pub fn not_split(t: &TraceReport) -> String {
@@ -118,6 +148,9 @@ pub fn summary(t: &TraceReport) -> String {
             }
         ));
     }
+    if let Some(c) = &t.causes {
+        out.push_str(&cause_table(c));
+    }
     if !t.worst.is_empty() {
         out.push_str("worst samples (us):\n");
     }
@@ -131,6 +164,9 @@ pub fn summary(t: &TraceReport) -> String {
                 .as_ref()
                 .map_or(String::new(), |p| format!("  (switched in from {p})"))
         ));
+        if let Some(d) = &w.cause {
+            out.push_str(&format!("    cause: {}: {}\n", d.cause.label(), d.evidence));
+        }
         for c in context_highlights(&w.context, CONTEXT_LINES) {
             out.push_str(&format!("      {}\n", context_line(c)));
         }
@@ -169,6 +205,38 @@ mod tests {
         assert_eq!(
             context_line(&c),
             "+2.0 us  CPU 1  IRQ 11 virtio0 ran 38.0 us"
+        );
+    }
+
+    #[test]
+    fn the_cause_table_reads() {
+        use rtscope_core::trace::cause::{Cause, Diagnosis};
+        let mut c = CauseTable::new(100_000);
+        assert_eq!(cause_table(&c), "causes: no outlier above 100.0 us\n");
+        let d = Diagnosis {
+            cause: Cause::RtThrottling,
+            evidence: "seen".into(),
+            share: 0.9,
+            cause_ns: 1,
+            stage: "switch+return".into(),
+        };
+        c.add(&d, 1, 50_000_000);
+        let t = TraceReport {
+            causes: Some(c),
+            ..Default::default()
+        };
+        let s = summary(&t);
+        assert!(
+            s.contains("causes of 1 outliers above 100.0 us: 100 % of outliers above 100 µs on CPU 1: RT throttling, worst 50000 µs\n"),
+            "{s}"
+        );
+        assert!(
+            s.contains("        1  100.0%   50000.0 1      RT throttling\n"),
+            "{s}"
+        );
+        assert!(
+            s.contains("  remedy (RT throttling): RT throttling: `sched_rt_runtime_us`"),
+            "{s}"
         );
     }
 

@@ -725,6 +725,7 @@ pub fn text(c: &Comparison) -> String {
     if c.series.is_empty() {
         out.push_str("no series to compare\n");
     }
+    out.push_str(&super::compare_causes::text(&c.runs));
     for s in &c.series {
         out.push('\n');
         let rows: Vec<Vec<String>> = s

@@ -48,6 +48,7 @@ pub fn html_page(cs: &[Comparison]) -> String {
     if let Some(c) = cs.first() {
         b.push_str(&runs_table(&c.runs));
         b.push_str(&differences(&c.runs));
+        b.push_str(&super::compare_causes::html(&c.runs));
     }
     // 4. Each series: its table, intervals, changes and charts.
     for c in cs {

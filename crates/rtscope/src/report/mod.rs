@@ -11,6 +11,7 @@ pub mod answer;
 pub mod cells;
 pub mod charts;
 pub mod compare;
+pub mod compare_causes;
 pub mod compare_page;
 pub mod html;
 pub mod hwlat;

@@ -6,6 +6,7 @@
 use std::fmt::Write;
 
 use rtscope_core::result::{ResultDocument, TraceReport, WakeStages};
+use rtscope_core::trace::cause::CauseTable;
 
 use super::esc;
 use crate::output::trace::{breakdown, context_highlights, context_line, not_split};
@@ -148,6 +149,42 @@ fn stacked(d: &ResultDocument, t: &TraceReport) -> String {
 }
 
 /// The section (empty for an untraced run).
+/// The cause table as HTML: its sentence, then a row per cause (count,
+/// share, worst, CPUs, the worst's evidence, the remedy).
+pub fn cause_table(c: &CauseTable) -> String {
+    let th = c.threshold_ns as f64 / 1000.0;
+    let Some(sentence) = c.sentence() else {
+        return format!("<p>Causes: no outlier above {th:.1} µs.</p>\n");
+    };
+    let mut s = format!(
+        "<p><b>Causes of {} outliers above {th:.1} µs</b>: {}.</p>\n<table class=\"causes\">\n\
+         <tr><th class=\"l\">cause</th><th>count</th><th>share</th><th>worst µs</th><th class=\"l\">CPUs</th>\
+         <th class=\"l\">evidence (worst)</th><th class=\"l\">what removes it</th></tr>\n",
+        c.outliers,
+        esc(&sentence)
+    );
+    for r in &c.rows {
+        let cpus: Vec<String> = r.per_cpu.keys().map(|k| k.to_string()).collect();
+        let _ = writeln!(
+            s,
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{:.1} %</td><td>{:.1}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            esc(&r.label),
+            r.count,
+            r.share * 100.0,
+            r.worst_ns as f64 / 1000.0,
+            cpus.join(","),
+            esc(&r.worst_evidence),
+            esc(&r.remedy)
+        );
+    }
+    s.push_str("</table>\n");
+    s
+}
+
+fn cause_of(w: &WakeStages) -> String {
+    w.cause.as_ref().map_or("-".into(), |d| d.cause.label())
+}
+
 pub fn section(d: &ResultDocument) -> String {
     let Some(t) = &d.trace else {
         return String::new();
@@ -183,17 +220,21 @@ pub fn section(d: &ResultDocument) -> String {
         a.max_ns as f64 / 1000.0,
         a.below_kernel
     );
+    if let Some(c) = &t.causes {
+        s.push_str(&cause_table(c));
+    }
     s.push_str(&stacked(d, t));
     if !t.worst.is_empty() {
-        s.push_str("<table class=\"stages\">\n<tr><th class=\"l\">sample</th><th class=\"l\">stages (µs)</th><th class=\"l\">switched in from</th></tr>\n");
+        s.push_str("<table class=\"stages\">\n<tr><th class=\"l\">sample</th><th class=\"l\">stages (µs)</th><th class=\"l\">switched in from</th><th class=\"l\">cause</th></tr>\n");
         for w in t.worst.iter().take(WORST_BARS) {
             let _ = writeln!(
                 s,
-                "<tr><td class=\"l\">{} #{}</td><td class=\"l mono\">{}</td><td class=\"l\">{}</td></tr>",
+                "<tr><td class=\"l\">{} #{}</td><td class=\"l mono\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
                 esc(&w.series),
                 w.seq,
                 esc(&breakdown(w)),
-                esc(w.switched_from.as_deref().unwrap_or("-"))
+                esc(w.switched_from.as_deref().unwrap_or("-")),
+                esc(&cause_of(w))
             );
         }
         s.push_str("</table>\n");
@@ -201,11 +242,15 @@ pub fn section(d: &ResultDocument) -> String {
     for w in t.worst.iter().filter(|w| !w.context.is_empty()) {
         let _ = writeln!(
             s,
-            "<details><summary>{} #{}: {:.1} µs — what ran on the CPUs from the arming of the timer to the wake-up</summary>\n<ul class=\"mono\">",
+            "<details><summary>{} #{}: {:.1} µs — cause: {} — what ran on the CPUs from the arming of the timer to the wake-up</summary>\n<ul class=\"mono\">",
             esc(&w.series),
             w.seq,
-            w.latency_ns as f64 / 1000.0
+            w.latency_ns as f64 / 1000.0,
+            esc(&cause_of(w))
         );
+        if let Some(c) = &w.cause {
+            let _ = writeln!(s, "<li><b>{}</b></li>", esc(&c.evidence));
+        }
         for c in context_highlights(&w.context, 12) {
             let _ = writeln!(s, "<li>{}</li>", esc(&context_line(c)));
         }
@@ -254,6 +299,33 @@ mod tests {
             ..Default::default()
         });
         let s = section(&d);
+        assert!(s.contains("cause: - — what ran"), "{s}");
+        {
+            use rtscope_core::trace::cause::{Cause, Diagnosis};
+            let t = d.trace.as_mut().unwrap();
+            let diag = Diagnosis {
+                cause: Cause::IrqHandler {
+                    irq: Some(11),
+                    name: "<virtio0>".into(),
+                },
+                evidence: "irq 11 ran".into(),
+                share: 0.5,
+                cause_ns: 10_000,
+                stage: "timer".into(),
+            };
+            let mut c = CauseTable::new(10_000);
+            c.add(&diag, 1, 20_000);
+            t.causes = Some(c);
+            t.worst[0].cause = Some(diag);
+        }
+        let s = section(&d);
+        assert!(s.contains("<b>Causes of 1 outliers above 10.0 µs</b>: 100 % of outliers above 10.0 µs on CPU 1: irq 11 &lt;virtio0&gt;, worst 20.0 µs."), "{s}");
+        assert!(
+            s.contains("cause: irq 11 &lt;virtio0&gt; — what ran"),
+            "{s}"
+        );
+        assert!(s.contains("<li><b>irq 11 ran</b></li>"), "{s}");
+        assert!(s.contains("IRQ affinity"), "{s}");
         assert!(s.contains("data-chart=\"stages\""), "{s}");
         assert!(s.contains("Accuracy check passed"));
         assert!(s.contains("20.0 = timer 5.0 + wakeup 2.0 + switch+return 11.0 + rtscope 2.0"));

@@ -1,0 +1,266 @@
+//! `rtscope qualify`: the verdict's structure, its exit codes (forced with
+//! absurd deadlines, never latency bounds), JUnit, JSON, the report, a stop
+//! mid-run keeping what was measured, and bad input.
+
+mod common;
+
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{alongside, rtscope_path, run, s};
+
+/// A short qualification of CPU 0, no hwlat, no load: fast on a small VM.
+fn short(dir: &std::path::Path, max: &str) -> (common::Out, serde_json::Value) {
+    let json = dir.join("q.json");
+    let o = run(&[
+        "qualify",
+        "--max",
+        max,
+        "-D",
+        "2s",
+        "--cpus",
+        "0",
+        "--no-hwlat",
+        "--load",
+        "none",
+        "-q",
+        "--json",
+        s(&json),
+        "--junit",
+        s(&dir.join("q.xml")),
+    ]);
+    let doc = serde_json::from_slice(&std::fs::read(&json).expect("the JSON is written"))
+        .expect("the JSON parses");
+    (o, doc)
+}
+
+#[test]
+fn an_absurd_deadline_passes_with_exit_0() {
+    let _g = alongside();
+    let d = tempfile::tempdir().unwrap();
+    let (o, doc) = short(d.path(), "1h");
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stdout.starts_with("qualify: PASS"), "{}", o.stdout);
+    let v = &doc["verdict"];
+    assert_eq!(v["overall"], "PASS");
+    let cpus = v["cpus"].as_array().unwrap();
+    assert_eq!(cpus.len(), 1, "{v}");
+    assert_eq!(cpus[0]["cpu"], 0);
+    assert_eq!(cpus[0]["passed"], true);
+    assert_eq!(doc["schema"], "rtscope-qualify/1");
+    assert_eq!(doc["plan"]["max_ns"], 3_600_000_000_000u64);
+    assert!(doc["command_line"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a == "qualify"));
+    assert!(
+        doc["machine"]["kernel_release"].is_string(),
+        "{}",
+        doc["machine"]
+    );
+    assert_eq!(doc["check"]["schema"], "rtscope-check/1");
+    assert!(doc["hwlat"].is_null());
+    let steps: Vec<&str> = doc["plan"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["check", "cyclic"]);
+    let x = std::fs::read_to_string(d.path().join("q.xml")).unwrap();
+    assert!(x.contains("failures=\"0\""), "{x}");
+    assert!(x.contains("name=\"thread 0\""), "{x}");
+}
+
+#[test]
+fn an_absurd_deadline_fails_with_exit_3_per_cpu() {
+    let _g = alongside();
+    let d = tempfile::tempdir().unwrap();
+    let (o, doc) = short(d.path(), "1ns");
+    assert_eq!(o.code, 3, "{}\n{}", o.stdout, o.stderr);
+    let first: Vec<&str> = o.stdout.lines().take(2).collect();
+    assert_eq!(first[0], "qualify: FAIL", "{}", o.stdout);
+    assert!(first[1].starts_with("worst wake-up "), "{}", o.stdout);
+    assert_eq!(doc["verdict"]["overall"], "FAIL");
+    assert_eq!(doc["verdict"]["cpus"][0]["passed"], false);
+    assert!(doc["verdict"]["worst"]
+        .as_str()
+        .unwrap()
+        .contains("on CPU 0"));
+    let x = std::fs::read_to_string(d.path().join("q.xml")).unwrap();
+    assert!(
+        x.contains("failures=\"1\"") && x.contains("<failure"),
+        "{x}"
+    );
+}
+
+#[test]
+fn hwlat_the_report_and_redaction_come_with_the_verdict_on_top() {
+    let _g = alongside();
+    let d = tempfile::tempdir().unwrap();
+    let (json, html) = (d.path().join("q.json"), d.path().join("q.html"));
+    let o = run(&[
+        "qualify",
+        "--max",
+        "1h",
+        "-D",
+        "2s",
+        "--cpus",
+        "0",
+        "--hwlat-duration",
+        "1s",
+        "--load",
+        "cpu:10",
+        "-q",
+        "--json",
+        s(&json),
+        "--report",
+        s(&html),
+        "--redact",
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(doc["hwlat"]["experiment"], "hwlat");
+    assert!(
+        doc["verdict"]["hwlat_max_ns"].is_u64(),
+        "{}",
+        doc["verdict"]
+    );
+    assert_eq!(doc["measurement"]["loads"][0]["spec"], "cpu:10");
+    // --redact: the machine's name and command line are left out.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let host = host.trim();
+    assert_ne!(doc["machine"]["hostname"], host, "{}", doc["machine"]);
+    assert_ne!(doc["hwlat"]["system"]["hostname"], host);
+    assert_ne!(
+        doc["measurement"]["system"]["cmdline"],
+        doc["check"]["kernel"]["cmdline"].clone()
+    );
+    let h = std::fs::read_to_string(&html).unwrap();
+    let top = h
+        .find("<h1>qualify: PASS</h1>")
+        .expect("the verdict in the report");
+    let body = h.find("<body>").unwrap();
+    assert!(
+        top > body && h[body..top].len() < 40,
+        "the verdict opens the body"
+    );
+}
+
+#[test]
+fn a_stop_mid_run_keeps_what_was_measured() {
+    let _g = alongside();
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("q.json");
+    let mut c = Command::new(rtscope_path());
+    c.args([
+        "qualify",
+        "--max",
+        "1h",
+        "-D",
+        "10m",
+        "--cpus",
+        "0",
+        "--no-hwlat",
+        "--load",
+        "none",
+        "-q",
+        "--json",
+        s(&json),
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .process_group(0);
+    let child = c.spawn().unwrap();
+    std::thread::sleep(Duration::from_secs(6));
+    let pid = child.id() as i32;
+    // As `timeout` stops: the process, then its group: one stop.
+    rtscope_core::sys::kill(pid, libc::SIGTERM).unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    rtscope_core::sys::killpg(pid, libc::SIGTERM).unwrap();
+    let t = Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "the stop ended the run"
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("stopped during cyclic, after"), "{out}");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(doc["verdict"]["stopped"]
+        .as_str()
+        .unwrap()
+        .contains("of 10m00s"));
+    assert!(
+        doc["verdict"]["cpus"][0]["count"].as_u64().unwrap() > 0,
+        "{}",
+        doc["verdict"]
+    );
+}
+
+#[test]
+fn a_stop_before_the_measurement_is_an_error_with_what_ran() {
+    let _g = alongside();
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("q.json");
+    let mut c = Command::new(rtscope_path());
+    c.args([
+        "qualify",
+        "--max",
+        "1h",
+        "-D",
+        "10m",
+        "--cpus",
+        "0",
+        "--hwlat-duration",
+        "1h",
+        "--load",
+        "none",
+        "-q",
+        "--json",
+        s(&json),
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .process_group(0);
+    let child = c.spawn().unwrap();
+    std::thread::sleep(Duration::from_secs(5));
+    rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.starts_with("qualify: ERROR\n  (stopped during "),
+        "{out}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(doc["verdict"]["overall"], "ERROR");
+    assert_eq!(
+        doc["check"]["schema"], "rtscope-check/1",
+        "check ran and is kept"
+    );
+    assert!(doc["measurement"].is_null());
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    for args in [
+        &["qualify", "-D", "2s"][..],
+        &["qualify", "--max", "2h"],
+        &["qualify", "--max", "100us", "-D", "400d"],
+        &["qualify", "--max", "100us", "--load", "nosuchload"],
+        &["qualify", "--max", "100us", "--checkpoint", "1m"],
+    ] {
+        let o = run(args);
+        assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);
+        assert_eq!(o.stderr.trim().lines().count(), 1, "{args:?}: {}", o.stderr);
+    }
+}
