@@ -522,7 +522,7 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
             };
             let who = match task {
                 Some(0) | None => "the CPU idle".to_string(),
-                Some(p) => format!("{} running", dec.task_name(p)),
+                Some(p) => format!("{} running", dec.task_name(p, cpu)),
             };
             let tail = if matches!(task, Some(p) if p != 0) {
                 " (without preemptirq tracepoints, interrupts off in its kernel code would look the same)"
@@ -585,7 +585,7 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                     Cause::RtThrottling,
                     format!(
                         "the real-time class was throttled on CPU {cpu}: {} was set aside for a lower priority at {} from the expiry, and the thread stayed runnable {} while lower-priority tasks or idle ran",
-                        dec.task_name(aside),
+                        dec.task_name(aside, cpu),
                         signed_us(t0 as i64 - exp as i64),
                         us(ns)
                     ),
@@ -607,7 +607,7 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                     format!(
                         "on CPU {cpu}, nothing held most of the {} between the wake-up and the return (longest: {} for {})",
                         us(stage_ns),
-                        holder_name(h, dec),
+                        holder_name(h, dec, cpu),
                         us(ns)
                     ),
                     ns,
@@ -653,7 +653,7 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                             Cause::Unknown,
                             format!(
                                 "{} held CPU {cpu} for {} after the wake-up; its priority was not seen",
-                                dec.task_name(p),
+                                dec.task_name(p, cpu),
                                 us(ns)
                             ),
                             ns,
@@ -673,7 +673,7 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                             Cause::Unknown,
                             format!(
                                 "{} ({pol} {prio}, below the thread) was current on CPU {cpu} for {} after the wake-up with no interrupt in between: non-preemptible kernel code, or the host not running the CPU",
-                                dec.task_name(p),
+                                dec.task_name(p, cpu),
                                 us(ns)
                             ),
                             ns,
@@ -690,7 +690,7 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                     };
                     let ev = format!(
                         "{} ({pol} {prio}) held CPU {cpu} for {} after the wake-up{}",
-                        dec.task_name(p),
+                        dec.task_name(p, cpu),
                         us(ns),
                         if outranked {
                             ", outranking the thread"
@@ -702,7 +702,7 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                 }
                 _ => mk(
                     Cause::Unknown,
-                    format!("{} ran {} on CPU {cpu} after the wake-up", holder_name(h, dec), us(ns)),
+                    format!("{} ran {} on CPU {cpu} after the wake-up", holder_name(h, dec, cpu), us(ns)),
                     ns,
                 ),
             }
@@ -744,9 +744,9 @@ fn signed_us(ns: i64) -> String {
     format!("{s}{}", us(ns.unsigned_abs()))
 }
 
-fn holder_name(h: Holder, dec: &Decoder) -> String {
+fn holder_name(h: Holder, dec: &Decoder, cpu: u32) -> String {
     match h {
-        Holder::Task(p) => dec.task_name(p),
+        Holder::Task(p) => dec.task_name(p, cpu),
         Holder::Irq(n) => format!("irq {n}"),
         Holder::Softirq(v) => format!("softirq {}", softirq_name(v)),
         Holder::Vector(v) => format!("irq vector {}", dec.vector_name(v)),
