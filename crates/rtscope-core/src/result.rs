@@ -255,8 +255,7 @@ pub struct LoadReport {
     /// Whether the load delivered less than it was asked for, beyond the
     /// tolerance: an instance's CPU share below `level`, or a paced `net`
     /// instance's packet rate below `rate=` (the run's warnings say by how
-    /// much). Judged when the run ends; `false` in documents made before
-    /// rtscope judged it.
+    /// much). Judged when the run ends; `false` in older documents.
     pub fell_short: bool,
 }
 
