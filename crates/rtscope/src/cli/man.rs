@@ -189,6 +189,10 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         ("The same on CPU 2 only", "rtscope hwlat -a 2 -D 1m"),
         ("Where the kernel has no hwlat tracer: from user space on CPU 1 (an upper bound)", "rtscope hwlat --method user-space -a 1 -D 30s"),
     ]),
+    ("rtscope-qualify", &[
+        ("Is this machine good for a 100 µs deadline? check, hwlat, then every CPU for 10 min under the standard load, each outlier's cause named", "rtscope qualify --max 100us -D 10m --report qualify.html --junit qualify.xml"),
+        ("CPUs 2-3 only, no background load, a checkpoint every 15 min of a 12 h run", "rtscope qualify --max 50us --cpus 2-3 --load none -D 12h --checkpoint 15m --json q.json"),
+    ]),
     ("rtscope-irq", &[
         ("Timer interrupt to task, split into its kernel stages", "rtscope irq --source timer -D 60s"),
         ("UDP packets on loopback: kernel receive stamp to task", "rtscope irq --source net --rate 2000 -D 60s"),
