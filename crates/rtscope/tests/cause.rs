@@ -54,11 +54,7 @@ fn can_fifo() -> bool {
 
 /// Makes the calling thread SCHED_FIFO `prio`.
 fn fifo_here(prio: i32) -> bool {
-    let p = libc::sched_param {
-        sched_priority: prio,
-    };
-    // SAFETY: pid 0 is the calling thread; `p` is valid.
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
+    rtscope_core::sys::set_scheduler(libc::SCHED_FIFO, prio).is_ok()
 }
 
 /// Pins the calling thread to `cpu`.
