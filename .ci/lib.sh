@@ -6,7 +6,8 @@
 #   ci_apt_update              the index update alone: retried, never fatal
 #   ci_cargo_tool NAME VERSION a cargo-installed tool, once per machine (pinned)
 #   ci_rustup WHAT...          rustup component/target add, failing with its name
-#   ci_step NAME CMD...        runs CMD, records its time for ci_times
+#   ci_step NAME CMD...        runs CMD, records its time and the free disk
+#                              after it for ci_times
 #
 # Environment: RTSCOPE_CI_TOOLS (where tools are installed; default
 # ~/.cache/rtscope-ci/tools), CI_APT_TRIES (index update tries, default 3),
@@ -116,12 +117,26 @@ ci_step() {
   t0=$(date +%s)
   echo "== ci: $name" >&2
   "$@" || rc=$?
-  printf '%s %d %s\n' "$name" "$(($(date +%s) - t0))" "$([ $rc -eq 0 ] && echo ok || echo "FAILED ($rc)")" >>"$ci_step_log"
+  printf '%s %d %s %s\n' "$name" "$(($(date +%s) - t0))" "$(ci_free_mb)" "$([ $rc -eq 0 ] && echo ok || echo "FAILED ($rc)")" >>"$ci_step_log"
+  [ $rc -eq 0 ] || ci_disk_says
   return $rc
+}
+# MB free on the filesystem of the working directory ("-" when df cannot tell).
+ci_free_mb() {
+  df -Pm . 2>/dev/null | awk 'NR == 2 { print $4; f = 1 } END { if (!f) print "-" }'
+}
+# After a failed step: the disk, when it is nearly full (a build or link that
+# failed for want of space says so only in passing).
+ci_disk_says() {
+  local free
+  free=$(ci_free_mb)
+  if [ "$free" != "-" ] && [ "$free" -lt "${CI_LOW_DISK_MB:-2048}" ]; then
+    ci_say "only ${free} MB free on $(df -P . | awk 'NR == 2 { print $6 }'): target/ holds $(du -sm target 2>/dev/null | cut -f1) MB"
+  fi
 }
 ci_times() {
   [ -n "$ci_step_log" ] && [ -s "$ci_step_log" ] || return 0
-  echo "ci: step times (s):" >&2
-  awk '{ s = $3; for (i = 4; i <= NF; i++) s = s " " $i; t += $2; printf "  %-10s %6d  %s\n", $1, $2, s } END { printf "  %-10s %6d\n", "total", t }' "$ci_step_log" >&2
+  echo "ci: step times (s), MB free after each:" >&2
+  awk '{ s = $4; for (i = 5; i <= NF; i++) s = s " " $i; t += $2; printf "  %-10s %6d %8s  %s\n", $1, $2, $3, s } END { printf "  %-10s %6d\n", "total", t }' "$ci_step_log" >&2
   rm -f "$ci_step_log"
 }
