@@ -28,6 +28,32 @@ use clap::Parser;
 
 use cli::{Cli, Command};
 
+/// The environment variable by which a parent rtscope (`qualify`'s steps)
+/// asks its child to stop when the parent dies: its value is the parent's
+/// process id.
+pub const DIE_WITH_ENV: &str = "RTSCOPE_DIE_WITH";
+
+/// A child started with [`DIE_WITH_ENV`] gets SIGTERM when its parent dies
+/// (even of SIGKILL): a stop, so the step gives back what it took (trace
+/// instances, loads) and writes what it has. A parent already gone before
+/// this ran is one too. The variable is taken out of the environment first,
+/// so the step's own children (load workers) do not see it.
+fn die_with_parent() {
+    let Some(v) = std::env::var_os(DIE_WITH_ENV) else {
+        return;
+    };
+    std::env::remove_var(DIE_WITH_ENV);
+    let Some(parent) = v.to_str().and_then(|v| v.parse::<i32>().ok()) else {
+        return;
+    };
+    if rtscope_core::sys::set_parent_death_signal(libc::SIGTERM).is_err()
+        || rtscope_core::sys::getppid() != parent
+    {
+        eprintln!("error: the rtscope that started this step (pid {parent}) is gone");
+        std::process::exit(error::EXIT_RUN);
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Cyclic(a) => experiment::cyclic::run(&a.options()?),
@@ -63,6 +89,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 }
 
 fn main() {
+    die_with_parent();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -85,9 +112,23 @@ fn main() {
             std::process::exit(error::EXIT_USAGE);
         }
     };
+    // The stop and fatal signals are caught from here on: a stop while a
+    // run sets up gives back what it took (the load workers have their own
+    // way; the pages and completions take nothing).
+    if !matches!(
+        cli.command,
+        Command::LoadWorker(_) | Command::Completions(_) | Command::Man(_)
+    ) {
+        if let Err(e) = signals::install_handlers() {
+            eprintln!("error: installing the signal handlers: {e}");
+            std::process::exit(error::EXIT_RUN);
+        }
+    }
     let code = match run(cli) {
         Ok(code) => code,
         Err(e) => {
+            // An error of a signal's making: the signal says how it ended.
+            signals::wait_if_exiting();
             eprintln!("error: {}", error::one_line(&e));
             error::exit_code(&e)
         }

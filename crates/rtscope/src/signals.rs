@@ -56,6 +56,22 @@ static STATE: Mutex<State> = Mutex::new(State {
     first_stop: None,
 });
 
+/// Raised when the signal thread has begun to end the process (a second
+/// stop, a stop with no run, a fatal signal): an error the main thread meets
+/// meanwhile (the trace closing under it) is the signal's doing, and the
+/// exit status is the signal thread's to give ([`wait_if_exiting`]).
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Whether the process is being ended by a signal; if so, waits for the
+/// signal thread to end it (it exits within moments).
+pub fn wait_if_exiting() {
+    if EXITING.load(Ordering::SeqCst) {
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+}
+
 /// Whether the signal thread runs.
 static THREAD: Mutex<bool> = Mutex::new(false);
 
@@ -138,6 +154,7 @@ fn start_thread() -> Result<()> {
             let _ = sys::block_signals(&all);
             for sig in signals.forever() {
                 if FATAL_SIGNALS.contains(&sig) {
+                    EXITING.store(true, Ordering::SeqCst);
                     clean_up_now();
                     // Dies of the signal, as without the handler.
                     let _ = signal_hook::low_level::emulate_default_handler(sig);
@@ -154,6 +171,7 @@ fn start_thread() -> Result<()> {
                     }
                     Action::Same => {}
                     Action::Exit => {
+                        EXITING.store(true, Ordering::SeqCst);
                         let running = !st.active.is_empty();
                         drop(st);
                         if running {
@@ -176,17 +194,25 @@ fn start_thread() -> Result<()> {
     Ok(())
 }
 
+/// Registers the handlers and the thread that acts on them, once per
+/// process. `main` does it before any command starts, so that a stop during
+/// a run's set-up (before its [`StopSignals`]: a trace instance made, tracefs
+/// mounted, a load started) gives back what was taken ([`clean_up_now`])
+/// instead of killing the process with it.
+pub fn install_handlers() -> Result<()> {
+    let mut started = THREAD.lock().unwrap_or_else(|e| e.into_inner());
+    if !*started {
+        start_thread()?;
+        *started = true;
+    }
+    Ok(())
+}
+
 impl StopSignals {
     /// Registers the handlers and the thread that acts on them (once), and
     /// a fresh flag for this run (raised at once after an earlier stop).
     pub fn install() -> Result<Self> {
-        {
-            let mut started = THREAD.lock().unwrap_or_else(|e| e.into_inner());
-            if !*started {
-                start_thread()?;
-                *started = true;
-            }
-        }
+        install_handlers()?;
         let mut st = state();
         let flag = Arc::new(AtomicBool::new(st.first_stop.is_some()));
         st.active.push(flag.clone());

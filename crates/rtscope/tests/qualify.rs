@@ -264,3 +264,87 @@ fn bad_input_is_one_line_and_exit_2() {
         assert_eq!(o.stderr.trim().lines().count(), 1, "{args:?}: {}", o.stderr);
     }
 }
+
+/// The processes below `pid` (children, theirs, ...), from /proc.
+fn descendants(pid: i32) -> Vec<i32> {
+    let mut parents = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ...": the comm may hold spaces.
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let ppid: i32 = after.split(' ').nth(1).unwrap().parse().unwrap();
+        parents.push((p, ppid));
+    }
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let p = out[i];
+        out.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    out.remove(0);
+    out
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie has been stopped: only its parent's wait is missing.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
+        .unwrap_or(false)
+}
+
+#[test]
+fn the_steps_and_their_loads_die_with_a_killed_qualify() {
+    let _g = alongside();
+    let d = tempfile::tempdir().unwrap();
+    let mut c = Command::new(rtscope_path());
+    c.args([
+        "qualify",
+        "--max",
+        "1h",
+        "-D",
+        "10m",
+        "--cpus",
+        "0",
+        "--no-hwlat",
+        "--load",
+        "cpu:20",
+        "-q",
+        "--json",
+        s(&d.path().join("q.json")),
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .process_group(0);
+    let mut child = c.spawn().unwrap();
+    let pid = child.id() as i32;
+    // Until the cyclic step runs with its load (a step, and a worker below it).
+    let t = Instant::now();
+    let below = loop {
+        let below = descendants(pid);
+        if below.len() >= 2 || t.elapsed() > Duration::from_secs(60) {
+            break below;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(below.len() >= 2, "no step with its load: {below:?}");
+    rtscope_core::sys::kill(pid, libc::SIGKILL).unwrap();
+    let _ = child.wait();
+    let t = Instant::now();
+    while below.iter().any(|&p| alive(p)) && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left: Vec<_> = below.iter().filter(|&&p| alive(p)).collect();
+    for &&p in &left {
+        let _ = rtscope_core::sys::kill(p, libc::SIGKILL);
+    }
+    assert!(
+        left.is_empty(),
+        "left running after qualify was killed: {left:?}"
+    );
+}

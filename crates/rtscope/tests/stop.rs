@@ -277,6 +277,9 @@ fn a_second_stop_while_the_results_are_written_exits_at_once() {
         .arg(&fifo)
         .spawn();
     child.catches_sigint();
+    // The handlers are there from the start; the run, a moment later (a
+    // stop before it begins ends the process at once).
+    std::thread::sleep(Duration::from_millis(500));
     child.sigint();
     std::thread::sleep(Duration::from_millis(1500));
     assert!(child.running(), "it ended without a reader of its FIFO");
@@ -314,4 +317,96 @@ fn a_stop_during_one_probe_of_check_measure_ends_the_others_too() {
         sent.elapsed()
     );
     assert!(out.stdout().contains("isolcpus"), "{}", out.stdout());
+}
+
+#[test]
+fn a_stop_during_the_irq_count_of_check_measure_keeps_the_audit() {
+    let _turn = alongside();
+    let mut child = own_group(["check", "--measure", "--measure-time", "10s"]).spawn();
+    child.wait_for_line(true, LIMIT, |l| l.contains("of IRQ counting").then_some(()));
+    child.catches_sigint();
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Instant::now();
+    stop_like_timeout(&child, libc::SIGINT);
+    let out = child.wait_within(LIMIT);
+    assert!(
+        sent.elapsed() < AFTER_STOP,
+        "ended {:?} after the stop",
+        sent.elapsed()
+    );
+    let text = out.stdout();
+    // The audit is written, the probes not run are said, none is cited
+    // with numbers it did not measure.
+    assert!(text.contains("isolcpus"), "{text}");
+    assert!(text.contains("IRQs/s"), "{text}");
+    assert!(text.contains("(counted over "), "{text}");
+    assert!(
+        text.contains(
+            "--measure was stopped: the OS noise, hwlat and wake-up latency probes did not run"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("rtscope cyclic 1 ms:"), "{text}");
+    assert!(!text.contains("-0 IRQs/s"), "{text}");
+}
+
+/// A stop in the first milliseconds of a traced run (the handlers are
+/// installed before the command starts): the process takes back its trace
+/// instance and its own tracefs mount, whatever it was doing.
+#[test]
+fn a_stop_during_set_up_leaves_no_trace_instance_or_mount() {
+    let _turn = alongside();
+    for ms in [5, 20, 40, 60, 80, 120, 200] {
+        let child = own_group([
+            "cyclic",
+            "-a",
+            &last_cpu(),
+            "-D",
+            "60",
+            "-q",
+            "--trace-outliers",
+            "100us",
+        ])
+        .json()
+        .spawn();
+        let pid = child.id();
+        std::thread::sleep(Duration::from_millis(ms));
+        child.signal(libc::SIGINT);
+        let out = child.wait_within(LIMIT);
+        // Killed before main installed the handlers (nothing taken yet),
+        // stopped before the run began (130, said on stderr) or during it
+        // (0, results written).
+        assert!(
+            out.status.signal() == Some(libc::SIGINT) || [0, 130].contains(&out.code()),
+            "{ms} ms: {:?} {}",
+            out.status,
+            out.stderr()
+        );
+        assert!(
+            instances_of(pid).is_empty(),
+            "{ms} ms: {:?}",
+            instances_of(pid)
+        );
+        assert!(
+            own_tracefs_mounts_of(pid).is_empty(),
+            "{ms} ms: {:?}",
+            own_tracefs_mounts_of(pid)
+        );
+        let dirs = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&rtscope_core::trace::own_mount_prefix(pid))
+            })
+            .count();
+        assert_eq!(
+            dirs,
+            0,
+            "{ms} ms: its mount point is left ({:?}, {})",
+            out.status,
+            out.stderr()
+        );
+    }
 }

@@ -265,3 +265,52 @@ fn losses_are_counted_and_never_mis_join() {
     assert_eq!(t["accuracy"]["below_kernel"], 0, "{t}");
     out.exits(0);
 }
+
+/// A run killed with SIGKILL cannot unmount the tracefs it mounted for
+/// itself (where the machine had none mounted); the next traced run does.
+/// In a mount namespace of its own (`unshare -m`), with the machine's
+/// tracefs unmounted there only.
+#[test]
+fn the_next_run_unmounts_what_a_killed_run_mounted() {
+    let _one = one_at_a_time();
+    if !common::tool("unshare") || rtscope_core::sys::geteuid() != 0 {
+        assert!(std::env::var_os("CI").is_none(), "unshare and root needed");
+        eprintln!("skipped: needs unshare and root");
+        return;
+    }
+    let script = r#"
+set -u
+grep ' - tracefs \| - debugfs ' /proc/self/mountinfo | awk '{print $5}' | sort -r |
+  while read -r m; do umount -l "$m" || exit 9; done
+"$RTSCOPE" cyclic -a 0 -D 60s -q --trace >/dev/null 2>&1 &
+pid=$!
+for i in $(seq 100); do
+  grep -q "/rtscope-tracefs-$pid-" /proc/self/mountinfo && break
+  sleep 0.1
+done
+kill -9 "$pid"; wait "$pid" 2>/dev/null
+echo "killed: $(grep -c "/rtscope-tracefs-$pid-" /proc/self/mountinfo)"
+"$RTSCOPE" cyclic -a 0 -D 200ms -q --trace >/dev/null 2>&1
+echo "after the next run: $(grep -c "/rtscope-tracefs-$pid-" /proc/self/mountinfo)"
+ls -d /tmp/rtscope-tracefs-"$pid"-* 2>/dev/null | wc -l | sed 's/^/directories: /'
+"#;
+    let out = std::process::Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", script])
+        .env("RTSCOPE", common::rtscope_path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("killed: 1\n"),
+        "the killed run had mounted: {text}"
+    );
+    assert!(
+        text.contains("after the next run: 0\ndirectories: 0\n"),
+        "{text}"
+    );
+}

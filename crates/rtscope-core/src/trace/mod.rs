@@ -134,9 +134,10 @@ pub fn remove_open_instances() -> Vec<PathBuf> {
     CLOSING.store(true, Ordering::SeqCst);
     let removed = remove_instances();
     for dir in own_mounts().drain(..) {
-        if crate::sys::unmount(&dir).is_ok() {
-            let _ = std::fs::remove_dir(&dir);
-        }
+        // Registered before it was mounted: it may not be yet. rmdir (never
+        // a recursive removal) fails on a mount point still mounted.
+        let _ = crate::sys::unmount(&dir);
+        let _ = std::fs::remove_dir(&dir);
     }
     removed
 }
@@ -180,12 +181,20 @@ impl Drop for OwnMount {
         let Some(dir) = self.dir.take() else {
             return;
         };
-        own_mounts().retain(|d| d != dir.path());
+        // Under the lock the clean-up of a fatal signal takes: it never
+        // finds the directory half removed (the process ends right after).
+        let mut own = own_mounts();
+        own.retain(|d| d != dir.path());
         if crate::sys::unmount(dir.path()).is_err() {
-            // Still mounted: removing the directory would recurse into
-            // tracefs and remove its instances (other runs' too). Leave it.
-            let _ = dir.keep();
+            // Never mounted (the mount failed), or still mounted: then
+            // TempDir's recursive removal would go into tracefs and remove
+            // its instances (other runs' too). rmdir only, then leave it.
+            let path = dir.keep();
+            let _ = std::fs::remove_dir(path);
+        } else {
+            drop(dir);
         }
+        drop(own);
     }
 }
 
@@ -219,17 +228,7 @@ fn denied(p: &Path) -> bool {
 fn tracefs_mounts(mountinfo: &str) -> Vec<PathBuf> {
     let mut tracefs = Vec::new();
     let mut debugfs = Vec::new();
-    for l in mountinfo.lines() {
-        let Some((pre, post)) = l.split_once(" - ") else {
-            continue;
-        };
-        let (Some(fstype), Some(mnt)) = (
-            post.split_whitespace().next(),
-            pre.split_whitespace().nth(4),
-        ) else {
-            continue;
-        };
-        let p = PathBuf::from(mnt.replace("\\040", " "));
+    for (fstype, p) in mounts(mountinfo) {
         let private = p
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with(OWN_MOUNT_PREFIX));
@@ -241,6 +240,16 @@ fn tracefs_mounts(mountinfo: &str) -> Vec<PathBuf> {
     }
     tracefs.extend(debugfs);
     tracefs
+}
+
+/// The (file system type, mount point) of each line of `mountinfo`.
+fn mounts(mountinfo: &str) -> impl Iterator<Item = (&str, PathBuf)> {
+    mountinfo.lines().filter_map(|l| {
+        let (pre, post) = l.split_once(" - ")?;
+        let fstype = post.split_whitespace().next()?;
+        let mnt = pre.split_whitespace().nth(4)?;
+        Some((fstype, PathBuf::from(mnt.replace("\\040", " "))))
+    })
 }
 
 /// The page layout `events/header_page` describes (the 64-bit one when it
@@ -380,6 +389,60 @@ pub fn remove_stale(root: &Path) -> Vec<String> {
     removed
 }
 
+/// The private tracefs mounts (`.../rtscope-tracefs-PID-...`) in `mountinfo`
+/// of processes for which `alive(PID)` is false: left by a run that was
+/// killed (SIGKILL) before it could unmount.
+fn stale_own_mounts(mountinfo: &str, alive: impl Fn(i32) -> bool) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for (fstype, p) in mounts(mountinfo) {
+        let pid = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix(OWN_MOUNT_PREFIX))
+            .and_then(|r| r.split('-').next())
+            .and_then(|pid| pid.parse::<i32>().ok());
+        if fstype == "tracefs" && pid.is_some_and(|pid| !alive(pid)) && !v.contains(&p) {
+            v.push(p);
+        }
+    }
+    v
+}
+
+/// Unmounts and removes the private tracefs mounts of runs whose process is
+/// gone (with the instances they left); returns the directories removed.
+/// Errors (not root) leave them as they were.
+pub fn remove_stale_mounts() -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for p in stale_own_mounts(&text, crate::sys::pid_alive) {
+        remove_stale(&p);
+        if crate::sys::unmount(&p).is_ok() {
+            let _ = std::fs::remove_dir(&p);
+            removed.push(p);
+        }
+    }
+    // Mount points a killed run made and had not mounted yet (rmdir, never
+    // recursive: a directory still mounted or not empty stays).
+    if let Ok(rd) = std::fs::read_dir(std::env::temp_dir()) {
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let pid = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(OWN_MOUNT_PREFIX))
+                .and_then(|r| r.split('-').next())
+                .and_then(|pid| pid.parse::<i32>().ok());
+            if pid.is_some_and(|pid| !crate::sys::pid_alive(pid))
+                && std::fs::remove_dir(e.path()).is_ok()
+            {
+                removed.push(e.path());
+            }
+        }
+    }
+    removed
+}
+
 /// A tracefs mounted by this process for itself: unmounted when dropped.
 pub struct TracefsMount(#[allow(dead_code)] OwnMount);
 
@@ -387,6 +450,8 @@ pub struct TracefsMount(#[allow(dead_code)] OwnMount);
 /// tracefs mounted in a temporary directory of this process's own (named
 /// `rtscope-tracefs-PID-...`), with the guard that unmounts it.
 pub fn find_or_mount_tracefs() -> Result<(PathBuf, Option<TracefsMount>), TraceError> {
+    // What a killed run left mounted goes first.
+    remove_stale_mounts();
     if let Some(r) = find_tracefs() {
         return Ok((r, None));
     }
@@ -402,19 +467,29 @@ pub fn find_or_mount_tracefs() -> Result<(PathBuf, Option<TracefsMount>), TraceE
         )));
     }
     // Named for this process, so that whoever looks can tell whose it is
-    // (a test, for the run it started).
-    let dir = tempfile::Builder::new()
-        .prefix(&own_mount_prefix(std::process::id()))
-        .tempdir()
-        .map_err(|e| TraceError::NoTracefs(format!("temporary directory: {e}")))?;
-    crate::sys::mount_tracefs(dir.path()).map_err(|e| {
+    // (a test, for the run it started). Made and registered under the lock
+    // the clean-up of a fatal signal takes ([`remove_open_instances`]): never
+    // made after it ran, always known to it when made before.
+    let (dir, root) = {
+        let mut own = own_mounts();
+        if CLOSING.load(Ordering::SeqCst) {
+            return Err(closing());
+        }
+        let dir = tempfile::Builder::new()
+            .prefix(&own_mount_prefix(std::process::id()))
+            .tempdir()
+            .map_err(|e| TraceError::NoTracefs(format!("temporary directory: {e}")))?;
+        let root = dir.path().to_path_buf();
+        own.push(root.clone());
+        (dir, root)
+    };
+    let guard = TracefsMount(OwnMount { dir: Some(dir) });
+    crate::sys::mount_tracefs(&root).map_err(|e| {
         TraceError::NoTracefs(format!(
             "not mounted, and mounting it failed ({e}; root or CAP_SYS_ADMIN needed)"
         ))
     })?;
-    let root = dir.path().to_path_buf();
-    own_mounts().push(root.clone());
-    Ok((root, Some(TracefsMount(OwnMount { dir: Some(dir) }))))
+    Ok((root, Some(guard)))
 }
 
 impl Instance {
@@ -673,6 +748,17 @@ mod tests {
         assert!(tracefs_mounts(only_private).is_empty());
         // A run's own mount is named for its process, and is private.
         assert_eq!(own_mount_prefix(4321), "rtscope-tracefs-4321-");
+        let info = "90 22 0:45 / /tmp/rtscope-tracefs-4321-Ab12 rw - tracefs nodev rw\n\
+                    91 22 0:45 / /tmp/rtscope-tracefs-77-x rw - tracefs nodev rw\n\
+                    92 22 0:45 / /tmp/rtscope-tracefs-4321-Ab12 rw - tracefs nodev rw\n\
+                    93 22 0:46 / /tmp/rtscope-tracefs-5-y rw - tmpfs tmpfs rw\n\
+                    94 22 0:45 / /sys/kernel/tracing rw - tracefs tracefs rw\n";
+        assert_eq!(
+            stale_own_mounts(info, |p| p == 77),
+            vec![PathBuf::from("/tmp/rtscope-tracefs-4321-Ab12")],
+            "a dead run's own tracefs mount, once; a live one's, another \
+             file system and the machine's own are left"
+        );
         let named = format!(
             "90 22 0:45 / /tmp/{}Xy12 rw - tracefs nodev rw\n",
             own_mount_prefix(4321)

@@ -46,14 +46,30 @@ pub fn interrupt_counts(text: &str) -> Vec<(String, Vec<u64>)> {
 /// A CPU's interrupt rate: (cpu, total per second, top sources per second).
 pub type IrqRate = (usize, f64, Vec<(String, f64)>);
 
-/// Interrupts per second on each of `cpus` over `window_ns`, with the top
-/// sources: (cpu, total/s, [(source, /s)]).
-pub fn irq_rates(root: &Root, cpus: &[usize], window_ns: u64) -> Vec<IrqRate> {
+/// Interrupts per second on each of `cpus` over `window_ns` (shorter when
+/// `stop` is raised: the rates are over the time counted), with the top
+/// sources: (cpu, total/s, [(source, /s)]), and the seconds counted.
+pub fn irq_rates(
+    root: &Root,
+    cpus: &[usize],
+    window_ns: u64,
+    stop: &std::sync::atomic::AtomicBool,
+) -> (Vec<IrqRate>, f64) {
+    use std::time::{Duration, Instant};
     let a = interrupt_counts(&root.read_raw("/proc/interrupts").unwrap_or_default());
-    std::thread::sleep(std::time::Duration::from_nanos(window_ns));
+    let t0 = Instant::now();
+    let window = Duration::from_nanos(window_ns);
+    // In slices of 100 ms at most: a stop is honoured within one.
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        let Some(left) = window.checked_sub(t0.elapsed()).filter(|d| !d.is_zero()) else {
+            break;
+        };
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
     let b = interrupt_counts(&root.read_raw("/proc/interrupts").unwrap_or_default());
-    let secs = window_ns as f64 / 1e9;
-    cpus.iter()
+    let secs = t0.elapsed().as_secs_f64().max(1e-3);
+    let rates = cpus
+        .iter()
         .map(|&c| {
             let mut per: Vec<(String, f64)> = b
                 .iter()
@@ -69,11 +85,13 @@ pub fn irq_rates(root: &Root, cpus: &[usize], window_ns: u64) -> Vec<IrqRate> {
                 })
                 .collect();
             per.sort_by(|x, y| y.1.total_cmp(&x.1));
-            let total = per.iter().map(|p| p.1).sum();
+            // (A sum of no f64 is -0.0.)
+            let total = per.iter().map(|p| p.1).sum::<f64>() + 0.0;
             per.truncate(4);
             (c, total, per)
         })
-        .collect()
+        .collect();
+    (rates, secs)
 }
 
 /// Runs the probes and attaches their numbers to the checks.
@@ -83,8 +101,14 @@ pub fn attach(
     checks: &mut [Check],
     window_ns: u64,
     quiet: bool,
+    stop: &crate::signals::StopSignals,
 ) -> Result<()> {
     let cpus = probe_cpus(facts);
+    // `stop` is held by `check` from the audit to the last probe, so that a
+    // stop between two probes (or during the IRQ count, which is no run)
+    // skips the rest and keeps the audit; each probe's own run begins
+    // stopped after it.
+    let stopped = || stop.flag.load(std::sync::atomic::Ordering::SeqCst);
     if !quiet {
         eprintln!(
             "rtscope check --measure: {} of IRQ counting on CPUs {}",
@@ -92,7 +116,15 @@ pub fn attach(
             rtscope_core::units::format_cpu_list(&cpus)
         );
     }
-    let rates = irq_rates(root, &cpus, window_ns);
+    let (rates, secs) = irq_rates(root, &cpus, window_ns, &stop.flag);
+    if stopped() && secs < 0.01 {
+        set(
+            checks,
+            "irq-affinity",
+            "--measure was stopped: the IRQ count did not run".into(),
+        );
+        return not_run(checks, "the OS noise, hwlat and wake-up latency probes");
+    }
     let text: Vec<String> = rates
         .iter()
         .map(|(c, total, top)| {
@@ -105,7 +137,15 @@ pub fn attach(
             )
         })
         .collect();
-    set(checks, "irq-affinity", text.join("; "));
+    let cut = if (secs * 1e9) < window_ns as f64 * 0.99 {
+        format!(" (counted over {:.2}s: stopped)", secs)
+    } else {
+        String::new()
+    };
+    set(checks, "irq-affinity", text.join("; ") + &cut);
+    if stopped() {
+        return not_run(checks, "the OS noise, hwlat and wake-up latency probes");
+    }
     // OS noise on the same CPUs: the evidence for isolation and throttling.
     let quiet_run = crate::experiment::run::RunRequest::quiet();
     let options = crate::experiment::noise::NoiseOptions {
@@ -126,8 +166,15 @@ pub fn attach(
     match crate::experiment::noise::plan(&options)
         .and_then(|p| crate::experiment::noise::execute(&p))
     {
+        Ok(f) if stopped_early(&f.doc) => {
+            return not_run(
+                checks,
+                "the OS noise probe (stopped at once) and the others",
+            );
+        }
         Ok(f) => {
             let (text, throttling) = noise_text(&f.doc);
+            let text = text + &stopped_after(&f.doc, window_ns);
             for id in ["isolcpus", "cpus", "vm"] {
                 set(checks, id, text.clone());
             }
@@ -136,6 +183,9 @@ pub fn attach(
             }
         }
         Err(e) => set(checks, "isolcpus", format!("noise probe failed: {e}")),
+    }
+    if stopped() {
+        return not_run(checks, "the hwlat and wake-up latency probes");
     }
     // Hardware latency on the same CPUs, where the kernel has the hwlat
     // tracer (the hwlat check found it): the machine's own stalls.
@@ -151,10 +201,23 @@ pub fn attach(
         let text = match crate::experiment::hwlat::plan(&options)
             .and_then(|p| crate::experiment::hwlat::execute(&p))
         {
-            Ok(f) => format!("rtscope hwlat: {}", hwlat_text(&f.doc.series)),
+            Ok(f) if stopped_early(&f.doc) => {
+                return not_run(
+                    checks,
+                    "the hwlat probe (stopped at once) and the wake-up latency probe",
+                );
+            }
+            Ok(f) => format!(
+                "rtscope hwlat: {}{}",
+                hwlat_text(&f.doc.series),
+                stopped_after(&f.doc, window_ns)
+            ),
             Err(e) => format!("hwlat probe failed: {e}"),
         };
         set(checks, "hwlat", text);
+    }
+    if stopped() {
+        return not_run(checks, "the wake-up latency probe");
     }
     // Wake-up latency on the same CPUs: what a periodic RT task sees there
     // (the evidence for the preemption model, idle states and the VM).
@@ -176,8 +239,15 @@ pub fn attach(
     match crate::experiment::cyclic::plan(&options)
         .and_then(|p| crate::experiment::cyclic::execute(&p))
     {
+        Ok(o) if stopped_early(&o.doc) || o.doc.series.iter().all(|s| s.stats.count == 0) => {
+            not_run(checks, "the wake-up latency probe (stopped at once)")?
+        }
         Ok(o) => {
-            let text = format!("rtscope cyclic 1 ms: {}", cyclic_text(&o.doc.series));
+            let text = format!(
+                "rtscope cyclic 1 ms: {}{}",
+                cyclic_text(&o.doc.series),
+                stopped_after(&o.doc, window_ns)
+            );
             for id in ["preempt-rt", "cpuidle", "vm"] {
                 set(checks, id, text.clone());
             }
@@ -312,6 +382,38 @@ pub fn probe_cpus(f: &Facts) -> Vec<usize> {
     } else {
         f.online.last().copied().into_iter().collect()
     }
+}
+
+/// Whether a probe was stopped before it measured anything worth citing
+/// (under 10 ms).
+fn stopped_early(doc: &rtscope_core::result::ResultDocument) -> bool {
+    doc.end_reason == rtscope_core::result::EndReason::Interrupted && doc.duration_ns < 10_000_000
+}
+
+/// ", stopped after 1.2s of 5.0s" for a probe a stop cut short, else "".
+fn stopped_after(doc: &rtscope_core::result::ResultDocument, window_ns: u64) -> String {
+    if doc.end_reason == rtscope_core::result::EndReason::Interrupted && doc.duration_ns < window_ns
+    {
+        format!(
+            " (stopped after {} of {})",
+            rtscope_core::units::format_ns(doc.duration_ns),
+            rtscope_core::units::format_ns(window_ns)
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// Says on the checks they bear on that `what` did not run (a stop).
+fn not_run(checks: &mut [Check], what: &str) -> Result<()> {
+    for id in ["isolcpus", "preempt-rt", "vm"] {
+        set(
+            checks,
+            id,
+            format!("--measure was stopped: {what} did not run"),
+        );
+    }
+    Ok(())
 }
 
 pub(super) fn set(checks: &mut [Check], id: &str, m: String) {

@@ -138,6 +138,13 @@ pub fn run(plan: &CheckPlan) -> Result<i32> {
             "--measure measures this machine: it cannot be combined with --root",
         ));
     }
+    // With --measure, a stop from here on ends the probes and keeps the
+    // audit (without, the audit takes a moment and a stop ends it at once).
+    let stop = if plan.measure {
+        Some(crate::signals::StopSignals::install()?)
+    } else {
+        None
+    };
     let (facts, mut checks) = audit(&root, plan.cpus.as_deref());
     if let Some(c) = &plan.cpus {
         if let Some(bad) = c.iter().find(|c| !facts.online.contains(c)) {
@@ -149,8 +156,15 @@ pub fn run(plan: &CheckPlan) -> Result<i32> {
             }
         }
     }
-    if plan.measure {
-        measure::attach(&root, &facts, &mut checks, plan.measure_ns, plan.quiet)?;
+    if let Some(stop) = &stop {
+        measure::attach(
+            &root,
+            &facts,
+            &mut checks,
+            plan.measure_ns,
+            plan.quiet,
+            stop,
+        )?;
     }
     let rep = report(&root, &facts, checks);
     let mut errors = Vec::new();

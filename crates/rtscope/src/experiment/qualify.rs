@@ -172,7 +172,10 @@ fn run_step(
     let out_path = dir.join(format!("{name}.out"));
     let out = std::fs::File::create(&out_path)?;
     let mut cmd = Proc::new(exe);
-    cmd.args(step_args(a, name, dir)).stdin(Stdio::null());
+    cmd.args(step_args(a, name, dir))
+        .stdin(Stdio::null())
+        // A step stops when qualify dies, even of SIGKILL (main.rs).
+        .env(crate::DIE_WITH_ENV, std::process::id().to_string());
     if a.live && name == "cyclic" {
         cmd.stdin(Stdio::inherit());
     } else {
