@@ -108,6 +108,13 @@ fn open_through(path: &Path, wait: std::time::Duration) -> io::Result<File> {
 impl OutFile {
     /// Starts writing `path`.
     pub fn create(path: &Path) -> io::Result<Self> {
+        Self::create_mode(path, 0o666)
+    }
+
+    /// Starts writing `path`, a new file created with `mode` less the umask
+    /// (`0o777` for a script: 0755 under umask 022, 0700 under 077). A file
+    /// written through (a device, a FIFO) keeps its own mode.
+    pub fn create_mode(path: &Path, mode: u32) -> io::Result<Self> {
         let real = resolve(path);
         if is_special(&real) {
             let f = open_through(&real, input_wait()?)?;
@@ -130,7 +137,7 @@ impl OutFile {
         let tmp = tempfile::Builder::new()
             .prefix(".rtscope-")
             .suffix(".tmp")
-            .permissions(std::fs::Permissions::from_mode(0o666))
+            .permissions(std::fs::Permissions::from_mode(mode))
             .tempfile_in(dir_of(&real))
             .map_err(plain)?;
         let f = tmp.reopen().map_err(plain)?;
@@ -167,7 +174,13 @@ impl Write for OutFile {
 /// Writes `bytes` to `path` as [`OutFile`] does: atomically for a regular
 /// file, through for a device or FIFO, to its target for a symlink.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut f = OutFile::create(path)?;
+    write_atomic_mode(path, bytes, 0o666)
+}
+
+/// [`write_atomic`] with the mode a new file is created with, less the umask
+/// ([`OutFile::create_mode`]).
+pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let mut f = OutFile::create_mode(path, mode)?;
     f.write_all(bytes)?;
     f.commit()
 }

@@ -266,3 +266,27 @@ fn bad_input_is_one_line_exit_2() {
         Run::new(&args).exits(2).one_line();
     }
 }
+
+#[test]
+fn the_fix_script_honours_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    for (umask, want) in [("022", 0o755), ("077", 0o700), ("027", 0o750)] {
+        let script = dir.path().join(format!("fix-{umask}.sh"));
+        let json = dir.path().join(format!("check-{umask}.json"));
+        let st = std::process::Command::new("sh")
+            .args(["-c", &format!("umask {umask}; exec \"$0\" \"$@\"")])
+            .arg(common::rtscope_path())
+            .args(["check", "--fix-script"])
+            .arg(&script)
+            .arg("--json")
+            .arg(&json)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!([0, 1, 3].contains(&st.code().unwrap()), "{st:?}");
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&script), want, "umask {umask}: the script");
+        assert_eq!(mode(&json), want & 0o666, "umask {umask}: the JSON");
+    }
+}

@@ -74,15 +74,10 @@ fn one_line(s: &str) -> String {
     s.replace(['\n', '\r'], " ")
 }
 
-/// Writes the script, executable by its owner.
+/// Writes the script, executable where the umask lets it be read (0777
+/// less the umask: 0755 under 022, 0700 under 077; never wider).
 pub fn write(path: &Path, text: &str) -> std::io::Result<()> {
-    rtscope_core::file::write_atomic(path, text.as_bytes())?;
-    if path.is_file() {
-        use std::os::unix::fs::PermissionsExt;
-        let mut perm = std::fs::metadata(path)?.permissions();
-        perm.set_mode(0o755);
-        std::fs::set_permissions(path, perm)?;
-    }
+    rtscope_core::file::write_atomic_mode(path, text.as_bytes(), 0o777)?;
     let _ = std::io::stdout().flush();
     Ok(())
 }
