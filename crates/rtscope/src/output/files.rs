@@ -28,12 +28,29 @@ pub fn check_output(flag: &str, path: &Path) -> Result<()> {
 /// The same file, whether or not it exists yet: symlinks and `.`/`..`
 /// resolved through the longest existing ancestor.
 fn identity(path: &Path) -> PathBuf {
+    identity_within(path, 40)
+}
+
+/// [`identity`], following at most `links` symbolic links (as the kernel's
+/// limit: a loop ends as a path of its own, and the write then fails).
+fn identity_within(path: &Path, links: u32) -> PathBuf {
     if let Ok(p) = std::fs::canonicalize(path) {
         return p;
     }
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    // A link to a file not made yet (`--junit y` with y -> x): the file
+    // written is its target's.
+    if links > 0 && abs.is_symlink() {
+        if let Ok(target) = std::fs::read_link(&abs) {
+            let target = match abs.parent() {
+                Some(dir) if target.is_relative() => dir.join(target),
+                _ => target,
+            };
+            return identity_within(&target, links - 1);
+        }
+    }
     match (abs.parent(), abs.file_name()) {
-        (Some(dir), Some(name)) => identity(dir).join(name),
+        (Some(dir), Some(name)) => identity_within(dir, links).join(name),
         _ => abs,
     }
 }
@@ -107,5 +124,24 @@ mod tests {
         o.add("--report", Some(&dir.path().join("b.html"))).unwrap();
         o.add("--histogram", Some(Path::new("/dev/null"))).unwrap();
         o.add("--raw", Some(Path::new("/dev/null"))).unwrap();
+    }
+
+    #[test]
+    fn a_link_to_a_file_not_made_yet_is_that_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let x = dir.path().join("x.html");
+        // y -> x (relative), z -> y, and x does not exist yet.
+        std::os::unix::fs::symlink("x.html", dir.path().join("y.xml")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("y.xml"), dir.path().join("z")).unwrap();
+        let mut o = OutputPaths::new();
+        o.add("-o", Some(&x)).unwrap();
+        let e = o
+            .add("--junit", Some(&dir.path().join("y.xml")))
+            .unwrap_err();
+        assert!(e.to_string().contains("name the same file"), "{e}");
+        assert!(o.add("--junit", Some(&dir.path().join("z"))).is_err());
+        // A loop is a path of its own (the write fails there, not here).
+        std::os::unix::fs::symlink("loop", dir.path().join("loop")).unwrap();
+        assert!(!same_file(&dir.path().join("loop"), &x));
     }
 }
