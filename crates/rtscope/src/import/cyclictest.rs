@@ -500,6 +500,7 @@ pub fn with_cmdline(doc: &mut ResultDocument, cmdline: &str) -> anyhow::Result<(
         ));
     }
     let nthreads = doc.series.iter().filter(|s| s.label != "all").count();
+    contradictions(doc, &a, nthreads).map_err(|e| anyhow::anyhow!("--cmdline: {e}"))?;
     let mut imported = doc
         .plan
         .get("imported")
@@ -514,6 +515,50 @@ pub fn with_cmdline(doc: &mut ResultDocument, cmdline: &str) -> anyhow::Result<(
     }
     doc.command_line = cmdline.split_whitespace().map(str::to_string).collect();
     measuring_time(doc);
+    Ok(())
+}
+
+/// What a histogram file says that the command line cannot have written:
+/// another number of threads than `-t N`, more samples on a thread than
+/// `-l` loops, or than `-D` allows at `-i` (each thread wakes at most once
+/// an interval; 2 % and 2 wake-ups of slack for the start and the end).
+fn contradictions(
+    doc: &ResultDocument,
+    a: &crate::experiment::cyclictest::args::CtArgs,
+    nthreads: usize,
+) -> Result<(), String> {
+    use crate::experiment::cyclictest::args::Threads;
+    if let Threads::Count(n) = a.threads {
+        if n > 0 && usize::try_from(n).ok() != Some(nthreads) {
+            return Err(format!(
+                "says -t {n}: the histogram file has {nthreads} thread column{}",
+                if nthreads == 1 { "" } else { "s" }
+            ));
+        }
+    }
+    let most = doc
+        .series
+        .iter()
+        .filter(|s| s.label != "all")
+        .map(|s| s.stats.count)
+        .max()
+        .unwrap_or(0);
+    if a.loops > 0 && most > a.loops.unsigned_abs() {
+        return Err(format!(
+            "says -l {}: the histogram file has {most} samples on one thread (at most {} with -l)",
+            a.loops, a.loops
+        ));
+    }
+    if a.duration_s > 0 && a.interval > 0 {
+        let cap = a.duration_s as f64 * 1e6 / a.interval as f64;
+        if most as f64 > cap * 1.02 + 2.0 {
+            return Err(format!(
+                "says -D {}s -i {}: the histogram file has {most} samples on one thread, \
+                 more than that many seconds at that interval give ({:.0})",
+                a.duration_s, a.interval, cap
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -1253,7 +1298,7 @@ mod tests {
                 .starts_with("--cmdline: option '--prio' is ambiguous"),
             "{e}"
         );
-        let e = with_cmdline(&mut d, "cyclictest --priospread -p 5 -h 1").unwrap_err();
+        let e = with_cmdline(&mut d, "cyclictest --priospread -p 5 -t 2 -h 1000").unwrap_err();
         assert!(e.to_string().contains("--priospread is refused"), "{e}");
     }
 
@@ -1280,6 +1325,31 @@ mod tests {
             assert!(e.contains(says), "{line}: {e}");
         }
         for line in ["cyclictest -h 3", "cyclictest -h 400", "cyclictest -H 3"] {
+            let mut d = from_histogram(text, T.into(), false).unwrap();
+            with_cmdline(&mut d, line).unwrap();
+        }
+        // Threads, loops and duration that cannot have made 4 samples on
+        // one thread (1 + 3 in the one column) are refused too.
+        for (line, says) in [
+            (
+                "cyclictest -h 3 -t 2",
+                "says -t 2: the histogram file has 1 thread column",
+            ),
+            (
+                "cyclictest -h 3 -l 3",
+                "says -l 3: the histogram file has 4 samples",
+            ),
+            ("cyclictest -h 3 -D 1 -i 1000000", "says -D 1s -i 1000000"),
+        ] {
+            let mut d = from_histogram(text, T.into(), false).unwrap();
+            let e = with_cmdline(&mut d, line).unwrap_err().to_string();
+            assert!(e.contains(says), "{line}: {e}");
+        }
+        for line in [
+            "cyclictest -h 3 -t 1 -l 4",
+            "cyclictest -h 3 -t -l 1000",
+            "cyclictest -h 3 -D 1 -i 1000",
+        ] {
             let mut d = from_histogram(text, T.into(), false).unwrap();
             with_cmdline(&mut d, line).unwrap();
         }
