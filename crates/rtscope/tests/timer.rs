@@ -282,3 +282,49 @@ fn ctrl_c_during_a_beacon_still_writes_the_result() {
     let doc = out.document();
     assert_eq!(doc["end_reason"], "interrupted");
 }
+
+/// A calibration whose lateness is the requested delay or more (another
+/// machine's, say): static compensation waits not at all there. Said before
+/// the run and in the document's warnings.
+#[test]
+fn a_calibration_later_than_the_delay_is_said_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cal = dir.path().join("late.json");
+    std::fs::write(
+        &cal,
+        r#"{"entries": [{"api": "clock_nanosleep", "policy": "fifo", "delays_ns": [1000000, 5000000],
+            "medians_ns": [2000000, 2000000], "offset_ns": 2000000, "wakes_per_delay": 10}]}"#,
+    )
+    .unwrap();
+    let out = Run::new([
+        "timer",
+        "--api",
+        "clock_nanosleep",
+        "--delays",
+        "1ms,5ms",
+        "--compensate",
+        "static",
+        "-l",
+        "3",
+        "--calibration",
+    ])
+    .arg(&cal)
+    .json()
+    .exits(0);
+    let err = out.stderr();
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("warning: --calibration: clock_nanosleep under fifo"))
+        .unwrap_or_else(|| panic!("{err}"));
+    // 1 ms is overshot (2 ms late), 5 ms is not.
+    assert!(line.contains("(2ms at 1ms)"), "{line}");
+    let doc = out.document();
+    assert!(
+        doc["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .contains("static compensation does not wait there")),
+        "{}",
+        doc["warnings"]
+    );
+}

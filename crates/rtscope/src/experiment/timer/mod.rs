@@ -706,8 +706,47 @@ fn header(plan: &TimerPlan) -> String {
     }
 }
 
+/// Where static compensation by `cal` waits not at all: the calibrated
+/// lateness at a requested delay is that delay or more (every wake there
+/// comes early). One line per API and policy, naming the delays.
+fn static_overshoot(plan: &TimerPlan, cal: &Calibration) -> Vec<String> {
+    if plan.mode != TimerMode::Sweep || !plan.compensations.contains(&Compensation::Static) {
+        return Vec::new();
+    }
+    let mut lines = Vec::new();
+    for api in &plan.apis {
+        for p in &plan.policies {
+            let over: Vec<String> = plan
+                .delays_ns
+                .iter()
+                .filter_map(|&d| {
+                    let o = cal.offset_at(*api, p.name(), d)?;
+                    (o >= d).then(|| format!("{} at {}", format_ns(o), format_ns(d)))
+                })
+                .collect();
+            if !over.is_empty() {
+                lines.push(format!(
+                    "{api} under {}: the calibrated lateness is the delay or more ({}): static compensation does not wait there, and every wake comes early (a calibration from another machine or load, or delays below this machine's timer lateness)",
+                    p.name(),
+                    over.join(", ")
+                ));
+            }
+        }
+    }
+    lines
+}
+
 /// Measures and builds the result document.
 pub fn execute(plan: &TimerPlan) -> Result<Finished> {
+    // Said before the run for a calibration given (after it, in the
+    // document, for any).
+    if let Some(cal) = &plan.loaded_calibration {
+        if !plan.run.outputs.quiet {
+            for l in static_overshoot(plan, cal) {
+                eprintln!("warning: --calibration: {l}");
+            }
+        }
+    }
     let run = run::begin(&plan.run.settings(), &header(plan))?;
     if let Some(b) = &plan.beacon {
         if b.expected_duration_ns > 300_000_000_000 && !plan.run.outputs.quiet {
@@ -758,6 +797,7 @@ pub fn execute(plan: &TimerPlan) -> Result<Finished> {
                     .and_then(|t| t.get("compensation"))
                     .is_some_and(|c| c == "static")
             });
+            warnings.extend(static_overshoot(plan, &cal));
             if early_static {
                 warnings.push("static compensation does not spin: a wake faster than the calibrated offset comes early (negative error; the histogram counts it as 0, the table's percentiles are exact)".into());
             }
