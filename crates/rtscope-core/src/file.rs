@@ -27,6 +27,41 @@ enum Target {
 pub struct OutFile {
     w: BufWriter<File>,
     target: Target,
+    _pending: Option<Pending>,
+}
+
+/// The temporary files of outputs being written, for [`remove_pending`].
+static PENDING: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn pending() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    PENDING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A temporary file registered in [`PENDING`] while it lives.
+struct Pending(PathBuf);
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        pending().retain(|p| p != &self.0);
+    }
+}
+
+/// Removes the temporary files of the outputs being written, for a way out
+/// that does not unwind (a second stop, a fatal signal: `process::exit`
+/// runs no destructor): no `.rtscope-*.tmp` is left beside the targets.
+pub fn remove_pending() {
+    remove_pending_where(|_| true);
+}
+
+fn remove_pending_where(which: impl Fn(&Path) -> bool) {
+    pending().retain(|p| {
+        if which(p) {
+            let _ = std::fs::remove_file(p);
+            false
+        } else {
+            true
+        }
+    });
 }
 
 /// The path that is really written: a symlink's final target, else `path`.
@@ -121,6 +156,7 @@ impl OutFile {
             return Ok(OutFile {
                 w: BufWriter::with_capacity(1 << 16, f),
                 target: Target::Through,
+                _pending: None,
             });
         }
         if real.is_dir() {
@@ -141,8 +177,10 @@ impl OutFile {
             .tempfile_in(dir_of(&real))
             .map_err(plain)?;
         let f = tmp.reopen().map_err(plain)?;
+        pending().push(tmp.path().to_path_buf());
         Ok(OutFile {
             w: BufWriter::with_capacity(1 << 20, f),
+            _pending: Some(Pending(tmp.path().to_path_buf())),
             target: Target::Atomic(tmp, real),
         })
     }
@@ -391,6 +429,37 @@ impl io::Read for Input {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_way_out_without_unwinding_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let temps = || {
+            std::fs::read_dir(dir.path())
+                .unwrap()
+                .filter(|e| {
+                    e.as_ref()
+                        .unwrap()
+                        .file_name()
+                        .to_string_lossy()
+                        .starts_with(".rtscope-")
+                })
+                .count()
+        };
+        let mut f = OutFile::create(&dir.path().join("doc.json")).unwrap();
+        f.write_all(b"{}").unwrap();
+        assert_eq!(temps(), 1);
+        // As the signal thread does before process::exit (f is never
+        // dropped); only this test's (other tests write files meanwhile).
+        remove_pending_where(|p| p.starts_with(dir.path()));
+        assert_eq!(temps(), 0);
+        std::mem::forget(f);
+        // Committed, nothing is pending any more.
+        let mut g = OutFile::create(&dir.path().join("b.json")).unwrap();
+        g.write_all(b"{}").unwrap();
+        g.commit().unwrap();
+        assert!(!pending().iter().any(|p| p.starts_with(dir.path())));
+        assert!(dir.path().join("b.json").is_file());
+    }
 
     #[test]
     fn outputs_on_kernel_filesystems_are_refused_by_name() {

@@ -122,14 +122,29 @@ enum Action {
     Exit,
 }
 
-fn action(since_first: Option<Duration>, running: bool) -> Action {
+fn action(since_first: Option<Duration>, running: bool, pending: bool) -> Action {
     match since_first {
         Some(d) if !is_exit_now(d) => Action::Same,
         Some(_) => Action::Exit,
-        None if running => Action::Stop,
-        // Between runs or while results are written: nothing to stop.
+        // A run, or results of one still to be written (post-processing,
+        // the files): the stop is taken, and what was measured is written.
+        None if running || pending => Action::Stop,
+        // Before any run (set-up) or in a command that runs none: nothing
+        // to stop, nothing to lose.
         None => Action::Exit,
     }
+}
+
+/// Raised when a run has ended and its results are being made and written
+/// ([`results_pending`]).
+static RESULTS_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Says that a run has ended and its results are being made and written
+/// (`run::Run::finish`): from here on, a first stop is taken as a stop (the
+/// results are still written; a run after it begins stopped) instead of
+/// ending the process at once.
+pub fn results_pending() {
+    RESULTS_PENDING.store(true, Ordering::SeqCst);
 }
 
 /// Gives back what the run changed outside the process, for a way out that
@@ -141,6 +156,7 @@ pub fn clean_up_now() {
     crate::load::supervisor::continue_paused_groups();
     rtscope_core::hwlat::tracer::restore_active();
     rtscope_core::trace::remove_open_instances();
+    rtscope_core::file::remove_pending();
 }
 
 /// The thread that acts on the signals, for the life of the process.
@@ -162,7 +178,11 @@ fn start_thread() -> Result<()> {
                 }
                 let mut st = state();
                 let since = st.first_stop.map(|t| t.elapsed());
-                match action(since, !st.active.is_empty()) {
+                match action(
+                    since,
+                    !st.active.is_empty(),
+                    RESULTS_PENDING.load(Ordering::SeqCst),
+                ) {
                     Action::Stop => {
                         st.first_stop = Some(Instant::now());
                         for f in &st.active {
@@ -254,14 +274,18 @@ mod tests {
     #[test]
     fn a_stop_with_no_run_in_progress_exits_unless_it_is_the_same_stop() {
         let ms = |m| Some(Duration::from_millis(m));
-        assert_eq!(action(None, true), Action::Stop);
-        assert_eq!(action(ms(30), true), Action::Same);
-        assert_eq!(action(ms(1500), true), Action::Exit);
-        // While the results are written: timeout's second delivery is the
-        // same stop; a fresh stop ends the process.
-        assert_eq!(action(ms(30), false), Action::Same);
-        assert_eq!(action(None, false), Action::Exit);
-        assert_eq!(action(ms(1500), false), Action::Exit);
+        assert_eq!(action(None, true, false), Action::Stop);
+        assert_eq!(action(ms(30), true, false), Action::Same);
+        assert_eq!(action(ms(1500), true, false), Action::Exit);
+        // Before any run: nothing to lose, the process ends.
+        assert_eq!(action(None, false, false), Action::Exit);
+        assert_eq!(action(ms(30), false, false), Action::Same);
+        // While a run's results are made and written: the first stop is
+        // taken (they are written), timeout's second delivery is the same
+        // stop, a person's later one ends the process.
+        assert_eq!(action(None, false, true), Action::Stop);
+        assert_eq!(action(ms(30), false, true), Action::Same);
+        assert_eq!(action(ms(1500), false, true), Action::Exit);
     }
 
     #[test]

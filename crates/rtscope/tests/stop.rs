@@ -410,3 +410,71 @@ fn a_stop_during_set_up_leaves_no_trace_instance_or_mount() {
         );
     }
 }
+
+/// A traced run under a load that floods the trace (a million task switches
+/// a second): the reads of the trace are bounded in time, so the stop still
+/// ends the run soon, and the document says what was not read.
+#[test]
+fn a_flood_of_trace_events_does_not_hold_the_stop() {
+    let _turn = alongside();
+    let mut child = own_group([
+        "cyclic",
+        "-a",
+        &last_cpu(),
+        "-D",
+        "60",
+        "-q",
+        "--trace-outliers",
+        "1s",
+        "--load",
+        "messaging,instances=1",
+    ])
+    .json()
+    .spawn();
+    let pid = child.id();
+    child.wait_for("its trace instance", LIMIT, || {
+        !instances_of(pid).is_empty()
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = Instant::now();
+    stop_like_timeout(&child, libc::SIGINT);
+    let out = child.wait_within(LIMIT);
+    assert!(
+        sent.elapsed() < AFTER_STOP,
+        "ended {:?} after the stop",
+        sent.elapsed()
+    );
+    let doc = out.exits(0).document();
+    assert_eq!(doc["end_reason"], "interrupted");
+    assert!(doc["trace"]["events_read"].as_u64().unwrap() > 0);
+}
+
+/// One stop after the run has ended, while its results are written (here:
+/// the document waits for a reader of its FIFO): taken as a stop, the
+/// results are still written (it ended the process at once, results lost).
+#[test]
+fn one_stop_while_the_results_are_written_still_writes_them() {
+    let _turn = alongside();
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("doc.json");
+    common::mkfifo(&fifo);
+    let mut child = own_group(["cyclic", "-t", "1", "-i", "1ms", "-D", "1", "-q"])
+        .arg("--json")
+        .arg(&fifo)
+        .spawn();
+    child.catches_sigint();
+    // The run ends by its duration, then waits for a reader.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(child.running(), "it ended without a reader of its FIFO");
+    stop_like_timeout(&child, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.running(),
+        "the stop ended it before the results were written"
+    );
+    let text = std::fs::read_to_string(&fifo).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["end_reason"], "duration");
+    let out = child.wait_within(LIMIT);
+    assert_eq!(out.status.code(), Some(0), "{}", out.stderr());
+}

@@ -286,6 +286,12 @@ pub struct Instance {
     pub events: u64,
     /// Whether rtscope mounted tracefs for this instance.
     pub mounted: bool,
+    /// Reads of a CPU's buffer that [`Instance::read_until`]'s deadline
+    /// ended before the buffer was empty.
+    pub cut_short: u64,
+    /// After a read that was cut short: the time up to which every CPU's
+    /// events have been read (later ones of a cut CPU are still buffered).
+    pub complete_until: Option<u64>,
     /// The CPUs traced (empty: all).
     pub cpus: Vec<usize>,
     _mount: Option<TracefsMount>,
@@ -533,6 +539,8 @@ impl Instance {
             lost_events: 0,
             events: 0,
             mounted: mount.is_some(),
+            cut_short: 0,
+            complete_until: None,
             cpus: cfg.cpus.clone(),
             _mount: mount,
         };
@@ -648,12 +656,39 @@ impl Instance {
 
     /// Reads every page available now, without blocking, and calls `f` for
     /// each decoded event (per CPU in time order). Returns the number of events.
-    pub fn read(&mut self, mut f: impl FnMut(&Event)) -> usize {
+    pub fn read(&mut self, f: impl FnMut(&Event)) -> usize {
+        self.read_until(None, f)
+    }
+
+    /// [`Instance::read`], ending when `deadline` has passed (checked after
+    /// every page): a flood of events (a load that switches tasks a million
+    /// times a second) cannot hold the caller past it. What is left stays in
+    /// the kernel's buffers for the next read (or is lost with the instance).
+    pub fn read_until(
+        &mut self,
+        deadline: Option<std::time::Instant>,
+        mut f: impl FnMut(&Event),
+    ) -> usize {
         let mut n = 0;
+        self.complete_until = None;
+        let start = std::time::Instant::now();
+        let ncpu = self.readers.len().max(1) as u32;
         for i in 0..self.readers.len() {
             let cpu = self.readers[i].0;
+            // Each CPU its share of the time (a flooded first CPU does not
+            // starve the others).
+            let until = deadline
+                .map(|d| start + d.saturating_duration_since(start) * (i as u32 + 1) / ncpu);
+            let mut newest = None;
             // Bounded: a CPU producing faster than we read cannot keep us here.
             for _ in 0..4096 {
+                if until.is_some_and(|d| std::time::Instant::now() >= d) {
+                    self.cut_short += 1;
+                    // This CPU's events are complete up to the newest read.
+                    let t = newest.unwrap_or(0);
+                    self.complete_until = Some(self.complete_until.map_or(t, |c: u64| c.min(t)));
+                    break;
+                }
                 let got = match self.readers[i].1.read(&mut self.page) {
                     Ok(0) => break,
                     Ok(k) => k,
@@ -686,6 +721,9 @@ impl Instance {
                 }
                 for e in &evs {
                     f(e);
+                }
+                if let Some(e) = evs.last() {
+                    newest = Some(e.ts);
                 }
                 n += evs.len();
             }

@@ -100,6 +100,12 @@ const REQUIRED: [&str; 3] = [
 
 /// How long events are kept for outlier windows, ns.
 const HISTORY_NS: u64 = 2_000_000_000;
+/// The most one read of the trace may take during the run (it is done every
+/// 50 ms: a flood of events must not hold the loop, and with it the stop).
+const PUMP_TIME: std::time::Duration = std::time::Duration::from_millis(100);
+/// The most the last read, after the stop, may take: what is left then is
+/// lost with the instance (the samples it would have split are unsplit).
+const FINAL_READ_TIME: std::time::Duration = std::time::Duration::from_millis(500);
 /// Outliers kept one by one with their causes (all are counted in the table).
 const OUTLIERS_KEPT: usize = 10_000;
 /// Samples and kernel wake-ups wait this long for each other, ns.
@@ -260,15 +266,19 @@ impl Tracer {
     /// written those); the rest wait for the next read, in time order.
     pub fn pump(&mut self) {
         let before = rtscope_core::sys::clock_ns(libc::CLOCK_MONOTONIC);
-        self.pump_until(before);
+        self.pump_until(before, PUMP_TIME);
     }
 
-    /// Reads the events available now and takes those stamped up to `until`.
-    fn pump_until(&mut self, until: u64) {
+    /// Reads the events available now (for `time` at most) and takes those
+    /// stamped up to `until`.
+    fn pump_until(&mut self, until: u64, time: std::time::Duration) {
         let mut batch = std::mem::take(&mut self.batch);
         let mut fresh = std::mem::take(&mut self.fresh);
         fresh.clear();
-        self.inst.read(|e| fresh.push(*e));
+        self.inst
+            .read_until(Some(std::time::Instant::now() + time), |e| fresh.push(*e));
+        // Cut short: only what every CPU has given is complete.
+        let until = self.inst.complete_until.map_or(until, |c| until.min(c));
         self.tracker.losses(&fresh, self.taken_until);
         batch.append(&mut fresh);
         self.fresh = fresh;
@@ -368,7 +378,7 @@ impl Tracer {
     #[allow(clippy::type_complexity)]
     pub fn finish(mut self) -> (Vec<Series>, TraceReport, Vec<String>, Vec<String>) {
         self.inst.stop();
-        self.pump_until(u64::MAX);
+        self.pump_until(u64::MAX, FINAL_READ_TIME);
         let mut unmatched_samples = self.stray_samples;
         let mut unmatched_wakes = 0;
         for j in &mut self.joiners {
@@ -440,6 +450,14 @@ impl Tracer {
         }
         for e in &self.filter_errors {
             warnings.push(format!("trace filter not set (more events recorded): {e}"));
+        }
+        if self.inst.cut_short > 0 {
+            warnings.push(format!(
+                "the trace came faster than it could be read: {} reads were cut short ({} ms each during the run, {} ms after the stop), and what was still buffered at the end was not read",
+                self.inst.cut_short,
+                PUMP_TIME.as_millis(),
+                FINAL_READ_TIME.as_millis()
+            ));
         }
         let series = self.rec.series();
         (series, report, warnings, loud)

@@ -453,6 +453,8 @@ impl Run {
         end_reason: EndReason,
         warnings: Vec<String>,
     ) -> Finished {
+        // From here to the files written, a first stop writes them still.
+        crate::signals::results_pending();
         let mut doc = self.document(experiment, plan, series, end_reason, warnings);
         // On-intervals of scheduled loads: relative to the document's start,
         // on CLOCK_MONOTONIC (where the measurement clock is another one,
