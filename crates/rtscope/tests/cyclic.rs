@@ -257,6 +257,9 @@ fn bad_input_is_one_line_and_exit_2() {
         vec!["-i".into(), "0".into()],
         vec!["-i".into(), "-5".into()],
         vec!["-i".into(), "1xs".into()],
+        // Below 1 µs: refused (a 1 s run of -i 1ns took 51 s).
+        vec!["-i".into(), "1ns".into()],
+        vec!["-i".into(), "999ns".into()],
         vec!["-p".into(), "200".into()],
         vec!["-a".into(), "999".into()],
         vec!["-a".into(), "3-1".into()],

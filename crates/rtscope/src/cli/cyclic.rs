@@ -24,9 +24,9 @@ pub struct CyclicArgs {
     #[arg(short = 'a', long = "cpus", value_name = "LIST", value_parser = cpu_list)]
     pub cpus: Option<CpuList>,
 
-    /// Period (ns, us, ms, s; a bare number is microseconds; at most 1h).
+    /// Period (ns, us, ms, s; a bare number is microseconds; at least 1us, at most 1h).
     #[arg(short = 'i', long, value_name = "DURATION", default_value = "1ms",
-          value_parser = wait_us, allow_hyphen_values = true)]
+          value_parser = period_us, allow_hyphen_values = true)]
     pub period: u64,
 
     /// Added to the period of each further thread (thread n: period + n * distance; at most 1h).

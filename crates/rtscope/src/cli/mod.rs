@@ -178,6 +178,20 @@ pub fn wait_us(s: &str) -> Result<u64, String> {
     at_most(positive_duration_us, crate::limits::MAX_WAIT_NS, "1h")(s)
 }
 
+/// A measurement period: [`wait_us`], and at least 1 µs (cyclictest's own
+/// unit). Shorter, every wake-up misses thousands of periods, and filling
+/// them in over the intended periods costs the aggregator more than the
+/// run gives it time for (a 1 s run of `-i 1ns` took 51 s and held a stop).
+pub fn period_us(s: &str) -> Result<u64, String> {
+    let ns = wait_us(s)?;
+    if ns < 1_000 {
+        return Err(format!(
+            "{s}: at least 1us (a period shorter than a wake-up's own cost only counts missed periods)"
+        ));
+    }
+    Ok(ns)
+}
+
 /// [`wait_us`] where 0 is allowed.
 pub fn wait_us_or_0(s: &str) -> Result<u64, String> {
     at_most(duration_us, crate::limits::MAX_WAIT_NS, "1h")(s)
