@@ -169,6 +169,26 @@ impl Op {
     }
 }
 
+/// Refuses, before anything runs, a gate that names a series the run
+/// cannot have (`thread 7:max>1s` on a run of one thread): `can_have` says
+/// which names it can. Found only after the run, it failed the run (exit 3)
+/// as if the latency had.
+pub fn check_series(
+    gates: &[Gate],
+    can_have: impl Fn(&str) -> bool,
+    which: &str,
+) -> anyhow::Result<()> {
+    for g in gates {
+        if let Some(name) = g.series.as_deref().filter(|n| !can_have(n)) {
+            return Err(crate::error::usage(format!(
+                "--fail-if {}: this run has no series '{name}' (its series: {which})",
+                g.text
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// One gate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Gate {

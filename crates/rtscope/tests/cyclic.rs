@@ -272,6 +272,10 @@ fn bad_input_is_one_line_and_exit_2() {
         vec!["--json".into(), dir.path().to_string_lossy().into()],
         vec!["--histogram".into(), "/proc/version".into()],
         vec!["--checkpoint".into(), "10s".into()],
+        // A gate on a series the run cannot have: refused before the run
+        // (it failed the run, exit 3, after measuring it).
+        vec!["-t".into(), "2".into(), "--fail-if".into(), "thread 2:max>1s".into()],
+        vec!["--fail-if".into(), "stage timer:max>1s".into()],
         vec!["--bogus".into()],
     ];
     for c in cases {

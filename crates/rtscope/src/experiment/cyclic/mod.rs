@@ -281,6 +281,25 @@ pub fn plan(a: &CyclicOptions) -> Result<CyclicPlan> {
         ("--histogram", a.histogram.as_deref()),
     ])?;
     let trace = super::cyclic_trace::plan(a)?;
+    let nthreads = threads.len();
+    crate::gate::check_series(
+        &a.run.outputs.gates.gates,
+        |n| {
+            n == "all"
+                || n.strip_prefix("thread ")
+                    .and_then(|i| i.parse::<usize>().ok())
+                    .is_some_and(|i| i < nthreads)
+                || (trace.is_some() && n.starts_with("stage "))
+        },
+        &format!(
+            "thread 0{}, all{}",
+            match nthreads {
+                1 => String::new(),
+                n => format!(" to thread {}", n - 1),
+            },
+            if trace.is_some() { ", stage ..." } else { "" }
+        ),
+    )?;
     Ok(CyclicPlan {
         experiment: "cyclic",
         threads,
