@@ -274,7 +274,12 @@ fn bad_input_is_one_line_and_exit_2() {
         vec!["--checkpoint".into(), "10s".into()],
         // A gate on a series the run cannot have: refused before the run
         // (it failed the run, exit 3, after measuring it).
-        vec!["-t".into(), "2".into(), "--fail-if".into(), "thread 2:max>1s".into()],
+        vec![
+            "-t".into(),
+            "2".into(),
+            "--fail-if".into(),
+            "thread 2:max>1s".into(),
+        ],
         vec!["--fail-if".into(), "stage timer:max>1s".into()],
         vec!["--bogus".into()],
     ];

@@ -302,6 +302,9 @@ pub struct Run {
     start_clock_ns: u64,
     /// Warnings already printed when the run started (the summary skips them).
     pub shown: Vec<String>,
+    /// When the measurement ended ([`Run::measurement_ended`]): the
+    /// document's duration ends there, not after the post-processing.
+    ended_clock_ns: std::cell::Cell<Option<u64>>,
 }
 
 /// Starts a run: checks the right to real-time scheduling, sets up the
@@ -363,6 +366,7 @@ pub fn begin_live(s: &RunSettings, header: &str, live: Option<LiveSetup>) -> Res
         clock: libc::CLOCK_MONOTONIC,
         start_clock_ns: sys::clock_ns(libc::CLOCK_MONOTONIC),
         shown,
+        ended_clock_ns: std::cell::Cell::new(None),
     };
     // The live views show the warnings the run starts with (the terminal UI
     // covers the lines printed above).
@@ -422,6 +426,15 @@ impl Run {
         w
     }
 
+    /// Says that the measurement has ended (the first call counts): the
+    /// document's duration is the measuring time, without what comes after
+    /// (the trace's last read, the live sinks' end, a stalled reader).
+    pub fn measurement_ended(&self) {
+        if self.ended_clock_ns.get().is_none() {
+            self.ended_clock_ns.set(Some(sys::clock_ns(self.clock)));
+        }
+    }
+
     /// The result document as of now (also for checkpoints): the loads are
     /// attached by [`finish`](Self::finish).
     pub fn document(
@@ -436,7 +449,11 @@ impl Run {
         let mut doc = ResultDocument::new(experiment, plan, self.system.clone(), series);
         doc.started_at = self.started_at.clone();
         doc.start_clock_ns = self.start_clock_ns;
-        doc.duration_ns = sys::clock_ns(self.clock).saturating_sub(self.start_clock_ns);
+        doc.duration_ns = self
+            .ended_clock_ns
+            .get()
+            .unwrap_or_else(|| sys::clock_ns(self.clock))
+            .saturating_sub(self.start_clock_ns);
         doc.end_reason = end_reason;
         doc.environment = Some(self.environment());
         doc.warnings = self.warnings(warnings);

@@ -803,9 +803,10 @@ impl Sinks {
         // Closing the channels ends the stream writer and the UI.
         self.hub.subs.clear();
         self.done.store(true, Ordering::SeqCst);
-        // A sink blocked on its reader (a stalled pipe or terminal) is not
-        // waited for long: the results must still be written.
-        let until = Instant::now() + Duration::from_secs(5);
+        // A sink blocked on its reader (a stalled pipe or terminal) is
+        // waited for a second at most: the results must still be written,
+        // and a reader that sleeps must not hold the run's end.
+        let until = Instant::now() + Duration::from_secs(1);
         let mut out = Vec::new();
         for t in self.threads.drain(..) {
             while !t.is_finished() && Instant::now() < until {

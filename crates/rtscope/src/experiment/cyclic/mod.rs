@@ -691,6 +691,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
         .collect();
     rtscope_core::rt::wake_until_ended(&tids, |i| !handles[i].is_finished());
     let ends = agg.join(handles);
+    run.measurement_ended();
     live.finish(|| agg.statuses(plan.run.rt.priority));
     for w in agg.end_live() {
         // Not eprintln!: after a hangup stderr may be gone, and the results
