@@ -347,4 +347,11 @@ fn the_steps_and_their_loads_die_with_a_killed_qualify() {
         left.is_empty(),
         "left running after qualify was killed: {left:?}"
     );
+    // Its steps' directory is left; the next qualify removes it.
+    let steps = std::env::temp_dir().join(format!("rtscope-qualify-{pid}"));
+    assert!(steps.is_dir(), "{}", steps.display());
+    let d2 = tempfile::tempdir().unwrap();
+    let (o, _) = short(d2.path(), "1h");
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!steps.exists(), "{} is left", steps.display());
 }

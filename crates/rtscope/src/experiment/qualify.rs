@@ -443,6 +443,20 @@ fn report(a: &QualifyArgs, v: &Verdict, j: &Value, dir: &Path, out: &Path) -> Re
 }
 
 fn step_dir() -> Result<PathBuf> {
+    // What a killed qualify left (its steps' documents and streams) goes
+    // first: the directories of processes that are gone.
+    if let Ok(rd) = std::fs::read_dir(std::env::temp_dir()) {
+        for e in rd.flatten() {
+            let pid = e
+                .file_name()
+                .to_str()
+                .and_then(|n| n.strip_prefix("rtscope-qualify-"))
+                .and_then(|p| p.parse::<i32>().ok());
+            if pid.is_some_and(|p| !rtscope_core::sys::pid_alive(p)) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
     let d = std::env::temp_dir().join(format!("rtscope-qualify-{}", std::process::id()));
     std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
     Ok(d)

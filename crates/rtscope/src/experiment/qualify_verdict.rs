@@ -180,10 +180,7 @@ impl Verdict {
                 None => match d["trace"]["worst"].as_array().and_then(|x| x.first()) {
                     Some(t) => format!(": {}", stages_sentence(t)),
                     None if a.max.is_none() => ": not traced (no --max)".into(),
-                    None => {
-                        ": no trace of it (not above the deadline, or tracing not possible here)"
-                            .into()
-                    }
+                    None => no_trace_why(d, w.max_ns, a.max),
                 },
             };
             v.worst = Some(format!(
@@ -505,4 +502,55 @@ pub fn redact_text(a: &QualifyArgs, j: &Value, text: &str) -> String {
         }
     }
     r.text(text)
+}
+/// Why the worst wake-up has no trace, from the measurement's trace
+/// report: tracing not possible, the trace lost its events, the wake-up
+/// not above the deadline, or not among the samples split.
+fn no_trace_why(d: &Value, worst_ns: u64, max: Option<u64>) -> String {
+    let t = &d["trace"];
+    if t.is_null() {
+        return ": no trace of it (tracing was not possible here)".into();
+    }
+    let n = |k: &str| t[k].as_u64().unwrap_or(0);
+    if max.is_some_and(|m| worst_ns < m) {
+        return ": no trace of it (not above the deadline)".into();
+    }
+    if n("lost_events") > 0 || n("overruns") > 0 {
+        return format!(
+            ": no trace of it: the trace lost events ({} lost, {} overrun; {} of {} samples could not be split)",
+            n("lost_events"),
+            n("overruns"),
+            n("samples").saturating_sub(n("joined")),
+            n("samples")
+        );
+    }
+    format!(
+        ": no trace of it ({} of {} samples could not be split)",
+        n("samples").saturating_sub(n("joined")),
+        n("samples")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_worst_wake_ups_missing_trace_is_explained() {
+        let lost =
+            json!({"trace": {"lost_events": 6312683, "overruns": 0, "samples": 4000, "joined": 0}});
+        let why = no_trace_why(&lost, 335_456, Some(10_000));
+        assert_eq!(
+            why,
+            ": no trace of it: the trace lost events (6312683 lost, 0 overrun; 4000 of 4000 samples could not be split)"
+        );
+        assert_eq!(
+            no_trace_why(&lost, 5_000, Some(10_000)),
+            ": no trace of it (not above the deadline)"
+        );
+        assert!(no_trace_why(&json!({}), 1, Some(0)).contains("tracing was not possible"));
+        let some = json!({"trace": {"samples": 10, "joined": 7}});
+        assert!(no_trace_why(&some, 20, Some(10)).contains("3 of 10 samples could not be split"));
+    }
 }
