@@ -526,7 +526,25 @@ pub fn source_name(s: &str) -> Result<String, String> {
 impl RtArgs {
     /// The validated real-time settings.
     pub fn choice(&self) -> anyhow::Result<RtChoice> {
+        self.check_priority()?;
         RtChoice::new(self.policy, self.prio(), self.no_rt, self.default_system)
+    }
+
+    /// A priority given with a policy that has none (other, batch, idle)
+    /// was dropped without a word: refused (0 is theirs, and allowed).
+    fn check_priority(&self) -> anyhow::Result<()> {
+        match self.priority {
+            Some(p)
+                if p != 0
+                    && matches!(self.policy, Policy::Other | Policy::Batch | Policy::Idle) =>
+            {
+                Err(crate::error::usage(format!(
+                    "-p {p}: --policy {} has no real-time priority (only 0); give -p with fifo or rr",
+                    self.policy.name()
+                )))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// [`RtArgs::choice`], `--policy deadline` allowed.
@@ -537,6 +555,7 @@ impl RtArgs {
                  priority (--dl-runtime, --dl-deadline and the period -i set it)",
             ));
         }
+        self.check_priority()?;
         RtChoice::with_deadline(self.policy, self.prio(), self.no_rt, self.default_system)
     }
 
@@ -630,6 +649,13 @@ mod tests {
         assert_eq!((c.policy, c.priority), (Policy::Other, 0));
         let c = rt(&["--policy", "rr", "-p", "7"]).unwrap();
         assert_eq!((c.policy, c.priority), (Policy::Rr, 7));
+        // A priority with a policy that has none was dropped silently.
+        for pol in ["other", "batch", "idle"] {
+            let e = rt(&["--policy", pol, "-p", "50"]).unwrap_err();
+            assert_eq!(crate::error::exit_code(&e), 2);
+            assert!(e.to_string().contains("has no real-time priority"), "{e}");
+            assert_eq!(rt(&["--policy", pol, "-p", "0"]).unwrap().priority, 0);
+        }
         assert_eq!(rt(&[]).unwrap().priority, 95);
     }
 
