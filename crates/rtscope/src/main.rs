@@ -133,5 +133,12 @@ fn main() {
             error::exit_code(&e)
         }
     };
+    let code = match output::stdout_error() {
+        Some(e) => {
+            eprintln!("error: writing to stdout: {e} (the output above is incomplete)");
+            code.max(error::EXIT_RUN)
+        }
+        None => code,
+    };
     std::process::exit(code);
 }

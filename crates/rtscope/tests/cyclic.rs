@@ -890,3 +890,25 @@ fn root_without_cap_sys_nice_is_told_of_the_capability() {
         "{e}"
     );
 }
+
+/// stdout that cannot be written (a full disk: /dev/full) is said, exit 1;
+/// a closed pipe (`| head`) is the reader's choice and is not.
+#[test]
+fn a_stdout_that_cannot_be_written_is_said() {
+    let _turn = alongside();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let o = std::process::Command::new(common::rtscope_path())
+        .args(["cyclic", "-l", "20", "-i", "1ms", "-q"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: writing to stdout: No space left on device"),
+        "{err}"
+    );
+}

@@ -54,7 +54,22 @@ pub fn say(text: &str) {
         return;
     }
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        // A closed pipe is the reader's choice (`| head`); anything else (a
+        // full disk, an I/O error) loses output, and the exit says so.
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            let _ = STDOUT_ERROR.set(e.to_string());
+        }
+    }
+}
+
+/// The first error writing stdout other than a closed pipe.
+static STDOUT_ERROR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Why stdout could not be written (not a closed pipe), if it could not:
+/// `main` says so and exits 1 rather than 0.
+pub fn stdout_error() -> Option<&'static str> {
+    STDOUT_ERROR.get().map(String::as_str)
 }
 
 /// `print!` that never panics on a closed stdout (see [`say`]).
