@@ -56,6 +56,15 @@ pub fn one_line(e: &anyhow::Error) -> String {
 pub fn clap_one_line(text: &str) -> String {
     let mut lines = text.lines();
     let first = lines.next().unwrap_or("error: bad usage").trim_end();
+    // An invalid value of a fixed set: the set, on the same line (it was
+    // cut, and the user had to open --help to learn it).
+    if let Some(values) = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("[possible values:"))
+    {
+        return format!("{first} {values}");
+    }
     if !first.ends_with(':') {
         return first.to_string();
     }
@@ -73,6 +82,15 @@ pub fn clap_one_line(text: &str) -> String {
 #[cfg(test)]
 mod clap_tests {
     use super::clap_one_line;
+
+    #[test]
+    fn an_invalid_value_of_a_set_names_the_set() {
+        let t = "error: invalid value 'foo' for '--wake <WAKE>'\n  [possible values: absolute, relative]\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            clap_one_line(t),
+            "error: invalid value 'foo' for '--wake <WAKE>' [possible values: absolute, relative]"
+        );
+    }
 
     #[test]
     fn a_missing_argument_is_named() {
