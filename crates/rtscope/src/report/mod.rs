@@ -44,8 +44,14 @@ pub fn esc(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
-            // Control characters other than tab/newline are not valid in XML.
-            c if c.is_control() && c != '\n' && c != '\t' => out.push('\u{FFFD}'),
+            // Control characters other than tab/newline are not valid in XML;
+            // bidirectional overrides and isolates (U+202A-E, U+2066-9,
+            // U+200E/F) in a planted label would reorder the page's text.
+            c if (c.is_control() && c != '\n' && c != '\t')
+                || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}') =>
+            {
+                out.push('\u{FFFD}')
+            }
             c => out.push(c),
         }
     }
@@ -193,6 +199,8 @@ mod tests {
             "&lt;script&gt;alert(&quot;x&quot; &amp; &#39;y&#39;)&lt;/script&gt;"
         );
         assert_eq!(esc("a\u{0}b"), "a\u{FFFD}b");
+        // A right-to-left override planted in a label cannot reorder the page.
+        assert_eq!(esc("a\u{202e}b\u{2066}c"), "a\u{FFFD}b\u{FFFD}c");
     }
 
     #[test]
