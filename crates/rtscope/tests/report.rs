@@ -450,6 +450,18 @@ fn compare_without_series_in_common_is_an_error() {
     assert!(o.stderr.contains("no series in common"), "{}", o.stderr);
     // Paired explicitly, they compare.
     run_ok(&["compare", s(&a), s(&b), "--match", "all=cpu all"]);
+    // Another experiment's run is said to be one (not "pair with --match").
+    d.experiment = "noise".into();
+    let n = dir.path().join("n.json");
+    d.write(&n).unwrap();
+    let o = run(&["compare", s(&a), s(&n)]);
+    one_line_usage_error(&o);
+    assert!(
+        o.stderr
+            .contains("a is a cyclic run, n a noise run: they measure different things"),
+        "{}",
+        o.stderr
+    );
 }
 
 #[test]

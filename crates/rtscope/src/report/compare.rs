@@ -916,19 +916,35 @@ pub fn run(a: CompareOptions) -> Result<i32> {
     // Nothing in common is not a comparison: say so, and do not pass it as
     // "not worse" either.
     if let Some(c) = cs.iter().find(|c| c.series.is_empty()) {
-        let msg = format!(
-            "{}{}: no series in common (labels differ); pair series with --match A=B",
-            if c.cell.is_empty() {
-                String::new()
-            } else {
-                format!("{}: ", printable(&c.cell))
-            },
-            c.runs
-                .iter()
-                .map(|r| printable(&r.name).into_owned())
-                .collect::<Vec<_>>()
-                .join(" and ")
-        );
+        // Runs of different experiments measure different things: say so
+        // rather than invite pairing their series.
+        let other = c
+            .runs
+            .iter()
+            .find(|r| r.doc.experiment != c.runs[0].doc.experiment);
+        let msg = if let Some(o) = other {
+            format!(
+                "{} is a {} run, {} a {} run: they measure different things (compare runs of one experiment)",
+                printable(&c.runs[0].name),
+                c.runs[0].doc.experiment,
+                printable(&o.name),
+                o.doc.experiment
+            )
+        } else {
+            format!(
+                "{}{}: no series in common (labels differ); pair series with --match A=B",
+                if c.cell.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}: ", printable(&c.cell))
+                },
+                c.runs
+                    .iter()
+                    .map(|r| printable(&r.name).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            )
+        };
         if a.fail_if_worse {
             eprintln!("error: {msg}");
             return Ok(EXIT_THRESHOLD);
