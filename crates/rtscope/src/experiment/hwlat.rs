@@ -917,7 +917,15 @@ fn run_user_space(plan: &HwlatPlan, why: String) -> Result<Finished> {
                         m.insert(key.into(), v.clone());
                     }
                 }
-                m.insert("max_gap_ns".into(), json!(n.stats.max_ns));
+                // None above the threshold: no figure (it read 0, "no stall").
+                m.insert(
+                    "max_gap_ns".into(),
+                    if n.stats.count > 0 {
+                        json!(n.stats.max_ns)
+                    } else {
+                        serde_json::Value::Null
+                    },
+                );
                 a.insert("noise".into(), serde_json::Value::Object(m));
             }
             x
