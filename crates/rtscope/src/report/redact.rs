@@ -11,6 +11,22 @@
 //! `ip=A::GW:MASK:HOST:DEV:off`) and v6 (`2001:db8::1`, `fd00::5`,
 //! `fe80::1%eth0`; `::1` and `::` stay).
 //!
+//! A name that is one of the tool's own words ([`TOOL_WORDS`]: the words of
+//! the schema's keys, of attribute and counter names, series labels,
+//! units, percentiles and short prose words; a host named `thread`, `all`,
+//! `rt`, `cpu` or `p99`) would, replaced wherever it is a word, mangle the
+//! document: the `all` series, the `thread` attribute, "all CPUs". Such a
+//! name is replaced only where it identifies: in run names, file names and
+//! paths shown (every whole word), in a document's strings where it is the
+//! whole value (an argument `thread`, a plan's `"host": "all"`; a series
+//! label never), a word of a path (not under `/sys/`, `/proc/`, `/dev/`,
+//! `/run/`) or of a file name (`thread.json`), a URL's host
+//! (`http://thread:9091/`), either side of an `@`, after `host=`,
+//! `hostname:`, `node=`, `user=`, `owner:`, or a `NAME:PORT` of its own.
+//! Object keys (names the tool writes) never lose such a name; any other
+//! name is replaced in keys too. A dotted host name (`all.lab.example`) is
+//! replaced whole everywhere.
+//!
 //! A [`Redactor`] learns the names to look for from every document and path
 //! it is shown ([`Redactor::learn`], [`Redactor::learn_path`]) and then
 //! redacts texts and documents; [`runs`] does both for the runs of one
@@ -97,16 +113,34 @@ impl Redactor {
         }
     }
 
-    /// `text` with the learned host and user names, home directories'
-    /// user names, e-mail, MAC and IP addresses replaced.
+    /// `text` (a string of a document: an argument, a warning, a plan's
+    /// value) with the learned names, home directories' user names, e-mail,
+    /// MAC and IP addresses replaced; a name that is one of the tool's own
+    /// words only where it identifies (see the module).
     pub fn text(&self, text: &str) -> String {
+        self.redact(text, Place::Value)
+    }
+
+    /// `text` that names a run or a file (a run's name, a path, a file
+    /// name, a directory name): every learned name replaced wherever it is
+    /// a whole word, a word of the tool's or not.
+    pub fn identity(&self, text: &str) -> String {
+        self.redact(text, Place::Identity)
+    }
+
+    fn redact(&self, text: &str, place: Place) -> String {
         let mut t = emails(text);
         t = addresses(&t);
-        for h in &self.hosts {
-            t = replace_word(&t, h, "(host)");
-        }
-        for u in &self.users {
-            t = replace_word(&t, u, "(user)");
+        let names = (self.hosts.iter().map(|n| (n, "(host)")))
+            .chain(self.users.iter().map(|n| (n, "(user)")));
+        for (name, with) in names {
+            t = match place {
+                Place::Identity => replace_word(&t, name, with),
+                _ if !tool_word(name) => replace_word(&t, name, with),
+                Place::Key => t,
+                Place::Label => replace_identifying(&t, name, with, false),
+                Place::Value => replace_identifying(&t, name, with, true),
+            };
         }
         homes(&t)
     }
@@ -129,7 +163,7 @@ impl Redactor {
             return d;
         };
         let mut red = orig.clone();
-        self.walk(&mut red, true);
+        self.walk(&mut red, Place::Value);
         if let Ok(back) = serde_json::from_value::<ResultDocument>(red.clone()) {
             return back;
         }
@@ -150,16 +184,24 @@ impl Redactor {
         serde_json::from_value(serde_json::Value::Object(kept)).unwrap_or(d)
     }
 
-    fn walk(&self, v: &mut serde_json::Value, keys: bool) {
+    /// Redacts the strings and keys of `v`, whose strings are of `place`.
+    fn walk(&self, v: &mut serde_json::Value, place: Place) {
         use serde_json::Value as V;
         match v {
-            V::String(x) => *x = self.text(x),
-            V::Array(a) => a.iter_mut().for_each(|x| self.walk(x, keys)),
+            V::String(x) => *x = self.redact(x, place),
+            V::Array(a) => a.iter_mut().for_each(|x| self.walk(x, place)),
             V::Object(o) => {
                 let old = std::mem::take(o);
                 for (k, mut x) in old {
-                    self.walk(&mut x, keys);
-                    let k = if keys { self.text(&k) } else { k };
+                    // A series' label and the label a trace's wake names
+                    // its series by: the tool's words, never a value that
+                    // is only the name.
+                    let inner = match k.as_str() {
+                        "label" | "series" => Place::Label,
+                        _ => Place::Value,
+                    };
+                    self.walk(&mut x, inner);
+                    let k = self.redact(&k, Place::Key);
                     // Two keys that redact alike: the later gets a number.
                     let mut key = k.clone();
                     let mut n = 2;
@@ -173,6 +215,22 @@ impl Redactor {
             _ => {}
         }
     }
+}
+
+/// Where a string stands in a document, which decides how a name that is
+/// one of the tool's own words ([`tool_word`]) is looked for in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// A run's or file's name, a path: every name, as a whole word.
+    Identity,
+    /// A value: such a name where it identifies, and a value that is
+    /// only the name.
+    Value,
+    /// A series label: such a name only where it identifies.
+    Label,
+    /// An object key (a schema, attribute or counter name): such a name
+    /// never.
+    Key,
 }
 
 /// Adds `name` to `names` unless it is empty or known (in any case).
@@ -205,8 +263,8 @@ pub fn runs(runs: &mut [Run]) -> Redactor {
     }
     for run in runs {
         run.doc = r.document(&run.doc);
-        run.path = r.text(&run.path.display().to_string()).into();
-        run.name = r.text(&run.name);
+        run.path = r.identity(&run.path.display().to_string()).into();
+        run.name = r.identity(&run.name);
     }
     r
 }
@@ -216,7 +274,7 @@ pub fn runs(runs: &mut [Run]) -> Redactor {
 pub fn served(doc: &ResultDocument, name: &str, dir: &Path) -> (ResultDocument, String) {
     let mut r = Redactor::of(doc);
     r.learn_path(&dir.display().to_string());
-    (r.document(doc), r.text(name))
+    (r.document(doc), r.identity(name))
 }
 
 /// An error about the served file `p` with its path replaced by the file's
@@ -273,6 +331,132 @@ fn homes(text: &str) -> String {
         t = out;
     }
     t
+}
+
+/// The tool's own words: the words of the result schema's keys and enum
+/// values, of the attribute and counter names the experiments write, of
+/// series labels, units and percentiles, and the short words of its prose.
+/// A host or user name that is one of them (`thread`, `all`, `rt`, `cpu`,
+/// `p99`) is looked for only where it identifies (see the module). Sorted,
+/// separated by spaces.
+const TOOL_WORDS: &str = "\
+    a above absolute accuracy achieved acpi_pm actual adaptive address all alternating an and \
+    any api apis arch are armed as assumed at attributes auto available avg batch be beacon \
+    before behind below best better between bits block blocks boottime both break buckets \
+    budget budgets buffer busy by cache calibration capacity cause causes checked checkpoint \
+    checks chip clock clocks clocksource clocksources cmdline comm command compare \
+    compensation compensations condvar consecutive context core cores corrected cost count \
+    counter counters counts cpu cpumask cpus cycles cyclic cyclictest deadline default delay \
+    delays design device differences digits disk distance dl dma drive dropped duration \
+    dynamic each early edge enabled end ended entries environment episode episodes epoll error \
+    errors euid event eventfd events every evidence exceeded exit expanded experiment expires \
+    fail failed fair falling fell fifo first flags for found frequency from full futex gap \
+    gaps gate gates get ghz governors hardirq hardware held highest histogram host hostname \
+    hpet hwlat hybrid hypervisor hz idle if imported in incomplete index inner instance \
+    instances interrupted interrupts interval intervals io ioctl ipc irq irqs is isolcpus it \
+    iteration iterations joined json kb kernel khz kind label last latency length level \
+    lifetime limit line live load loads local localhost log loop loops lost lowest max mean \
+    measures mechanism median memory method mhz min missing mlocked mode model monotonic \
+    mounted ms mutex name nanosleep negative net network new next nmi no nocbs nohz noise none \
+    nonpreemptible nort not ns nsecs objects observed of off offset ok old on online op or \
+    order origin other outer outliers outranked overflows overrun overruns p50 p90 p95 p99 \
+    p999 p9999 packets pages pair pairs params pass passed pattern pct per percent period \
+    periods pid pie pipe plan points policies policy poll posix preempt preemption prio \
+    priority range raw rcu read reads realtime reason received receiver recovered relative \
+    release remedy repeat repetitions report reports requested resolution restored result \
+    results return ring rising rlimit robin round rows rr rt rtprio rtscope run running runs \
+    runtime same sample samples scale sched schedule schema sec select sender sent seq series \
+    serve server service session sessions set share short signal significant size skipped \
+    slack smi smt socket softirq source sources space sparse spec specs spikes spin stage \
+    stages stale start started static statistic stats stddev stress sub sweep switch switched \
+    system task text than the then thread threads threshold throttling tick ticks tid time \
+    timeline timer timerfd timers times to toggles tool top total trace tracefs tracer tracing \
+    tsc tuning unclear unexplained unit unknown unmatched unstamped us used user value vector \
+    version virtualization wake wakes wakeup waking warnings warp was what why width window \
+    with worse worst yes";
+
+/// Whether `name` is one of [`TOOL_WORDS`], in any case.
+fn tool_word(name: &str) -> bool {
+    TOOL_WORDS
+        .split_whitespace()
+        .any(|w| w.eq_ignore_ascii_case(name))
+}
+
+/// File name endings that make a word before them part of a file's name.
+const FILE_ENDINGS: [&str; 12] = [
+    ".json", ".html", ".htm", ".txt", ".csv", ".log", ".svg", ".png", ".xml", ".prom", ".gz",
+    ".dat",
+];
+
+/// Kernel paths: their words are the kernel's, not names.
+const KERNEL_PATHS: [&str; 4] = ["/sys/", "/proc/", "/dev/", "/run/"];
+
+/// What before a word says it names a host or user.
+const NAMES_BEFORE: [&str; 12] = [
+    "host=",
+    "host:",
+    "hostname=",
+    "hostname:",
+    "nodename=",
+    "node=",
+    "node:",
+    "user=",
+    "user:",
+    "owner=",
+    "owner:",
+    "://",
+];
+
+/// `text` with each whole-word `name` (one of the tool's words) replaced
+/// where it identifies: the whole text (with `whole`), a word of a path
+/// (not a kernel path) or of a file name, a URL's host, either side of an
+/// `@`, after `host=`, `hostname:`, `node=`, `user=`, `owner:` and the
+/// like, and a `NAME:PORT` that is a word of its own.
+fn replace_identifying(text: &str, name: &str, with: &str, whole: bool) -> String {
+    let trimmed = text.trim();
+    if whole && trimmed.eq_ignore_ascii_case(name) {
+        let at = text.len() - text.trim_start().len();
+        return format!("{}{with}{}", &text[..at], &text[at + trimmed.len()..]);
+    }
+    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let token_end = |c: char| c.is_whitespace() || "\"'`,;()[]{}<>|".contains(c);
+    let lower = text.to_ascii_lowercase();
+    let w = name.to_ascii_lowercase();
+    let mut out = String::new();
+    let mut at = 0;
+    while let Some(i) = lower[at..].find(&w).map(|i| i + at) {
+        let e = i + w.len();
+        let before = text[..i].chars().last();
+        let after = text[e..].chars().next();
+        out.push_str(&text[at..i]);
+        // The token (a run of characters up to a space, quote or bracket)
+        // the word is in.
+        let s = text[..i].rfind(token_end).map_or(0, |k| k + 1);
+        let f = text[e..].find(token_end).map_or(text.len(), |k| k + e);
+        let token = &lower[s..f];
+        let after_text = &lower[e..f];
+        let path = token.contains('/')
+            && !token.contains("://")
+            && !KERNEL_PATHS.iter().any(|k| token.starts_with(k));
+        let file = FILE_ENDINGS.iter().any(|x| token.ends_with(x));
+        let port = after_text
+            .strip_prefix(':')
+            .is_some_and(|p| (2..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()))
+            && s == i;
+        let named = NAMES_BEFORE.iter().any(|k| {
+            let b = lower[..i].trim_end_matches(' ');
+            b.ends_with(k) && (b.len() == i || !k.ends_with('/'))
+        });
+        let mail = before == Some('@') || after == Some('@');
+        if !part(before) && !part(after) && (path || file || port || named || mail) {
+            out.push_str(with);
+        } else {
+            out.push_str(&text[i..e]);
+        }
+        at = e;
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 /// `text` with each whole-word `word` replaced, in any (ASCII) case. A
@@ -685,11 +869,13 @@ mod tests {
             vec![],
         );
         d.end_reason = rtscope_core::result::EndReason::Loops;
-        d.warnings = vec!["loops owns 10.1.2.3".into()];
+        // `loops` is one of the tool's words: in prose it goes where it
+        // identifies (`user=`), not as a word of its own.
+        d.warnings = vec!["user=loops owns 10.1.2.3 in loops".into()];
         d.command_line = vec!["--json".into(), "/home/loops/r.json".into()];
         let r = document(&d);
         assert_eq!(r.end_reason, rtscope_core::result::EndReason::Loops);
-        assert_eq!(r.warnings, ["(user) owns (address)"]);
+        assert_eq!(r.warnings, ["user=(user) owns (address) in loops"]);
         assert_eq!(r.command_line[1], "/home/(user)/r.json");
         assert_eq!(r.plan["out"], "/home/(user)/r.json");
     }
@@ -752,5 +938,81 @@ mod tests {
         d.system.hostname = Some(String::new());
         let r = document(&d);
         assert_eq!(r.warnings, ["box: (address)"]);
+    }
+
+    /// A host or user named like one of the tool's words: labels, keys,
+    /// units and prose stay; where the name identifies, it goes.
+    #[test]
+    fn a_name_that_is_a_tool_word_goes_only_where_it_identifies() {
+        for host in ["thread", "all", "rt", "cpu", "p99", "ALL"] {
+            let mut d = ResultDocument::new(
+                "cyclic",
+                serde_json::json!({
+                    "json": format!("/srv/runs/{host}.json"),
+                    "push": format!("http://{host}:9091/metrics"),
+                    "host": host,
+                    "cpus": "all",
+                    "sysfs": "/sys/devices/system/cpu/cpu0",
+                }),
+                Default::default(),
+                vec![],
+            );
+            d.system.hostname = Some(host.into());
+            d.command_line = vec!["rtscope".into(), "--allow-host".into(), host.into()];
+            d.warnings = vec![
+                format!("all CPUs busy: thread 1 of the rt run (p99, cpu 2) on host={host}"),
+                format!("root@{host} wrote {host}:9091 and /srv/x/{host}-runs/a.json"),
+            ];
+            let mut s = rtscope_core::result::Series {
+                label: "all".into(),
+                ..Default::default()
+            };
+            s.attributes.insert("thread".into(), serde_json::json!(1));
+            s.attributes.insert("cpu".into(), serde_json::json!("all"));
+            let mut t = s.clone();
+            t.label = "thread 0".into();
+            d.series = vec![t, s];
+            let r = document(&d);
+            let h = "(host)";
+            assert_eq!(r.series[0].label, "thread 0", "{host}");
+            assert_eq!(r.series[1].label, "all", "{host}");
+            let keys: Vec<&String> = r.series[1].attributes.keys().collect();
+            assert_eq!(keys, ["cpu", "thread"], "{host}");
+            assert_eq!(r.plan["json"], format!("/srv/runs/{h}.json"), "{host}");
+            assert_eq!(r.plan["push"], format!("http://{h}:9091/metrics"), "{host}");
+            assert_eq!(r.plan["host"], h, "{host}");
+            assert_eq!(r.plan["sysfs"], "/sys/devices/system/cpu/cpu0", "{host}");
+            assert_eq!(r.command_line[2], h, "{host}");
+            let w0 = d.warnings[0].replace(&format!("host={host}"), "host=(host)");
+            assert_eq!(r.warnings[0], w0, "{host}");
+            assert_eq!(
+                r.warnings[1],
+                format!("root@{h} wrote {h}:9091 and /srv/x/{h}-runs/a.json"),
+                "{host}"
+            );
+            assert_eq!(r.system.hostname.as_deref(), Some(REDACTED));
+        }
+    }
+
+    /// Run names and paths are names: a tool word in them goes whole.
+    #[test]
+    fn run_names_lose_a_tool_word_host() {
+        let mut a =
+            ResultDocument::new("cyclic", serde_json::json!({}), Default::default(), vec![]);
+        a.system.hostname = Some("rt".into());
+        let mut rs = vec![Run {
+            name: "rt-idle".into(),
+            path: "runs/rt-idle.json".into(),
+            doc: a,
+        }];
+        let r = runs(&mut rs);
+        assert_eq!(rs[0].name, "(host)-idle");
+        assert_eq!(rs[0].path, Path::new("runs/(host)-idle.json"));
+        assert_eq!(r.text("an rt kernel"), "an rt kernel");
+        assert_eq!(r.identity("rt"), "(host)");
+        // A name not of the tool's words goes everywhere, keys too.
+        assert!(tool_word("thread") && tool_word("P99") && !tool_word("box7"));
+        let words: Vec<&str> = TOOL_WORDS.split_whitespace().collect();
+        assert!(words.windows(2).all(|w| w[0] < w[1]), "not sorted");
     }
 }
