@@ -63,3 +63,51 @@ fn a_host_named_like_a_tool_word_leaves_labels_and_prose_alone() {
         );
     }
 }
+
+/// Serial numbers, disk ids and file system ids.
+const SERIALS: [&str; 5] = [
+    "ABC123XYZ",
+    "S3Z9NB0K123456",
+    "WCC6Y1234567",
+    "5ecre7-uuid",
+    "123e4567-e89b-12d3-a456-426614174000",
+];
+
+/// Device serials and root ids in the warnings, the command line, the
+/// plan and the attributes (outside the kernel command line) are left out
+/// of `report --redact` and `compare --redact`.
+#[test]
+fn device_serials_and_ids_are_left_out() {
+    let d = tempfile::tempdir().unwrap();
+    let a = measured(d.path(), "a", &["cyclic", "-l", "200", "-i", "500us"]);
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    let texts = [
+        "disk serial=ABC123XYZ is slow",
+        "SerialNumber: S3Z9NB0K123456",
+        "/dev/disk/by-id/usb-Samsung_SSD_860_EVO_S3Z9NB0K123456-part1",
+        "ata-WDC_WD10EZEX-08WN4A0_WD-WCC6Y1234567 and root=UUID=5ecre7-uuid ro",
+        "root=PARTUUID=123e4567-e89b-12d3-a456-426614174000",
+    ];
+    for t in texts {
+        v["warnings"].as_array_mut().unwrap().push(t.into());
+        v["command_line"].as_array_mut().unwrap().push(t.into());
+    }
+    v["plan"]["disk"] = texts[2].into();
+    v["series"][0]["attributes"]["disk_serial"] = "ABC123XYZ".into();
+    std::fs::write(&a, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let page = d.path().join("a.html");
+    let plain = d.path().join("plain.html");
+    run_ok(&["report", s(&a), "-o", s(&plain)]);
+    run_ok(&["report", s(&a), "-o", s(&page), "--redact"]);
+    let shown = std::fs::read_to_string(&plain).unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    for serial in SERIALS {
+        assert!(shown.contains(serial), "{serial} not planted");
+        assert!(!html.contains(serial), "report --redact shows {serial}");
+    }
+    let o = run_ok(&["compare", s(&a), s(&a), "--redact"]);
+    for serial in SERIALS {
+        assert!(!o.stdout.contains(serial), "compare --redact: {serial}");
+    }
+}

@@ -9,7 +9,12 @@
 //! wherever else it appears, e-mail addresses, MAC addresses and IP
 //! addresses, v4 (`10.1.2.3`, `10.1.2.3:8080`, inside the kernel's
 //! `ip=A::GW:MASK:HOST:DEV:off`) and v6 (`2001:db8::1`, `fd00::5`,
-//! `fe80::1%eth0`; `::1` and `::` stay).
+//! `fe80::1%eth0`; `::1` and `::` stay), device serial numbers
+//! (`serial=X`, `SerialNumber: X`, `ID_SERIAL_SHORT=X`, a value under a key
+//! with `serial` in it: `(serial)`), disk ids (`usb-…_S3Z9NB0K123456-part1`
+//! reads `usb-(serial)-part1`, a `/dev/disk/by-id/` name `(serial)`) and
+//! file system ids (`UUID=`, `PARTUUID=`, `/dev/disk/by-uuid/`, any
+//! `8-4-4-4-12` UUID, a value under a `uuid` key: `(uuid)`).
 //!
 //! A name that is one of the tool's own words ([`TOOL_WORDS`]: the words of
 //! the schema's keys, of attribute and counter names, series labels,
@@ -131,6 +136,7 @@ impl Redactor {
     fn redact(&self, text: &str, place: Place) -> String {
         let mut t = emails(text);
         t = addresses(&t);
+        t = serials(&t);
         let names = (self.hosts.iter().map(|n| (n, "(host)")))
             .chain(self.users.iter().map(|n| (n, "(user)")));
         for (name, with) in names {
@@ -193,6 +199,18 @@ impl Redactor {
             V::Object(o) => {
                 let old = std::mem::take(o);
                 for (k, mut x) in old {
+                    // A value named a serial number or UUID, whole.
+                    let lk = k.to_ascii_lowercase();
+                    let id = if lk.contains("serial") || lk == "wwn" {
+                        Some("(serial)")
+                    } else {
+                        lk.contains("uuid").then_some("(uuid)")
+                    };
+                    if let (Some(with), V::String(s)) = (id, &mut x) {
+                        if !s.is_empty() {
+                            *s = with.into();
+                        }
+                    }
                     // A series' label and the label a trace's wake names
                     // its series by: the tool's words, never a value that
                     // is only the name.
@@ -525,6 +543,179 @@ fn emails(text: &str) -> String {
     }
     out.push_str(&text[done..]);
     out
+}
+
+/// The prefixes of the disk names in `/dev/disk/by-id/` that go on with a
+/// model and serial number (`usb-Samsung_SSD_860_EVO_S3Z9NB0K123456`).
+const DISK_IDS: [&str; 11] = [
+    "ata-",
+    "usb-",
+    "nvme-",
+    "scsi-",
+    "wwn-",
+    "mmc-",
+    "virtio-",
+    "ieee1394-",
+    "md-uuid-",
+    "dm-uuid-",
+    "lvm-pv-uuid-",
+];
+
+/// Whether `c` may be part of a serial number or device id.
+fn id_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || b"_.:-".contains(&c)
+}
+
+/// `text` with device serial numbers and file system ids replaced: the
+/// value after a word with `serial` in it and `=` or `:` (`serial=X`,
+/// `SerialNumber: X`, `ID_SERIAL_SHORT=X`) and a `/dev/disk/by-id/` name
+/// become `(serial)`, a disk id (`usb-…_S3Z9NB0K123456-part1`, `wwn-0x…`;
+/// a `-partN` kept) `usb-(serial)-part1`, the value of `UUID=`,
+/// `PARTUUID=` and a `/dev/disk/by-uuid/` or `by-partuuid/` name, and
+/// any UUID (`8-4-4-4-12` hex digits) `(uuid)`.
+fn serials(text: &str) -> String {
+    let b = text.as_bytes();
+    let lower = text.to_ascii_lowercase();
+    let l = lower.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut done = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let boundary = i == 0 || !(b[i - 1].is_ascii_alphanumeric());
+        let found = serial_value(b, l, i)
+            .map(|(s, e)| (s, e, "(serial)"))
+            .or_else(|| by_path(&lower, i))
+            .or_else(|| uuid_value(l, i).map(|(s, e)| (s, e, "(uuid)")))
+            .or_else(|| boundary.then(|| disk_id(&lower, i)).flatten())
+            .or_else(|| {
+                boundary
+                    .then(|| uuid(l, i).map(|e| (i, e, "(uuid)")))
+                    .flatten()
+            });
+        match found {
+            Some((s, e, with)) if e > s => {
+                out.push_str(&text[done..s]);
+                out.push_str(with);
+                done = e;
+                i = e;
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&text[done..]);
+    out
+}
+
+/// The value after `serial=`, `serial:` (and `SerialNumber`, `iSerial`,
+/// `ID_SERIAL_SHORT`, `serial number`, `serial no.`) at `i` (`b` the text,
+/// `l` it in lower case); `deserialize:` is none.
+fn serial_value(b: &[u8], l: &[u8], i: usize) -> Option<(usize, usize)> {
+    if !l[i..].starts_with(b"serial") {
+        return None;
+    }
+    // A word of its own, after `_` or a lower-case letter (`iSerial`).
+    if i > 0
+        && b[i - 1].is_ascii_alphanumeric()
+        && !(b[i].is_ascii_uppercase() && b[i - 1].is_ascii_lowercase())
+    {
+        return None;
+    }
+    let mut k = i + 6;
+    const MORE: [&[u8]; 13] = [
+        b"_number", b"number", b"_short", b"_num", b"num", b"_no", b"no", b"nr", b" number",
+        b" no.", b" no", b" #", b"#",
+    ];
+    if let Some(m) = MORE.iter().find(|m| l[k..].starts_with(m)) {
+        k += m.len();
+    }
+    while l.get(k) == Some(&b' ') {
+        k += 1;
+    }
+    if !matches!(l.get(k), Some(b'=' | b':')) {
+        return None;
+    }
+    k += 1;
+    while matches!(l.get(k), Some(b' ' | b'"' | b'\'')) {
+        k += 1;
+    }
+    let e = (k..l.len()).find(|&j| !id_char(l[j])).unwrap_or(l.len());
+    let e = trim_punct(l, k, e);
+    (e > k).then_some((k, e))
+}
+
+/// An `UUID=` or `PARTUUID=` value at `i`.
+fn uuid_value(l: &[u8], i: usize) -> Option<(usize, usize)> {
+    let key = [&b"partuuid="[..], b"uuid="]
+        .into_iter()
+        .find(|k| l[i..].starts_with(k))?;
+    if i > 0 && l[i - 1].is_ascii_alphanumeric() && key == b"uuid=" && !l[..i].ends_with(b"part") {
+        return None;
+    }
+    let s = i + key.len();
+    let e = (s..l.len()).find(|&j| !id_char(l[j])).unwrap_or(l.len());
+    let e = trim_punct(l, s, e);
+    (e > s && !l[s..].starts_with(b"(")).then_some((s, e))
+}
+
+/// The name after `/dev/disk/by-id/`, `by-uuid/`, `by-partuuid/` at `i`.
+fn by_path(lower: &str, i: usize) -> Option<(usize, usize, &'static str)> {
+    let (key, with) = [
+        ("/dev/disk/by-id/", "(serial)"),
+        ("/dev/disk/by-uuid/", "(uuid)"),
+        ("/dev/disk/by-partuuid/", "(uuid)"),
+    ]
+    .into_iter()
+    .find(|(k, _)| lower[i..].starts_with(k))?;
+    let l = lower.as_bytes();
+    let s = i + key.len();
+    let e = (s..l.len()).find(|&j| !id_char(l[j])).unwrap_or(l.len());
+    Some((s, trim_punct(l, s, e), with))
+}
+
+/// The serial part of a disk id at `i` (`usb-…`, a `-partN` left out): at
+/// least 8 characters with a digit in them (`usb-storage`, `nvme-tcp` are
+/// modules).
+fn disk_id(lower: &str, i: usize) -> Option<(usize, usize, &'static str)> {
+    let p = DISK_IDS.iter().find(|p| lower[i..].starts_with(*p))?;
+    let l = lower.as_bytes();
+    let s = i + p.len();
+    let mut e = (s..l.len()).find(|&j| !id_char(l[j])).unwrap_or(l.len());
+    e = trim_punct(l, s, e);
+    if let Some(k) = lower[s..e].rfind("-part") {
+        if lower[s + k + 5..e].bytes().all(|c| c.is_ascii_digit()) && s + k + 5 < e {
+            e = s + k;
+        }
+    }
+    (e - s >= 8 && l[s..e].iter().any(u8::is_ascii_digit)).then_some((s, e, "(serial)"))
+}
+
+/// The end of a UUID (`8-4-4-4-12` hex digits) at `i`, standing alone.
+fn uuid(l: &[u8], i: usize) -> Option<usize> {
+    let mut k = i;
+    for (n, len) in [8, 4, 4, 4, 12].into_iter().enumerate() {
+        if n > 0 {
+            if l.get(k) != Some(&b'-') {
+                return None;
+            }
+            k += 1;
+        }
+        if k + len > l.len() || !l[k..k + len].iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
+        k += len;
+    }
+    (!l.get(k)
+        .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'-'))
+    .then_some(k)
+}
+
+/// `e` moved back over the dots, colons and dashes that end a sentence or
+/// a `KEY:` rather than the value started at `s`.
+fn trim_punct(l: &[u8], s: usize, mut e: usize) -> usize {
+    while e > s && matches!(l[e - 1], b'.' | b':' | b'-') {
+        e -= 1;
+    }
+    e
 }
 
 /// `text` with MAC addresses (`(mac)`) and IPv4 and IPv6 addresses
@@ -1014,5 +1205,72 @@ mod tests {
         assert!(tool_word("thread") && tool_word("P99") && !tool_word("box7"));
         let words: Vec<&str> = TOOL_WORDS.split_whitespace().collect();
         assert!(words.windows(2).all(|w| w[0] < w[1]), "not sorted");
+    }
+
+    /// Device serials and file system ids outside the kernel command line.
+    #[test]
+    fn serial_numbers_and_uuids() {
+        for (text, want) in [
+            ("disk serial=ABC123XYZ ok", "disk serial=(serial) ok"),
+            ("SerialNumber: S3Z9NB0K123456", "SerialNumber: (serial)"),
+            ("iSerial=XYZ123 up", "iSerial=(serial) up"),
+            (
+                "ID_SERIAL_SHORT=S3Z9NB0K123456.",
+                "ID_SERIAL_SHORT=(serial).",
+            ),
+            (
+                "Serial Number: 'WD-WCC6Y1234567'",
+                "Serial Number: '(serial)'",
+            ),
+            (
+                "/dev/disk/by-id/usb-Samsung_SSD_860_EVO_S3Z9NB0K123456-part1",
+                "/dev/disk/by-id/(serial)",
+            ),
+            (
+                "on usb-Samsung_SSD_860_EVO_S3Z9NB0K123456-part1 and nvme-eui.0025388b91c1",
+                "on usb-(serial)-part1 and nvme-(serial)",
+            ),
+            ("wwn-0x5002538e40a1b2c3", "wwn-(serial)"),
+            ("root=UUID=1234-ABCD ro", "root=UUID=(uuid) ro"),
+            ("root=PARTUUID=abcd1234-02", "root=PARTUUID=(uuid)"),
+            (
+                "/dev/disk/by-uuid/123e4567-e89b-12d3-a456-426614174000",
+                "/dev/disk/by-uuid/(uuid)",
+            ),
+            (
+                "fs 123e4567-e89b-12d3-a456-426614174000 full",
+                "fs (uuid) full",
+            ),
+            // Not serials: a module, a word with `serial` in it, a serial
+            // console, an id too short.
+            (
+                "usb-storage nvme-tcp ata-piix",
+                "usb-storage nvme-tcp ata-piix",
+            ),
+            ("cannot deserialize: bad", "cannot deserialize: bad"),
+            ("console=ttyS0 serial port", "console=ttyS0 serial port"),
+            ("usb-1234", "usb-1234"),
+        ] {
+            assert_eq!(redact_text(text, None), want, "{text}");
+        }
+        let mut d = ResultDocument::new(
+            "cyclic",
+            serde_json::json!({"disk_serial": "X7"}),
+            Default::default(),
+            vec![],
+        );
+        let mut s = rtscope_core::result::Series::default();
+        s.attributes
+            .insert("SerialNumber".into(), serde_json::json!("Q1"));
+        s.attributes
+            .insert("fs_uuid".into(), serde_json::json!("Q2"));
+        d.series = vec![s];
+        d.warnings = vec!["sda serial=ABC123XYZ, root=UUID=5ecre7".into()];
+        d.command_line = vec!["--disk".into(), "/dev/disk/by-id/wd-5ecre7".into()];
+        let r = document(&d);
+        let text = String::from_utf8(r.to_json()).unwrap();
+        for gone in ["X7", "Q1", "Q2", "ABC123XYZ", "5ecre7"] {
+            assert!(!text.contains(gone), "{gone} in {text}");
+        }
     }
 }
