@@ -7,7 +7,9 @@ mod common;
 
 use std::path::Path;
 
-use common::{measured, run, run_ok, s};
+use std::time::Duration;
+
+use common::{http, measured, run, run_ok, s, Run, LIMIT};
 
 /// A real two-thread run at `dir/NAME.json` whose host name is `host`.
 fn run_on(dir: &Path, name: &str, host: &str) -> std::path::PathBuf {
@@ -110,4 +112,44 @@ fn device_serials_and_ids_are_left_out() {
     for serial in SERIALS {
         assert!(!o.stdout.contains(serial), "compare --redact: {serial}");
     }
+}
+
+/// A free loopback address.
+fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+/// `serve --redact` prints nothing with the served directory's path (it
+/// holds the user's home directory): neither its start line nor an error.
+#[test]
+fn serve_redact_prints_no_directory() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("home/carol/lab-results");
+    std::fs::create_dir_all(&dir).unwrap();
+    measured(&dir, "a", &["cyclic", "-l", "100", "-i", "500us"]);
+    let addr = free_addr();
+    let mut child = Run::new(["serve", "--redact", "--listen", &addr])
+        .arg(&dir)
+        .spawn();
+    let line = child.wait_for_line(false, Duration::from_secs(30), |l| {
+        l.starts_with("serving the results").then(|| l.to_string())
+    });
+    let (code, _, body) = http(&addr, &format!("GET / HTTP/1.1\r\nHost: {addr}\r\n\r\n"));
+    assert_eq!(code, 200, "{body}");
+    let ran = child.interrupt(LIMIT).exits(0);
+    for shown in [&line, &ran.stdout(), &ran.stderr(), &body] {
+        for secret in ["carol", "lab-results", s(root.path())] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+    }
+    assert!(line.contains(&format!("http://{addr}/")), "{line}");
+    // An error about the directory does not name it either.
+    let missing = root.path().join("home/carol/gone");
+    let o = run(&["serve", "--redact", "--listen", &free_addr(), s(&missing)]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(!o.stderr.contains("carol"), "{}", o.stderr);
+    // Without --redact the path is shown (the checks above can fail).
+    let o = run(&["serve", "--listen", &free_addr(), s(&missing)]);
+    assert!(o.stderr.contains("carol"), "{}", o.stderr);
 }

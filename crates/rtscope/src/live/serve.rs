@@ -9,7 +9,8 @@
 //! leading dot or that resolves outside DIR is refused (403); nothing is
 //! written. With `--redact` every page and JSON leaves out the host name,
 //! the kernel command line, user names and addresses, never shows the
-//! served directory, and names each file by its alias
+//! served directory (nor prints it: the start line and errors say `DIR`),
+//! and names each file by its alias
 //! ([`crate::report::redact::alias`]) instead of its name.
 
 use std::collections::HashMap;
@@ -57,12 +58,18 @@ pub struct ServeOptions {
 }
 
 pub fn run(a: &ServeOptions) -> Result<i32> {
+    // With --redact nothing printed names the directory (its path holds
+    // the user's home, often the host name).
+    let named = match a.redact {
+        true => "DIR".to_string(),
+        false => a.dir.display().to_string(),
+    };
     let dir = a
         .dir
         .canonicalize()
-        .map_err(|e| usage(format!("{}: {e}", a.dir.display())))?;
+        .map_err(|e| usage(format!("{named}: {e}")))?;
     if !dir.is_dir() {
-        return Err(usage(format!("{}: not a directory", a.dir.display())));
+        return Err(usage(format!("{named}: not a directory")));
     }
     super::host::check_names(&a.allow_hosts)?;
     let listener = http::bind(&a.listen, a.listen_any)?;
@@ -70,7 +77,10 @@ pub fn run(a: &ServeOptions) -> Result<i32> {
         .local_addr()
         .map_or_else(|_| a.listen.clone(), |x| x.to_string());
     let signals = crate::signals::StopSignals::install()?;
-    let shown = crate::output::printable(&dir.display().to_string()).into_owned();
+    let shown = match a.redact {
+        true => "DIR (redacted)".to_string(),
+        false => crate::output::printable(&dir.display().to_string()).into_owned(),
+    };
     let flag = signals.flag.clone();
     let index = Index::new(dir, a.redact);
     // Indexed once now; then each request looks only at what changed.
