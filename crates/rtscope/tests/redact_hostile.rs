@@ -153,3 +153,81 @@ fn serve_redact_prints_no_directory() {
     let o = run(&["serve", "--listen", &free_addr(), s(&missing)]);
     assert!(o.stderr.contains("carol"), "{}", o.stderr);
 }
+
+/// `--allow-host` takes a host name or an IP address, optionally with a
+/// port; anything else is one line and exit 2, for `serve` and `--listen`.
+#[test]
+fn allow_host_takes_only_names_and_addresses() {
+    let long = ["a"; 127].join(".");
+    assert_eq!(long.len(), 253);
+    let too_long = format!("{long}b");
+    let bad = [
+        "",
+        " ",
+        "a b",
+        "*",
+        "*.example.org",
+        "http://x",
+        "a\u{1b}[2Jb",
+        "a\tb",
+        ".",
+        "a..b",
+        "-a",
+        "a-",
+        "a_b",
+        "a.example:0",
+        "a.example:65536",
+        "1.2.3.999",
+        "[::1]x",
+        too_long.as_str(),
+    ];
+    for name in bad {
+        let arg = format!("--allow-host={name}");
+        for args in [
+            vec!["serve", arg.as_str(), "."],
+            vec![
+                "cyclic",
+                "--no-rt",
+                "-l",
+                "10",
+                "--listen",
+                "127.0.0.1:0",
+                arg.as_str(),
+            ],
+        ] {
+            let o = run(&args);
+            common::one_line_usage_error(&o);
+            assert!(o.stderr.contains("--allow-host"), "{args:?}: {}", o.stderr);
+            assert!(!o.stderr.contains('\u{1b}'), "{args:?}: {}", o.stderr);
+        }
+    }
+    // Names, addresses and ports are taken: the server starts and answers
+    // the name at any port.
+    let d = tempfile::tempdir().unwrap();
+    measured(d.path(), "a", &["cyclic", "-l", "100", "-i", "500us"]);
+    let addr = free_addr();
+    let mut child = Run::new(["serve", "--listen", &addr])
+        .args([
+            "--allow-host",
+            "Dash.Example.org:8443",
+            "--allow-host",
+            long.as_str(),
+        ])
+        .args([
+            "--allow-host",
+            "10.0.0.5:80",
+            "--allow-host",
+            "[fd00::5]:9464",
+        ])
+        .arg(d.path())
+        .spawn();
+    child.wait_for_line(false, Duration::from_secs(30), |l| {
+        l.starts_with("serving the results").then_some(())
+    });
+    let get = |host: &str| http(&addr, &format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n")).0;
+    assert_eq!(get("dash.example.org"), 200);
+    assert_eq!(get("dash.example.org:8080"), 200);
+    assert_eq!(get("[fd00::5]"), 200);
+    assert_eq!(get("evil.example"), 421);
+    child.interrupt(LIMIT).exits(0);
+}

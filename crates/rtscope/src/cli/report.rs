@@ -52,8 +52,9 @@ pub struct ServeArgs {
     #[arg(long)]
     pub listen_any: bool,
 
-    /// Also answer requests for this host name (repeatable, at most 32); on loopback only
-    /// localhost, 127.x and [::1] are answered, so that a DNS-rebinding page cannot read DIR.
+    /// Also answer requests for this host name or IP address, optionally with :PORT (repeatable,
+    /// at most 32); on loopback only localhost, 127.x and [::1] are answered, so that a
+    /// DNS-rebinding page cannot read DIR.
     #[arg(long = "allow-host", value_name = "NAME")]
     pub allow_host: Vec<String>,
 
