@@ -231,3 +231,59 @@ fn allow_host_takes_only_names_and_addresses() {
     assert_eq!(get("evil.example"), 421);
     child.interrupt(LIMIT).exits(0);
 }
+
+/// The address a `rtscope: listening on http://ADDR/` line names.
+fn bound(l: &str) -> Option<String> {
+    let rest = l.strip_prefix("rtscope: listening on http://")?;
+    rest.strip_suffix('/').map(str::to_string)
+}
+
+/// `--listen HOST:0 -q` and `serve --listen HOST:0 -q` print the address
+/// they bound (the only way to reach them): one line on stderr, and the
+/// server answers there.
+#[test]
+fn port_zero_is_told_even_with_quiet() {
+    let d = tempfile::tempdir().unwrap();
+    measured(d.path(), "a", &["cyclic", "-l", "100", "-i", "500us"]);
+    let mut serve = Run::new(["serve", "-q", "--listen", "127.0.0.1:0"])
+        .arg(d.path())
+        .spawn();
+    let addr = serve.wait_for_line(true, Duration::from_secs(30), bound);
+    assert_ne!(addr, "127.0.0.1:0");
+    let (code, _, body) = http(&addr, &format!("GET / HTTP/1.1\r\nHost: {addr}\r\n\r\n"));
+    assert_eq!(code, 200, "{body}");
+    let ran = serve.interrupt(LIMIT).exits(0);
+    assert_eq!(ran.stdout(), "", "serve -q prints no start line");
+    assert_eq!(ran.stderr().lines().count(), 1, "{}", ran.stderr());
+
+    let mut live = Run::new(["cyclic", "--no-rt", "-D", "60s", "-q"])
+        .args(["--listen", "127.0.0.1:0"])
+        .spawn();
+    let addr = live.wait_for_line(true, Duration::from_secs(30), bound);
+    let (code, _, body) = http(
+        &addr,
+        &format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n"),
+    );
+    assert_eq!(code, 200, "{body}");
+    let ran = live.interrupt(LIMIT).exits(0);
+    let err = ran.stderr();
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("listening")).collect();
+    assert_eq!(lines.len(), 1, "{}", ran.stderr());
+    // A port of its own choosing: -q prints nothing of it.
+    let port = free_addr();
+    let live = Run::new(["cyclic", "--no-rt", "-D", "60s", "-q", "--listen", &port]).spawn();
+    let t0 = std::time::Instant::now();
+    let (code, _, _) = loop {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{port} never listened"
+        );
+        if std::net::TcpStream::connect(&port).is_ok() {
+            break http(&port, &format!("GET / HTTP/1.1\r\nHost: {port}\r\n\r\n"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(code, 200);
+    let ran = live.interrupt(LIMIT).exits(0);
+    assert!(!ran.stderr().contains("listening"), "{}", ran.stderr());
+}

@@ -61,6 +61,11 @@ pub struct ServeArgs {
     /// Leave out what identifies the machine from the pages and JSON served: host name, kernel command line, user names in paths, IP addresses.
     #[arg(long)]
     pub redact: bool,
+
+    /// No start line; with --listen HOST:0 only the address bound, on stderr
+    /// ("rtscope: listening on http://127.0.0.1:41234/").
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 impl ServeArgs {
@@ -72,6 +77,7 @@ impl ServeArgs {
             listen_any: self.listen_any,
             allow_hosts: self.allow_host,
             redact: self.redact,
+            quiet: self.quiet,
         }
     }
 }

@@ -55,6 +55,9 @@ pub struct ServeOptions {
     pub allow_hosts: Vec<String>,
     /// Leave out what identifies the machine.
     pub redact: bool,
+    /// `-q`: no start line (only the address bound, on stderr, when the
+    /// port was left to the system).
+    pub quiet: bool,
 }
 
 pub fn run(a: &ServeOptions) -> Result<i32> {
@@ -85,9 +88,13 @@ pub fn run(a: &ServeOptions) -> Result<i32> {
     let index = Index::new(dir, a.redact);
     // Indexed once now; then each request looks only at what changed.
     index.lock().refresh(&Gone::default());
-    crate::output::say(&format!(
-        "serving the results in {shown} on http://{bound}/ (Ctrl-C stops)\n"
-    ));
+    if !a.quiet {
+        crate::output::say(&format!(
+            "serving the results in {shown} on http://{bound}/ (Ctrl-C stops)\n"
+        ));
+    } else if super::port_left_to_system(&a.listen) {
+        eprintln!("rtscope: listening on http://{bound}/");
+    }
     http::serve(
         listener,
         &flag,
