@@ -449,7 +449,11 @@ fn replace_identifying(text: &str, name: &str, with: &str, whole: bool) -> Strin
         out.push_str(&text[at..i]);
         // The token (a run of characters up to a space, quote or bracket)
         // the word is in.
-        let s = text[..i].rfind(token_end).map_or(0, |k| k + 1);
+        let s = text[..i]
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| token_end(c))
+            .map_or(0, |(k, c)| k + c.len_utf8());
         let f = text[e..].find(token_end).map_or(text.len(), |k| k + e);
         let token = &lower[s..f];
         let after_text = &lower[e..f];
@@ -581,6 +585,10 @@ fn serials(text: &str) -> String {
     let mut done = 0;
     let mut i = 0;
     while i < b.len() {
+        if !b[i].is_ascii() {
+            i += 1;
+            continue;
+        }
         let boundary = i == 0 || !(b[i - 1].is_ascii_alphanumeric());
         let found = serial_value(b, l, i)
             .map(|(s, e)| (s, e, "(serial)"))
@@ -1271,6 +1279,49 @@ mod tests {
         let text = String::from_utf8(r.to_json()).unwrap();
         for gone in ["X7", "Q1", "Q2", "ABC123XYZ", "5ecre7"] {
             assert!(!text.contains(gone), "{gone} in {text}");
+        }
+    }
+    /// No text panics, whatever characters stand around the forms looked
+    /// for (a `—` before a serial once split a character).
+    #[test]
+    fn any_text_redacts_without_panic() {
+        let parts = [
+            "—",
+            "é",
+            "\u{2003}",
+            " ",
+            "serial=",
+            "SerialNumber: ",
+            "/dev/disk/by-id/",
+            "usb-",
+            "wwn-0x5002538e40a1b2c3",
+            "UUID=",
+            "123e4567-e89b-12d3-a456-426614174000",
+            "thread",
+            "all",
+            "@",
+            "://",
+            ":80",
+            ".json",
+            "/home/all/",
+            "host=",
+            "10.0.0.1",
+            "fe80::1",
+            "x",
+        ];
+        let mut r = Redactor::default();
+        r.learn_host("thread");
+        r.learn_host("box-7");
+        r.learn_path("/home/all/x");
+        for a in parts {
+            for b in parts {
+                for c in ["—", " ", "x"] {
+                    let t = format!("{a}{b}{c}");
+                    for place in [Place::Identity, Place::Value, Place::Label, Place::Key] {
+                        let _ = r.redact(&t, place);
+                    }
+                }
+            }
         }
     }
 }
