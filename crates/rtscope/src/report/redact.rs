@@ -23,8 +23,11 @@
 //! document: the `all` series, the `thread` attribute, "all CPUs". Such a
 //! name is replaced only where it identifies: in run names, file names and
 //! paths shown (every whole word), in a document's strings where it is the
-//! whole value (an argument `thread`, a plan's `"host": "all"`; a series
-//! label never), a word of a path (not under `/sys/`, `/proc/`, `/dev/`,
+//! whole value under a key that names a host or user (`host`, `hostname`,
+//! `node`, `allow_hosts`, `user`, `owner`, `peer`, `server`) or the
+//! argument after such an option (`--allow-host thread`; not `--cpus all`,
+//! a plan's `"cpus": "all"` or a series label: values of the tool's
+//! words), a word of a path (not under `/sys/`, `/proc/`, `/dev/`,
 //! `/run/`) or of a file name (`thread.json`), a URL's host
 //! (`http://thread:9091/`), either side of an `@`, after `host=`,
 //! `hostname:`, `node=`, `user=`, `owner:`, or a `NAME:PORT` of its own.
@@ -123,7 +126,7 @@ impl Redactor {
     /// MAC and IP addresses replaced; a name that is one of the tool's own
     /// words only where it identifies (see the module).
     pub fn text(&self, text: &str) -> String {
-        self.redact(text, Place::Value)
+        self.redact(text, Place::Named)
     }
 
     /// `text` that names a run or a file (a run's name, a path, a file
@@ -144,8 +147,8 @@ impl Redactor {
                 Place::Identity => replace_word(&t, name, with),
                 _ if !tool_word(name) => replace_word(&t, name, with),
                 Place::Key => t,
-                Place::Label => replace_identifying(&t, name, with, false),
-                Place::Value => replace_identifying(&t, name, with, true),
+                Place::Value => replace_identifying(&t, name, with, false),
+                Place::Named => replace_identifying(&t, name, with, true),
             };
         }
         homes(&t)
@@ -211,14 +214,13 @@ impl Redactor {
                             *s = with.into();
                         }
                     }
-                    // A series' label and the label a trace's wake names
-                    // its series by: the tool's words, never a value that
-                    // is only the name.
-                    let inner = match k.as_str() {
-                        "label" | "series" => Place::Label,
-                        _ => Place::Value,
-                    };
-                    self.walk(&mut x, inner);
+                    // Under a key that names a host or user, a value that
+                    // is only the name is the name.
+                    match (&mut x, k.as_str()) {
+                        (V::Array(args), "command_line") => self.arguments(args),
+                        _ if names_someone(&k) => self.walk(&mut x, Place::Named),
+                        _ => self.walk(&mut x, Place::Value),
+                    }
                     let k = self.redact(&k, Place::Key);
                     // Two keys that redact alike: the later gets a number.
                     let mut key = k.clone();
@@ -235,17 +237,44 @@ impl Redactor {
     }
 }
 
+impl Redactor {
+    /// The command line's arguments: the one after an option that names a
+    /// host or user (`--allow-host NAME`) is taken as a name.
+    fn arguments(&self, args: &mut [serde_json::Value]) {
+        let mut named = false;
+        for a in args {
+            let next = a
+                .as_str()
+                .is_some_and(|s| s.starts_with('-') && !s.contains('=') && names_someone(s));
+            self.walk(a, if named { Place::Named } else { Place::Value });
+            named = next;
+        }
+    }
+}
+
+/// Whether a key or option names a host or user (`hostname`, `node`,
+/// `allow_hosts`, `--allow-host`, `user`, `owner`, `peer`, `server`).
+fn names_someone(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    ["host", "node", "user", "owner", "peer", "server", "machine"]
+        .iter()
+        .any(|w| k.contains(w))
+}
+
 /// Where a string stands in a document, which decides how a name that is
 /// one of the tool's own words ([`tool_word`]) is looked for in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Place {
     /// A run's or file's name, a path: every name, as a whole word.
     Identity,
-    /// A value: such a name where it identifies, and a value that is
-    /// only the name.
+    /// A value under a key that names a host or user (`host`,
+    /// `allow_hosts`), an argument after such an option, a text outside a
+    /// document: such a name where it identifies, and a value that is only
+    /// the name.
+    Named,
+    /// Any other value (a label, an attribute, a warning, a plan's value):
+    /// such a name only where it identifies.
     Value,
-    /// A series label: such a name only where it identifies.
-    Label,
     /// An object key (a schema, attribute or counter name): such a name
     /// never.
     Key,
@@ -1150,14 +1179,22 @@ mod tests {
                     "json": format!("/srv/runs/{host}.json"),
                     "push": format!("http://{host}:9091/metrics"),
                     "host": host,
+                    "allow_hosts": [host],
                     "cpus": "all",
+                    "mode": host,
                     "sysfs": "/sys/devices/system/cpu/cpu0",
                 }),
                 Default::default(),
                 vec![],
             );
             d.system.hostname = Some(host.into());
-            d.command_line = vec!["rtscope".into(), "--allow-host".into(), host.into()];
+            d.command_line = vec![
+                "rtscope".into(),
+                "--allow-host".into(),
+                host.into(),
+                "--cpus".into(),
+                host.into(),
+            ];
             d.warnings = vec![
                 format!("all CPUs busy: thread 1 of the rt run (p99, cpu 2) on host={host}"),
                 format!("root@{host} wrote {host}:9091 and /srv/x/{host}-runs/a.json"),
@@ -1180,6 +1217,11 @@ mod tests {
             assert_eq!(r.plan["json"], format!("/srv/runs/{h}.json"), "{host}");
             assert_eq!(r.plan["push"], format!("http://{h}:9091/metrics"), "{host}");
             assert_eq!(r.plan["host"], h, "{host}");
+            assert_eq!(r.plan["allow_hosts"][0], h, "{host}");
+            // A value that is a word of the tool's is the tool's word.
+            assert_eq!(r.plan["cpus"], "all", "{host}");
+            assert_eq!(r.plan["mode"], host, "{host}");
+            assert_eq!(r.command_line[4], host, "{host}");
             assert_eq!(r.plan["sysfs"], "/sys/devices/system/cpu/cpu0", "{host}");
             assert_eq!(r.command_line[2], h, "{host}");
             let w0 = d.warnings[0].replace(&format!("host={host}"), "host=(host)");
@@ -1281,6 +1323,7 @@ mod tests {
             assert!(!text.contains(gone), "{gone} in {text}");
         }
     }
+
     /// No text panics, whatever characters stand around the forms looked
     /// for (a `—` before a serial once split a character).
     #[test]
@@ -1317,7 +1360,7 @@ mod tests {
             for b in parts {
                 for c in ["—", " ", "x"] {
                     let t = format!("{a}{b}{c}");
-                    for place in [Place::Identity, Place::Value, Place::Label, Place::Key] {
+                    for place in [Place::Identity, Place::Named, Place::Value, Place::Key] {
                         let _ = r.redact(&t, place);
                     }
                 }
