@@ -135,10 +135,30 @@ fn serve_redact_prints_no_directory() {
     let line = child.wait_for_line(false, Duration::from_secs(30), |l| {
         l.starts_with("serving the results").then(|| l.to_string())
     });
-    let (code, _, body) = http(&addr, &format!("GET / HTTP/1.1\r\nHost: {addr}\r\n\r\n"));
-    assert_eq!(code, 200, "{body}");
+    let get = |path: &str| {
+        let (code, _, body) = http(
+            &addr,
+            &format!("GET /{path} HTTP/1.1\r\nHost: {addr}\r\n\r\n"),
+        );
+        assert_eq!(code, 200, "/{path}: {body}");
+        body
+    };
+    // The list, and the run's page and JSON (its command line names the
+    // file it was written to, in the directory).
+    let mut bodies = vec![get("")];
+    let alias = bodies[0]
+        .split("href=\"")
+        .filter_map(|r| r.split('"').next())
+        .find_map(|l| l.strip_prefix("raw/"))
+        .expect("a raw link")
+        .to_string();
+    bodies.push(get(&format!("raw/{alias}")));
+    bodies.push(get(&format!("run/{alias}")));
+    bodies.push(get(&format!("compare/{alias}/{alias}")));
+    assert!(bodies[1].contains("DIR/a.json"), "{}", bodies[1]);
     let ran = child.interrupt(LIMIT).exits(0);
-    for shown in [&line, &ran.stdout(), &ran.stderr(), &body] {
+    let printed = [line.clone(), ran.stdout(), ran.stderr()];
+    for shown in printed.iter().chain(&bodies) {
         for secret in ["carol", "lab-results", s(root.path())] {
             assert!(!shown.contains(secret), "{secret} in {shown}");
         }

@@ -138,7 +138,10 @@ pub fn resolve(dir: &Path, name: &str) -> Result<PathBuf, Response> {
 fn read(p: &Path, redact: bool) -> Result<ResultDocument, Response> {
     let d = read_as_is(p, redact)?;
     Ok(match redact {
-        true => crate::report::redact::document(&d),
+        true => match p.parent() {
+            Some(dir) => crate::report::redact::served_document(&d, dir),
+            None => crate::report::redact::document(&d),
+        },
         false => d,
     })
 }
@@ -512,7 +515,10 @@ fn compare(a: &Path, b: &Path, redact: bool, gone: &Gone) -> Response {
         }
     }
     if redact {
-        crate::report::redact::runs(&mut runs);
+        match a.parent() {
+            Some(dir) => crate::report::redact::served_runs(&mut runs, dir),
+            None => crate::report::redact::runs(&mut runs),
+        };
         for (run, p) in runs.iter_mut().zip(&paths) {
             let name = p.file_name().unwrap_or_default().to_string_lossy();
             run.path = crate::report::redact::alias(&name).into();

@@ -60,6 +60,8 @@ pub const REDACTED: &str = "(redacted)";
 pub struct Redactor {
     hosts: Vec<String>,
     users: Vec<String>,
+    /// Directories whose path reads `DIR` (the one `serve` serves).
+    dirs: Vec<String>,
 }
 
 impl Redactor {
@@ -91,6 +93,18 @@ impl Redactor {
                 add(&mut self.users, &rest[..end]);
                 rest = &rest[end..];
             }
+        }
+    }
+
+    /// Learns a directory whose path (and what is under it) is written
+    /// `DIR`, and the user names in it: the directory `serve` serves. The
+    /// root and a directory right under it are too short to hide.
+    pub fn learn_dir(&mut self, dir: &Path) {
+        let d = dir.display().to_string();
+        let d = d.trim_end_matches('/');
+        self.learn_path(d);
+        if d.split('/').filter(|c| !c.is_empty()).count() >= 2 {
+            add(&mut self.dirs, d);
         }
     }
 
@@ -137,7 +151,11 @@ impl Redactor {
     }
 
     fn redact(&self, text: &str, place: Place) -> String {
-        let mut t = emails(text);
+        let mut t = text.to_string();
+        for d in &self.dirs {
+            t = replace_dir(&t, d);
+        }
+        t = emails(&t);
         t = addresses(&t);
         t = serials(&t);
         let names = (self.hosts.iter().map(|n| (n, "(host)")))
@@ -302,7 +320,17 @@ pub fn document(doc: &ResultDocument) -> ResultDocument {
 /// redacted with all of them. Returns the redactor, for other texts about
 /// these runs.
 pub fn runs(runs: &mut [Run]) -> Redactor {
+    redact_runs(Redactor::default(), runs)
+}
+
+/// [`runs`] of the directory `serve` serves: its path written `DIR`.
+pub fn served_runs(runs: &mut [Run], dir: &Path) -> Redactor {
     let mut r = Redactor::default();
+    r.learn_dir(dir);
+    redact_runs(r, runs)
+}
+
+fn redact_runs(mut r: Redactor, runs: &mut [Run]) -> Redactor {
     for run in runs.iter() {
         r.learn(&run.doc);
         r.learn_path(&run.path.display().to_string());
@@ -317,11 +345,38 @@ pub fn runs(runs: &mut [Run]) -> Redactor {
 }
 
 /// A served document and its file name redacted together (the name may
-/// carry the host name), with the user names in the served `dir`.
+/// carry the host name), with the served `dir`'s path written `DIR` and
+/// the user names in it.
 pub fn served(doc: &ResultDocument, name: &str, dir: &Path) -> (ResultDocument, String) {
     let mut r = Redactor::of(doc);
-    r.learn_path(&dir.display().to_string());
+    r.learn_dir(dir);
     (r.document(doc), r.identity(name))
+}
+
+/// A served document redacted, the served `dir`'s path written `DIR`.
+pub fn served_document(doc: &ResultDocument, dir: &Path) -> ResultDocument {
+    let mut r = Redactor::of(doc);
+    r.learn_dir(dir);
+    r.document(doc)
+}
+
+/// `text` with each `dir` (a path, or the start of one: `DIR/a.json`)
+/// written `DIR`; `/srv/lab` leaves `/srv/lab2` alone.
+fn replace_dir(text: &str, dir: &str) -> String {
+    let mut out = String::new();
+    let mut at = 0;
+    while let Some(i) = text[at..].find(dir).map(|i| i + at) {
+        let e = i + dir.len();
+        let goes_on = text[e..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphanumeric() || "._-".contains(c));
+        out.push_str(&text[at..i]);
+        out.push_str(if goes_on { dir } else { "DIR" });
+        at = e;
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 /// An error about the served file `p` with its path replaced by the file's
@@ -1366,5 +1421,22 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The served directory reads `DIR`, where a path starts with it.
+    #[test]
+    fn the_served_directory_reads_dir() {
+        let mut r = Redactor::default();
+        r.learn_dir(Path::new("/srv/alice-lab/runs/"));
+        assert_eq!(
+            r.text("--json /srv/alice-lab/runs/a.json /srv/alice-lab/runs2 /srv/alice-lab/runs"),
+            "--json DIR/a.json /srv/alice-lab/runs2 DIR"
+        );
+        let mut r = Redactor::default();
+        r.learn_dir(Path::new("/srv"));
+        assert_eq!(r.text("/srv/a.json"), "/srv/a.json");
+        let mut r = Redactor::default();
+        r.learn_dir(Path::new("/home/bob/runs"));
+        assert_eq!(r.text("/home/bob/x bob"), "/home/(user)/x (user)");
     }
 }
