@@ -206,7 +206,7 @@ fn dns_rebinding_host_headers_are_refused() {
 
     // Bad --allow-host: one line, exit 2.
     for bad in [
-        vec!["serve", "--allow-host", "a.example:80", "."],
+        vec!["serve", "--allow-host", "a.example:99999", "."],
         vec!["serve", "--allow-host", "a b", "."],
         vec!["cyclic", "--no-rt", "-l", "10", "--allow-host", "a.example"],
     ] {

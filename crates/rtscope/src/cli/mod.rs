@@ -477,8 +477,9 @@ pub struct LiveArgs {
     #[arg(long, help_heading = "Watching live")]
     pub listen_any: bool,
 
-    /// With --listen: also answer requests for this host name (repeatable, at most 32);
-    /// on loopback only localhost, 127.x and [::1] are answered (DNS rebinding).
+    /// With --listen: also answer requests for this host name or IP address, optionally
+    /// with :PORT (repeatable, at most 32); on loopback only localhost, 127.x and [::1] are
+    /// answered (DNS rebinding).
     #[arg(
         long = "allow-host",
         value_name = "NAME",

@@ -52,14 +52,20 @@ pub struct ServeArgs {
     #[arg(long)]
     pub listen_any: bool,
 
-    /// Also answer requests for this host name (repeatable, at most 32); on loopback only
-    /// localhost, 127.x and [::1] are answered, so that a DNS-rebinding page cannot read DIR.
+    /// Also answer requests for this host name or IP address, optionally with :PORT (repeatable,
+    /// at most 32); on loopback only localhost, 127.x and [::1] are answered, so that a
+    /// DNS-rebinding page cannot read DIR.
     #[arg(long = "allow-host", value_name = "NAME")]
     pub allow_host: Vec<String>,
 
     /// Leave out what identifies the machine from the pages and JSON served: host name, kernel command line, user names in paths, IP addresses.
     #[arg(long)]
     pub redact: bool,
+
+    /// No start line; with --listen HOST:0 only the address bound, on stderr
+    /// ("rtscope: listening on http://127.0.0.1:41234/").
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 impl ServeArgs {
@@ -71,6 +77,7 @@ impl ServeArgs {
             listen_any: self.listen_any,
             allow_hosts: self.allow_host,
             redact: self.redact,
+            quiet: self.quiet,
         }
     }
 }

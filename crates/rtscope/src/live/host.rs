@@ -60,7 +60,10 @@ impl HostCheck {
         HostCheck {
             on: loopback || !names.is_empty(),
             any_ip: !loopback,
-            names: names.iter().map(|n| normal(n)).collect(),
+            names: names
+                .iter()
+                .map(|n| allowed_host(n).unwrap_or_else(|| normal(n)))
+                .collect(),
         }
     }
 
@@ -100,7 +103,7 @@ impl HostCheck {
                     a.is_loopback() || a.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
                 }
             };
-            return loopback || self.any_ip;
+            return loopback || self.any_ip || self.names.contains(&host);
         }
         self.names.contains(&host)
     }
@@ -130,8 +133,7 @@ fn normal(n: &str) -> String {
 }
 
 /// Checks the `--allow-host` names: at most [`MAX_ALLOWED`], each a host
-/// name (letters, digits, `-`, `.`; at most 253 bytes) or an IP address,
-/// without a port.
+/// name or an IP address, optionally with a port (see [`allowed_host`]).
 pub fn check_names(names: &[String]) -> Result<()> {
     if names.len() > MAX_ALLOWED {
         return Err(usage(format!(
@@ -140,23 +142,67 @@ pub fn check_names(names: &[String]) -> Result<()> {
         )));
     }
     for n in names {
-        let name_ok = !n.is_empty()
-            && n.len() <= 253
-            && n.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
-            && n.split('.').all(|l| l.len() <= 63);
-        let ip_ok = n.parse::<IpAddr>().is_ok()
-            || n.strip_prefix('[')
-                .and_then(|x| x.strip_suffix(']'))
-                .is_some_and(|x| x.parse::<std::net::Ipv6Addr>().is_ok());
-        if !(name_ok || ip_ok) {
+        if allowed_host(n).is_none() {
             let shown = crate::output::printable(n);
             return Err(usage(format!(
-                "--allow-host {shown}: not a host name or IP address (a name such as dash.example.org, without a port)"
+                "--allow-host '{shown}': not a host name or IP address (a name such as dash.example.org, 10.0.0.5 or [fd00::5], optionally with :PORT)"
             )));
         }
     }
     Ok(())
+}
+
+/// The host an `--allow-host` argument names, as compared (lower case,
+/// no trailing dot, IPv6 in brackets), or `None` when it is none: a host
+/// name of RFC 1123 labels (1 to 63 letters, digits and `-`, not starting
+/// or ending with `-`, joined by `.`; one trailing `.`; at most 253 bytes;
+/// the last label not all digits), an IPv4 address, or an IPv6 address
+/// (bare or in brackets); then optionally `:PORT` (1 to 65535; an IPv6
+/// address only in brackets). The port is not compared: a `Host` is
+/// answered for its host whatever its port.
+pub fn allowed_host(n: &str) -> Option<String> {
+    if n.parse::<std::net::Ipv6Addr>().is_ok() {
+        return Some(format!("[{}]", n.to_ascii_lowercase()));
+    }
+    let (host, port) = match n.strip_prefix('[') {
+        Some(rest) => {
+            let (v6, after) = rest.split_once(']')?;
+            v6.parse::<std::net::Ipv6Addr>().ok()?;
+            let port = match after {
+                "" => None,
+                a => Some(a.strip_prefix(':')?),
+            };
+            (&n[..v6.len() + 2], port)
+        }
+        None => match n.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (n, None),
+        },
+    };
+    if let Some(p) = port {
+        let ok = !p.is_empty()
+            && p.bytes().all(|b| b.is_ascii_digit())
+            && p.parse::<u16>().is_ok_and(|p| p > 0);
+        if !ok {
+            return None;
+        }
+    }
+    if host.starts_with('[') || host.parse::<std::net::Ipv4Addr>().is_ok() {
+        return Some(host.to_ascii_lowercase());
+    }
+    let name = host.strip_suffix('.').unwrap_or(host);
+    let label_ok = |l: &str| {
+        (1..=63).contains(&l.len())
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    let last_numeric = name
+        .rsplit('.')
+        .next()
+        .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()));
+    (name.len() <= 253 && name.split('.').all(label_ok) && !last_numeric)
+        .then(|| name.to_ascii_lowercase())
 }
 
 /// The answer to a request whose `Host` is refused.
@@ -241,10 +287,86 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         assert!(check_names(&ok).is_ok());
-        for bad in ["", "a:80", "a b", "a/b", &"x".repeat(254), &"y".repeat(64)] {
+        for bad in ["", "a b", "a/b", &"x".repeat(254), &"y".repeat(64)] {
             assert!(check_names(&[bad.to_string()]).is_err(), "{bad}");
         }
         let many: Vec<String> = (0..=MAX_ALLOWED).map(|i| format!("h{i}")).collect();
         assert!(check_names(&many).is_err());
+    }
+
+    /// Host names of RFC 1123 labels and IP addresses, each optionally with
+    /// a port; nothing else.
+    #[test]
+    fn allow_host_takes_names_and_addresses_with_a_port() {
+        let label = "l".repeat(63);
+        let long = [label.as_str(); 4].join(".");
+        assert_eq!(long.len(), 255);
+        let max = format!("{}.{}", &long[..189], "ab");
+        assert_eq!(max.len(), 192);
+        for (arg, host) in [
+            ("Dash.Example.org", "dash.example.org"),
+            ("dash.example.org.", "dash.example.org"),
+            ("dash.example.org:8443", "dash.example.org"),
+            ("board-7", "board-7"),
+            ("7board", "7board"),
+            ("10.0.0.5", "10.0.0.5"),
+            ("10.0.0.5:9464", "10.0.0.5"),
+            ("fd00::5", "[fd00::5]"),
+            ("[fd00::5]", "[fd00::5]"),
+            ("[fd00::5]:9464", "[fd00::5]"),
+            (label.as_str(), label.as_str()),
+            (max.as_str(), max.as_str()),
+        ] {
+            assert_eq!(allowed_host(arg).as_deref(), Some(host), "{arg}");
+        }
+        let too_long = format!("{}.{}", &long[..250], "abc");
+        for bad in [
+            "",
+            " ",
+            "a b",
+            " a",
+            "*",
+            "*.example.org",
+            "http://x",
+            "x/",
+            "a\nb",
+            "a\tb",
+            "a\u{7f}",
+            "\u{e9}t\u{e9}.example",
+            ".",
+            "..",
+            ".a",
+            "a..b",
+            "-a",
+            "a-",
+            "a.-b.c",
+            "a_b",
+            "a:",
+            "a:0",
+            "a:65536",
+            "a:80:80",
+            "a:8o",
+            ":80",
+            "[::1",
+            "[::1]x",
+            "[::1]:",
+            "[a.example]",
+            "fd00::5:99999:x",
+            "fe80::1%eth0",
+            "1.2.3.999",
+            "1.2.3",
+            "12345",
+            too_long.as_str(),
+            &"y".repeat(64),
+        ] {
+            assert_eq!(allowed_host(bad), None, "{bad:?}");
+            assert!(check_names(&[bad.to_string()]).is_err(), "{bad:?}");
+        }
+        // A name given with a port answers for its host at any port.
+        let c = loopback(&["dash.example.org:8443", "[fd00::5]"]);
+        assert!(c.allows(&[b"dash.example.org"], None));
+        assert!(c.allows(&[b"DASH.example.org:80"], None));
+        assert!(c.allows(&[b"[fd00::5]:8080"], None));
+        assert!(!c.allows(&[b"[fd00::6]:8080"], None));
     }
 }

@@ -699,6 +699,14 @@ pub struct Sinks {
     pub tui: bool,
 }
 
+/// Whether `--listen ADDR` leaves the port to the system (`HOST:0`): the
+/// address bound is then printed even with `-q`, being the only way to
+/// reach the server.
+pub fn port_left_to_system(addr: &str) -> bool {
+    addr.rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>() == Ok(0))
+}
+
 impl Sinks {
     /// Starts what `opts` asks for. Binds the listener and opens the stream
     /// now, so that a used port or a bad destination ends the run before it
@@ -761,6 +769,9 @@ impl Sinks {
             );
             if !quiet {
                 eprintln!("listening on http://{bound}/ (/metrics, /api/snapshot)");
+            } else if port_left_to_system(addr) {
+                // The bound port is the only way to reach the server.
+                eprintln!("rtscope: listening on http://{bound}/");
             }
         }
         if opts.tui {

@@ -9,7 +9,8 @@
 //! leading dot or that resolves outside DIR is refused (403); nothing is
 //! written. With `--redact` every page and JSON leaves out the host name,
 //! the kernel command line, user names and addresses, never shows the
-//! served directory, and names each file by its alias
+//! served directory (nor prints it: the start line and errors say `DIR`),
+//! and names each file by its alias
 //! ([`crate::report::redact::alias`]) instead of its name.
 
 use std::collections::HashMap;
@@ -54,15 +55,24 @@ pub struct ServeOptions {
     pub allow_hosts: Vec<String>,
     /// Leave out what identifies the machine.
     pub redact: bool,
+    /// `-q`: no start line (only the address bound, on stderr, when the
+    /// port was left to the system).
+    pub quiet: bool,
 }
 
 pub fn run(a: &ServeOptions) -> Result<i32> {
+    // With --redact nothing printed names the directory (its path holds
+    // the user's home, often the host name).
+    let named = match a.redact {
+        true => "DIR".to_string(),
+        false => a.dir.display().to_string(),
+    };
     let dir = a
         .dir
         .canonicalize()
-        .map_err(|e| usage(format!("{}: {e}", a.dir.display())))?;
+        .map_err(|e| usage(format!("{named}: {e}")))?;
     if !dir.is_dir() {
-        return Err(usage(format!("{}: not a directory", a.dir.display())));
+        return Err(usage(format!("{named}: not a directory")));
     }
     super::host::check_names(&a.allow_hosts)?;
     let listener = http::bind(&a.listen, a.listen_any)?;
@@ -70,14 +80,21 @@ pub fn run(a: &ServeOptions) -> Result<i32> {
         .local_addr()
         .map_or_else(|_| a.listen.clone(), |x| x.to_string());
     let signals = crate::signals::StopSignals::install()?;
-    let shown = crate::output::printable(&dir.display().to_string()).into_owned();
+    let shown = match a.redact {
+        true => "DIR (redacted)".to_string(),
+        false => crate::output::printable(&dir.display().to_string()).into_owned(),
+    };
     let flag = signals.flag.clone();
     let index = Index::new(dir, a.redact);
     // Indexed once now; then each request looks only at what changed.
     index.lock().refresh(&Gone::default());
-    crate::output::say(&format!(
-        "serving the results in {shown} on http://{bound}/ (Ctrl-C stops)\n"
-    ));
+    if !a.quiet {
+        crate::output::say(&format!(
+            "serving the results in {shown} on http://{bound}/ (Ctrl-C stops)\n"
+        ));
+    } else if super::port_left_to_system(&a.listen) {
+        eprintln!("rtscope: listening on http://{bound}/");
+    }
     http::serve(
         listener,
         &flag,
@@ -121,7 +138,10 @@ pub fn resolve(dir: &Path, name: &str) -> Result<PathBuf, Response> {
 fn read(p: &Path, redact: bool) -> Result<ResultDocument, Response> {
     let d = read_as_is(p, redact)?;
     Ok(match redact {
-        true => crate::report::redact::document(&d),
+        true => match p.parent() {
+            Some(dir) => crate::report::redact::served_document(&d, dir),
+            None => crate::report::redact::document(&d),
+        },
         false => d,
     })
 }
@@ -495,7 +515,10 @@ fn compare(a: &Path, b: &Path, redact: bool, gone: &Gone) -> Response {
         }
     }
     if redact {
-        crate::report::redact::runs(&mut runs);
+        match a.parent() {
+            Some(dir) => crate::report::redact::served_runs(&mut runs, dir),
+            None => crate::report::redact::runs(&mut runs),
+        };
         for (run, p) in runs.iter_mut().zip(&paths) {
             let name = p.file_name().unwrap_or_default().to_string_lossy();
             run.path = crate::report::redact::alias(&name).into();

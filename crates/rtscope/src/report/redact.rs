@@ -9,7 +9,31 @@
 //! wherever else it appears, e-mail addresses, MAC addresses and IP
 //! addresses, v4 (`10.1.2.3`, `10.1.2.3:8080`, inside the kernel's
 //! `ip=A::GW:MASK:HOST:DEV:off`) and v6 (`2001:db8::1`, `fd00::5`,
-//! `fe80::1%eth0`; `::1` and `::` stay).
+//! `fe80::1%eth0`; `::1` and `::` stay), device serial numbers
+//! (`serial=X`, `SerialNumber: X`, `ID_SERIAL_SHORT=X`, a value under a key
+//! with `serial` in it: `(serial)`), disk ids (`usb-…_S3Z9NB0K123456-part1`
+//! reads `usb-(serial)-part1`, a `/dev/disk/by-id/` name `(serial)`) and
+//! file system ids (`UUID=`, `PARTUUID=`, `/dev/disk/by-uuid/`, any
+//! `8-4-4-4-12` UUID, a value under a `uuid` key: `(uuid)`).
+//!
+//! A name that is one of the tool's own words ([`TOOL_WORDS`]: the words of
+//! the schema's keys, of attribute and counter names, series labels,
+//! units, percentiles and short prose words; a host named `thread`, `all`,
+//! `rt`, `cpu` or `p99`) would, replaced wherever it is a word, mangle the
+//! document: the `all` series, the `thread` attribute, "all CPUs". Such a
+//! name is replaced only where it identifies: in run names, file names and
+//! paths shown (every whole word), in a document's strings where it is the
+//! whole value under a key that names a host or user (`host`, `hostname`,
+//! `node`, `allow_hosts`, `user`, `owner`, `peer`, `server`) or the
+//! argument after such an option (`--allow-host thread`; not `--cpus all`,
+//! a plan's `"cpus": "all"` or a series label: values of the tool's
+//! words), a word of a path (not under `/sys/`, `/proc/`, `/dev/`,
+//! `/run/`) or of a file name (`thread.json`), a URL's host
+//! (`http://thread:9091/`), either side of an `@`, after `host=`,
+//! `hostname:`, `node=`, `user=`, `owner:`, or a `NAME:PORT` of its own.
+//! Object keys (names the tool writes) never lose such a name; any other
+//! name is replaced in keys too. A dotted host name (`all.lab.example`) is
+//! replaced whole everywhere.
 //!
 //! A [`Redactor`] learns the names to look for from every document and path
 //! it is shown ([`Redactor::learn`], [`Redactor::learn_path`]) and then
@@ -36,6 +60,8 @@ pub const REDACTED: &str = "(redacted)";
 pub struct Redactor {
     hosts: Vec<String>,
     users: Vec<String>,
+    /// Directories whose path reads `DIR` (the one `serve` serves).
+    dirs: Vec<String>,
 }
 
 impl Redactor {
@@ -70,6 +96,18 @@ impl Redactor {
         }
     }
 
+    /// Learns a directory whose path (and what is under it) is written
+    /// `DIR`, and the user names in it: the directory `serve` serves. The
+    /// root and a directory right under it are too short to hide.
+    pub fn learn_dir(&mut self, dir: &Path) {
+        let d = dir.display().to_string();
+        let d = d.trim_end_matches('/');
+        self.learn_path(d);
+        if d.split('/').filter(|c| !c.is_empty()).count() >= 2 {
+            add(&mut self.dirs, d);
+        }
+    }
+
     fn learn_host(&mut self, h: &str) {
         let h = h.trim();
         if h == REDACTED || h.eq_ignore_ascii_case("localhost") {
@@ -97,16 +135,39 @@ impl Redactor {
         }
     }
 
-    /// `text` with the learned host and user names, home directories'
-    /// user names, e-mail, MAC and IP addresses replaced.
+    /// `text` (a string of a document: an argument, a warning, a plan's
+    /// value) with the learned names, home directories' user names, e-mail,
+    /// MAC and IP addresses replaced; a name that is one of the tool's own
+    /// words only where it identifies (see the module).
     pub fn text(&self, text: &str) -> String {
-        let mut t = emails(text);
-        t = addresses(&t);
-        for h in &self.hosts {
-            t = replace_word(&t, h, "(host)");
+        self.redact(text, Place::Named)
+    }
+
+    /// `text` that names a run or a file (a run's name, a path, a file
+    /// name, a directory name): every learned name replaced wherever it is
+    /// a whole word, a word of the tool's or not.
+    pub fn identity(&self, text: &str) -> String {
+        self.redact(text, Place::Identity)
+    }
+
+    fn redact(&self, text: &str, place: Place) -> String {
+        let mut t = text.to_string();
+        for d in &self.dirs {
+            t = replace_dir(&t, d);
         }
-        for u in &self.users {
-            t = replace_word(&t, u, "(user)");
+        t = emails(&t);
+        t = addresses(&t);
+        t = serials(&t);
+        let names = (self.hosts.iter().map(|n| (n, "(host)")))
+            .chain(self.users.iter().map(|n| (n, "(user)")));
+        for (name, with) in names {
+            t = match place {
+                Place::Identity => replace_word(&t, name, with),
+                _ if !tool_word(name) => replace_word(&t, name, with),
+                Place::Key => t,
+                Place::Value => replace_identifying(&t, name, with, false),
+                Place::Named => replace_identifying(&t, name, with, true),
+            };
         }
         homes(&t)
     }
@@ -129,7 +190,7 @@ impl Redactor {
             return d;
         };
         let mut red = orig.clone();
-        self.walk(&mut red, true);
+        self.walk(&mut red, Place::Value);
         if let Ok(back) = serde_json::from_value::<ResultDocument>(red.clone()) {
             return back;
         }
@@ -150,16 +211,35 @@ impl Redactor {
         serde_json::from_value(serde_json::Value::Object(kept)).unwrap_or(d)
     }
 
-    fn walk(&self, v: &mut serde_json::Value, keys: bool) {
+    /// Redacts the strings and keys of `v`, whose strings are of `place`.
+    fn walk(&self, v: &mut serde_json::Value, place: Place) {
         use serde_json::Value as V;
         match v {
-            V::String(x) => *x = self.text(x),
-            V::Array(a) => a.iter_mut().for_each(|x| self.walk(x, keys)),
+            V::String(x) => *x = self.redact(x, place),
+            V::Array(a) => a.iter_mut().for_each(|x| self.walk(x, place)),
             V::Object(o) => {
                 let old = std::mem::take(o);
                 for (k, mut x) in old {
-                    self.walk(&mut x, keys);
-                    let k = if keys { self.text(&k) } else { k };
+                    // A value named a serial number or UUID, whole.
+                    let lk = k.to_ascii_lowercase();
+                    let id = if lk.contains("serial") || lk == "wwn" {
+                        Some("(serial)")
+                    } else {
+                        lk.contains("uuid").then_some("(uuid)")
+                    };
+                    if let (Some(with), V::String(s)) = (id, &mut x) {
+                        if !s.is_empty() {
+                            *s = with.into();
+                        }
+                    }
+                    // Under a key that names a host or user, a value that
+                    // is only the name is the name.
+                    match (&mut x, k.as_str()) {
+                        (V::Array(args), "command_line") => self.arguments(args),
+                        _ if names_someone(&k) => self.walk(&mut x, Place::Named),
+                        _ => self.walk(&mut x, Place::Value),
+                    }
+                    let k = self.redact(&k, Place::Key);
                     // Two keys that redact alike: the later gets a number.
                     let mut key = k.clone();
                     let mut n = 2;
@@ -173,6 +253,49 @@ impl Redactor {
             _ => {}
         }
     }
+}
+
+impl Redactor {
+    /// The command line's arguments: the one after an option that names a
+    /// host or user (`--allow-host NAME`) is taken as a name.
+    fn arguments(&self, args: &mut [serde_json::Value]) {
+        let mut named = false;
+        for a in args {
+            let next = a
+                .as_str()
+                .is_some_and(|s| s.starts_with('-') && !s.contains('=') && names_someone(s));
+            self.walk(a, if named { Place::Named } else { Place::Value });
+            named = next;
+        }
+    }
+}
+
+/// Whether a key or option names a host or user (`hostname`, `node`,
+/// `allow_hosts`, `--allow-host`, `user`, `owner`, `peer`, `server`).
+fn names_someone(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    ["host", "node", "user", "owner", "peer", "server", "machine"]
+        .iter()
+        .any(|w| k.contains(w))
+}
+
+/// Where a string stands in a document, which decides how a name that is
+/// one of the tool's own words ([`tool_word`]) is looked for in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// A run's or file's name, a path: every name, as a whole word.
+    Identity,
+    /// A value under a key that names a host or user (`host`,
+    /// `allow_hosts`), an argument after such an option, a text outside a
+    /// document: such a name where it identifies, and a value that is only
+    /// the name.
+    Named,
+    /// Any other value (a label, an attribute, a warning, a plan's value):
+    /// such a name only where it identifies.
+    Value,
+    /// An object key (a schema, attribute or counter name): such a name
+    /// never.
+    Key,
 }
 
 /// Adds `name` to `names` unless it is empty or known (in any case).
@@ -197,7 +320,17 @@ pub fn document(doc: &ResultDocument) -> ResultDocument {
 /// redacted with all of them. Returns the redactor, for other texts about
 /// these runs.
 pub fn runs(runs: &mut [Run]) -> Redactor {
+    redact_runs(Redactor::default(), runs)
+}
+
+/// [`runs`] of the directory `serve` serves: its path written `DIR`.
+pub fn served_runs(runs: &mut [Run], dir: &Path) -> Redactor {
     let mut r = Redactor::default();
+    r.learn_dir(dir);
+    redact_runs(r, runs)
+}
+
+fn redact_runs(mut r: Redactor, runs: &mut [Run]) -> Redactor {
     for run in runs.iter() {
         r.learn(&run.doc);
         r.learn_path(&run.path.display().to_string());
@@ -205,18 +338,45 @@ pub fn runs(runs: &mut [Run]) -> Redactor {
     }
     for run in runs {
         run.doc = r.document(&run.doc);
-        run.path = r.text(&run.path.display().to_string()).into();
-        run.name = r.text(&run.name);
+        run.path = r.identity(&run.path.display().to_string()).into();
+        run.name = r.identity(&run.name);
     }
     r
 }
 
 /// A served document and its file name redacted together (the name may
-/// carry the host name), with the user names in the served `dir`.
+/// carry the host name), with the served `dir`'s path written `DIR` and
+/// the user names in it.
 pub fn served(doc: &ResultDocument, name: &str, dir: &Path) -> (ResultDocument, String) {
     let mut r = Redactor::of(doc);
-    r.learn_path(&dir.display().to_string());
-    (r.document(doc), r.text(name))
+    r.learn_dir(dir);
+    (r.document(doc), r.identity(name))
+}
+
+/// A served document redacted, the served `dir`'s path written `DIR`.
+pub fn served_document(doc: &ResultDocument, dir: &Path) -> ResultDocument {
+    let mut r = Redactor::of(doc);
+    r.learn_dir(dir);
+    r.document(doc)
+}
+
+/// `text` with each `dir` (a path, or the start of one: `DIR/a.json`)
+/// written `DIR`; `/srv/lab` leaves `/srv/lab2` alone.
+fn replace_dir(text: &str, dir: &str) -> String {
+    let mut out = String::new();
+    let mut at = 0;
+    while let Some(i) = text[at..].find(dir).map(|i| i + at) {
+        let e = i + dir.len();
+        let goes_on = text[e..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphanumeric() || "._-".contains(c));
+        out.push_str(&text[at..i]);
+        out.push_str(if goes_on { dir } else { "DIR" });
+        at = e;
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 /// An error about the served file `p` with its path replaced by the file's
@@ -273,6 +433,136 @@ fn homes(text: &str) -> String {
         t = out;
     }
     t
+}
+
+/// The tool's own words: the words of the result schema's keys and enum
+/// values, of the attribute and counter names the experiments write, of
+/// series labels, units and percentiles, and the short words of its prose.
+/// A host or user name that is one of them (`thread`, `all`, `rt`, `cpu`,
+/// `p99`) is looked for only where it identifies (see the module). Sorted,
+/// separated by spaces.
+const TOOL_WORDS: &str = "\
+    a above absolute accuracy achieved acpi_pm actual adaptive address all alternating an and \
+    any api apis arch are armed as assumed at attributes auto available avg batch be beacon \
+    before behind below best better between bits block blocks boottime both break buckets \
+    budget budgets buffer busy by cache calibration capacity cause causes checked checkpoint \
+    checks chip clock clocks clocksource clocksources cmdline comm command compare \
+    compensation compensations condvar consecutive context core cores corrected cost count \
+    counter counters counts cpu cpumask cpus cycles cyclic cyclictest deadline default delay \
+    delays design device differences digits disk distance dl dma drive dropped duration \
+    dynamic each early edge enabled end ended entries environment episode episodes epoll error \
+    errors euid event eventfd events every evidence exceeded exit expanded experiment expires \
+    fail failed fair falling fell fifo first flags for found frequency from full futex gap \
+    gaps gate gates get ghz governors hardirq hardware held highest histogram host hostname \
+    hpet hwlat hybrid hypervisor hz idle if imported in incomplete index inner instance \
+    instances interrupted interrupts interval intervals io ioctl ipc irq irqs is isolcpus it \
+    iteration iterations joined json kb kernel khz kind label last latency length level \
+    lifetime limit line live load loads local localhost log loop loops lost lowest max mean \
+    measures mechanism median memory method mhz min missing mlocked mode model monotonic \
+    mounted ms mutex name nanosleep negative net network new next nmi no nocbs nohz noise none \
+    nonpreemptible nort not ns nsecs objects observed of off offset ok old on online op or \
+    order origin other outer outliers outranked overflows overrun overruns p50 p90 p95 p99 \
+    p999 p9999 packets pages pair pairs params pass passed pattern pct per percent period \
+    periods pid pie pipe plan points policies policy poll posix preempt preemption prio \
+    priority range raw rcu read reads realtime reason received receiver recovered relative \
+    release remedy repeat repetitions report reports requested resolution restored result \
+    results return ring rising rlimit robin round rows rr rt rtprio rtscope run running runs \
+    runtime same sample samples scale sched schedule schema sec select sender sent seq series \
+    serve server service session sessions set share short signal significant size skipped \
+    slack smi smt socket softirq source sources space sparse spec specs spikes spin stage \
+    stages stale start started static statistic stats stddev stress sub sweep switch switched \
+    system task text than the then thread threads threshold throttling tick ticks tid time \
+    timeline timer timerfd timers times to toggles tool top total trace tracefs tracer tracing \
+    tsc tuning unclear unexplained unit unknown unmatched unstamped us used user value vector \
+    version virtualization wake wakes wakeup waking warnings warp was what why width window \
+    with worse worst yes";
+
+/// Whether `name` is one of [`TOOL_WORDS`], in any case.
+fn tool_word(name: &str) -> bool {
+    TOOL_WORDS
+        .split_whitespace()
+        .any(|w| w.eq_ignore_ascii_case(name))
+}
+
+/// File name endings that make a word before them part of a file's name.
+const FILE_ENDINGS: [&str; 12] = [
+    ".json", ".html", ".htm", ".txt", ".csv", ".log", ".svg", ".png", ".xml", ".prom", ".gz",
+    ".dat",
+];
+
+/// Kernel paths: their words are the kernel's, not names.
+const KERNEL_PATHS: [&str; 4] = ["/sys/", "/proc/", "/dev/", "/run/"];
+
+/// What before a word says it names a host or user.
+const NAMES_BEFORE: [&str; 12] = [
+    "host=",
+    "host:",
+    "hostname=",
+    "hostname:",
+    "nodename=",
+    "node=",
+    "node:",
+    "user=",
+    "user:",
+    "owner=",
+    "owner:",
+    "://",
+];
+
+/// `text` with each whole-word `name` (one of the tool's words) replaced
+/// where it identifies: the whole text (with `whole`), a word of a path
+/// (not a kernel path) or of a file name, a URL's host, either side of an
+/// `@`, after `host=`, `hostname:`, `node=`, `user=`, `owner:` and the
+/// like, and a `NAME:PORT` that is a word of its own.
+fn replace_identifying(text: &str, name: &str, with: &str, whole: bool) -> String {
+    let trimmed = text.trim();
+    if whole && trimmed.eq_ignore_ascii_case(name) {
+        let at = text.len() - text.trim_start().len();
+        return format!("{}{with}{}", &text[..at], &text[at + trimmed.len()..]);
+    }
+    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let token_end = |c: char| c.is_whitespace() || "\"'`,;()[]{}<>|".contains(c);
+    let lower = text.to_ascii_lowercase();
+    let w = name.to_ascii_lowercase();
+    let mut out = String::new();
+    let mut at = 0;
+    while let Some(i) = lower[at..].find(&w).map(|i| i + at) {
+        let e = i + w.len();
+        let before = text[..i].chars().last();
+        let after = text[e..].chars().next();
+        out.push_str(&text[at..i]);
+        // The token (a run of characters up to a space, quote or bracket)
+        // the word is in.
+        let s = text[..i]
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| token_end(c))
+            .map_or(0, |(k, c)| k + c.len_utf8());
+        let f = text[e..].find(token_end).map_or(text.len(), |k| k + e);
+        let token = &lower[s..f];
+        let after_text = &lower[e..f];
+        let path = token.contains('/')
+            && !token.contains("://")
+            && !KERNEL_PATHS.iter().any(|k| token.starts_with(k));
+        let file = FILE_ENDINGS.iter().any(|x| token.ends_with(x));
+        let port = after_text
+            .strip_prefix(':')
+            .is_some_and(|p| (2..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()))
+            && s == i;
+        let named = NAMES_BEFORE.iter().any(|k| {
+            let b = lower[..i].trim_end_matches(' ');
+            b.ends_with(k) && (b.len() == i || !k.ends_with('/'))
+        });
+        let mail = before == Some('@') || after == Some('@');
+        if !part(before) && !part(after) && (path || file || port || named || mail) {
+            out.push_str(with);
+        } else {
+            out.push_str(&text[i..e]);
+        }
+        at = e;
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 /// `text` with each whole-word `word` replaced, in any (ASCII) case. A
@@ -341,6 +631,183 @@ fn emails(text: &str) -> String {
     }
     out.push_str(&text[done..]);
     out
+}
+
+/// The prefixes of the disk names in `/dev/disk/by-id/` that go on with a
+/// model and serial number (`usb-Samsung_SSD_860_EVO_S3Z9NB0K123456`).
+const DISK_IDS: [&str; 11] = [
+    "ata-",
+    "usb-",
+    "nvme-",
+    "scsi-",
+    "wwn-",
+    "mmc-",
+    "virtio-",
+    "ieee1394-",
+    "md-uuid-",
+    "dm-uuid-",
+    "lvm-pv-uuid-",
+];
+
+/// Whether `c` may be part of a serial number or device id.
+fn id_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || b"_.:-".contains(&c)
+}
+
+/// `text` with device serial numbers and file system ids replaced: the
+/// value after a word with `serial` in it and `=` or `:` (`serial=X`,
+/// `SerialNumber: X`, `ID_SERIAL_SHORT=X`) and a `/dev/disk/by-id/` name
+/// become `(serial)`, a disk id (`usb-…_S3Z9NB0K123456-part1`, `wwn-0x…`;
+/// a `-partN` kept) `usb-(serial)-part1`, the value of `UUID=`,
+/// `PARTUUID=` and a `/dev/disk/by-uuid/` or `by-partuuid/` name, and
+/// any UUID (`8-4-4-4-12` hex digits) `(uuid)`.
+fn serials(text: &str) -> String {
+    let b = text.as_bytes();
+    let lower = text.to_ascii_lowercase();
+    let l = lower.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut done = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii() {
+            i += 1;
+            continue;
+        }
+        let boundary = i == 0 || !(b[i - 1].is_ascii_alphanumeric());
+        let found = serial_value(b, l, i)
+            .map(|(s, e)| (s, e, "(serial)"))
+            .or_else(|| by_path(&lower, i))
+            .or_else(|| uuid_value(l, i).map(|(s, e)| (s, e, "(uuid)")))
+            .or_else(|| boundary.then(|| disk_id(&lower, i)).flatten())
+            .or_else(|| {
+                boundary
+                    .then(|| uuid(l, i).map(|e| (i, e, "(uuid)")))
+                    .flatten()
+            });
+        match found {
+            Some((s, e, with)) if e > s => {
+                out.push_str(&text[done..s]);
+                out.push_str(with);
+                done = e;
+                i = e;
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&text[done..]);
+    out
+}
+
+/// The value after `serial=`, `serial:` (and `SerialNumber`, `iSerial`,
+/// `ID_SERIAL_SHORT`, `serial number`, `serial no.`) at `i` (`b` the text,
+/// `l` it in lower case); `deserialize:` is none.
+fn serial_value(b: &[u8], l: &[u8], i: usize) -> Option<(usize, usize)> {
+    if !l[i..].starts_with(b"serial") {
+        return None;
+    }
+    // A word of its own, after `_` or a lower-case letter (`iSerial`).
+    if i > 0
+        && b[i - 1].is_ascii_alphanumeric()
+        && !(b[i].is_ascii_uppercase() && b[i - 1].is_ascii_lowercase())
+    {
+        return None;
+    }
+    let mut k = i + 6;
+    const MORE: [&[u8]; 13] = [
+        b"_number", b"number", b"_short", b"_num", b"num", b"_no", b"no", b"nr", b" number",
+        b" no.", b" no", b" #", b"#",
+    ];
+    if let Some(m) = MORE.iter().find(|m| l[k..].starts_with(m)) {
+        k += m.len();
+    }
+    while l.get(k) == Some(&b' ') {
+        k += 1;
+    }
+    if !matches!(l.get(k), Some(b'=' | b':')) {
+        return None;
+    }
+    k += 1;
+    while matches!(l.get(k), Some(b' ' | b'"' | b'\'')) {
+        k += 1;
+    }
+    let e = (k..l.len()).find(|&j| !id_char(l[j])).unwrap_or(l.len());
+    let e = trim_punct(l, k, e);
+    (e > k).then_some((k, e))
+}
+
+/// An `UUID=` or `PARTUUID=` value at `i`.
+fn uuid_value(l: &[u8], i: usize) -> Option<(usize, usize)> {
+    let key = [&b"partuuid="[..], b"uuid="]
+        .into_iter()
+        .find(|k| l[i..].starts_with(k))?;
+    if i > 0 && l[i - 1].is_ascii_alphanumeric() && key == b"uuid=" && !l[..i].ends_with(b"part") {
+        return None;
+    }
+    let s = i + key.len();
+    let e = (s..l.len()).find(|&j| !id_char(l[j])).unwrap_or(l.len());
+    let e = trim_punct(l, s, e);
+    (e > s && !l[s..].starts_with(b"(")).then_some((s, e))
+}
+
+/// The name after `/dev/disk/by-id/`, `by-uuid/`, `by-partuuid/` at `i`.
+fn by_path(lower: &str, i: usize) -> Option<(usize, usize, &'static str)> {
+    let (key, with) = [
+        ("/dev/disk/by-id/", "(serial)"),
+        ("/dev/disk/by-uuid/", "(uuid)"),
+        ("/dev/disk/by-partuuid/", "(uuid)"),
+    ]
+    .into_iter()
+    .find(|(k, _)| lower[i..].starts_with(k))?;
+    let l = lower.as_bytes();
+    let s = i + key.len();
+    let e = (s..l.len()).find(|&j| !id_char(l[j])).unwrap_or(l.len());
+    Some((s, trim_punct(l, s, e), with))
+}
+
+/// The serial part of a disk id at `i` (`usb-…`, a `-partN` left out): at
+/// least 8 characters with a digit in them (`usb-storage`, `nvme-tcp` are
+/// modules).
+fn disk_id(lower: &str, i: usize) -> Option<(usize, usize, &'static str)> {
+    let p = DISK_IDS.iter().find(|p| lower[i..].starts_with(*p))?;
+    let l = lower.as_bytes();
+    let s = i + p.len();
+    let mut e = (s..l.len()).find(|&j| !id_char(l[j])).unwrap_or(l.len());
+    e = trim_punct(l, s, e);
+    if let Some(k) = lower[s..e].rfind("-part") {
+        if lower[s + k + 5..e].bytes().all(|c| c.is_ascii_digit()) && s + k + 5 < e {
+            e = s + k;
+        }
+    }
+    (e - s >= 8 && l[s..e].iter().any(u8::is_ascii_digit)).then_some((s, e, "(serial)"))
+}
+
+/// The end of a UUID (`8-4-4-4-12` hex digits) at `i`, standing alone.
+fn uuid(l: &[u8], i: usize) -> Option<usize> {
+    let mut k = i;
+    for (n, len) in [8, 4, 4, 4, 12].into_iter().enumerate() {
+        if n > 0 {
+            if l.get(k) != Some(&b'-') {
+                return None;
+            }
+            k += 1;
+        }
+        if k + len > l.len() || !l[k..k + len].iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
+        k += len;
+    }
+    (!l.get(k)
+        .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'-'))
+    .then_some(k)
+}
+
+/// `e` moved back over the dots, colons and dashes that end a sentence or
+/// a `KEY:` rather than the value started at `s`.
+fn trim_punct(l: &[u8], s: usize, mut e: usize) -> usize {
+    while e > s && matches!(l[e - 1], b'.' | b':' | b'-') {
+        e -= 1;
+    }
+    e
 }
 
 /// `text` with MAC addresses (`(mac)`) and IPv4 and IPv6 addresses
@@ -685,11 +1152,13 @@ mod tests {
             vec![],
         );
         d.end_reason = rtscope_core::result::EndReason::Loops;
-        d.warnings = vec!["loops owns 10.1.2.3".into()];
+        // `loops` is one of the tool's words: in prose it goes where it
+        // identifies (`user=`), not as a word of its own.
+        d.warnings = vec!["user=loops owns 10.1.2.3 in loops".into()];
         d.command_line = vec!["--json".into(), "/home/loops/r.json".into()];
         let r = document(&d);
         assert_eq!(r.end_reason, rtscope_core::result::EndReason::Loops);
-        assert_eq!(r.warnings, ["(user) owns (address)"]);
+        assert_eq!(r.warnings, ["user=(user) owns (address) in loops"]);
         assert_eq!(r.command_line[1], "/home/(user)/r.json");
         assert_eq!(r.plan["out"], "/home/(user)/r.json");
     }
@@ -752,5 +1221,222 @@ mod tests {
         d.system.hostname = Some(String::new());
         let r = document(&d);
         assert_eq!(r.warnings, ["box: (address)"]);
+    }
+
+    /// A host or user named like one of the tool's words: labels, keys,
+    /// units and prose stay; where the name identifies, it goes.
+    #[test]
+    fn a_name_that_is_a_tool_word_goes_only_where_it_identifies() {
+        for host in ["thread", "all", "rt", "cpu", "p99", "ALL"] {
+            let mut d = ResultDocument::new(
+                "cyclic",
+                serde_json::json!({
+                    "json": format!("/srv/runs/{host}.json"),
+                    "push": format!("http://{host}:9091/metrics"),
+                    "host": host,
+                    "allow_hosts": [host],
+                    "cpus": "all",
+                    "mode": host,
+                    "sysfs": "/sys/devices/system/cpu/cpu0",
+                }),
+                Default::default(),
+                vec![],
+            );
+            d.system.hostname = Some(host.into());
+            d.command_line = vec![
+                "rtscope".into(),
+                "--allow-host".into(),
+                host.into(),
+                "--cpus".into(),
+                host.into(),
+            ];
+            d.warnings = vec![
+                format!("all CPUs busy: thread 1 of the rt run (p99, cpu 2) on host={host}"),
+                format!("root@{host} wrote {host}:9091 and /srv/x/{host}-runs/a.json"),
+            ];
+            let mut s = rtscope_core::result::Series {
+                label: "all".into(),
+                ..Default::default()
+            };
+            s.attributes.insert("thread".into(), serde_json::json!(1));
+            s.attributes.insert("cpu".into(), serde_json::json!("all"));
+            let mut t = s.clone();
+            t.label = "thread 0".into();
+            d.series = vec![t, s];
+            let r = document(&d);
+            let h = "(host)";
+            assert_eq!(r.series[0].label, "thread 0", "{host}");
+            assert_eq!(r.series[1].label, "all", "{host}");
+            let keys: Vec<&String> = r.series[1].attributes.keys().collect();
+            assert_eq!(keys, ["cpu", "thread"], "{host}");
+            assert_eq!(r.plan["json"], format!("/srv/runs/{h}.json"), "{host}");
+            assert_eq!(r.plan["push"], format!("http://{h}:9091/metrics"), "{host}");
+            assert_eq!(r.plan["host"], h, "{host}");
+            assert_eq!(r.plan["allow_hosts"][0], h, "{host}");
+            // A value that is a word of the tool's is the tool's word.
+            assert_eq!(r.plan["cpus"], "all", "{host}");
+            assert_eq!(r.plan["mode"], host, "{host}");
+            assert_eq!(r.command_line[4], host, "{host}");
+            assert_eq!(r.plan["sysfs"], "/sys/devices/system/cpu/cpu0", "{host}");
+            assert_eq!(r.command_line[2], h, "{host}");
+            let w0 = d.warnings[0].replace(&format!("host={host}"), "host=(host)");
+            assert_eq!(r.warnings[0], w0, "{host}");
+            assert_eq!(
+                r.warnings[1],
+                format!("root@{h} wrote {h}:9091 and /srv/x/{h}-runs/a.json"),
+                "{host}"
+            );
+            assert_eq!(r.system.hostname.as_deref(), Some(REDACTED));
+        }
+    }
+
+    /// Run names and paths are names: a tool word in them goes whole.
+    #[test]
+    fn run_names_lose_a_tool_word_host() {
+        let mut a =
+            ResultDocument::new("cyclic", serde_json::json!({}), Default::default(), vec![]);
+        a.system.hostname = Some("rt".into());
+        let mut rs = vec![Run {
+            name: "rt-idle".into(),
+            path: "runs/rt-idle.json".into(),
+            doc: a,
+        }];
+        let r = runs(&mut rs);
+        assert_eq!(rs[0].name, "(host)-idle");
+        assert_eq!(rs[0].path, Path::new("runs/(host)-idle.json"));
+        assert_eq!(r.text("an rt kernel"), "an rt kernel");
+        assert_eq!(r.identity("rt"), "(host)");
+        // A name not of the tool's words goes everywhere, keys too.
+        assert!(tool_word("thread") && tool_word("P99") && !tool_word("box7"));
+        let words: Vec<&str> = TOOL_WORDS.split_whitespace().collect();
+        assert!(words.windows(2).all(|w| w[0] < w[1]), "not sorted");
+    }
+
+    /// Device serials and file system ids outside the kernel command line.
+    #[test]
+    fn serial_numbers_and_uuids() {
+        for (text, want) in [
+            ("disk serial=ABC123XYZ ok", "disk serial=(serial) ok"),
+            ("SerialNumber: S3Z9NB0K123456", "SerialNumber: (serial)"),
+            ("iSerial=XYZ123 up", "iSerial=(serial) up"),
+            (
+                "ID_SERIAL_SHORT=S3Z9NB0K123456.",
+                "ID_SERIAL_SHORT=(serial).",
+            ),
+            (
+                "Serial Number: 'WD-WCC6Y1234567'",
+                "Serial Number: '(serial)'",
+            ),
+            (
+                "/dev/disk/by-id/usb-Samsung_SSD_860_EVO_S3Z9NB0K123456-part1",
+                "/dev/disk/by-id/(serial)",
+            ),
+            (
+                "on usb-Samsung_SSD_860_EVO_S3Z9NB0K123456-part1 and nvme-eui.0025388b91c1",
+                "on usb-(serial)-part1 and nvme-(serial)",
+            ),
+            ("wwn-0x5002538e40a1b2c3", "wwn-(serial)"),
+            ("root=UUID=1234-ABCD ro", "root=UUID=(uuid) ro"),
+            ("root=PARTUUID=abcd1234-02", "root=PARTUUID=(uuid)"),
+            (
+                "/dev/disk/by-uuid/123e4567-e89b-12d3-a456-426614174000",
+                "/dev/disk/by-uuid/(uuid)",
+            ),
+            (
+                "fs 123e4567-e89b-12d3-a456-426614174000 full",
+                "fs (uuid) full",
+            ),
+            // Not serials: a module, a word with `serial` in it, a serial
+            // console, an id too short.
+            (
+                "usb-storage nvme-tcp ata-piix",
+                "usb-storage nvme-tcp ata-piix",
+            ),
+            ("cannot deserialize: bad", "cannot deserialize: bad"),
+            ("console=ttyS0 serial port", "console=ttyS0 serial port"),
+            ("usb-1234", "usb-1234"),
+        ] {
+            assert_eq!(redact_text(text, None), want, "{text}");
+        }
+        let mut d = ResultDocument::new(
+            "cyclic",
+            serde_json::json!({"disk_serial": "X7"}),
+            Default::default(),
+            vec![],
+        );
+        let mut s = rtscope_core::result::Series::default();
+        s.attributes
+            .insert("SerialNumber".into(), serde_json::json!("Q1"));
+        s.attributes
+            .insert("fs_uuid".into(), serde_json::json!("Q2"));
+        d.series = vec![s];
+        d.warnings = vec!["sda serial=ABC123XYZ, root=UUID=5ecre7".into()];
+        d.command_line = vec!["--disk".into(), "/dev/disk/by-id/wd-5ecre7".into()];
+        let r = document(&d);
+        let text = String::from_utf8(r.to_json()).unwrap();
+        for gone in ["X7", "Q1", "Q2", "ABC123XYZ", "5ecre7"] {
+            assert!(!text.contains(gone), "{gone} in {text}");
+        }
+    }
+
+    /// No text panics, whatever characters stand around the forms looked
+    /// for (a `—` before a serial once split a character).
+    #[test]
+    fn any_text_redacts_without_panic() {
+        let parts = [
+            "—",
+            "é",
+            "\u{2003}",
+            " ",
+            "serial=",
+            "SerialNumber: ",
+            "/dev/disk/by-id/",
+            "usb-",
+            "wwn-0x5002538e40a1b2c3",
+            "UUID=",
+            "123e4567-e89b-12d3-a456-426614174000",
+            "thread",
+            "all",
+            "@",
+            "://",
+            ":80",
+            ".json",
+            "/home/all/",
+            "host=",
+            "10.0.0.1",
+            "fe80::1",
+            "x",
+        ];
+        let mut r = Redactor::default();
+        r.learn_host("thread");
+        r.learn_host("box-7");
+        r.learn_path("/home/all/x");
+        for a in parts {
+            for b in parts {
+                for c in ["—", " ", "x"] {
+                    let t = format!("{a}{b}{c}");
+                    for place in [Place::Identity, Place::Named, Place::Value, Place::Key] {
+                        let _ = r.redact(&t, place);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The served directory reads `DIR`, where a path starts with it.
+    #[test]
+    fn the_served_directory_reads_dir() {
+        let mut r = Redactor::default();
+        r.learn_dir(Path::new("/srv/alice-lab/runs/"));
+        assert_eq!(
+            r.text("--json /srv/alice-lab/runs/a.json /srv/alice-lab/runs2 /srv/alice-lab/runs"),
+            "--json DIR/a.json /srv/alice-lab/runs2 DIR"
+        );
+        let mut r = Redactor::default();
+        r.learn_dir(Path::new("/srv"));
+        assert_eq!(r.text("/srv/a.json"), "/srv/a.json");
+        let mut r = Redactor::default();
+        r.learn_dir(Path::new("/home/bob/runs"));
+        assert_eq!(r.text("/home/bob/x bob"), "/home/(user)/x (user)");
     }
 }
