@@ -35,6 +35,21 @@ fn short(dir: &std::path::Path, max: &str) -> (common::Out, serde_json::Value) {
     (o, doc)
 }
 
+/// A ten-minute qualification of CPU 0 (to be stopped), with `extra`
+/// options, its JSON at `json`, in a process group of its own, stdout and
+/// stderr to `out` (a fresh one each).
+fn long_qualify(extra: &[&str], json: &std::path::Path, out: fn() -> Stdio) -> Command {
+    let mut c = Command::new(rtscope_path());
+    c.args(["qualify", "--max", "1h", "-D", "10m", "--cpus", "0", "-q"])
+        .args(extra)
+        .arg("--json")
+        .arg(json)
+        .stdout(out())
+        .stderr(out())
+        .process_group(0);
+    c
+}
+
 #[test]
 fn an_absurd_deadline_passes_with_exit_0() {
     let _g = alongside();
@@ -154,26 +169,9 @@ fn a_stop_mid_run_keeps_what_was_measured() {
     let _g = alongside();
     let d = tempfile::tempdir().unwrap();
     let json = d.path().join("q.json");
-    let mut c = Command::new(rtscope_path());
-    c.args([
-        "qualify",
-        "--max",
-        "1h",
-        "-D",
-        "10m",
-        "--cpus",
-        "0",
-        "--no-hwlat",
-        "--load",
-        "none",
-        "-q",
-        "--json",
-        s(&json),
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .process_group(0);
-    let child = c.spawn().unwrap();
+    let child = long_qualify(&["--no-hwlat", "--load", "none"], &json, Stdio::piped)
+        .spawn()
+        .unwrap();
     std::thread::sleep(Duration::from_secs(6));
     let pid = child.id() as i32;
     // As `timeout` stops: the process, then its group: one stop.
@@ -211,27 +209,13 @@ fn a_stop_before_the_measurement_is_an_error_with_what_ran() {
     let _g = alongside();
     let d = tempfile::tempdir().unwrap();
     let json = d.path().join("q.json");
-    let mut c = Command::new(rtscope_path());
-    c.args([
-        "qualify",
-        "--max",
-        "1h",
-        "-D",
-        "10m",
-        "--cpus",
-        "0",
-        "--hwlat-duration",
-        "1h",
-        "--load",
-        "none",
-        "-q",
-        "--json",
-        s(&json),
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .process_group(0);
-    let child = c.spawn().unwrap();
+    let child = long_qualify(
+        &["--hwlat-duration", "1h", "--load", "none"],
+        &json,
+        Stdio::piped,
+    )
+    .spawn()
+    .unwrap();
     std::thread::sleep(Duration::from_secs(5));
     rtscope_core::sys::kill(child.id() as i32, libc::SIGINT).unwrap();
     let o = child.wait_with_output().unwrap();
@@ -302,26 +286,13 @@ fn alive(pid: i32) -> bool {
 fn the_steps_and_their_loads_die_with_a_killed_qualify() {
     let _g = alongside();
     let d = tempfile::tempdir().unwrap();
-    let mut c = Command::new(rtscope_path());
-    c.args([
-        "qualify",
-        "--max",
-        "1h",
-        "-D",
-        "10m",
-        "--cpus",
-        "0",
-        "--no-hwlat",
-        "--load",
-        "cpu:20",
-        "-q",
-        "--json",
-        s(&d.path().join("q.json")),
-    ])
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .process_group(0);
-    let mut child = c.spawn().unwrap();
+    let mut child = long_qualify(
+        &["--no-hwlat", "--load", "cpu:20"],
+        &d.path().join("q.json"),
+        Stdio::null,
+    )
+    .spawn()
+    .unwrap();
     let pid = child.id() as i32;
     // Until the cyclic step runs with its load (a step, and a worker below it).
     let t = Instant::now();

@@ -34,6 +34,19 @@ fn stop_like_timeout(child: &Spawned, sig: i32) {
     rtscope_core::sys::killpg(child.pid(), sig).unwrap();
 }
 
+/// `cyclic -D duration` whose document goes to a FIFO in `dir` that nobody
+/// reads yet (the run waits for a reader at its end), its handlers wired.
+fn cyclic_to_a_fifo(dir: &std::path::Path, duration: &str) -> (Spawned, std::path::PathBuf) {
+    let fifo = dir.join("doc.json");
+    common::mkfifo(&fifo);
+    let mut child = own_group(["cyclic", "-t", "1", "-i", "1ms", "-D", duration, "-q"])
+        .arg("--json")
+        .arg(&fifo)
+        .spawn();
+    child.catches_sigint();
+    (child, fifo)
+}
+
 /// The last online CPU (the measuring CPU of the hwlat runs).
 fn last_cpu() -> String {
     rtscope_core::units::online_cpus()
@@ -270,13 +283,7 @@ fn a_second_stop_while_the_results_are_written_exits_at_once() {
     // run waits for a reader (up to a minute); a second stop, a second
     // later, is a person's "now", and ends the process at once.
     let d = tempfile::tempdir().unwrap();
-    let fifo = d.path().join("doc.json");
-    common::mkfifo(&fifo);
-    let mut child = own_group(["cyclic", "-t", "1", "-i", "1ms", "-D", "60", "-q"])
-        .arg("--json")
-        .arg(&fifo)
-        .spawn();
-    child.catches_sigint();
+    let (mut child, _fifo) = cyclic_to_a_fifo(d.path(), "60");
     // The handlers are there from the start; the run, a moment later (a
     // stop before it begins ends the process at once).
     std::thread::sleep(Duration::from_millis(500));
@@ -456,13 +463,7 @@ fn a_flood_of_trace_events_does_not_hold_the_stop() {
 fn one_stop_while_the_results_are_written_still_writes_them() {
     let _turn = alongside();
     let d = tempfile::tempdir().unwrap();
-    let fifo = d.path().join("doc.json");
-    common::mkfifo(&fifo);
-    let mut child = own_group(["cyclic", "-t", "1", "-i", "1ms", "-D", "1", "-q"])
-        .arg("--json")
-        .arg(&fifo)
-        .spawn();
-    child.catches_sigint();
+    let (mut child, fifo) = cyclic_to_a_fifo(d.path(), "1");
     // The run ends by its duration, then waits for a reader.
     std::thread::sleep(Duration::from_millis(2500));
     assert!(child.running(), "it ended without a reader of its FIFO");
