@@ -39,7 +39,8 @@ pub struct Dispersion {
     pub ratio: f64,
     /// The degrees of freedom: super-blocks less one per run.
     pub df: usize,
-    /// Blocks per super-block.
+    /// Blocks per super-block; 0 where the cells were the runs'
+    /// repetitions ([`of_cells`]).
     pub super_block: usize,
 }
 
@@ -62,35 +63,42 @@ pub fn super_counts(e: &Episodes, len: usize) -> Vec<(u64, u64)> {
 }
 
 /// The dispersion of the episode counts of `runs` (all at the same block
-/// length), each with its own rate; `None` with fewer than [`MIN_DF`]
-/// degrees of freedom or no episodes at all.
+/// length) over super-blocks, each run with its own rate; `None` with fewer
+/// than [`MIN_DF`] degrees of freedom or no episodes at all.
 pub fn of(runs: &[&Episodes]) -> Option<Dispersion> {
-    let block_ns = runs.first()?.block_ns;
-    if runs.iter().all(|e| e.count() == 0) {
-        return None;
-    }
-    let len = super_block_len(block_ns);
-    let (mut chi2, mut cells, mut fitted) = (0.0, 0usize, 0usize);
-    for e in runs {
-        let sc = super_counts(e, len);
+    let len = super_block_len(runs.first()?.block_ns);
+    let cells: Vec<Vec<(u64, u64)>> = runs.iter().map(|e| super_counts(e, len)).collect();
+    Some(Dispersion {
+        super_block: len,
+        ..of_cells(&cells)?
+    })
+}
+
+/// The dispersion of episode counts in cells of any size: for each run its
+/// cells' (episodes, blocks), e.g. one cell a repetition of a repeated run;
+/// each run with its own rate. `super_block` is 0; `None` as [`of`].
+pub fn of_cells(runs: &[Vec<(u64, u64)>]) -> Option<Dispersion> {
+    let (mut chi2, mut cells, mut fitted, mut any) = (0.0, 0usize, 0usize, false);
+    for sc in runs {
         let (k, n) = sc.iter().fold((0, 0), |(k, n), &(x, m)| (k + x, n + m));
         if n == 0 {
             continue;
         }
-        cells += sc.len();
+        cells += sc.iter().filter(|c| c.1 > 0).count();
         fitted += 1;
         if k == 0 {
-            // A rate of 0 fits every super-block exactly.
+            // A rate of 0 fits every cell exactly.
             continue;
         }
+        any = true;
         let rate = k as f64 / n as f64;
-        for &(x, m) in &sc {
+        for &(x, m) in sc.iter().filter(|c| c.1 > 0) {
             let mu = rate * m as f64;
             chi2 += (x as f64 - mu).powi(2) / mu;
         }
     }
     let df = cells.saturating_sub(fitted);
-    if df < MIN_DF {
+    if df < MIN_DF || !any {
         return None;
     }
     let ratio = chi2 / df as f64;
@@ -98,7 +106,7 @@ pub fn of(runs: &[&Episodes]) -> Option<Dispersion> {
         phi: ratio.max(1.0),
         ratio,
         df,
-        super_block: len,
+        super_block: 0,
     })
 }
 
@@ -148,5 +156,16 @@ mod tests {
         assert_eq!(of(&[&short, &short]), None);
         assert_eq!(of(&[&none, &none]), None);
         assert_eq!(of(&[]), None);
+    }
+
+    #[test]
+    fn repetitions_are_cells_too() {
+        // Three repetitions a side: 9, 0, 0 episodes in 20 blocks each
+        // against 1, 1, 1; χ² = (36 + 9 + 9) / 3 = 18 and 0, over 6 − 2 df.
+        let d = of_cells(&[vec![(9, 20), (0, 20), (0, 20)], vec![(1, 20); 3]]).unwrap();
+        assert_eq!((d.ratio, d.phi, d.df, d.super_block), (4.5, 4.5, 4, 0));
+        // Two repetitions a side: 2 df, no estimate; no episodes: none.
+        assert_eq!(of_cells(&[vec![(9, 20), (0, 20)], vec![(1, 20); 2]]), None);
+        assert_eq!(of_cells(&[vec![(0, 20); 3], vec![(0, 20); 3]]), None);
     }
 }

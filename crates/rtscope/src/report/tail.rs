@@ -27,6 +27,12 @@
 //!   over their 100 ms blocks (block length by Politis & White, at least 8
 //!   bootstrap blocks) gives a second interval of the ratio, and a call is
 //!   made only when both intervals make it.
+//! - **Episodes clustered over seconds** (a neighbour on a shared machine
+//!   busy for a second or two): the episode counts vary more than Poisson
+//!   counts. Their dispersion over super-blocks of about 1 s
+//!   ([`rtscope_core::record::dispersion`]), widened for its degrees of
+//!   freedom ([`counts_divisor`]), divides both counts before the exact
+//!   interval is taken (quasi-Poisson), and the verdict says so.
 
 use std::fmt::Write;
 
@@ -287,6 +293,32 @@ const Z975: f64 = 1.959_963_984_540_054;
 pub fn counts_divisor(d: &Dispersion) -> f64 {
     let c = t975(d.df as f64) / Z975;
     (d.ratio * c * c).max(1.0)
+}
+
+/// The dispersion of two runs' episodes `e`: over super-blocks of about a
+/// second, and between repetitions where both runs have at least two (with
+/// blocks): the one that divides the counts more.
+fn dispersion_of(s: [&Series; 2], e: [&Episodes; 2], threshold_ns: u64) -> Option<Dispersion> {
+    let by_time = dispersion::of(&e);
+    let reps = |s: &Series| -> Option<Vec<(u64, u64)>> {
+        if s.repetitions.len() < 2 {
+            return None;
+        }
+        s.repetitions
+            .iter()
+            .map(|r| {
+                let x = episodes::of(r.blocks.as_ref()?, threshold_ns, e[0].block_ns)?;
+                Some((x.count(), x.per_block.len() as u64))
+            })
+            .collect()
+    };
+    let by_rep = reps(s[0])
+        .zip(reps(s[1]))
+        .and_then(|(a, b)| dispersion::of_cells(&[a, b]));
+    match (by_time, by_rep) {
+        (Some(t), Some(r)) if counts_divisor(&r) > counts_divisor(&t) => Some(r),
+        (t, r) => t.or(r),
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -621,7 +653,9 @@ pub fn compare(
                 ),
             };
             let disp = match (&eps, basis) {
-                (Some(e), Basis::Episodes) => dispersion::of(&[&e[0], &e[i]]),
+                (Some(e), Basis::Episodes) => {
+                    dispersion_of([&series[0], &series[i]], [&e[0], &e[i]], threshold_ns)
+                }
                 _ => None,
             };
             let phi = disp.map_or(1.0, |d| counts_divisor(&d));
@@ -778,9 +812,18 @@ pub fn verdict_line(v: &TailVerdict, b: &str, a: &str) -> String {
         (Basis::Episodes, Some(d)) => (
             "episode rate ratio",
             format!(
-                "conditional test; {}dispersion {} ({} df), counts taken as 1/{}",
-                if d.ratio > 1.0 { "episodes cluster: " } else { "" },
+                "conditional test; {}dispersion {}{} ({} df), counts taken as 1/{}",
+                if d.ratio >= 1.1 {
+                    "episodes cluster: "
+                } else {
+                    ""
+                },
                 phi_text(d.ratio),
+                if d.super_block == 0 {
+                    " between repetitions"
+                } else {
+                    ""
+                },
                 d.df,
                 phi_text(v.phi)
             ),
@@ -1749,6 +1792,78 @@ mod tests {
             found >= 60,
             "4x the episodes, no neighbour: found in {found} of 200"
         );
+    }
+
+    /// A series of repetitions of 20 blocks, block `j` of repetition `r`
+    /// with `above(r, j)` values above 100 us; the pooled blocks are the
+    /// repetitions' one after the other.
+    fn with_repetitions(reps: usize, above: impl Fn(usize, usize) -> u64) -> Series {
+        let (low, high) = (blocks::bucket_of(1_000), blocks::bucket_of(500_000));
+        let hist = |per: &[u64]| {
+            let mut h = rtscope_core::result::BlockHistograms::default();
+            h.block_ns = blocks::DEFAULT_BLOCK_NS;
+            h.sub_buckets = blocks::BLOCK_SUB_BUCKETS;
+            h.blocks = per
+                .iter()
+                .map(|&n| blocks::encode(&vec![(low, 1000 - n), (high, n)]))
+                .collect();
+            h
+        };
+        let per: Vec<Vec<u64>> = (0..reps)
+            .map(|r| (0..20).map(|j| above(r, j)).collect())
+            .collect();
+        let all: Vec<u64> = per.concat();
+        let n: u64 = all.iter().sum();
+        let mut s = series(
+            vec![[1_000, 1000 * all.len() as u64 - n], [500_000, n]],
+            10_000,
+        );
+        s.blocks = Some(hist(&all));
+        s.repetitions = per
+            .iter()
+            .map(|p| Series {
+                blocks: Some(hist(p)),
+                ..Series::default()
+            })
+            .collect();
+        s
+    }
+
+    #[test]
+    fn repetitions_that_differ_widen_the_interval() {
+        let names = vec!["a".to_string(), "b".to_string()];
+        let st = Settings {
+            tail_threshold_ns: Some(100_000),
+            ..Settings::default()
+        };
+        let d = 60 * blocks::DEFAULT_BLOCK_NS;
+        // 2 episodes in every repetition of a; b's 10 all in its first,
+        // every other block: over 1 s super-blocks 5, 5, 0, 0, 0, 0 (χ²/df
+        // = 20/10, 2.6 widened), between repetitions 10, 0, 0 (20/4, 10
+        // widened by t(4) = 2.776): the repetitions divide more.
+        let a = with_repetitions(3, |_, j| u64::from(j % 10 == 0));
+        let b = with_repetitions(3, |r, j| u64::from(r == 0 && j % 2 == 0));
+        let t = compare(&names, &[a.clone(), b], &[d, d], &st).unwrap();
+        let v = &t.verdicts[0];
+        let disp = v.dispersion.unwrap();
+        assert_eq!((disp.df, disp.super_block), (4, 0), "{v:?}");
+        assert!((disp.ratio - 5.0).abs() < 1e-9, "{v:?}");
+        assert!(
+            (v.phi - 5.0 * (2.776 / Z975).powi(2)).abs() < 1e-12,
+            "{v:?}"
+        );
+        assert!(
+            verdict_line(v, "b", "a").contains(
+                "(conditional test; episodes cluster: dispersion 5.0 between repetitions (4 df), counts taken as 1/10)"
+            ),
+            "{}",
+            verdict_line(v, "b", "a")
+        );
+        // Alike repetitions: the super-blocks' dispersion (none here).
+        let t = compare(&names, &[a.clone(), a], &[d, d], &st).unwrap();
+        let disp = t.verdicts[0].dispersion.unwrap();
+        assert_eq!((disp.ratio, disp.df, disp.super_block), (0.0, 10, 10));
+        assert_eq!(t.verdicts[0].phi, 1.0);
     }
 
     #[test]
