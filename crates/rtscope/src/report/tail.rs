@@ -36,13 +36,15 @@
 
 use std::fmt::Write;
 
-use rtscope_core::record::dispersion::{self, Dispersion};
+use rtscope_core::record::dispersion::Dispersion;
 use rtscope_core::record::episodes::{self, Episodes};
 use rtscope_core::result::Series;
 use rtscope_core::units::format_ns;
 
 use super::esc;
-use super::verdict::{politis_white, t975, Rng, Settings, MIN_BOOT_BLOCKS, MIN_TAIL};
+pub use super::tail_dispersion::counts_divisor;
+use super::tail_dispersion::{dispersion_of, method_text};
+use super::verdict::{politis_white, Rng, Settings, MIN_BOOT_BLOCKS, MIN_TAIL};
 use crate::output::printable;
 
 /// Two-sided 95 %.
@@ -281,44 +283,6 @@ pub fn quasi_rate_ratio_interval(
         }
     };
     Some((odds(pl) * ta / tb, odds(pu) * ta / tb))
-}
-
-/// The 97.5 % point of the standard normal.
-const Z975: f64 = 1.959_963_984_540_054;
-
-/// What the episode counts are divided by for the quasi-Poisson interval:
-/// the dispersion χ²/df widened for its own uncertainty, as a quasi-Poisson
-/// interval takes Student's t with the dispersion's df for the normal
-/// point, `(t(df) / z)²` (1.38 at 8 df: two 5 s runs), and at least 1.
-pub fn counts_divisor(d: &Dispersion) -> f64 {
-    let c = t975(d.df as f64) / Z975;
-    (d.ratio * c * c).max(1.0)
-}
-
-/// The dispersion of two runs' episodes `e`: over super-blocks of about a
-/// second, and between repetitions where both runs have at least two (with
-/// blocks): the one that divides the counts more.
-fn dispersion_of(s: [&Series; 2], e: [&Episodes; 2], threshold_ns: u64) -> Option<Dispersion> {
-    let by_time = dispersion::of(&e);
-    let reps = |s: &Series| -> Option<Vec<(u64, u64)>> {
-        if s.repetitions.len() < 2 {
-            return None;
-        }
-        s.repetitions
-            .iter()
-            .map(|r| {
-                let x = episodes::of(r.blocks.as_ref()?, threshold_ns, e[0].block_ns)?;
-                Some((x.count(), x.per_block.len() as u64))
-            })
-            .collect()
-    };
-    let by_rep = reps(s[0])
-        .zip(reps(s[1]))
-        .and_then(|(a, b)| dispersion::of_cells(&[a, b]));
-    match (by_time, by_rep) {
-        (Some(t), Some(r)) if counts_divisor(&r) > counts_divisor(&t) => Some(r),
-        (t, r) => t.or(r),
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -809,25 +773,7 @@ pub fn verdict_line(v: &TailVerdict, b: &str, a: &str) -> String {
         };
     };
     let (what_ratio, method) = match (v.basis, v.dispersion.filter(|_| v.phi > 1.0)) {
-        (Basis::Episodes, Some(d)) => (
-            "episode rate ratio",
-            format!(
-                "conditional test; {}dispersion {}{} ({} df), counts taken as 1/{}",
-                if d.ratio >= 1.1 {
-                    "episodes cluster: "
-                } else {
-                    ""
-                },
-                phi_text(d.ratio),
-                if d.super_block == 0 {
-                    " between repetitions"
-                } else {
-                    ""
-                },
-                d.df,
-                phi_text(v.phi)
-            ),
-        ),
+        (Basis::Episodes, Some(d)) => ("episode rate ratio", method_text(&d, v.phi)),
         (Basis::Episodes, None) => ("episode rate ratio", "exact conditional test".into()),
         (Basis::Values, _) => (
             "rate ratio",
@@ -852,17 +798,6 @@ pub fn verdict_line(v: &TailVerdict, b: &str, a: &str) -> String {
         );
     }
     s
-}
-
-/// A dispersion: `0.85`, `1.04`, `3.2`, `12`.
-fn phi_text(phi: f64) -> String {
-    if phi < 2.0 {
-        format!("{phi:.2}")
-    } else if phi < 10.0 {
-        format!("{phi:.1}")
-    } else {
-        format!("{phi:.0}")
-    }
 }
 
 /// How long a run would need to judge p99.9.
@@ -940,8 +875,9 @@ pub fn html_section(tails: &[(&str, &TailComparison)], names: &[String]) -> Stri
         "<p class=\"sub\">Values above a threshold per hour of measuring. Exceedances come in \
          bursts, so the verdicts count episodes (time blocks with a value above the threshold): \
          the exact conditional test of their rate ratio and a block bootstrap, a call only where \
-         both make it. Runs without per-block histograms are compared on the values, taken as \
-         independent (too narrow).</p>\n",
+         both make it; where episodes cluster over seconds, their counts are divided by their \
+         dispersion first. Runs without per-block histograms are compared on the values, taken \
+         as independent (too narrow).</p>\n",
     );
     for (label, t) in tails {
         let _ = writeln!(
@@ -1012,6 +948,7 @@ pub fn html_section(tails: &[(&str, &TailComparison)], names: &[String]) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::tail_dispersion::Z975;
     use crate::report::verdict::Rng;
     use rtscope_core::record::blocks::{self, bucket_range, Block};
 
