@@ -82,7 +82,7 @@ first_tail() { # the first tail verdict line of a comparison
 called() { case "$1" in *" is worse "*|*" is better "*|*"mixed:"*) return 0;; esac; return 1; }
 
 echo "A/A: $PAIRS pairs of '$RUN' ($BIN)${INTERLEAVE:+, $INTERLEAVE alternating runs per side}"
-aa=0; aa_ind=0; aa_tail=0; i=1
+aa=0; aa_ind=0; aa_tail=0; aa_disp=0; i=1
 have_py=$(command -v python3 >/dev/null && echo 1 || echo 0)
 while [ "$i" -le "$PAIRS" ]; do
     pair "a$i" "b$i"
@@ -90,6 +90,7 @@ while [ "$i" -le "$PAIRS" ]; do
     if called "$v"; then aa=$((aa + 1)); mark='VERDICT'; else mark='ok'; fi
     tv=$(first_tail "$DIR/a$i.json" "$DIR/b$i.json")
     if called "$tv"; then aa_tail=$((aa_tail + 1)); mark="$mark, TAIL VERDICT"; fi
+    case "$tv" in *"counts taken as"*) aa_disp=$((aa_disp + 1));; esac
     extra=''
     if [ "$have_py" = 1 ]; then
         strip "$DIR/a$i.json" "$DIR/a$i-ind.json"; strip "$DIR/b$i.json" "$DIR/b$i-ind.json"
@@ -97,6 +98,7 @@ while [ "$i" -le "$PAIRS" ]; do
         if called "$vi"; then aa_ind=$((aa_ind + 1)); extra=' (independence assumed: verdict)'; fi
     fi
     echo "pair $i: $mark$extra: $v"
+    echo "  $tv"
     i=$((i + 1))
 done
 
@@ -111,12 +113,14 @@ while [ "$i" -le "$AB" ]; do
     tv=$(first_tail "$DIR/n$i.json" "$DIR/l$i.json")
     if called "$tv"; then ab_tail=$((ab_tail + 1)); mark="$mark, tail detected"; fi
     echo "pair $i: $mark: $v"
+    echo "  $tv"
     i=$((i + 1))
 done
 
 echo
 echo "A/A false verdicts: $aa of $PAIRS pairs"
 echo "A/A false tail verdicts: $aa_tail of $PAIRS pairs"
+echo "A/A pairs whose episode counts were divided by their dispersion: $aa_disp of $PAIRS"
 [ "$have_py" = 1 ] && echo "A/A false verdicts with independence assumed (blocks removed): $aa_ind of $PAIRS pairs"
 echo "A/B detected (a verdict: worse, better or mixed, with --load $LOAD): $ab of $AB pairs"
 echo "A/B detected by the tail verdict: $ab_tail of $AB pairs"

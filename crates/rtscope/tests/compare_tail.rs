@@ -144,11 +144,23 @@ fn repeated_runs_get_a_block_bootstrap_too() {
 /// 10 us each, with `bursts` blocks (evenly spaced) holding `per_burst`
 /// values at 200 us.
 fn bursts(src: &Path, dst: &Path, bursts: u64, per_burst: u64) {
+    per_block(src, dst, |i| {
+        if bursts > 0 && i % (100 / bursts) == 0 {
+            per_burst
+        } else {
+            0
+        }
+    });
+}
+
+/// `src`'s document made 100 blocks of 100 ms (10 s) of 1000 values at
+/// 10 us each, block `i` with `above(i)` of them at 200 us.
+fn per_block(src: &Path, dst: &Path, above: impl Fn(u64) -> u64) {
     use rtscope_core::record::blocks::{bucket_of, encode, BLOCK_SUB_BUCKETS, DEFAULT_BLOCK_NS};
     let mut d = ResultDocument::read(src).unwrap();
     d.duration_ns = 100 * DEFAULT_BLOCK_NS;
     let (low, high) = (bucket_of(10_000), bucket_of(200_000));
-    let tail = bursts * per_burst;
+    let tail: u64 = (0..100).map(&above).sum();
     for s in &mut d.series {
         s.corrected = None;
         s.repetitions.clear();
@@ -160,11 +172,7 @@ fn bursts(src: &Path, dst: &Path, bursts: u64, per_burst: u64) {
         h.sub_buckets = BLOCK_SUB_BUCKETS;
         h.blocks = (0..100)
             .map(|i| {
-                let n = if bursts > 0 && i % (100 / bursts) == 0 {
-                    per_burst
-                } else {
-                    0
-                };
+                let n = above(i);
                 encode(&vec![(low, 1000 - n), (high, n)])
             })
             .collect();
@@ -213,4 +221,45 @@ fn bursts_are_counted_as_episodes() {
         "{text}"
     );
     assert!(text.contains("; block bootstrap ["), "{text}");
+}
+
+#[test]
+fn episodes_clustered_over_seconds_widen_the_interval() {
+    // 20 episodes in the first 2 s of one run against 7 spread over the
+    // other's 10 s: the exact test says better; but the first run's
+    // super-blocks of 1 s hold 10, 10 and eight times 0 episodes, far more
+    // dispersed than Poisson counts (χ² = 80 + 3 over 18 df), and the
+    // counts divided by that (and widened for its df) can't tell.
+    let _turn = alongside();
+    let dir = tempfile::tempdir().unwrap();
+    let src = real_run(dir.path(), "src", &["-l", "20"]);
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    per_block(&src, &a, |i| u64::from(i < 20));
+    per_block(&src, &b, |i| u64::from(i % 16 == 0));
+    let text = compare(&[&a, &b], &[]);
+    assert!(
+        text.contains("  a: 20 above in 10.0s = 7200/h; 20 episodes in 100 blocks = 7200/h ["),
+        "{text}"
+    );
+    assert!(
+        text.contains("tail verdict: can't tell b from a in the tail: episode rate ratio 0.35x ["),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "(conditional test; episodes cluster: dispersion 4.6 (18 df), counts taken as 1/5.3)"
+        ),
+        "{text}"
+    );
+    // Spread evenly, the same counts are Poisson-like: the exact test.
+    per_block(&src, &a, |i| u64::from(i % 5 == 0));
+    let text = compare(&[&a, &b], &[]);
+    assert!(
+        text.contains("tail verdict: b is better in the tail than a: episode rate ratio 0.35x ["),
+        "{text}"
+    );
+    assert!(
+        text.contains(" (exact conditional test); block bootstrap ["),
+        "{text}"
+    );
 }

@@ -14,6 +14,7 @@
 //! that stalled reports worse figures, not merely fewer samples.
 
 pub mod blocks;
+pub mod dispersion;
 pub mod episodes;
 mod histogram;
 mod spikes;

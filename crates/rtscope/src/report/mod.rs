@@ -23,6 +23,7 @@ mod snapshot_tests;
 pub mod stats;
 pub mod svg;
 pub mod tail;
+mod tail_dispersion;
 pub mod timer_chart;
 pub mod trace;
 pub mod verdict;

@@ -27,14 +27,23 @@
 //!   over their 100 ms blocks (block length by Politis & White, at least 8
 //!   bootstrap blocks) gives a second interval of the ratio, and a call is
 //!   made only when both intervals make it.
+//! - **Episodes clustered over seconds** (a neighbour on a shared machine
+//!   busy for a second or two): the episode counts vary more than Poisson
+//!   counts. Their dispersion over super-blocks of about 1 s
+//!   ([`rtscope_core::record::dispersion`]), widened for its degrees of
+//!   freedom ([`counts_divisor`]), divides both counts before the exact
+//!   interval is taken (quasi-Poisson), and the verdict says so.
 
 use std::fmt::Write;
 
+use rtscope_core::record::dispersion::Dispersion;
 use rtscope_core::record::episodes::{self, Episodes};
 use rtscope_core::result::Series;
 use rtscope_core::units::format_ns;
 
 use super::esc;
+pub use super::tail_dispersion::counts_divisor;
+use super::tail_dispersion::{dispersion_of, method_text};
 use super::verdict::{politis_white, Rng, Settings, MIN_BOOT_BLOCKS, MIN_TAIL};
 use crate::output::printable;
 
@@ -213,16 +222,22 @@ pub fn poisson_interval(k: u64, alpha: f64) -> (f64, f64) {
 
 /// The exact (Clopper–Pearson) two-sided `1 − alpha` interval of a binomial
 /// proportion from `x` successes in `n` trials.
+#[cfg(test)]
 pub fn binomial_interval(x: u64, n: u64, alpha: f64) -> (f64, f64) {
     assert!(x <= n && n > 0, "binomial_interval({x}, {n})");
-    let (xf, nf) = (x as f64, n as f64);
-    let lo = if x == 0 {
+    binomial_interval_of(x as f64, n as f64, alpha)
+}
+
+/// [`binomial_interval`] of real "counts" `0 <= x <= n`, `n > 0` (the beta
+/// quantiles it is made of are defined for them): effective counts.
+fn binomial_interval_of(xf: f64, nf: f64, alpha: f64) -> (f64, f64) {
+    let lo = if xf <= 0.0 {
         0.0
     } else {
         // P(X >= x; p) = I_p(x, n − x + 1), increasing in p.
         solve_increasing(|p| beta_inc(xf, nf - xf + 1.0, p), alpha / 2.0, 0.0, 1.0)
     };
-    let hi = if x == n {
+    let hi = if xf >= nf {
         1.0
     } else {
         // P(X <= x; p) = 1 − I_p(x + 1, n − x) = alpha/2.
@@ -238,12 +253,28 @@ pub fn binomial_interval(x: u64, n: u64, alpha: f64) -> (f64, f64) {
 
 /// The exact conditional 95 % interval of the rate ratio `rB / rA` from
 /// `ka` events in exposure `ta` and `kb` in `tb`; `None` without events.
+#[cfg(test)]
 pub fn rate_ratio_interval(ka: u64, ta: f64, kb: u64, tb: f64) -> Option<(f64, f64)> {
+    quasi_rate_ratio_interval(ka, ta, kb, tb, 1.0)
+}
+
+/// The conditional 95 % interval of `rB / rA` when each count's variance is
+/// `phi` (≥ 1) times its mean: the exact interval of the effective counts
+/// `ka / phi` and `kb / phi` (quasi-Poisson); `phi = 1` is
+/// [`rate_ratio_interval`].
+pub fn quasi_rate_ratio_interval(
+    ka: u64,
+    ta: f64,
+    kb: u64,
+    tb: f64,
+    phi: f64,
+) -> Option<(f64, f64)> {
     let n = ka + kb;
     if n == 0 || ta <= 0.0 || tb <= 0.0 {
         return None;
     }
-    let (pl, pu) = binomial_interval(kb, n, ALPHA);
+    let phi = phi.max(1.0);
+    let (pl, pu) = binomial_interval_of(kb as f64 / phi, n as f64 / phi, ALPHA);
     let odds = |p: f64| {
         if p >= 1.0 {
             f64::INFINITY
@@ -411,9 +442,15 @@ pub struct TailVerdict {
     pub basis: Basis,
     /// `rB / rA` of what was counted: `None` when the baseline had none.
     pub ratio: Option<f64>,
-    /// The exact conditional interval of the ratio (`None`: nothing counted,
-    /// or a run without measuring time).
+    /// The conditional interval of the ratio (`None`: nothing counted, or a
+    /// run without measuring time): exact, or on the effective counts when
+    /// the episodes are over-dispersed (`dispersion`).
     pub exact: Option<(f64, f64)>,
+    /// The dispersion of both runs' episodes over super-blocks of about a
+    /// second (`None`: values, or too few super-blocks to estimate it).
+    pub dispersion: Option<Dispersion>,
+    /// What the counts were divided by ([`counts_divisor`]; 1: exact).
+    pub phi: f64,
     /// The block-bootstrap interval of the episode rate ratio.
     pub boot: Option<BootInterval>,
     pub call: TailCall,
@@ -579,7 +616,14 @@ pub fn compare(
                     rb.hours,
                 ),
             };
-            let exact = rate_ratio_interval(ka, ta, kb, tb);
+            let disp = match (&eps, basis) {
+                (Some(e), Basis::Episodes) => {
+                    dispersion_of([&series[0], &series[i]], [&e[0], &e[i]], threshold_ns)
+                }
+                _ => None,
+            };
+            let phi = disp.map_or(1.0, |d| counts_divisor(&d));
+            let exact = quasi_rate_ratio_interval(ka, ta, kb, tb, phi);
             let boot = match (&eps, basis) {
                 (Some(e), Basis::Episodes) => bootstrap_ratio(
                     &e[0].indicators(),
@@ -599,6 +643,8 @@ pub fn compare(
                 ratio: (ka > 0 && ta > 0.0 && tb > 0.0)
                     .then(|| (kb as f64 / tb) / (ka as f64 / ta)),
                 exact,
+                dispersion: disp,
+                phi,
                 boot,
                 call: c,
                 no_time,
@@ -726,11 +772,13 @@ pub fn verdict_line(v: &TailVerdict, b: &str, a: &str) -> String {
             }
         };
     };
-    let (what_ratio, method) = match v.basis {
-        Basis::Episodes => ("episode rate ratio", "exact conditional test"),
-        Basis::Values => (
+    let (what_ratio, method) = match (v.basis, v.dispersion.filter(|_| v.phi > 1.0)) {
+        (Basis::Episodes, Some(d)) => ("episode rate ratio", method_text(&d, v.phi)),
+        (Basis::Episodes, None) => ("episode rate ratio", "exact conditional test".into()),
+        (Basis::Values, _) => (
             "rate ratio",
-            "exact conditional test, values taken as independent: too narrow where they come in bursts",
+            "exact conditional test, values taken as independent: too narrow where they come in bursts"
+                .into(),
         ),
     };
     let mut s = format!(
@@ -827,8 +875,9 @@ pub fn html_section(tails: &[(&str, &TailComparison)], names: &[String]) -> Stri
         "<p class=\"sub\">Values above a threshold per hour of measuring. Exceedances come in \
          bursts, so the verdicts count episodes (time blocks with a value above the threshold): \
          the exact conditional test of their rate ratio and a block bootstrap, a call only where \
-         both make it. Runs without per-block histograms are compared on the values, taken as \
-         independent (too narrow).</p>\n",
+         both make it; where episodes cluster over seconds, their counts are divided by their \
+         dispersion first. Runs without per-block histograms are compared on the values, taken \
+         as independent (too narrow).</p>\n",
     );
     for (label, t) in tails {
         let _ = writeln!(
@@ -899,6 +948,7 @@ pub fn html_section(tails: &[(&str, &TailComparison)], names: &[String]) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::tail_dispersion::Z975;
     use crate::report::verdict::Rng;
     use rtscope_core::record::blocks::{self, bucket_range, Block};
 
@@ -1224,6 +1274,8 @@ mod tests {
             exact: Some((1.5, 12.0)),
             boot: None,
             call: TailCall::Worse,
+            dispersion: None,
+            phi: 1.0,
         };
         assert_eq!(
             verdict_line(&v, "b", "a"),
@@ -1236,6 +1288,8 @@ mod tests {
             exact: None,
             boot: None,
             call: TailCall::CantTell,
+            dispersion: None,
+            phi: 1.0,
         };
         assert_eq!(
             verdict_line(&none, "b", "a"),
@@ -1277,6 +1331,8 @@ mod tests {
             exact: None,
             boot: None,
             call: TailCall::CantTell,
+            dispersion: None,
+            phi: 1.0,
         };
         assert_eq!(
             verdict_line(&v, "b", "a"),
@@ -1535,8 +1591,14 @@ mod tests {
     /// probability `p`, each a burst of 1 + Geometric(mean `burst` - 1)
     /// values that spills into the next block half the time.
     fn bursty(rng: &mut Rng, blocks: usize, p: f64, burst: f64) -> Series {
+        bursty_at(rng, &vec![p; blocks], burst)
+    }
+
+    /// [`bursty`] with a probability of its own for each block.
+    fn bursty_at(rng: &mut Rng, p: &[f64], burst: f64) -> Series {
+        let blocks = p.len();
         let mut per = vec![0u64; blocks + 1];
-        for i in 0..blocks {
+        for (i, &p) in p.iter().enumerate() {
             if rng.unit() < p {
                 let mut n = 1u64;
                 while rng.unit() > 1.0 / burst {
@@ -1570,6 +1632,20 @@ mod tests {
     /// pairs called worse or better: with blocks (episodes), and with the
     /// blocks removed (the values as independent events).
     fn aa_calls(pairs: u64, p: (f64, f64), burst: f64) -> (usize, usize) {
+        let (calls, _) = calls_of(pairs, |rng, side| {
+            bursty(rng, 50, if side == 0 { p.0 } else { p.1 }, burst)
+        });
+        calls
+    }
+
+    /// Over `pairs` pairs of runs made by `run(rng, side)` (5 s runs), the
+    /// pairs called worse or better: with blocks (episodes), and with the
+    /// blocks removed (the values as independent events); and the episode
+    /// verdicts.
+    fn calls_of(
+        pairs: u64,
+        run: impl Fn(&mut Rng, usize) -> Series,
+    ) -> ((usize, usize), Vec<TailVerdict>) {
         let names = vec!["a".to_string(), "b".to_string()];
         let st = Settings {
             tail_threshold_ns: Some(100_000),
@@ -1577,13 +1653,14 @@ mod tests {
             ..Settings::default()
         };
         let d = 50 * blocks::DEFAULT_BLOCK_NS;
-        let (mut episodes, mut values) = (0, 0);
+        let (mut episodes, mut values, mut verdicts) = (0, 0, vec![]);
         for seed in 0..pairs {
             let mut rng = Rng::new(0xa11ce ^ seed.wrapping_mul(0x9e37_79b9));
-            let a = bursty(&mut rng, 50, p.0, burst);
-            let b = bursty(&mut rng, 50, p.1, burst);
+            let a = run(&mut rng, 0);
+            let b = run(&mut rng, 1);
             let t = compare(&names, &[a.clone(), b.clone()], &[d, d], &st).unwrap();
             episodes += usize::from(t.verdicts[0].call != TailCall::CantTell);
+            verdicts.push(t.verdicts[0].clone());
             let (mut a, mut b) = (a, b);
             a.blocks = None;
             b.blocks = None;
@@ -1591,7 +1668,139 @@ mod tests {
             assert_eq!(t.verdicts[0].basis, Basis::Values);
             values += usize::from(t.verdicts[0].call != TailCall::CantTell);
         }
-        (episodes, values)
+        ((episodes, values), verdicts)
+    }
+
+    /// A 5 s run on a machine shared with a neighbour that, in a second
+    /// with probability `busy`, runs for 1 to 2 s (10 to 20 blocks) and
+    /// makes an episode in a block with probability `p_busy` while it runs;
+    /// `p` otherwise; bursts of mean `burst` values.
+    fn neighbour(rng: &mut Rng, busy: f64, p: f64, p_busy: f64, burst: f64) -> Series {
+        let mut ps = vec![p; 50];
+        for second in 0..5 {
+            if rng.unit() < busy {
+                let start = second * 10 + rng.below(10);
+                let len = 10 + rng.below(11);
+                for q in ps.iter_mut().skip(start).take(len) {
+                    *q = p_busy;
+                }
+            }
+        }
+        bursty_at(rng, &ps, burst)
+    }
+
+    #[test]
+    fn calibration_aa_tail_verdicts_on_clusters_of_seconds() {
+        // A/A on a shared machine: a neighbour busy for 1 to 2 s in a fifth
+        // of the seconds makes episodes in 60 % of its blocks, against 10 %
+        // otherwise. The exact test of the episode counts (and the
+        // bootstrap of 100 ms blocks) called 39 of these 200 pairs; the
+        // counts divided by their dispersion over 1 s super-blocks, 20; and
+        // that dispersion widened for its 8 df (t), 8: at most 5 %.
+        let aa = |rng: &mut Rng, _| neighbour(rng, 0.2, 0.1, 0.6, 4.0);
+        let ((calls, values), v) = calls_of(200, aa);
+        assert!(calls <= 10, "{calls} of 200 A/A pairs got a tail verdict");
+        assert!(values >= 60, "values as independent: {values} of 200");
+        // The dispersion is estimated in every pair (10 super-blocks, 8 df)
+        // and said where it widened the interval.
+        assert!(v.iter().all(|v| v.dispersion.is_some_and(|d| d.df == 8)));
+        let wide = v
+            .iter()
+            .find(|v| v.dispersion.unwrap().ratio > 2.0)
+            .unwrap();
+        assert!(wide.phi > wide.dispersion.unwrap().ratio);
+        let line = verdict_line(wide, "b", "a");
+        assert!(
+            line.contains("(conditional test; episodes cluster: dispersion "),
+            "{line}"
+        );
+        assert!(line.contains(" (8 df), counts taken as 1/"), "{line}");
+        // A/B: four times the episodes outside the neighbour's seconds is
+        // still found in a good share of the pairs (64 of 200; 96 by the
+        // exact test alone), and without a neighbour (82; 126).
+        let ((found, _), _) = calls_of(200, |rng, side| {
+            neighbour(rng, 0.2, [0.1, 0.4][side], 0.6, 4.0)
+        });
+        assert!(found >= 50, "4x the episodes: found in {found} of 200");
+        let ((found, _), _) = calls_of(200, |rng, side| {
+            neighbour(rng, 0.0, [0.05, 0.2][side], 0.6, 4.0)
+        });
+        assert!(
+            found >= 60,
+            "4x the episodes, no neighbour: found in {found} of 200"
+        );
+    }
+
+    /// A series of repetitions of 20 blocks, block `j` of repetition `r`
+    /// with `above(r, j)` values above 100 us; the pooled blocks are the
+    /// repetitions' one after the other.
+    fn with_repetitions(reps: usize, above: impl Fn(usize, usize) -> u64) -> Series {
+        let (low, high) = (blocks::bucket_of(1_000), blocks::bucket_of(500_000));
+        let hist = |per: &[u64]| {
+            let mut h = rtscope_core::result::BlockHistograms::default();
+            h.block_ns = blocks::DEFAULT_BLOCK_NS;
+            h.sub_buckets = blocks::BLOCK_SUB_BUCKETS;
+            h.blocks = per
+                .iter()
+                .map(|&n| blocks::encode(&vec![(low, 1000 - n), (high, n)]))
+                .collect();
+            h
+        };
+        let per: Vec<Vec<u64>> = (0..reps)
+            .map(|r| (0..20).map(|j| above(r, j)).collect())
+            .collect();
+        let all: Vec<u64> = per.concat();
+        let n: u64 = all.iter().sum();
+        let mut s = series(
+            vec![[1_000, 1000 * all.len() as u64 - n], [500_000, n]],
+            10_000,
+        );
+        s.blocks = Some(hist(&all));
+        s.repetitions = per
+            .iter()
+            .map(|p| Series {
+                blocks: Some(hist(p)),
+                ..Series::default()
+            })
+            .collect();
+        s
+    }
+
+    #[test]
+    fn repetitions_that_differ_widen_the_interval() {
+        let names = vec!["a".to_string(), "b".to_string()];
+        let st = Settings {
+            tail_threshold_ns: Some(100_000),
+            ..Settings::default()
+        };
+        let d = 60 * blocks::DEFAULT_BLOCK_NS;
+        // 2 episodes in every repetition of a; b's 10 all in its first,
+        // every other block: over 1 s super-blocks 5, 5, 0, 0, 0, 0 (χ²/df
+        // = 20/10, 2.6 widened), between repetitions 10, 0, 0 (20/4, 10
+        // widened by t(4) = 2.776): the repetitions divide more.
+        let a = with_repetitions(3, |_, j| u64::from(j % 10 == 0));
+        let b = with_repetitions(3, |r, j| u64::from(r == 0 && j % 2 == 0));
+        let t = compare(&names, &[a.clone(), b], &[d, d], &st).unwrap();
+        let v = &t.verdicts[0];
+        let disp = v.dispersion.unwrap();
+        assert_eq!((disp.df, disp.super_block), (4, 0), "{v:?}");
+        assert!((disp.ratio - 5.0).abs() < 1e-9, "{v:?}");
+        assert!(
+            (v.phi - 5.0 * (2.776 / Z975).powi(2)).abs() < 1e-12,
+            "{v:?}"
+        );
+        assert!(
+            verdict_line(v, "b", "a").contains(
+                "(conditional test; episodes cluster: dispersion 5.0 between repetitions (4 df), counts taken as 1/10)"
+            ),
+            "{}",
+            verdict_line(v, "b", "a")
+        );
+        // Alike repetitions: the super-blocks' dispersion (none here).
+        let t = compare(&names, &[a.clone(), a], &[d, d], &st).unwrap();
+        let disp = t.verdicts[0].dispersion.unwrap();
+        assert_eq!((disp.ratio, disp.df, disp.super_block), (0.0, 10, 10));
+        assert_eq!(t.verdicts[0].phi, 1.0);
     }
 
     #[test]
@@ -1609,9 +1818,17 @@ mod tests {
         let (episodes, values) = aa_calls(100, (0.1, 0.1), 1.0);
         assert!(episodes <= 5 && values <= 8, "{episodes} {values}");
         // A/B: four times the episodes (2.5 against 10 in 5 s) is found in
-        // most pairs (13 of 20).
+        // 6 of these 20 pairs (75 of 200). A burst spills into the next
+        // block half the time, one episode or two: the counts are
+        // over-dispersed (φ = E[c²]/E[c] = 2.5/1.5 ≈ 1.7), which the exact
+        // test alone took for independent episodes and found 13 of 20.
+        // From 5 against 20, 14 of 20; eight times (2.5 against 20), 19.
         let (found, _) = aa_calls(20, (0.05, 0.2), 8.0);
-        assert!(found >= 10, "4x the episodes: found in {found} of 20");
+        assert!(found >= 5, "4x the episodes: found in {found} of 20");
+        let (found, _) = aa_calls(20, (0.1, 0.4), 8.0);
+        assert!(found >= 12, "4x from 5: found in {found} of 20");
+        let (found, _) = aa_calls(20, (0.05, 0.4), 8.0);
+        assert!(found >= 17, "8x the episodes: found in {found} of 20");
     }
 
     #[test]
@@ -1640,6 +1857,8 @@ mod tests {
                 block_len: (8, 5),
             }),
             call: TailCall::Better,
+            dispersion: None,
+            phi: 1.0,
         };
         assert_eq!(
             verdict_line(&v, "b", "a"),
@@ -1684,6 +1903,8 @@ mod tests {
                 exact: None,
                 boot: None,
                 call: TailCall::CantTell,
+                dispersion: None,
+                phi: 1.0,
             }],
             need,
         };
