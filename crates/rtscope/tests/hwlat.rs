@@ -643,3 +643,26 @@ fn repeated_runs_count_every_repetitions_gaps() {
         .sum();
     assert_eq!(n["iterations"].as_u64().unwrap(), noise_sum, "{n}");
 }
+
+/// A gate on a series an hwlat run cannot have (its series are `cpu N`):
+/// refused before the run (it measured the run, then exit 3).
+#[test]
+fn a_gate_on_a_series_the_run_cannot_have_is_refused_before_it() {
+    let _turn = alongside();
+    let line = Run::new([
+        "hwlat",
+        "-a",
+        "0",
+        "-D",
+        "1",
+        "-q",
+        "--fail-if",
+        "thread 0:max>1s",
+    ])
+    .exits(2)
+    .one_line();
+    assert!(
+        line.contains("this run has no series 'thread 0' (its series: cpu 0)"),
+        "{line}"
+    );
+}

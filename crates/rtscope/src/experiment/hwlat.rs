@@ -220,6 +220,15 @@ pub fn plan(a: &HwlatOptions) -> Result<HwlatPlan> {
         }
     }
     a.run.check(&[])?;
+    crate::gate::check_series(
+        &a.run.outputs.gates.gates,
+        |n| cpus.iter().any(|&c| label(c) == n),
+        &cpus
+            .iter()
+            .map(|&c| label(c))
+            .collect::<Vec<_>>()
+            .join(", "),
+    )?;
     if a.run.outputs.repeat > 1 {
         for (flag, set) in [
             ("--stream", a.run.outputs.live.stream.is_some()),

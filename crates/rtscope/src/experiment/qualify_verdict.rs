@@ -150,6 +150,15 @@ impl Verdict {
             v.overall = "ERROR".into();
             v.error = Some("the measurement recorded no series".into());
         }
+        // Stopped before its first wake-up: nothing was measured, which is
+        // no FAIL (its gates fail on "max 0ns") but no verdict at all.
+        if stopped_in.is_some() && !v.cpus.is_empty() && v.cpus.iter().all(|c| c.count == 0) {
+            v.overall = "ERROR".into();
+            v.error = Some("the measurement was stopped before its first wake-up".into());
+            v.cpus.clear();
+            v.stopped = stopped_in.map(|n| format!("stopped during {n}, before the measurement"));
+            return v;
+        }
         if let Some(n) = stopped_in {
             let ran = d["duration_ns"].as_u64().unwrap_or(0);
             v.stopped = Some(format!(
@@ -530,6 +539,39 @@ fn no_trace_why(d: &Value, worst_ns: u64, max: Option<u64>) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A stop in the cyclic step before its first wake-up: ERROR (nothing
+    /// was measured), not FAIL on "max 0ns > 1s".
+    #[test]
+    fn a_stop_before_the_first_wake_up_is_an_error() {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from(["rtscope", "qualify", "--max", "1s"]).unwrap();
+        let crate::cli::Command::Qualify(a) = cli.command else {
+            panic!("not qualify");
+        };
+        let doc = json!({
+            "duration_ns": 289_000_000u64,
+            "series": [
+                {"label": "thread 0", "attributes": {"cpus": [1]}, "stats": {"count": 0, "max_ns": 0}},
+                {"label": "all", "attributes": {}, "stats": {"count": 0, "max_ns": 0}}
+            ],
+            "gates": {"checks": [{"series": "thread 0", "failed": true, "statistic": "max", "gate": "max>1s"}]}
+        });
+        let steps = [crate::experiment::qualify::Step {
+            name: "cyclic",
+            code: Some(3),
+            doc: Some(doc),
+            secs: 0.3,
+            out: String::new(),
+        }];
+        let v = Verdict::of(&a, &steps, Some("cyclic"), std::time::SystemTime::now());
+        assert_eq!(v.overall, "ERROR");
+        assert_eq!(
+            v.stopped.as_deref(),
+            Some("stopped during cyclic, before the measurement")
+        );
+        assert!(v.cpus.is_empty());
+    }
 
     #[test]
     fn the_worst_wake_ups_missing_trace_is_explained() {
