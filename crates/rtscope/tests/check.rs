@@ -289,4 +289,19 @@ fn the_fix_script_honours_the_umask() {
         assert_eq!(mode(&script), want, "umask {umask}: the script");
         assert_eq!(mode(&json), want & 0o666, "umask {umask}: the JSON");
     }
+    // Written over, a script keeps its mode (an 0600 one is not widened
+    // under umask 022), with its owner's execute bit.
+    let script = dir.path().join("fix-022.sh");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let st = std::process::Command::new("sh")
+        .args(["-c", "umask 022; exec \"$0\" \"$@\""])
+        .arg(common::rtscope_path())
+        .args(["check", "--fix-script"])
+        .arg(&script)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!([0, 1, 3].contains(&st.code().unwrap()), "{st:?}");
+    let m = std::fs::metadata(&script).unwrap().permissions().mode() & 0o777;
+    assert_eq!(m, 0o700, "an 0600 script written over");
 }

@@ -75,9 +75,16 @@ fn one_line(s: &str) -> String {
 }
 
 /// Writes the script, executable where the umask lets it be read (0777
-/// less the umask: 0755 under 022, 0700 under 077; never wider).
+/// less the umask: 0755 under 022, 0700 under 077). A script written over
+/// keeps its mode (never widened: an 0600 one stays closed to others),
+/// with its owner's execute bit.
 pub fn write(path: &Path, text: &str) -> std::io::Result<()> {
-    rtscope_core::file::write_atomic_mode(path, text.as_bytes(), 0o777)?;
+    use std::os::unix::fs::PermissionsExt;
+    let mode = match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => (m.permissions().mode() & 0o777) | 0o100,
+        _ => 0o777,
+    };
+    rtscope_core::file::write_atomic_mode(path, text.as_bytes(), mode)?;
     let _ = std::io::stdout().flush();
     Ok(())
 }

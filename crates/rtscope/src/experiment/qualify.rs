@@ -273,6 +273,10 @@ fn all_series(v: &Value) -> Option<&Value> {
 
 /// `1h02m03s`-style time.
 pub fn hms(s: f64) -> String {
+    // Under 10 s, to the tenth: a step stopped after 340 ms read "0s".
+    if s < 9.95 {
+        return format!("{:.1}s", s.max(0.0));
+    }
     let t = s.round() as u64;
     let (h, m, s) = (t / 3600, t / 60 % 60, t % 60);
     match (h, m) {
@@ -496,7 +500,9 @@ mod tests {
 
     #[test]
     fn hms_reads() {
-        assert_eq!(hms(5.0), "5s");
+        assert_eq!(hms(5.0), "5.0s");
+        assert_eq!(hms(0.34), "0.3s");
+        assert_eq!(hms(10.0), "10s");
         assert_eq!(hms(125.0), "2m05s");
         assert_eq!(hms(3725.0), "1h02m05s");
     }
