@@ -236,7 +236,7 @@ pub fn write_loop(
                 }
             }
         }
-        if let Err(e) = w.write_all(buf.as_bytes()).and_then(|()| w.flush()) {
+        if let Err(e) = write_whole_lines(&mut w, &buf).and_then(|()| w.flush()) {
             result = Some(format!("--stream: stopped writing: {e}"));
             break;
         }
@@ -256,10 +256,64 @@ pub fn write_loop(
     result
 }
 
+/// Writes `text` (whole lines) in writes of at most `PIPE_BUF` (4096) bytes
+/// of whole lines: on a pipe each such write is atomic, so a reader never
+/// gets half a line, also when the writer is left behind, blocked, at the
+/// end of the run (a line longer than that goes alone).
+fn write_whole_lines(w: &mut impl Write, text: &str) -> std::io::Result<()> {
+    const PIPE_BUF: usize = 4096;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut end = 0;
+        for (i, _) in rest.match_indices('\n') {
+            if i + 1 > PIPE_BUF && end > 0 {
+                break;
+            }
+            end = i + 1;
+            if end >= PIPE_BUF {
+                break;
+            }
+        }
+        if end == 0 {
+            end = rest.len();
+        }
+        w.write_all(&rest.as_bytes()[..end])?;
+        rest = &rest[end..];
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    #[test]
+    fn lines_are_written_whole_in_pipe_sized_writes() {
+        struct Writes(Vec<Vec<u8>>);
+        impl Write for Writes {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.push(b.to_vec());
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let line = format!("{}\n", "x".repeat(99));
+        let long = format!("{}\n", "y".repeat(5000));
+        let text = line.repeat(100) + &long + &line;
+        let mut w = Writes(Vec::new());
+        write_whole_lines(&mut w, &text).unwrap();
+        assert_eq!(w.0.concat(), text.as_bytes());
+        for c in &w.0 {
+            assert!(c.ends_with(b"\n"), "a write ends mid-line");
+            assert!(c.len() <= 4096 || c.len() == long.len(), "{}", c.len());
+        }
+        // 100 short lines in 4000 + 4000 + 2000 bytes, the long one alone, the last.
+        let sizes: Vec<usize> = w.0.iter().map(Vec::len).collect();
+        assert_eq!(sizes, [4000, 4000, 2000, 5001, 100]);
+    }
 
     #[test]
     fn snapshot_lines_carry_the_series_and_the_warnings() {
