@@ -1,47 +1,34 @@
 //! `--redact` (report, compare, serve): a result document stripped of what
-//! identifies the machine and its people before it is shared. The host
-//! name and the kernel command line (which holds addresses, device serials,
-//! root UUIDs) are replaced whole. In every other string of the document
-//! (command line, plan, warnings, attributes and their keys, loads), in the
-//! run names taken from file names and in the paths shown, these are
-//! replaced: the host name in any case (and the first label of a dotted
-//! one), the user name of a home directory (`/home/NAME/`, `/Users/NAME/`)
-//! wherever else it appears, e-mail addresses, MAC addresses and IP
-//! addresses, v4 (`10.1.2.3`, `10.1.2.3:8080`, inside the kernel's
-//! `ip=A::GW:MASK:HOST:DEV:off`) and v6 (`2001:db8::1`, `fd00::5`,
-//! `fe80::1%eth0`; `::1` and `::` stay), device serial numbers
-//! (`serial=X`, `SerialNumber: X`, `ID_SERIAL_SHORT=X`, a value under a key
-//! with `serial` in it: `(serial)`), disk ids (`usb-…_S3Z9NB0K123456-part1`
-//! reads `usb-(serial)-part1`, a `/dev/disk/by-id/` name `(serial)`) and
-//! file system ids (`UUID=`, `PARTUUID=`, `/dev/disk/by-uuid/`, any
-//! `8-4-4-4-12` UUID, a value under a `uuid` key: `(uuid)`).
+//! identifies the machine and its people before it is shared (the lists in
+//! full: docs/report.md, "Redaction"). The host name and the kernel command
+//! line are replaced whole. In every other string of the document, its
+//! keys, the run names and the paths shown, these are replaced: the host
+//! name in any case (and the first label of a dotted one) as `(host)`, or
+//! `(host 1)`, `(host 2)` in order of first appearance where the runs come
+//! from several hosts; the user name of a home directory (`/home/NAME/`);
+//! e-mail, MAC and IP (v4, v6) addresses; device serial numbers, disk ids
+//! and file system ids (`(serial)`, `(uuid)`). A host name or address
+//! ends at `_` as at `-` or `.` (`nic_db1_10.9.8.7`, `edge01_run.json`).
 //!
-//! A name that is one of the tool's own words ([`TOOL_WORDS`]: the words of
-//! the schema's keys, of attribute and counter names, series labels,
-//! units, percentiles and short prose words; a host named `thread`, `all`,
-//! `rt`, `cpu` or `p99`) would, replaced wherever it is a word, mangle the
-//! document: the `all` series, the `thread` attribute, "all CPUs". Such a
-//! name is replaced only where it identifies: in run names, file names and
-//! paths shown (every whole word), in a document's strings where it is the
-//! whole value under a key that names a host or user (`host`, `hostname`,
+//! A name that is one of the tool's own words ([`TOOL_WORDS`]: a host named
+//! `thread`, `all`, `rt`, `cpu` or `p99`) would, replaced wherever it is a
+//! word, mangle the document (the `all` series, the `thread` attribute).
+//! Such a name is replaced only where it identifies: in run names, file
+//! names and paths shown (every whole word); in a document's strings where
+//! it is the whole value under a key that names a host or user (`host`,
 //! `node`, `allow_hosts`, `user`, `owner`, `peer`, `server`) or the
-//! argument after such an option (`--allow-host thread`; not `--cpus all`,
-//! a plan's `"cpus": "all"` or a series label: values of the tool's
-//! words), a word of a path (not under `/sys/`, `/proc/`, `/dev/`,
-//! `/run/`) or of a file name (`thread.json`), a URL's host
-//! (`http://thread:9091/`), either side of an `@`, after `host=`,
-//! `hostname:`, `node=`, `user=`, `owner:`, or a `NAME:PORT` of its own.
-//! Object keys (names the tool writes) never lose such a name; any other
-//! name is replaced in keys too. A dotted host name (`all.lab.example`) is
-//! replaced whole everywhere.
+//! argument after such an option (`--allow-host thread`), a word of a path
+//! (not under `/sys/`, `/proc/`, `/dev/`, `/run/`) or of a file name, a
+//! URL's host, either side of an `@`, after `host=`, `node=`, `user=` and
+//! the like, or a `NAME:PORT` of its own. Object keys never lose such a
+//! name, and `_` joins it to a word (`thread_count`).
 //!
 //! A [`Redactor`] learns the names to look for from every document and path
-//! it is shown ([`Redactor::learn`], [`Redactor::learn_path`]) and then
-//! redacts texts and documents; [`runs`] does both for the runs of one
-//! report or comparison, so one run's file name loses another's host name.
-//! `serve --redact` links to files by [`alias`], a name keyed with a random
-//! key per server process, so the file names (which often carry the host)
-//! leave no trace in the pages.
+//! it is shown and then redacts texts and documents; [`runs`] does both for
+//! the runs of one report or comparison, so one run's file name loses
+//! another's host name. `serve --redact` numbers hosts once per server
+//! process and links to files by [`alias`], a name keyed with a random key
+//! per process, so the file names leave no trace in the pages.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -62,6 +49,12 @@ pub struct Redactor {
     users: Vec<String>,
     /// Directories whose path reads `DIR` (the one `serve` serves).
     dirs: Vec<String>,
+    /// Each host name (in lower case) and the number of its host, in
+    /// order of first appearance: `(host 1)`, `(host 2)` where there are
+    /// several.
+    ids: Vec<(String, usize)>,
+    /// How many hosts are known.
+    count: usize,
 }
 
 impl Redactor {
@@ -113,13 +106,45 @@ impl Redactor {
         if h == REDACTED || h.eq_ignore_ascii_case("localhost") {
             return;
         }
-        add(&mut self.hosts, h);
         // `prod-db-17.example.com` is also written `prod-db-17`.
-        if let Some((first, _)) = h.split_once('.') {
-            if first.parse::<u32>().is_err() {
-                add(&mut self.hosts, first);
+        let first = h
+            .split_once('.')
+            .map(|(f, _)| f)
+            .filter(|f| f.parse::<u32>().is_err());
+        let id = self.id(h).or_else(|| first.and_then(|f| self.id(f)));
+        let id = id.unwrap_or_else(|| {
+            self.count += 1;
+            self.count
+        });
+        for n in std::iter::once(h).chain(first) {
+            add(&mut self.hosts, n);
+            if self.id(n).is_none() {
+                self.ids.push((n.to_ascii_lowercase(), id));
             }
         }
+    }
+
+    /// The number of the host named `name`.
+    fn id(&self, name: &str) -> Option<usize> {
+        let n = name.to_ascii_lowercase();
+        self.ids.iter().find(|(k, _)| *k == n).map(|&(_, id)| id)
+    }
+
+    /// What the host name `name` reads: `(host)` where one host is known,
+    /// `(host N)` where several are.
+    fn host_label(&self, name: &str) -> String {
+        match self.id(name) {
+            Some(id) if self.count > 1 => format!("(host {id})"),
+            _ => "(host)".into(),
+        }
+    }
+
+    /// The host names learned, one per host, in order of first appearance.
+    fn host_names(&self) -> Vec<String> {
+        let first = |id| self.ids.iter().find(|(_, i)| *i == id);
+        (1..=self.count)
+            .filter_map(|id| Some(first(id)?.0.clone()))
+            .collect()
     }
 
     fn learn_value(&mut self, v: &serde_json::Value) {
@@ -158,12 +183,16 @@ impl Redactor {
         t = emails(&t);
         t = addresses(&t);
         t = serials(&t);
-        let names = (self.hosts.iter().map(|n| (n, "(host)")))
-            .chain(self.users.iter().map(|n| (n, "(user)")));
-        for (name, with) in names {
+        let names = (self.hosts.iter().map(|n| (n, self.host_label(n), true)))
+            .chain(self.users.iter().map(|n| (n, "(user)".to_string(), false)));
+        for (name, with, host) in names {
+            let with = with.as_str();
+            // A host name's word ends at `_` too (`nic_db1_eth0`), unless
+            // it is one of the tool's words (`thread_count`).
+            let joins = !host || tool_word(name);
             t = match place {
-                Place::Identity => replace_word(&t, name, with),
-                _ if !tool_word(name) => replace_word(&t, name, with),
+                Place::Identity => replace_word(&t, name, with, joins),
+                _ if !tool_word(name) => replace_word(&t, name, with, joins),
                 Place::Key => t,
                 Place::Value => replace_identifying(&t, name, with, false),
                 Place::Named => replace_identifying(&t, name, with, true),
@@ -325,39 +354,76 @@ pub fn runs(runs: &mut [Run]) -> Redactor {
 
 /// [`runs`] of the directory `serve` serves: its path written `DIR`.
 pub fn served_runs(runs: &mut [Run], dir: &Path) -> Redactor {
-    let mut r = Redactor::default();
-    r.learn_dir(dir);
-    redact_runs(r, runs)
+    let mut r = served_redactor(dir);
+    learn_runs(&mut r, runs);
+    remember(&r);
+    redact_with(&r, runs);
+    r
 }
 
 fn redact_runs(mut r: Redactor, runs: &mut [Run]) -> Redactor {
-    for run in runs.iter() {
+    learn_runs(&mut r, runs);
+    redact_with(&r, runs);
+    r
+}
+
+/// Teaches `r` the names in `runs`' documents, paths and names.
+pub fn learn_runs(r: &mut Redactor, runs: &[Run]) {
+    for run in runs {
         r.learn(&run.doc);
         r.learn_path(&run.path.display().to_string());
         r.learn_path(&run.name);
     }
+}
+
+/// `runs`' documents, paths and names redacted by `r` (which has learned
+/// them, [`learn_runs`]).
+pub fn redact_with(r: &Redactor, runs: &mut [Run]) {
     for run in runs {
         run.doc = r.document(&run.doc);
         run.path = r.identity(&run.path.display().to_string()).into();
         run.name = r.identity(&run.name);
     }
+}
+
+/// The host names `serve --redact` has seen, in order: a host keeps its
+/// number (`(host 2)`) on every page of one server process.
+static SERVED_HOSTS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// A redactor for `serve`: the hosts seen before, in order, and `dir`.
+fn served_redactor(dir: &Path) -> Redactor {
+    let mut r = Redactor::default();
+    if let Ok(hosts) = SERVED_HOSTS.lock() {
+        hosts.iter().for_each(|h| r.learn_host(h));
+    }
+    r.learn_dir(dir);
     r
+}
+
+/// Keeps the hosts `r` knows (after those seen before) for the next page.
+fn remember(r: &Redactor) {
+    if let Ok(mut hosts) = SERVED_HOSTS.lock() {
+        for h in r.host_names() {
+            if !hosts.contains(&h) {
+                hosts.push(h);
+            }
+        }
+    }
 }
 
 /// A served document and its file name redacted together (the name may
 /// carry the host name), with the served `dir`'s path written `DIR` and
 /// the user names in it.
 pub fn served(doc: &ResultDocument, name: &str, dir: &Path) -> (ResultDocument, String) {
-    let mut r = Redactor::of(doc);
-    r.learn_dir(dir);
+    let mut r = served_redactor(dir);
+    r.learn(doc);
+    remember(&r);
     (r.document(doc), r.identity(name))
 }
 
 /// A served document redacted, the served `dir`'s path written `DIR`.
 pub fn served_document(doc: &ResultDocument, dir: &Path) -> ResultDocument {
-    let mut r = Redactor::of(doc);
-    r.learn_dir(dir);
-    r.document(doc)
+    served(doc, "", dir).0
 }
 
 /// `text` with each `dir` (a path, or the start of one: `DIR/a.json`)
@@ -494,20 +560,8 @@ const FILE_ENDINGS: [&str; 12] = [
 const KERNEL_PATHS: [&str; 4] = ["/sys/", "/proc/", "/dev/", "/run/"];
 
 /// What before a word says it names a host or user.
-const NAMES_BEFORE: [&str; 12] = [
-    "host=",
-    "host:",
-    "hostname=",
-    "hostname:",
-    "nodename=",
-    "node=",
-    "node:",
-    "user=",
-    "user:",
-    "owner=",
-    "owner:",
-    "://",
-];
+const NAMES_BEFORE: &str = "host= host: hostname= hostname: nodename= node= node: user= user: \
+    owner= owner: ://";
 
 /// `text` with each whole-word `name` (one of the tool's words) replaced
 /// where it identifies: the whole text (with `whole`), a word of a path
@@ -549,7 +603,7 @@ fn replace_identifying(text: &str, name: &str, with: &str, whole: bool) -> Strin
             .strip_prefix(':')
             .is_some_and(|p| (2..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()))
             && s == i;
-        let named = NAMES_BEFORE.iter().any(|k| {
+        let named = NAMES_BEFORE.split_whitespace().any(|k| {
             let b = lower[..i].trim_end_matches(' ');
             b.ends_with(k) && (b.len() == i || !k.ends_with('/'))
         });
@@ -566,10 +620,11 @@ fn replace_identifying(text: &str, name: &str, with: &str, whole: bool) -> Strin
 }
 
 /// `text` with each whole-word `word` replaced, in any (ASCII) case. A
-/// word is letters, digits and `_`: a host named `vm` leaves `kvm-clock`
-/// and `vm2` alone but not `my-vm` or `vm.json`.
-fn replace_word(text: &str, word: &str, with: &str) -> String {
-    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+/// word is letters and digits, and `_` where `underscore` joins words: a
+/// host named `vm` leaves `kvm-clock` and `vm2` alone but not `my-vm`,
+/// `vm.json` or (unless `underscore`) `vm_run.json`.
+fn replace_word(text: &str, word: &str, with: &str, underscore: bool) -> String {
+    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || (underscore && c == '_'));
     let lower = text.to_ascii_lowercase();
     let w = word.to_ascii_lowercase();
     let mut out = String::new();
@@ -820,7 +875,8 @@ fn addresses(t: &str) -> String {
     while i < b.len() {
         let prev = if i == 0 { None } else { Some(b[i - 1]) };
         // Inside a word or a longer dotted number: not the start of one.
-        let boundary = !prev.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'.' || c == b'_');
+        // `_` joins no address to a word (`nic_10.9.8.7`).
+        let boundary = !prev.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'.');
         let found = if boundary {
             mac(b, i)
                 .map(|e| (e, "(mac)"))
@@ -843,12 +899,12 @@ fn addresses(t: &str) -> String {
     out
 }
 
-/// Whether `b[e..]` starts where an address may end: not a letter, digit
-/// or `_`, and not a dot or colon that goes on with one.
+/// Whether `b[e..]` starts where an address may end: not a letter or
+/// digit, and not a dot or colon that goes on with one (`_` may follow).
 fn ends_at(b: &[u8], e: usize) -> bool {
     match b.get(e) {
         None => true,
-        Some(c) if c.is_ascii_alphanumeric() || *c == b'_' => false,
+        Some(c) if c.is_ascii_alphanumeric() => false,
         Some(b'.') => !b.get(e + 1).is_some_and(u8::is_ascii_digit),
         Some(_) => true,
     }
@@ -1039,13 +1095,24 @@ mod tests {
         // Back to back: neither is a word of its own.
         assert_eq!(redact_text("vmvm", Some("vm")), "vmvm");
         assert_eq!(redact_text("a-vmvm vm", Some("vm")), "a-vmvm (host)");
-        assert_eq!(
-            redact_text("kvm-clock vm2 vm_x", Some("vm")),
-            "kvm-clock vm2 vm_x"
-        );
+        assert_eq!(redact_text("kvm-clock vm2", Some("vm")), "kvm-clock vm2");
+        // `_` joins no host name to a word, nor an address.
         assert_eq!(
             redact_text("vm_x x_vm vm.x", Some("vm")),
-            "vm_x x_vm (host).x"
+            "(host)_x x_(host) (host).x"
+        );
+        assert_eq!(
+            redact_text(
+                "nic_prod-db-17_10.9.8.7 edge01_run.json",
+                Some("prod-db-17")
+            ),
+            "nic_(host)_(address) edge01_run.json"
+        );
+        assert_eq!(redact_text("a_52:54:00:ab:cd:ef_b", None), "a_(mac)_b");
+        // A host named like one of the tool's words: `_` still joins.
+        assert_eq!(
+            redact_text("thread_count on host=thread", Some("thread")),
+            "thread_count on host=(host)"
         );
     }
 
@@ -1184,11 +1251,31 @@ mod tests {
                 doc: b,
             },
         ];
-        runs(&mut rs);
-        assert_eq!(rs[0].name, "(host)");
-        assert_eq!(rs[0].path, Path::new("/home/(user)/(host).json"));
-        assert_eq!(rs[1].name, "(host)");
-        assert_eq!(rs[1].path, Path::new("(host).json"));
+        let r = runs(&mut rs);
+        // Two hosts, numbered in order of first appearance (the first
+        // document's host first).
+        assert_eq!(rs[0].name, "(host 2)");
+        assert_eq!(rs[0].path, Path::new("/home/(user)/(host 2).json"));
+        assert_eq!(rs[1].name, "(host 1)");
+        assert_eq!(rs[1].path, Path::new("(host 1).json"));
+        assert_eq!(rs[0].doc.system.hostname.as_deref(), Some(REDACTED));
+        assert_eq!(r.text("PROD-DB-17 and edge-4"), "(host 1) and (host 2)");
+    }
+
+    /// A dotted host name and its first label are one host; one host alone
+    /// is `(host)`.
+    #[test]
+    fn hosts_are_numbered_only_where_there_are_several() {
+        let mut r = Redactor::default();
+        r.learn_host("db1.lab.example");
+        r.learn_host("DB1");
+        assert_eq!(r.text("db1 db1.lab.example"), "(host) (host)");
+        r.learn_host("db2");
+        assert_eq!(
+            r.text("db1.lab.example db2 db1"),
+            "(host 1) (host 2) (host 1)"
+        );
+        assert_eq!(r.host_names(), ["db1.lab.example", "db2"]);
     }
 
     #[test]
