@@ -409,3 +409,32 @@ fn errors_under_redact_name_no_host_or_user() {
     let o = run(&["report", s(&a), s(&missing), "-o", "/dev/null"]);
     assert!(o.stderr.contains("prod-db-17-missing"), "{}", o.stderr);
 }
+
+/// Cisco's and bare MAC addresses, `~NAME/` home directories and
+/// `user=NAME` are left out of `report --redact`, the user's name wherever
+/// else it stands.
+#[test]
+fn other_mac_and_user_forms_are_left_out() {
+    let d = tempfile::tempdir().unwrap();
+    let a = run_on(d.path(), "a", "box1");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    let texts = [
+        "nic 5254.00ab.cdef up",
+        "bridge 525400abcdef up",
+        "wrote ~carol/lab/a.json",
+        "ran as user=dave",
+        "dave and carol share it",
+    ];
+    for t in texts {
+        v["warnings"].as_array_mut().unwrap().push(t.into());
+    }
+    std::fs::write(&a, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let page = d.path().join("a.html");
+    run_ok(&["report", s(&a), "-o", s(&page), "--redact"]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    for secret in ["5254.00ab.cdef", "525400abcdef", "carol", "dave"] {
+        assert!(!html.contains(secret), "report --redact: {secret}");
+    }
+    assert!(html.contains("~(user)/lab/a.json"));
+}

@@ -5,7 +5,7 @@
 //! keys, the run names and the paths shown, these are replaced: the host
 //! name in any case (and the first label of a dotted one) as `(host)`, or
 //! `(host 1)`, `(host 2)` in order of first appearance where the runs come
-//! from several hosts; the user name of a home directory (`/home/NAME/`);
+//! from several hosts; a user's name (`/home/NAME/`, `~NAME/`, `user=NAME`);
 //! e-mail, MAC and IP (v4, v6) addresses; device serial numbers, disk ids
 //! and file system ids (`(serial)`, `(uuid)`). A host name or address
 //! ends at `_` as at `-` or `.` (`nic_db1_10.9.8.7`, `edge01_run.json`).
@@ -49,22 +49,12 @@ pub struct Redactor {
     users: Vec<String>,
     /// Directories whose path reads `DIR` (the one `serve` serves).
     dirs: Vec<String>,
-    /// Each host name (in lower case) and the number of its host, in
-    /// order of first appearance: `(host 1)`, `(host 2)` where there are
-    /// several.
+    /// Each host name (lower case) and its host's number, in order of
+    /// first appearance: `(host 1)`, `(host 2)` where there are several.
     ids: Vec<(String, usize)>,
-    /// How many hosts are known.
-    count: usize,
 }
 
 impl Redactor {
-    /// A redactor that knows the names in `doc`.
-    pub fn of(doc: &ResultDocument) -> Self {
-        let mut r = Self::default();
-        r.learn(doc);
-        r
-    }
-
     /// Learns the host name of `doc` and the user names of the home
     /// directories in any of its strings.
     pub fn learn(&mut self, doc: &ResultDocument) {
@@ -76,15 +66,29 @@ impl Redactor {
         }
     }
 
-    /// Learns the user names of the home directories in `p`.
+    /// Learns the user names in `p`: of home directories (`/home/NAME`,
+    /// `~NAME/`) and after `user=`, `USER=`, `user: `, `owner=`, `owner: `.
     pub fn learn_path(&mut self, p: &str) {
-        for home in ["/home/", "/Users/"] {
-            let mut rest = p;
-            while let Some(i) = rest.find(home) {
-                rest = &rest[i + home.len()..];
-                let end = rest.find(HOME_END).unwrap_or(rest.len());
-                add(&mut self.users, &rest[..end]);
-                rest = &rest[end..];
+        for home in [
+            "/home/", "/Users/", "~", "user=", "USER=", "user: ", "owner=", "owner: ",
+        ] {
+            let mut at = 0;
+            while let Some(i) = p[at..].find(home).map(|i| i + at) {
+                at = i + home.len();
+                let end = p[at..].find(HOME_END).map_or(p.len(), |e| e + at);
+                let name = &p[at..end];
+                // Past `~` or `user=`, a name (a letter first) that starts a
+                // word: `~carol/`, not `~5 ms` or `a~b`.
+                let word = !p[..i].ends_with(char::is_alphanumeric)
+                    && name.starts_with(|c: char| c.is_ascii_alphabetic())
+                    && name
+                        .chars()
+                        .all(|c| c.is_alphanumeric() || "._-".contains(c))
+                    && (home != "~" || p[end..].starts_with('/'));
+                if home.starts_with('/') || word {
+                    add(&mut self.users, name);
+                }
+                at = end;
             }
         }
     }
@@ -112,16 +116,18 @@ impl Redactor {
             .map(|(f, _)| f)
             .filter(|f| f.parse::<u32>().is_err());
         let id = self.id(h).or_else(|| first.and_then(|f| self.id(f)));
-        let id = id.unwrap_or_else(|| {
-            self.count += 1;
-            self.count
-        });
+        let id = id.unwrap_or(self.count() + 1);
         for n in std::iter::once(h).chain(first) {
             add(&mut self.hosts, n);
             if self.id(n).is_none() {
                 self.ids.push((n.to_ascii_lowercase(), id));
             }
         }
+    }
+
+    /// How many hosts are known.
+    fn count(&self) -> usize {
+        self.ids.iter().map(|&(_, id)| id).max().unwrap_or(0)
     }
 
     /// The number of the host named `name`.
@@ -134,7 +140,7 @@ impl Redactor {
     /// `(host N)` where several are.
     fn host_label(&self, name: &str) -> String {
         match self.id(name) {
-            Some(id) if self.count > 1 => format!("(host {id})"),
+            Some(id) if self.count() > 1 => format!("(host {id})"),
             _ => "(host)".into(),
         }
     }
@@ -142,7 +148,7 @@ impl Redactor {
     /// The host names learned, one per host, in order of first appearance.
     fn host_names(&self) -> Vec<String> {
         let first = |id| self.ids.iter().find(|(_, i)| *i == id);
-        (1..=self.count)
+        (1..=self.count())
             .filter_map(|id| Some(first(id)?.0.clone()))
             .collect()
     }
@@ -212,9 +218,8 @@ impl Redactor {
             d.system.cmdline = Some(REDACTED.into());
         }
         // Every other string and key, through the JSON form. Where that no
-        // longer reads back (a host or user named like an enum's value, as
-        // `loops` or `fifo`), each top-level field is taken redacted where
-        // it reads back, as it was where not: only such a value stays.
+        // longer reads back (a name like an enum's value, `loops`), each
+        // top-level field is taken redacted where it reads back.
         let Ok(orig) = serde_json::to_value(&d) else {
             return d;
         };
@@ -228,13 +233,9 @@ impl Redactor {
         };
         for (k, v) in fields {
             let was = kept.insert(k.clone(), v.clone());
-            let reads =
-                serde_json::from_value::<ResultDocument>(serde_json::Value::Object(kept.clone()))
-                    .is_ok();
-            if !reads {
-                if let Some(was) = was {
-                    kept.insert(k.clone(), was);
-                }
+            let back = serde_json::from_value::<ResultDocument>(kept.clone().into());
+            if let (Err(_), Some(was)) = (back, was) {
+                kept.insert(k.clone(), was);
             }
         }
         serde_json::from_value(serde_json::Value::Object(kept)).unwrap_or(d)
@@ -282,9 +283,7 @@ impl Redactor {
             _ => {}
         }
     }
-}
 
-impl Redactor {
     /// The command line's arguments: the one after an option that names a
     /// host or user (`--allow-host NAME`) is taken as a name.
     fn arguments(&self, args: &mut [serde_json::Value]) {
@@ -303,9 +302,8 @@ impl Redactor {
 /// `allow_hosts`, `--allow-host`, `user`, `owner`, `peer`, `server`).
 fn names_someone(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
-    ["host", "node", "user", "owner", "peer", "server", "machine"]
-        .iter()
-        .any(|w| k.contains(w))
+    let words = "host node user owner peer server machine";
+    words.split_whitespace().any(|w| k.contains(w))
 }
 
 /// Where a string stands in a document, which decides how a name that is
@@ -314,16 +312,13 @@ fn names_someone(key: &str) -> bool {
 enum Place {
     /// A run's or file's name, a path: every name, as a whole word.
     Identity,
-    /// A value under a key that names a host or user (`host`,
-    /// `allow_hosts`), an argument after such an option, a text outside a
-    /// document: such a name where it identifies, and a value that is only
-    /// the name.
+    /// A value under a key that names a host or user, an argument after
+    /// such an option, a text outside a document: such a name where it
+    /// identifies, and a value that is only the name.
     Named,
-    /// Any other value (a label, an attribute, a warning, a plan's value):
-    /// such a name only where it identifies.
+    /// Any other value: such a name only where it identifies.
     Value,
-    /// An object key (a schema, attribute or counter name): such a name
-    /// never.
+    /// An object key (a schema, attribute or counter name): never.
     Key,
 }
 
@@ -341,7 +336,9 @@ const HOME_END: [char; 6] = ['/', ' ', '\'', '"', ':', ','];
 
 /// `doc` with the identifying fields replaced (see the module).
 pub fn document(doc: &ResultDocument) -> ResultDocument {
-    Redactor::of(doc).document(doc)
+    let mut r = Redactor::default();
+    r.learn(doc);
+    r.document(doc)
 }
 
 /// The runs of one report or comparison redacted together: names learned
@@ -349,7 +346,10 @@ pub fn document(doc: &ResultDocument) -> ResultDocument {
 /// redacted with all of them. Returns the redactor, for other texts about
 /// these runs.
 pub fn runs(runs: &mut [Run]) -> Redactor {
-    redact_runs(Redactor::default(), runs)
+    let mut r = Redactor::default();
+    learn_runs(&mut r, runs);
+    redact_with(&r, runs);
+    r
 }
 
 /// [`runs`] of the directory `serve` serves: its path written `DIR`.
@@ -357,12 +357,6 @@ pub fn served_runs(runs: &mut [Run], dir: &Path) -> Redactor {
     let mut r = served_redactor(dir);
     learn_runs(&mut r, runs);
     remember(&r);
-    redact_with(&r, runs);
-    r
-}
-
-fn redact_runs(mut r: Redactor, runs: &mut [Run]) -> Redactor {
-    learn_runs(&mut r, runs);
     redact_with(&r, runs);
     r
 }
@@ -450,8 +444,7 @@ fn replace_dir(text: &str, dir: &str) -> String {
 pub fn served_error(message: &str, p: &Path) -> String {
     let name = p
         .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+        .map_or(String::new(), |n| n.to_string_lossy().into());
     let shown = message.replace(&p.display().to_string(), &alias(&name));
     let mut r = Redactor::default();
     r.learn_path(&p.display().to_string());
@@ -551,10 +544,7 @@ fn tool_word(name: &str) -> bool {
 }
 
 /// File name endings that make a word before them part of a file's name.
-const FILE_ENDINGS: [&str; 12] = [
-    ".json", ".html", ".htm", ".txt", ".csv", ".log", ".svg", ".png", ".xml", ".prom", ".gz",
-    ".dat",
-];
+const FILE_ENDINGS: &str = ".json .html .htm .txt .csv .log .svg .png .xml .prom .gz .dat";
 
 /// Kernel paths: their words are the kernel's, not names.
 const KERNEL_PATHS: [&str; 4] = ["/sys/", "/proc/", "/dev/", "/run/"];
@@ -598,7 +588,7 @@ fn replace_identifying(text: &str, name: &str, with: &str, whole: bool) -> Strin
         let path = token.contains('/')
             && !token.contains("://")
             && !KERNEL_PATHS.iter().any(|k| token.starts_with(k));
-        let file = FILE_ENDINGS.iter().any(|x| token.ends_with(x));
+        let file = FILE_ENDINGS.split_whitespace().any(|x| token.ends_with(x));
         let port = after_text
             .strip_prefix(':')
             .is_some_and(|p| (2..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()))
@@ -911,8 +901,23 @@ fn ends_at(b: &[u8], e: usize) -> bool {
 }
 
 /// The end of a MAC address at `i`: six pairs of hex digits joined by `:`
-/// (or all by `-`).
+/// (or all by `-`), or the forms below.
 fn mac(b: &[u8], i: usize) -> Option<usize> {
+    let hex = |k: usize, n| {
+        b.get(k..k + n)
+            .is_some_and(|s| s.iter().all(u8::is_ascii_hexdigit))
+    };
+    let dot = |k: usize| b.get(k) == Some(&b'.');
+    // Cisco's `5254.00ab.cdef`; 12 hex digits, a letter and a digit among
+    // them, standing alone (`525400abcdef`; not a UUID's last part).
+    if hex(i, 4) && dot(i + 4) && hex(i + 5, 4) && dot(i + 9) && hex(i + 10, 4) {
+        return ends_at(b, i + 14).then_some(i + 14);
+    }
+    if hex(i, 12) && ends_at(b, i + 12) && !(i > 0 && b[i - 1] == b'-') {
+        let m = &b[i..i + 12];
+        let both = m.iter().any(u8::is_ascii_digit) && m.iter().any(u8::is_ascii_alphabetic);
+        return (both && b.get(i + 12) != Some(&b'-')).then_some(i + 12);
+    }
     let sep = *b.get(i + 2)?;
     if (sep != b':' && sep != b'-') || (i > 0 && b[i - 1] == sep) {
         return None;
@@ -1109,6 +1114,21 @@ mod tests {
             "nic_(host)_(address) edge01_run.json"
         );
         assert_eq!(redact_text("a_52:54:00:ab:cd:ef_b", None), "a_(mac)_b");
+        // Cisco's and bare MACs; a UUID's last part and a hash stay apart.
+        assert_eq!(
+            redact_text(
+                "nic 5254.00ab.cdef, 525400abcdef; 123456789012 0123456789abcdef",
+                None
+            ),
+            "nic (mac), (mac); 123456789012 0123456789abcdef"
+        );
+        // Users after `~`, `user=`, `owner: `, wherever else they stand.
+        let mut r = Redactor::default();
+        r.learn_path("~carol/runs user=dave owner: erin ~5 ms a~b/");
+        assert_eq!(
+            r.text("~carol/a dave erin USER=dave ~5 ms a~b/"),
+            "~(user)/a (user) (user) USER=(user) ~5 ms a~b/"
+        );
         // A host named like one of the tool's words: `_` still joins.
         assert_eq!(
             redact_text("thread_count on host=thread", Some("thread")),
