@@ -307,3 +307,134 @@ fn port_zero_is_told_even_with_quiet() {
     let ran = live.interrupt(LIMIT).exits(0);
     assert!(!ran.stderr().contains("listening"), "{}", ran.stderr());
 }
+
+/// A host name or address joined to other words by `_` (an attribute key
+/// `nic_prod-db-17_10.9.8.7`, a file `edge01_run.json`) is replaced in
+/// `report --redact` and in the pages `serve --redact` serves.
+#[test]
+fn names_joined_by_underscores_are_left_out() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("home/bob.smith");
+    std::fs::create_dir_all(&dir).unwrap();
+    let a = run_on(&dir, "edge01_run", "edge01");
+    let b = run_on(&dir, "db", "prod-db-17");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&b).unwrap()).unwrap();
+    v["series"][0]["attributes"]["nic_prod-db-17_10.9.8.7"] = "up".into();
+    std::fs::write(&b, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let page = d.path().join("r.html");
+    run_ok(&["report", s(&a), s(&b), "-o", s(&page), "--redact"]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let secrets = ["prod-db-17", "10.9.8.7", "edge01", "bob.smith"];
+    for secret in secrets {
+        assert!(!html.contains(secret), "report --redact: {secret}");
+    }
+    let addr = free_addr();
+    let mut child = Run::new(["serve", "--redact", "--listen", &addr])
+        .arg(&dir)
+        .spawn();
+    child.wait_for_line(false, Duration::from_secs(30), |l| {
+        l.starts_with("serving the results").then_some(())
+    });
+    let get = |path: &str| {
+        let req = format!("GET /{path} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        let (code, _, body) = http(&addr, &req);
+        assert_eq!(code, 200, "/{path}: {body}");
+        body
+    };
+    let index = get("");
+    let mut bodies = vec![index.clone()];
+    for link in index.split("href=\"").filter_map(|r| r.split('"').next()) {
+        if link.starts_with("raw/") || link.starts_with("run/") {
+            bodies.push(get(link));
+        }
+    }
+    assert!(bodies.len() >= 5, "{index}");
+    child.interrupt(LIMIT).exits(0);
+    for body in &bodies {
+        for secret in secrets {
+            assert!(!body.contains(secret), "serve --redact: {secret} in {body}");
+        }
+    }
+}
+
+/// Runs from different hosts stay apart under `--redact`: each host is
+/// `(host 1)`, `(host 2)` in order of first appearance.
+#[test]
+fn runs_from_different_hosts_stay_apart() {
+    let d = tempfile::tempdir().unwrap();
+    let a = run_on(d.path(), "board-a", "board-a");
+    let b = run_on(d.path(), "board-b", "board-b");
+    let o = run_ok(&["compare", s(&a), s(&b), "--redact"]);
+    assert!(!o.stdout.contains("board-"), "{}", o.stdout);
+    assert!(!o.stdout.contains("(host)"), "{}", o.stdout);
+    assert!(o.stdout.contains("(host 1)"), "{}", o.stdout);
+    assert!(o.stdout.contains("(host 2)"), "{}", o.stdout);
+    let page = d.path().join("r.html");
+    run_ok(&["report", s(&a), s(&b), "-o", s(&page), "--redact"]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("board-"));
+    assert!(html.contains("(host 1)") && html.contains("(host 2)"));
+    // One host alone is `(host)`.
+    let o = run_ok(&["compare", s(&a), s(&a), "--redact"]);
+    assert!(o.stdout.contains("(host)"), "{}", o.stdout);
+    assert!(!o.stdout.contains("(host 1)"), "{}", o.stdout);
+}
+
+/// An error on stderr under `--redact` names neither the home directory's
+/// user nor a host learned from the other inputs.
+#[test]
+fn errors_under_redact_name_no_host_or_user() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("home/dave/prod-db-17");
+    std::fs::create_dir_all(&dir).unwrap();
+    let a = run_on(&dir, "prod-db-17", "prod-db-17");
+    let missing = dir.join("prod-db-17-missing.json");
+    let o = run(&["report", s(&a), s(&missing), "--redact", "-o", "/dev/null"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.starts_with("error:"), "{}", o.stderr);
+    for secret in ["prod-db-17", "dave"] {
+        assert!(!o.stderr.contains(secret), "{secret}: {}", o.stderr);
+    }
+    let o = run(&["compare", s(&a), s(&missing), "--redact"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    for secret in ["prod-db-17", "dave"] {
+        assert!(!o.stderr.contains(secret), "{secret}: {}", o.stderr);
+    }
+    // A missing file alone: its home directory's user is left out.
+    let o = run(&["report", s(&missing), "--redact", "-o", "/dev/null"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(!o.stderr.contains("dave"), "{}", o.stderr);
+    // Without --redact the path is shown (the checks above can fail).
+    let o = run(&["report", s(&a), s(&missing), "-o", "/dev/null"]);
+    assert!(o.stderr.contains("prod-db-17-missing"), "{}", o.stderr);
+}
+
+/// Cisco's and bare MAC addresses, `~NAME/` home directories and
+/// `user=NAME` are left out of `report --redact`, the user's name wherever
+/// else it stands.
+#[test]
+fn other_mac_and_user_forms_are_left_out() {
+    let d = tempfile::tempdir().unwrap();
+    let a = run_on(d.path(), "a", "box1");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    let texts = [
+        "nic 5254.00ab.cdef up",
+        "bridge 525400abcdef up",
+        "wrote ~carol/lab/a.json",
+        "ran as user=dave",
+        "dave and carol share it",
+    ];
+    for t in texts {
+        v["warnings"].as_array_mut().unwrap().push(t.into());
+    }
+    std::fs::write(&a, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let page = d.path().join("a.html");
+    run_ok(&["report", s(&a), "-o", s(&page), "--redact"]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    for secret in ["5254.00ab.cdef", "525400abcdef", "carol", "dave"] {
+        assert!(!html.contains(secret), "report --redact: {secret}");
+    }
+    assert!(html.contains("~(user)/lab/a.json"));
+}

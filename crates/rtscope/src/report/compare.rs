@@ -17,7 +17,7 @@ use rtscope_core::result::{write_atomic, Series};
 
 use super::html::{self, doc_unit, has_percentiles, in_unit};
 use super::verdict::{self, pct_plain, Call, Effect, Method, Settings};
-use super::{load, run_names, Run};
+use super::{run_names, Run};
 use crate::error::{usage, EXIT_OK, EXIT_THRESHOLD};
 use crate::limits::MAX_JSON_BYTES;
 use crate::output::printable;
@@ -762,9 +762,13 @@ pub fn collect(
     settings: &Settings,
     redact: bool,
 ) -> Result<Vec<Comparison>> {
+    // One redactor for every cell: a host is `(host 2)` in all of them.
+    let redactor = std::cell::RefCell::new(super::redact::Redactor::default());
     let build = |cell: String, mut runs: Vec<Run>| {
         let cell = if redact {
-            super::redact::runs(&mut runs).text(&cell)
+            let r = redactor.borrow();
+            super::redact::redact_with(&r, &mut runs);
+            r.identity(&cell)
         } else {
             cell
         };
@@ -772,15 +776,8 @@ pub fn collect(
     };
     let dirs = paths.iter().filter(|p| p.is_dir()).count();
     if dirs == 0 {
-        let names = run_names(paths);
-        let mut runs = Vec::new();
-        for (p, name) in paths.iter().zip(names) {
-            runs.push(Run {
-                name,
-                path: p.clone(),
-                doc: load(p)?,
-            });
-        }
+        let runs = super::load_runs(paths, run_names(paths), redact)?;
+        super::redact::learn_runs(&mut redactor.borrow_mut(), &runs);
         return Ok(vec![build(String::new(), runs)?]);
     }
     if dirs != paths.len() {
@@ -805,18 +802,16 @@ pub fn collect(
                 .join(", ")
         )));
     }
+    let mut loaded = Vec::new();
+    for cell in &common {
+        let cell_paths: Vec<PathBuf> = paths.iter().map(|d| d.join(cell)).collect();
+        let runs = super::load_runs(&cell_paths, names.clone(), redact)?;
+        super::redact::learn_runs(&mut redactor.borrow_mut(), &runs);
+        loaded.push((cell.display().to_string(), runs));
+    }
     let mut out = Vec::new();
-    for cell in common {
-        let mut runs = Vec::new();
-        for (d, name) in paths.iter().zip(&names) {
-            let p = d.join(cell);
-            runs.push(Run {
-                name: name.clone(),
-                doc: load(&p)?,
-                path: p,
-            });
-        }
-        out.push(build(cell.display().to_string(), runs)?);
+    for (cell, runs) in loaded {
+        out.push(build(cell, runs)?);
     }
     let total: usize = cells.iter().map(|c| c.len()).sum();
     let used = out.len() * paths.len();

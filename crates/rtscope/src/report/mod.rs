@@ -91,6 +91,35 @@ pub fn load(path: &Path) -> Result<ResultDocument> {
 
 pub use crate::output::files::refuse_output_onto_input;
 
+/// The runs of `paths`, named `names`. With `redact`, an error about a
+/// file that does not load is shown redacted by what the other files
+/// taught ([`redact::Redactor`]): their host names and every home
+/// directory's user name are left out of its path too.
+pub fn load_runs(paths: &[PathBuf], names: Vec<String>, redact: bool) -> Result<Vec<Run>> {
+    let mut runs = Vec::new();
+    let mut failed = None;
+    for (p, name) in paths.iter().zip(names) {
+        match load(p) {
+            Ok(doc) => runs.push(Run {
+                name,
+                path: p.clone(),
+                doc,
+            }),
+            Err(e) if !redact => return Err(e),
+            Err(e) => {
+                failed.get_or_insert((e, p));
+            }
+        }
+    }
+    if let Some((e, p)) = failed {
+        let mut r = redact::Redactor::default();
+        redact::learn_runs(&mut r, &runs);
+        r.learn_path(&p.display().to_string());
+        return Err(usage(r.identity(&crate::error::one_line(&e))));
+    }
+    Ok(runs)
+}
+
 /// Short, distinct names for runs: file stems, or more of the path where stems collide.
 pub fn run_names(paths: &[PathBuf]) -> Vec<String> {
     let stem = |p: &PathBuf| {
@@ -163,15 +192,7 @@ pub fn run_report(a: ReportOptions) -> Result<i32> {
             outputs.add(flag, Some(p))?;
         }
     }
-    let names = run_names(&a.files);
-    let mut runs = Vec::new();
-    for (p, name) in a.files.iter().zip(names) {
-        runs.push(Run {
-            name,
-            path: p.clone(),
-            doc: load(p)?,
-        });
-    }
+    let mut runs = load_runs(&a.files, run_names(&a.files), a.redact)?;
     // Together: one run's file name may carry another's host name.
     if a.redact {
         redact::runs(&mut runs);

@@ -1,47 +1,34 @@
 //! `--redact` (report, compare, serve): a result document stripped of what
-//! identifies the machine and its people before it is shared. The host
-//! name and the kernel command line (which holds addresses, device serials,
-//! root UUIDs) are replaced whole. In every other string of the document
-//! (command line, plan, warnings, attributes and their keys, loads), in the
-//! run names taken from file names and in the paths shown, these are
-//! replaced: the host name in any case (and the first label of a dotted
-//! one), the user name of a home directory (`/home/NAME/`, `/Users/NAME/`)
-//! wherever else it appears, e-mail addresses, MAC addresses and IP
-//! addresses, v4 (`10.1.2.3`, `10.1.2.3:8080`, inside the kernel's
-//! `ip=A::GW:MASK:HOST:DEV:off`) and v6 (`2001:db8::1`, `fd00::5`,
-//! `fe80::1%eth0`; `::1` and `::` stay), device serial numbers
-//! (`serial=X`, `SerialNumber: X`, `ID_SERIAL_SHORT=X`, a value under a key
-//! with `serial` in it: `(serial)`), disk ids (`usb-…_S3Z9NB0K123456-part1`
-//! reads `usb-(serial)-part1`, a `/dev/disk/by-id/` name `(serial)`) and
-//! file system ids (`UUID=`, `PARTUUID=`, `/dev/disk/by-uuid/`, any
-//! `8-4-4-4-12` UUID, a value under a `uuid` key: `(uuid)`).
+//! identifies the machine and its people before it is shared (the lists in
+//! full: docs/report.md, "Redaction"). The host name and the kernel command
+//! line are replaced whole. In every other string of the document, its
+//! keys, the run names and the paths shown, these are replaced: the host
+//! name in any case (and the first label of a dotted one) as `(host)`, or
+//! `(host 1)`, `(host 2)` in order of first appearance where the runs come
+//! from several hosts; a user's name (`/home/NAME/`, `~NAME/`, `user=NAME`);
+//! e-mail, MAC and IP (v4, v6) addresses; device serial numbers, disk ids
+//! and file system ids (`(serial)`, `(uuid)`). A host name or address
+//! ends at `_` as at `-` or `.` (`nic_db1_10.9.8.7`, `edge01_run.json`).
 //!
-//! A name that is one of the tool's own words ([`TOOL_WORDS`]: the words of
-//! the schema's keys, of attribute and counter names, series labels,
-//! units, percentiles and short prose words; a host named `thread`, `all`,
-//! `rt`, `cpu` or `p99`) would, replaced wherever it is a word, mangle the
-//! document: the `all` series, the `thread` attribute, "all CPUs". Such a
-//! name is replaced only where it identifies: in run names, file names and
-//! paths shown (every whole word), in a document's strings where it is the
-//! whole value under a key that names a host or user (`host`, `hostname`,
+//! A name that is one of the tool's own words ([`TOOL_WORDS`]: a host named
+//! `thread`, `all`, `rt`, `cpu` or `p99`) would, replaced wherever it is a
+//! word, mangle the document (the `all` series, the `thread` attribute).
+//! Such a name is replaced only where it identifies: in run names, file
+//! names and paths shown (every whole word); in a document's strings where
+//! it is the whole value under a key that names a host or user (`host`,
 //! `node`, `allow_hosts`, `user`, `owner`, `peer`, `server`) or the
-//! argument after such an option (`--allow-host thread`; not `--cpus all`,
-//! a plan's `"cpus": "all"` or a series label: values of the tool's
-//! words), a word of a path (not under `/sys/`, `/proc/`, `/dev/`,
-//! `/run/`) or of a file name (`thread.json`), a URL's host
-//! (`http://thread:9091/`), either side of an `@`, after `host=`,
-//! `hostname:`, `node=`, `user=`, `owner:`, or a `NAME:PORT` of its own.
-//! Object keys (names the tool writes) never lose such a name; any other
-//! name is replaced in keys too. A dotted host name (`all.lab.example`) is
-//! replaced whole everywhere.
+//! argument after such an option (`--allow-host thread`), a word of a path
+//! (not under `/sys/`, `/proc/`, `/dev/`, `/run/`) or of a file name, a
+//! URL's host, either side of an `@`, after `host=`, `node=`, `user=` and
+//! the like, or a `NAME:PORT` of its own. Object keys never lose such a
+//! name, and `_` joins it to a word (`thread_count`).
 //!
 //! A [`Redactor`] learns the names to look for from every document and path
-//! it is shown ([`Redactor::learn`], [`Redactor::learn_path`]) and then
-//! redacts texts and documents; [`runs`] does both for the runs of one
-//! report or comparison, so one run's file name loses another's host name.
-//! `serve --redact` links to files by [`alias`], a name keyed with a random
-//! key per server process, so the file names (which often carry the host)
-//! leave no trace in the pages.
+//! it is shown and then redacts texts and documents; [`runs`] does both for
+//! the runs of one report or comparison, so one run's file name loses
+//! another's host name. `serve --redact` numbers hosts once per server
+//! process and links to files by [`alias`], a name keyed with a random key
+//! per process, so the file names leave no trace in the pages.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -62,16 +49,12 @@ pub struct Redactor {
     users: Vec<String>,
     /// Directories whose path reads `DIR` (the one `serve` serves).
     dirs: Vec<String>,
+    /// Each host name (lower case) and its host's number, in order of
+    /// first appearance: `(host 1)`, `(host 2)` where there are several.
+    ids: Vec<(String, usize)>,
 }
 
 impl Redactor {
-    /// A redactor that knows the names in `doc`.
-    pub fn of(doc: &ResultDocument) -> Self {
-        let mut r = Self::default();
-        r.learn(doc);
-        r
-    }
-
     /// Learns the host name of `doc` and the user names of the home
     /// directories in any of its strings.
     pub fn learn(&mut self, doc: &ResultDocument) {
@@ -83,15 +66,29 @@ impl Redactor {
         }
     }
 
-    /// Learns the user names of the home directories in `p`.
+    /// Learns the user names in `p`: of home directories (`/home/NAME`,
+    /// `~NAME/`) and after `user=`, `USER=`, `user: `, `owner=`, `owner: `.
     pub fn learn_path(&mut self, p: &str) {
-        for home in ["/home/", "/Users/"] {
-            let mut rest = p;
-            while let Some(i) = rest.find(home) {
-                rest = &rest[i + home.len()..];
-                let end = rest.find(HOME_END).unwrap_or(rest.len());
-                add(&mut self.users, &rest[..end]);
-                rest = &rest[end..];
+        for home in [
+            "/home/", "/Users/", "~", "user=", "USER=", "user: ", "owner=", "owner: ",
+        ] {
+            let mut at = 0;
+            while let Some(i) = p[at..].find(home).map(|i| i + at) {
+                at = i + home.len();
+                let end = p[at..].find(HOME_END).map_or(p.len(), |e| e + at);
+                let name = &p[at..end];
+                // Past `~` or `user=`, a name (a letter first) that starts a
+                // word: `~carol/`, not `~5 ms` or `a~b`.
+                let word = !p[..i].ends_with(char::is_alphanumeric)
+                    && name.starts_with(|c: char| c.is_ascii_alphabetic())
+                    && name
+                        .chars()
+                        .all(|c| c.is_alphanumeric() || "._-".contains(c))
+                    && (home != "~" || p[end..].starts_with('/'));
+                if home.starts_with('/') || word {
+                    add(&mut self.users, name);
+                }
+                at = end;
             }
         }
     }
@@ -113,13 +110,47 @@ impl Redactor {
         if h == REDACTED || h.eq_ignore_ascii_case("localhost") {
             return;
         }
-        add(&mut self.hosts, h);
         // `prod-db-17.example.com` is also written `prod-db-17`.
-        if let Some((first, _)) = h.split_once('.') {
-            if first.parse::<u32>().is_err() {
-                add(&mut self.hosts, first);
+        let first = h
+            .split_once('.')
+            .map(|(f, _)| f)
+            .filter(|f| f.parse::<u32>().is_err());
+        let id = self.id(h).or_else(|| first.and_then(|f| self.id(f)));
+        let id = id.unwrap_or(self.count() + 1);
+        for n in std::iter::once(h).chain(first) {
+            add(&mut self.hosts, n);
+            if self.id(n).is_none() {
+                self.ids.push((n.to_ascii_lowercase(), id));
             }
         }
+    }
+
+    /// How many hosts are known.
+    fn count(&self) -> usize {
+        self.ids.iter().map(|&(_, id)| id).max().unwrap_or(0)
+    }
+
+    /// The number of the host named `name`.
+    fn id(&self, name: &str) -> Option<usize> {
+        let n = name.to_ascii_lowercase();
+        self.ids.iter().find(|(k, _)| *k == n).map(|&(_, id)| id)
+    }
+
+    /// What the host name `name` reads: `(host)` where one host is known,
+    /// `(host N)` where several are.
+    fn host_label(&self, name: &str) -> String {
+        match self.id(name) {
+            Some(id) if self.count() > 1 => format!("(host {id})"),
+            _ => "(host)".into(),
+        }
+    }
+
+    /// The host names learned, one per host, in order of first appearance.
+    fn host_names(&self) -> Vec<String> {
+        let first = |id| self.ids.iter().find(|(_, i)| *i == id);
+        (1..=self.count())
+            .filter_map(|id| Some(first(id)?.0.clone()))
+            .collect()
     }
 
     fn learn_value(&mut self, v: &serde_json::Value) {
@@ -158,12 +189,16 @@ impl Redactor {
         t = emails(&t);
         t = addresses(&t);
         t = serials(&t);
-        let names = (self.hosts.iter().map(|n| (n, "(host)")))
-            .chain(self.users.iter().map(|n| (n, "(user)")));
-        for (name, with) in names {
+        let names = (self.hosts.iter().map(|n| (n, self.host_label(n), true)))
+            .chain(self.users.iter().map(|n| (n, "(user)".to_string(), false)));
+        for (name, with, host) in names {
+            let with = with.as_str();
+            // A host name's word ends at `_` too (`nic_db1_eth0`), unless
+            // it is one of the tool's words (`thread_count`).
+            let joins = !host || tool_word(name);
             t = match place {
-                Place::Identity => replace_word(&t, name, with),
-                _ if !tool_word(name) => replace_word(&t, name, with),
+                Place::Identity => replace_word(&t, name, with, joins),
+                _ if !tool_word(name) => replace_word(&t, name, with, joins),
                 Place::Key => t,
                 Place::Value => replace_identifying(&t, name, with, false),
                 Place::Named => replace_identifying(&t, name, with, true),
@@ -183,9 +218,8 @@ impl Redactor {
             d.system.cmdline = Some(REDACTED.into());
         }
         // Every other string and key, through the JSON form. Where that no
-        // longer reads back (a host or user named like an enum's value, as
-        // `loops` or `fifo`), each top-level field is taken redacted where
-        // it reads back, as it was where not: only such a value stays.
+        // longer reads back (a name like an enum's value, `loops`), each
+        // top-level field is taken redacted where it reads back.
         let Ok(orig) = serde_json::to_value(&d) else {
             return d;
         };
@@ -199,13 +233,9 @@ impl Redactor {
         };
         for (k, v) in fields {
             let was = kept.insert(k.clone(), v.clone());
-            let reads =
-                serde_json::from_value::<ResultDocument>(serde_json::Value::Object(kept.clone()))
-                    .is_ok();
-            if !reads {
-                if let Some(was) = was {
-                    kept.insert(k.clone(), was);
-                }
+            let back = serde_json::from_value::<ResultDocument>(kept.clone().into());
+            if let (Err(_), Some(was)) = (back, was) {
+                kept.insert(k.clone(), was);
             }
         }
         serde_json::from_value(serde_json::Value::Object(kept)).unwrap_or(d)
@@ -253,9 +283,7 @@ impl Redactor {
             _ => {}
         }
     }
-}
 
-impl Redactor {
     /// The command line's arguments: the one after an option that names a
     /// host or user (`--allow-host NAME`) is taken as a name.
     fn arguments(&self, args: &mut [serde_json::Value]) {
@@ -274,9 +302,8 @@ impl Redactor {
 /// `allow_hosts`, `--allow-host`, `user`, `owner`, `peer`, `server`).
 fn names_someone(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
-    ["host", "node", "user", "owner", "peer", "server", "machine"]
-        .iter()
-        .any(|w| k.contains(w))
+    let words = "host node user owner peer server machine";
+    words.split_whitespace().any(|w| k.contains(w))
 }
 
 /// Where a string stands in a document, which decides how a name that is
@@ -285,16 +312,13 @@ fn names_someone(key: &str) -> bool {
 enum Place {
     /// A run's or file's name, a path: every name, as a whole word.
     Identity,
-    /// A value under a key that names a host or user (`host`,
-    /// `allow_hosts`), an argument after such an option, a text outside a
-    /// document: such a name where it identifies, and a value that is only
-    /// the name.
+    /// A value under a key that names a host or user, an argument after
+    /// such an option, a text outside a document: such a name where it
+    /// identifies, and a value that is only the name.
     Named,
-    /// Any other value (a label, an attribute, a warning, a plan's value):
-    /// such a name only where it identifies.
+    /// Any other value: such a name only where it identifies.
     Value,
-    /// An object key (a schema, attribute or counter name): such a name
-    /// never.
+    /// An object key (a schema, attribute or counter name): never.
     Key,
 }
 
@@ -312,7 +336,9 @@ const HOME_END: [char; 6] = ['/', ' ', '\'', '"', ':', ','];
 
 /// `doc` with the identifying fields replaced (see the module).
 pub fn document(doc: &ResultDocument) -> ResultDocument {
-    Redactor::of(doc).document(doc)
+    let mut r = Redactor::default();
+    r.learn(doc);
+    r.document(doc)
 }
 
 /// The runs of one report or comparison redacted together: names learned
@@ -320,44 +346,78 @@ pub fn document(doc: &ResultDocument) -> ResultDocument {
 /// redacted with all of them. Returns the redactor, for other texts about
 /// these runs.
 pub fn runs(runs: &mut [Run]) -> Redactor {
-    redact_runs(Redactor::default(), runs)
+    let mut r = Redactor::default();
+    learn_runs(&mut r, runs);
+    redact_with(&r, runs);
+    r
 }
 
 /// [`runs`] of the directory `serve` serves: its path written `DIR`.
 pub fn served_runs(runs: &mut [Run], dir: &Path) -> Redactor {
-    let mut r = Redactor::default();
-    r.learn_dir(dir);
-    redact_runs(r, runs)
+    let mut r = served_redactor(dir);
+    learn_runs(&mut r, runs);
+    remember(&r);
+    redact_with(&r, runs);
+    r
 }
 
-fn redact_runs(mut r: Redactor, runs: &mut [Run]) -> Redactor {
-    for run in runs.iter() {
+/// Teaches `r` the names in `runs`' documents, paths and names.
+pub fn learn_runs(r: &mut Redactor, runs: &[Run]) {
+    for run in runs {
         r.learn(&run.doc);
         r.learn_path(&run.path.display().to_string());
         r.learn_path(&run.name);
     }
+}
+
+/// `runs`' documents, paths and names redacted by `r` (which has learned
+/// them, [`learn_runs`]).
+pub fn redact_with(r: &Redactor, runs: &mut [Run]) {
     for run in runs {
         run.doc = r.document(&run.doc);
         run.path = r.identity(&run.path.display().to_string()).into();
         run.name = r.identity(&run.name);
     }
+}
+
+/// The host names `serve --redact` has seen, in order: a host keeps its
+/// number (`(host 2)`) on every page of one server process.
+static SERVED_HOSTS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// A redactor for `serve`: the hosts seen before, in order, and `dir`.
+fn served_redactor(dir: &Path) -> Redactor {
+    let mut r = Redactor::default();
+    if let Ok(hosts) = SERVED_HOSTS.lock() {
+        hosts.iter().for_each(|h| r.learn_host(h));
+    }
+    r.learn_dir(dir);
     r
+}
+
+/// Keeps the hosts `r` knows (after those seen before) for the next page.
+fn remember(r: &Redactor) {
+    if let Ok(mut hosts) = SERVED_HOSTS.lock() {
+        for h in r.host_names() {
+            if !hosts.contains(&h) {
+                hosts.push(h);
+            }
+        }
+    }
 }
 
 /// A served document and its file name redacted together (the name may
 /// carry the host name), with the served `dir`'s path written `DIR` and
 /// the user names in it.
 pub fn served(doc: &ResultDocument, name: &str, dir: &Path) -> (ResultDocument, String) {
-    let mut r = Redactor::of(doc);
-    r.learn_dir(dir);
+    let mut r = served_redactor(dir);
+    r.learn(doc);
+    remember(&r);
     (r.document(doc), r.identity(name))
 }
 
 /// A served document redacted, the served `dir`'s path written `DIR`.
 pub fn served_document(doc: &ResultDocument, dir: &Path) -> ResultDocument {
-    let mut r = Redactor::of(doc);
-    r.learn_dir(dir);
-    r.document(doc)
+    served(doc, "", dir).0
 }
 
 /// `text` with each `dir` (a path, or the start of one: `DIR/a.json`)
@@ -384,8 +444,7 @@ fn replace_dir(text: &str, dir: &str) -> String {
 pub fn served_error(message: &str, p: &Path) -> String {
     let name = p
         .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+        .map_or(String::new(), |n| n.to_string_lossy().into());
     let shown = message.replace(&p.display().to_string(), &alias(&name));
     let mut r = Redactor::default();
     r.learn_path(&p.display().to_string());
@@ -485,29 +544,14 @@ fn tool_word(name: &str) -> bool {
 }
 
 /// File name endings that make a word before them part of a file's name.
-const FILE_ENDINGS: [&str; 12] = [
-    ".json", ".html", ".htm", ".txt", ".csv", ".log", ".svg", ".png", ".xml", ".prom", ".gz",
-    ".dat",
-];
+const FILE_ENDINGS: &str = ".json .html .htm .txt .csv .log .svg .png .xml .prom .gz .dat";
 
 /// Kernel paths: their words are the kernel's, not names.
 const KERNEL_PATHS: [&str; 4] = ["/sys/", "/proc/", "/dev/", "/run/"];
 
 /// What before a word says it names a host or user.
-const NAMES_BEFORE: [&str; 12] = [
-    "host=",
-    "host:",
-    "hostname=",
-    "hostname:",
-    "nodename=",
-    "node=",
-    "node:",
-    "user=",
-    "user:",
-    "owner=",
-    "owner:",
-    "://",
-];
+const NAMES_BEFORE: &str = "host= host: hostname= hostname: nodename= node= node: user= user: \
+    owner= owner: ://";
 
 /// `text` with each whole-word `name` (one of the tool's words) replaced
 /// where it identifies: the whole text (with `whole`), a word of a path
@@ -544,12 +588,12 @@ fn replace_identifying(text: &str, name: &str, with: &str, whole: bool) -> Strin
         let path = token.contains('/')
             && !token.contains("://")
             && !KERNEL_PATHS.iter().any(|k| token.starts_with(k));
-        let file = FILE_ENDINGS.iter().any(|x| token.ends_with(x));
+        let file = FILE_ENDINGS.split_whitespace().any(|x| token.ends_with(x));
         let port = after_text
             .strip_prefix(':')
             .is_some_and(|p| (2..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()))
             && s == i;
-        let named = NAMES_BEFORE.iter().any(|k| {
+        let named = NAMES_BEFORE.split_whitespace().any(|k| {
             let b = lower[..i].trim_end_matches(' ');
             b.ends_with(k) && (b.len() == i || !k.ends_with('/'))
         });
@@ -566,10 +610,11 @@ fn replace_identifying(text: &str, name: &str, with: &str, whole: bool) -> Strin
 }
 
 /// `text` with each whole-word `word` replaced, in any (ASCII) case. A
-/// word is letters, digits and `_`: a host named `vm` leaves `kvm-clock`
-/// and `vm2` alone but not `my-vm` or `vm.json`.
-fn replace_word(text: &str, word: &str, with: &str) -> String {
-    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+/// word is letters and digits, and `_` where `underscore` joins words: a
+/// host named `vm` leaves `kvm-clock` and `vm2` alone but not `my-vm`,
+/// `vm.json` or (unless `underscore`) `vm_run.json`.
+fn replace_word(text: &str, word: &str, with: &str, underscore: bool) -> String {
+    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || (underscore && c == '_'));
     let lower = text.to_ascii_lowercase();
     let w = word.to_ascii_lowercase();
     let mut out = String::new();
@@ -820,7 +865,8 @@ fn addresses(t: &str) -> String {
     while i < b.len() {
         let prev = if i == 0 { None } else { Some(b[i - 1]) };
         // Inside a word or a longer dotted number: not the start of one.
-        let boundary = !prev.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'.' || c == b'_');
+        // `_` joins no address to a word (`nic_10.9.8.7`).
+        let boundary = !prev.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'.');
         let found = if boundary {
             mac(b, i)
                 .map(|e| (e, "(mac)"))
@@ -843,20 +889,35 @@ fn addresses(t: &str) -> String {
     out
 }
 
-/// Whether `b[e..]` starts where an address may end: not a letter, digit
-/// or `_`, and not a dot or colon that goes on with one.
+/// Whether `b[e..]` starts where an address may end: not a letter or
+/// digit, and not a dot or colon that goes on with one (`_` may follow).
 fn ends_at(b: &[u8], e: usize) -> bool {
     match b.get(e) {
         None => true,
-        Some(c) if c.is_ascii_alphanumeric() || *c == b'_' => false,
+        Some(c) if c.is_ascii_alphanumeric() => false,
         Some(b'.') => !b.get(e + 1).is_some_and(u8::is_ascii_digit),
         Some(_) => true,
     }
 }
 
 /// The end of a MAC address at `i`: six pairs of hex digits joined by `:`
-/// (or all by `-`).
+/// (or all by `-`), or the forms below.
 fn mac(b: &[u8], i: usize) -> Option<usize> {
+    let hex = |k: usize, n| {
+        b.get(k..k + n)
+            .is_some_and(|s| s.iter().all(u8::is_ascii_hexdigit))
+    };
+    let dot = |k: usize| b.get(k) == Some(&b'.');
+    // Cisco's `5254.00ab.cdef`; 12 hex digits, a letter and a digit among
+    // them, standing alone (`525400abcdef`; not a UUID's last part).
+    if hex(i, 4) && dot(i + 4) && hex(i + 5, 4) && dot(i + 9) && hex(i + 10, 4) {
+        return ends_at(b, i + 14).then_some(i + 14);
+    }
+    if hex(i, 12) && ends_at(b, i + 12) && !(i > 0 && b[i - 1] == b'-') {
+        let m = &b[i..i + 12];
+        let both = m.iter().any(u8::is_ascii_digit) && m.iter().any(u8::is_ascii_alphabetic);
+        return (both && b.get(i + 12) != Some(&b'-')).then_some(i + 12);
+    }
     let sep = *b.get(i + 2)?;
     if (sep != b':' && sep != b'-') || (i > 0 && b[i - 1] == sep) {
         return None;
@@ -1039,13 +1100,39 @@ mod tests {
         // Back to back: neither is a word of its own.
         assert_eq!(redact_text("vmvm", Some("vm")), "vmvm");
         assert_eq!(redact_text("a-vmvm vm", Some("vm")), "a-vmvm (host)");
-        assert_eq!(
-            redact_text("kvm-clock vm2 vm_x", Some("vm")),
-            "kvm-clock vm2 vm_x"
-        );
+        assert_eq!(redact_text("kvm-clock vm2", Some("vm")), "kvm-clock vm2");
+        // `_` joins no host name to a word, nor an address.
         assert_eq!(
             redact_text("vm_x x_vm vm.x", Some("vm")),
-            "vm_x x_vm (host).x"
+            "(host)_x x_(host) (host).x"
+        );
+        assert_eq!(
+            redact_text(
+                "nic_prod-db-17_10.9.8.7 edge01_run.json",
+                Some("prod-db-17")
+            ),
+            "nic_(host)_(address) edge01_run.json"
+        );
+        assert_eq!(redact_text("a_52:54:00:ab:cd:ef_b", None), "a_(mac)_b");
+        // Cisco's and bare MACs; a UUID's last part and a hash stay apart.
+        assert_eq!(
+            redact_text(
+                "nic 5254.00ab.cdef, 525400abcdef; 123456789012 0123456789abcdef",
+                None
+            ),
+            "nic (mac), (mac); 123456789012 0123456789abcdef"
+        );
+        // Users after `~`, `user=`, `owner: `, wherever else they stand.
+        let mut r = Redactor::default();
+        r.learn_path("~carol/runs user=dave owner: erin ~5 ms a~b/");
+        assert_eq!(
+            r.text("~carol/a dave erin USER=dave ~5 ms a~b/"),
+            "~(user)/a (user) (user) USER=(user) ~5 ms a~b/"
+        );
+        // A host named like one of the tool's words: `_` still joins.
+        assert_eq!(
+            redact_text("thread_count on host=thread", Some("thread")),
+            "thread_count on host=(host)"
         );
     }
 
@@ -1184,11 +1271,31 @@ mod tests {
                 doc: b,
             },
         ];
-        runs(&mut rs);
-        assert_eq!(rs[0].name, "(host)");
-        assert_eq!(rs[0].path, Path::new("/home/(user)/(host).json"));
-        assert_eq!(rs[1].name, "(host)");
-        assert_eq!(rs[1].path, Path::new("(host).json"));
+        let r = runs(&mut rs);
+        // Two hosts, numbered in order of first appearance (the first
+        // document's host first).
+        assert_eq!(rs[0].name, "(host 2)");
+        assert_eq!(rs[0].path, Path::new("/home/(user)/(host 2).json"));
+        assert_eq!(rs[1].name, "(host 1)");
+        assert_eq!(rs[1].path, Path::new("(host 1).json"));
+        assert_eq!(rs[0].doc.system.hostname.as_deref(), Some(REDACTED));
+        assert_eq!(r.text("PROD-DB-17 and edge-4"), "(host 1) and (host 2)");
+    }
+
+    /// A dotted host name and its first label are one host; one host alone
+    /// is `(host)`.
+    #[test]
+    fn hosts_are_numbered_only_where_there_are_several() {
+        let mut r = Redactor::default();
+        r.learn_host("db1.lab.example");
+        r.learn_host("DB1");
+        assert_eq!(r.text("db1 db1.lab.example"), "(host) (host)");
+        r.learn_host("db2");
+        assert_eq!(
+            r.text("db1.lab.example db2 db1"),
+            "(host 1) (host 2) (host 1)"
+        );
+        assert_eq!(r.host_names(), ["db1.lab.example", "db2"]);
     }
 
     #[test]
