@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What `--listen` costs the run it watches, and what the server change
-# (issue 28: hyper on a current-thread runtime instead of the hand-written
+# (hyper on a current-thread runtime instead of the hand-written
 # one-connection-at-a-time loop) changed: the same cyclic run (one thread,
 # 1 ms period) without a listener and with `--listen` scraped by curl 10 times
 # a second, for each binary given, interleaved round by round.

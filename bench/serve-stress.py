@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`rtscope serve` under the load of issue 36: its memory (RSS) and the time
+"""`rtscope serve` under a hostile load: its memory (RSS) and the time
 of `GET /` while
 
   1. DIR holds DOCS result documents of about 2.2 MB each, a 2 GiB sparse

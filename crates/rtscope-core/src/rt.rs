@@ -690,7 +690,7 @@ mod tests {
         );
     }
 
-    /// Root without CAP_SYS_NICE (issue 36: told "the cgroup has no
+    /// Root without CAP_SYS_NICE (before: told "the cgroup has no
     /// real-time budget" though the cgroup had one): told of the
     /// capability. The capability is dropped from one thread's effective
     /// set (capabilities are per thread); where RLIMIT_RTPRIO would allow

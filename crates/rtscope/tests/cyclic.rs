@@ -862,7 +862,7 @@ fn deadline_refusals_are_one_line() {
 }
 
 /// Root without CAP_SYS_NICE (a container or unit that drops it) is told
-/// of the capability, not "the cgroup has no real-time budget" (issue 36):
+/// of the capability, not "the cgroup has no real-time budget":
 /// the child's bounding set loses CAP_SYS_NICE before it execs, so root's
 /// rtscope runs without it.
 #[test]

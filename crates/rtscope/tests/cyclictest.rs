@@ -205,7 +205,7 @@ const LINES: [Line; 12] = [
         args: "-l1000 -m -Sp99 -i200 -h400 -q",
     },
     Line {
-        source: "issue 27 (-D 2)",
+        source: "a report (-D 2)",
         args: "-m -S -p 95 -i 1000 -h 400 -D 1",
     },
     Line {
@@ -471,7 +471,7 @@ fn help_lists_every_option() {
 
 /// Options rtscope does not act on are named on stderr and in the
 /// document; with `-q` only in the document: stderr then has none of
-/// rtscope's lines (issue 36: its warnings and "rtscope: result: FILE"
+/// rtscope's lines (before: its warnings and "rtscope: result: FILE"
 /// made a bad row in OSADL's `2>&1` recipe).
 #[test]
 fn options_not_honoured_are_named() {

@@ -1,4 +1,4 @@
-//! `--redact` tested the way it failed (issue 36): a corpus of planted
+//! `--redact` tested the way it failed: a corpus of planted
 //! identifiers (the host name in several cases, a user name and home
 //! directory, IPv4 and IPv6 addresses in every syntax redaction covers, a
 //! MAC and an e-mail address, a disk serial in the kernel command line)

@@ -59,7 +59,7 @@ fn json_without_histogram_reports_and_compares() {
     let j = dir.path().join("j.json");
     import("--json", &fixture("cyclictest-h150.json"), &j);
     let o = run_ok(&["compare", s(&j), s(&p)]);
-    // No distribution is not "too few samples" (issue 36).
+    // No distribution is not "too few samples".
     assert!(
         o.stdout
             .contains("nothing to tell at p50, p99, p99.9: a run has no distribution"),
@@ -706,7 +706,7 @@ fn compare_of_unlike_runs_shows_the_plan_differences_and_warns() {
 }
 
 /// `rtscope pool` of noise runs of one command: their calibrations differ,
-/// their settings do not (issue 36: refused for 'counter_hz'); a run whose
+/// their settings do not (before: refused for 'counter_hz'); a run whose
 /// series differ is refused, not dropped while its duration counts.
 #[test]
 fn pool_takes_measured_values_for_what_they_are() {

@@ -1,5 +1,5 @@
 //! `rtscope serve` and `--listen` as a server one could expose on a fleet's
-//! dashboard host (issue 36): only result documents are served, files are
+//! dashboard host: only result documents are served, files are
 //! streamed within a size cap, DNS-rebinding `Host` headers are refused,
 //! `/metrics` names the run from its first scrape; and the outputs a fleet
 //! reads: `--stream -` is nothing but JSON lines on stdout, result documents

@@ -75,7 +75,7 @@ impl RtChoice {
         no_rt: bool,
         default_system: bool,
     ) -> Result<Self> {
-        // (It ran SCHED_OTHER silently, issue 36.)
+        // (It ran SCHED_OTHER silently.)
         if no_rt && policy == Policy::Deadline {
             return Err(usage(
                 "--policy deadline and --no-rt contradict each other: a deadline run needs \
@@ -779,7 +779,7 @@ mod tests {
             "{m}"
         );
         assert!(o.dropped.is_none());
-        // The run of issue 26: 99.4 % dropped, and most kept wake-ups late.
+        // A run reported from the field: 99.4 % dropped, and most kept wake-ups late.
         let o = Overload::of(&series(1_200, 198_800, 600_000));
         assert_eq!(o.warnings().len(), 2);
         assert!(o.warnings()[0].starts_with("99.4% of the samples were dropped (198800 of 200000"));
@@ -832,7 +832,7 @@ mod tests {
     }
 
     /// Only `cyclic` takes SCHED_DEADLINE; with `--no-rt` it is a
-    /// contradiction everywhere (it ran SCHED_OTHER silently, issue 36).
+    /// contradiction everywhere (it ran SCHED_OTHER silently,).
     #[test]
     fn deadline_is_refused_but_where_allowed() {
         let e = RtChoice::new(Policy::Deadline, 95, false, false).unwrap_err();

@@ -475,7 +475,7 @@ fn settings(
 pub fn with_cmdline(doc: &mut ResultDocument, cmdline: &str) -> anyhow::Result<()> {
     let a = args::parse_cmdline(cmdline).map_err(|e| anyhow::anyhow!("--cmdline: {e}"))?;
     // The line's -h must be the file's: as many bins or more (all-zero rows
-    // at the end may be cut), never fewer, never none (issue 36).
+    // at the end may be cut), never fewer, never none.
     let bin_ns = if doc.warnings.iter().any(|w| w.contains("1 ns bins (-N)")) {
         1
     } else {
@@ -1302,7 +1302,7 @@ mod tests {
         assert!(e.to_string().contains("--priospread is refused"), "{e}");
     }
 
-    /// A --cmdline whose -h contradicts the file is refused (issue 36: it
+    /// A --cmdline whose -h contradicts the file is refused (before: it
     /// was taken): fewer bins than the file has rows, or none; more is
     /// what cut all-zero rows leave.
     #[test]

@@ -1170,7 +1170,7 @@ mod tests {
         }
     }
 
-    /// Every form issue 36 found left in place.
+    /// Every form a hostile pass found left in place.
     #[test]
     fn every_address_form() {
         for (text, want) in [

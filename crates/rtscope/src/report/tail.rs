@@ -1305,7 +1305,7 @@ mod tests {
         };
         assert_eq!(run_line(&r), "b: 12 above in 3.0s = 14400/h [7441, 25155]");
         // With episodes: their rate and interval; without a measuring time:
-        // no rate at all (issue 36: "9 above in 0.0s = ∞/h").
+        // no rate at all (before: "9 above in 0.0s = ∞/h").
         let e = TailRun {
             episodes: Some(RunEpisodes {
                 count: 3,
@@ -1806,7 +1806,7 @@ mod tests {
     #[test]
     fn calibration_aa_tail_verdicts_on_bursts() {
         // A/A: an episode in 10 % of the blocks, bursts of 8 values on
-        // average. Counted as values, most pairs get a verdict (issue 36:
+        // average. Counted as values, most pairs get a verdict (before:
         // 4 of 6 real pairs did); counted as episodes at most 5 %.
         let (episodes, values) = aa_calls(100, (0.1, 0.1), 8.0);
         assert!(

@@ -1100,7 +1100,7 @@ mod aggregate_tests {
     }
 
     /// A deadline run that missed most periods names its runtime budget
-    /// (issue 36: `--dl-runtime 1024ns` missed 96.6 % and the warning
+    /// (before: `--dl-runtime 1024ns` missed 96.6 % and the warning
     /// spoke only of the period); a fifo run, or a deadline run that missed
     /// a few, does not.
     #[test]

@@ -1016,7 +1016,7 @@ mod tests {
         let a = ok("-t 3 -S");
         assert_eq!(a.threads, Threads::PerCpu);
         assert!(a.messages.is_empty());
-        // -a before -S: cyclictest 2.40 stops (issue 36: it ran), with or
+        // -a before -S: cyclictest 2.40 stops (before: it ran), with or
         // without a CPU set, short or long.
         for line in [
             "-a 1 -t 3 -S",
@@ -1172,7 +1172,7 @@ mod tests {
         assert_eq!(ok("-D 1D").duration_s, 86_400);
         assert_eq!(ok("-D 0").duration_s, 0);
         // What cyclictest 2.40 does with each, as the refusal says
-        // (issue 36: `1x` and `abc` were said to be read as `x` and `a`).
+        // (before: `1x` and `abc` were said to be read as `x` and `a`).
         for (line, says) in [
             ("-D 300ms", "-D 300ms: cyclictest reads a number of seconds with at most one suffix, m, h or d; it would read this as 300 minutes"),
             ("-D 2min", "it would read this as 2 minutes"),
@@ -1182,7 +1182,7 @@ mod tests {
             ("--duration=abc", "--duration abc: not a number of seconds (cyclictest would read it as 0, no duration: it would run until stopped)"),
             ("-D m", "-D m: not a number of seconds"),
             ("-D -5", "-D -5: must not be negative"),
-            // Wrapped in cyclictest's int (issue 36: these ran as written).
+            // Wrapped in cyclictest's int (before: these ran as written).
             ("-D 99999999999d", "-D 99999999999d: beyond cyclictest's int (2147483647 s, about 68 years): it would wrap it to"),
             ("-D 99999999999999999d", "beyond cyclictest's int"),
             ("-D 2147483648", "beyond cyclictest's int"),
@@ -1196,7 +1196,7 @@ mod tests {
     }
 
     /// Values cyclictest's `atoi` would wrap in its `int` are refused,
-    /// saying what it would read (issue 36: `-l 4294967297` ran 4294967297
+    /// saying what it would read (before: `-l 4294967297` ran 4294967297
     /// loops, cyclictest runs 1).
     #[test]
     fn values_atoi_would_wrap_are_refused() {

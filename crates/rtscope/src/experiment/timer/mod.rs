@@ -864,7 +864,7 @@ mod tests {
             assert_eq!(crate::error::exit_code(&e), 2);
         }
         // With --no-rt, deadline is a contradiction (it ran SCHED_OTHER
-        // silently, issue 36).
+        // silently,).
         let mut o = opts();
         o.policies = vec![Policy::Deadline];
         o.run.rt.no_rt = true;
