@@ -305,6 +305,9 @@ pub struct Run {
     /// When the measurement ended ([`Run::measurement_ended`]): the
     /// document's duration ends there, not after the post-processing.
     ended_clock_ns: std::cell::Cell<Option<u64>>,
+    /// The loads' reports, where [`Run::stop_loads`] stopped them before
+    /// [`Run::finish`].
+    load_reports: Option<Vec<rtscope_core::result::LoadReport>>,
 }
 
 /// Starts a run: checks the right to real-time scheduling, sets up the
@@ -367,6 +370,7 @@ pub fn begin_live(s: &RunSettings, header: &str, live: Option<LiveSetup>) -> Res
         start_clock_ns: sys::clock_ns(libc::CLOCK_MONOTONIC),
         shown,
         ended_clock_ns: std::cell::Cell::new(None),
+        load_reports: None,
     };
     // The live views show the warnings the run starts with (the terminal UI
     // covers the lines printed above).
@@ -435,6 +439,37 @@ impl Run {
         }
     }
 
+    /// Stops and reaps the loads now (the measurement has ended): their
+    /// shares end with the measurement, and their shutdown does not add to
+    /// what follows a stop (the trace's last read, the files). [`finish`]
+    /// attaches their reports.
+    ///
+    /// [`finish`]: Self::finish
+    pub fn stop_loads(&mut self) {
+        if self.load_reports.is_none() {
+            let origin = self.load_origin(self.start_clock_ns);
+            let loads = std::mem::replace(
+                &mut self.loads,
+                crate::load::supervisor::RunningLoads::none(),
+            );
+            self.load_reports = Some(loads.stop_at(origin));
+        }
+    }
+
+    /// CLOCK_MONOTONIC at the run's start `start_clock_ns` (on the
+    /// measurement clock): scheduled loads count their on-intervals from it
+    /// (where the measurement clock is another one, the start is moved to
+    /// CLOCK_MONOTONIC by their current offset).
+    fn load_origin(&self, start_clock_ns: u64) -> u64 {
+        if self.clock == libc::CLOCK_MONOTONIC {
+            start_clock_ns
+        } else {
+            let offset =
+                sys::clock_ns(self.clock) as i128 - sys::clock_ns(libc::CLOCK_MONOTONIC) as i128;
+            (start_clock_ns as i128 - offset).max(0) as u64
+        }
+    }
+
     /// The result document as of now (also for checkpoints): the loads are
     /// attached by [`finish`](Self::finish).
     pub fn document(
@@ -473,20 +508,16 @@ impl Run {
         // From here to the files written, a first stop writes them still.
         crate::signals::results_pending();
         let mut doc = self.document(experiment, plan, series, end_reason, warnings);
-        // On-intervals of scheduled loads: relative to the document's start,
-        // on CLOCK_MONOTONIC (where the measurement clock is another one,
-        // its start is moved to CLOCK_MONOTONIC by their current offset).
-        let origin = if self.clock == libc::CLOCK_MONOTONIC {
-            doc.start_clock_ns
-        } else {
-            let offset =
-                sys::clock_ns(self.clock) as i128 - sys::clock_ns(libc::CLOCK_MONOTONIC) as i128;
-            (doc.start_clock_ns as i128 - offset).max(0) as u64
-        };
+        // On-intervals of scheduled loads: relative to the document's start.
+        let origin = self.load_origin(doc.start_clock_ns);
         let Run {
-            loads, mut shown, ..
+            loads,
+            mut shown,
+            load_reports,
+            ..
         } = self;
-        crate::load::attach(&mut doc, &loads.stop_at(origin));
+        let reports = load_reports.unwrap_or_else(|| loads.stop_at(origin));
+        crate::load::attach(&mut doc, &reports);
         // Said under the loads table (`deliver`), not again in the summary.
         shown.extend(crate::load::warnings(&doc.loads));
         Finished { doc, shown }

@@ -436,6 +436,17 @@ impl LoadSet {
 }
 
 impl RunningLoads {
+    /// No load (what is left where the loads were stopped early).
+    pub fn none() -> RunningLoads {
+        RunningLoads {
+            loads: Vec::new(),
+            spawned_at: Instant::now(),
+            window_start: Instant::now(),
+            window_start_mono: sys::clock_ns(libc::CLOCK_MONOTONIC),
+            scheduler: None,
+        }
+    }
+
     /// Whether no load runs.
     pub fn is_empty(&self) -> bool {
         self.loads.is_empty()

@@ -692,6 +692,9 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     rtscope_core::rt::wake_until_ended(&tids, |i| !handles[i].is_finished());
     let ends = agg.join(handles);
     run.measurement_ended();
+    // The loads stop now, not after the trace's last read and the live
+    // sinks' end: a stop under loads ends the process sooner.
+    run.stop_loads();
     live.finish(|| agg.statuses(plan.run.rt.priority));
     for w in agg.end_live() {
         // Not eprintln!: after a hangup stderr may be gone, and the results
