@@ -47,6 +47,24 @@ fn cyclic_to_a_fifo(dir: &std::path::Path, duration: &str) -> (Spawned, std::pat
     (child, fifo)
 }
 
+/// `check --measure --measure-time 10s`, stopped by `stop` `after_ms` into
+/// the probe whose progress line holds `probe`; it must end soon after.
+fn check_measure_stopped_in(probe: &str, after_ms: u64, stop: impl Fn(&Spawned)) -> common::Ran {
+    let mut child = own_group(["check", "--measure", "--measure-time", "10s"]).spawn();
+    child.wait_for_line(true, LIMIT, |l| l.contains(probe).then_some(()));
+    child.catches_sigint();
+    std::thread::sleep(Duration::from_millis(after_ms));
+    let sent = Instant::now();
+    stop(&child);
+    let out = child.wait_within(LIMIT);
+    assert!(
+        sent.elapsed() < AFTER_STOP,
+        "ended {:?} after the stop",
+        sent.elapsed()
+    );
+    out
+}
+
 /// The last online CPU (the measuring CPU of the hwlat runs).
 fn last_cpu() -> String {
     rtscope_core::units::online_cpus()
@@ -309,38 +327,18 @@ fn a_second_stop_while_the_results_are_written_exits_at_once() {
 #[test]
 fn a_stop_during_one_probe_of_check_measure_ends_the_others_too() {
     let _turn = alongside();
-    let mut child = own_group(["check", "--measure", "--measure-time", "10s"]).spawn();
     // In the noise probe (a run with its handlers): after the IRQ count.
-    child.wait_for_line(true, LIMIT, |l| l.contains("of OS noise").then_some(()));
-    child.catches_sigint();
-    std::thread::sleep(Duration::from_millis(500));
-    let sent = Instant::now();
-    child.signal(libc::SIGTERM);
-    let out = child.wait_within(LIMIT);
+    let out = check_measure_stopped_in("of OS noise", 500, |c| c.signal(libc::SIGTERM));
     // The wake-up latency probe after it begins stopped: not 10 s more.
-    assert!(
-        sent.elapsed() < AFTER_STOP,
-        "ended {:?} after the stop",
-        sent.elapsed()
-    );
     assert!(out.stdout().contains("isolcpus"), "{}", out.stdout());
 }
 
 #[test]
 fn a_stop_during_the_irq_count_of_check_measure_keeps_the_audit() {
     let _turn = alongside();
-    let mut child = own_group(["check", "--measure", "--measure-time", "10s"]).spawn();
-    child.wait_for_line(true, LIMIT, |l| l.contains("of IRQ counting").then_some(()));
-    child.catches_sigint();
-    std::thread::sleep(Duration::from_millis(300));
-    let sent = Instant::now();
-    stop_like_timeout(&child, libc::SIGINT);
-    let out = child.wait_within(LIMIT);
-    assert!(
-        sent.elapsed() < AFTER_STOP,
-        "ended {:?} after the stop",
-        sent.elapsed()
-    );
+    let out = check_measure_stopped_in("of IRQ counting", 300, |c| {
+        stop_like_timeout(c, libc::SIGINT)
+    });
     let text = out.stdout();
     // The audit is written, the probes not run are said, none is cited
     // with numbers it did not measure.
