@@ -4,6 +4,7 @@
 #
 #   ci_apt_install PKG...      apt-get install, after an index update that may fail
 #   ci_apt_update              the index update alone: retried, never fatal
+#                              (sets CI_APT_UPDATE_FAILED=1 when it gave up)
 #   ci_cargo_tool NAME VERSION a cargo-installed tool, once per machine (pinned)
 #   ci_rustup WHAT...          rustup component/target add, failing with its name
 #   ci_step NAME CMD...        runs CMD, records its time and the free disk
@@ -38,6 +39,9 @@ ci_apt_update() {
     ((i < tries)) && sleep $((5 * i))
   done
   ci_say "going on with the package indexes there are"
+  # Said to the caller too: a package missing from the indexes may be one an
+  # index that failed to update would have had (.ci/kernels skips a guest then).
+  CI_APT_UPDATE_FAILED=1
   return 0
 }
 
