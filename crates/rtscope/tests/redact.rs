@@ -12,9 +12,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use common::{http, measured, run, s, Run, LIMIT};
+use common::{http, measured, run, s, LIMIT};
 
 /// What must not be left (looked for in lower case).
 const PLANTED: &[&str] = &[
@@ -200,16 +199,8 @@ fn planted_identifiers_leave_no_trace_in_serve() {
     let (dir, files) = corpus(root.path());
     // A file the list skips, named after the host; and a plain copy.
     std::fs::write(dir.join("prod-db-17-broken.json"), "{\"x\": ").unwrap();
-    let addr = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().to_string()
-    };
-    let mut child = Run::new(["serve", "--redact", "--listen", &addr])
-        .arg(&dir)
-        .spawn();
-    child.wait_for_line(false, Duration::from_secs(30), |l| {
-        l.starts_with("serving the results").then_some(())
-    });
+    let addr = common::free_addr();
+    let child = common::serve_redacted(&dir, &addr);
     let get = |path: &str| {
         http(
             &addr,

@@ -114,12 +114,6 @@ fn device_serials_and_ids_are_left_out() {
     }
 }
 
-/// A free loopback address.
-fn free_addr() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().to_string()
-}
-
 /// `serve --redact` prints nothing with the served directory's path (it
 /// holds the user's home directory): neither its start line nor an error.
 #[test]
@@ -128,7 +122,7 @@ fn serve_redact_prints_no_directory() {
     let dir = root.path().join("home/carol/lab-results");
     std::fs::create_dir_all(&dir).unwrap();
     measured(&dir, "a", &["cyclic", "-l", "100", "-i", "500us"]);
-    let addr = free_addr();
+    let addr = common::free_addr();
     let mut child = Run::new(["serve", "--redact", "--listen", &addr])
         .arg(&dir)
         .spawn();
@@ -166,11 +160,17 @@ fn serve_redact_prints_no_directory() {
     assert!(line.contains(&format!("http://{addr}/")), "{line}");
     // An error about the directory does not name it either.
     let missing = root.path().join("home/carol/gone");
-    let o = run(&["serve", "--redact", "--listen", &free_addr(), s(&missing)]);
+    let o = run(&[
+        "serve",
+        "--redact",
+        "--listen",
+        &common::free_addr(),
+        s(&missing),
+    ]);
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(!o.stderr.contains("carol"), "{}", o.stderr);
     // Without --redact the path is shown (the checks above can fail).
-    let o = run(&["serve", "--listen", &free_addr(), s(&missing)]);
+    let o = run(&["serve", "--listen", &common::free_addr(), s(&missing)]);
     assert!(o.stderr.contains("carol"), "{}", o.stderr);
 }
 
@@ -225,7 +225,7 @@ fn allow_host_takes_only_names_and_addresses() {
     // the name at any port.
     let d = tempfile::tempdir().unwrap();
     measured(d.path(), "a", &["cyclic", "-l", "100", "-i", "500us"]);
-    let addr = free_addr();
+    let addr = common::free_addr();
     let mut child = Run::new(["serve", "--listen", &addr])
         .args([
             "--allow-host",
@@ -290,7 +290,7 @@ fn port_zero_is_told_even_with_quiet() {
     let lines: Vec<&str> = err.lines().filter(|l| l.contains("listening")).collect();
     assert_eq!(lines.len(), 1, "{}", ran.stderr());
     // A port of its own choosing: -q prints nothing of it.
-    let port = free_addr();
+    let port = common::free_addr();
     let live = Run::new(["cyclic", "--no-rt", "-D", "60s", "-q", "--listen", &port]).spawn();
     let t0 = std::time::Instant::now();
     let (code, _, _) = loop {
@@ -329,13 +329,8 @@ fn names_joined_by_underscores_are_left_out() {
     for secret in secrets {
         assert!(!html.contains(secret), "report --redact: {secret}");
     }
-    let addr = free_addr();
-    let mut child = Run::new(["serve", "--redact", "--listen", &addr])
-        .arg(&dir)
-        .spawn();
-    child.wait_for_line(false, Duration::from_secs(30), |l| {
-        l.starts_with("serving the results").then_some(())
-    });
+    let addr = common::free_addr();
+    let child = common::serve_redacted(&dir, &addr);
     let get = |path: &str| {
         let req = format!("GET /{path} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
         let (code, _, body) = http(&addr, &req);

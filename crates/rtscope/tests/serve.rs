@@ -14,11 +14,7 @@ use std::time::Duration;
 
 use common::{http, Run, Spawned, LIMIT};
 
-/// A free loopback address (taken, released, given to the server).
-fn free_addr() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().to_string()
-}
+use common::free_addr;
 
 /// `rtscope serve DIR` with `extra` options, once it says it serves.
 fn serving(dir: &Path, extra: &[&str]) -> (Spawned, String) {

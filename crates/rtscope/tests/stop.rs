@@ -65,6 +65,22 @@ fn check_measure_stopped_in(probe: &str, after_ms: u64, stop: impl Fn(&Spawned))
     out
 }
 
+/// `cyclic` on the last CPU for a minute, outliers above `threshold` traced,
+/// with `extra` options, in a process group of its own.
+fn traced_cyclic(threshold: &str, extra: &[&str]) -> Run {
+    own_group([
+        "cyclic",
+        "-a",
+        &last_cpu(),
+        "-D",
+        "60",
+        "-q",
+        "--trace-outliers",
+        threshold,
+    ])
+    .args(extra)
+}
+
 /// The last online CPU (the measuring CPU of the hwlat runs).
 fn last_cpu() -> String {
     rtscope_core::units::online_cpus()
@@ -362,18 +378,7 @@ fn a_stop_during_the_irq_count_of_check_measure_keeps_the_audit() {
 fn a_stop_during_set_up_leaves_no_trace_instance_or_mount() {
     let _turn = alongside();
     for ms in [5, 20, 40, 60, 80, 120, 200] {
-        let child = own_group([
-            "cyclic",
-            "-a",
-            &last_cpu(),
-            "-D",
-            "60",
-            "-q",
-            "--trace-outliers",
-            "100us",
-        ])
-        .json()
-        .spawn();
+        let child = traced_cyclic("100us", &[]).json().spawn();
         let pid = child.id();
         std::thread::sleep(Duration::from_millis(ms));
         child.signal(libc::SIGINT);
@@ -422,20 +427,9 @@ fn a_stop_during_set_up_leaves_no_trace_instance_or_mount() {
 #[test]
 fn a_flood_of_trace_events_does_not_hold_the_stop() {
     let _turn = alongside();
-    let mut child = own_group([
-        "cyclic",
-        "-a",
-        &last_cpu(),
-        "-D",
-        "60",
-        "-q",
-        "--trace-outliers",
-        "1s",
-        "--load",
-        "messaging,instances=1",
-    ])
-    .json()
-    .spawn();
+    let mut child = traced_cyclic("1s", &["--load", "messaging,instances=1"])
+        .json()
+        .spawn();
     let pid = child.id();
     child.wait_for("its trace instance", LIMIT, || {
         !instances_of(pid).is_empty()

@@ -171,6 +171,23 @@ pub fn http(addr: &str, request: &str) -> (u16, String, String) {
     (status, head.to_string(), body.to_string())
 }
 
+/// A free loopback address (taken, released, given to a server).
+pub fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+/// `rtscope serve --redact --listen ADDR DIR`, once it serves.
+pub fn serve_redacted(dir: &Path, addr: &str) -> Spawned {
+    let mut child = Run::new(["serve", "--redact", "--listen", addr])
+        .arg(dir)
+        .spawn();
+    child.wait_for_line(false, std::time::Duration::from_secs(30), |l| {
+        l.starts_with("serving the results").then_some(())
+    });
+    child
+}
+
 /// Whether a tool is on PATH; with CI set, a missing one fails the test
 /// (.ci/run installs it: a skip there would hide a regression).
 pub fn tool(name: &str) -> bool {
