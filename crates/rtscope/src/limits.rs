@@ -250,6 +250,9 @@ fn pids_cgroups() -> Vec<PathBuf> {
 /// (ring, stack, recorders): within the thread limits and the memory budget.
 pub fn check_threads(threads: usize, bytes_each: u64) -> Result<()> {
     let n = threads as u64;
+    if n == 0 {
+        return Err(usage("-t/--threads 0: at least 1 thread"));
+    }
     if let Some((room, why)) = thread_room() {
         if n > room {
             return Err(usage(format!(

@@ -489,6 +489,19 @@ mod tests {
         assert!(crate::experiment::cyclic::plan(&x.options).is_err());
     }
 
+    /// Cases the property below found once, kept so that they stay fixed.
+    #[test]
+    fn lines_the_property_found() {
+        for line in ["-t0 -?"] {
+            let words: Vec<String> = line.split_whitespace().map(String::from).collect();
+            if let Ok(a) = parse(&words) {
+                if let Ok(x) = resolve(&a, &machine()) {
+                    let _ = crate::experiment::cyclic::plan(&x.options);
+                }
+            }
+        }
+    }
+
     proptest::proptest! {
         /// Any command line: parsed and resolved, or one line of error; never a panic.
         #[test]
