@@ -142,6 +142,20 @@ fn no_rt_runs_as_other_and_says_so() {
     assert!(warnings
         .iter()
         .any(|w| w.as_str().unwrap().contains("--no-rt")));
+    // A real-time policy or priority given with --no-rt is overridden, and
+    // stderr says so (it was dropped without a word).
+    let ran = Run::new([
+        "cyclic", "-l", "3", "--no-rt", "-q", "--policy", "rr", "-p", "80",
+    ])
+    .json()
+    .exits(0);
+    assert_eq!(ran.document()["plan"]["rt"]["policy"], "other");
+    assert!(
+        ran.stderr()
+            .contains("--no-rt: --policy rr and -p 80 not applied"),
+        "{}",
+        ran.stderr()
+    );
 }
 
 #[test]

@@ -354,9 +354,9 @@ pub struct RtArgs {
     #[arg(short = 'p', long, value_parser = priority, allow_hyphen_values = true)]
     pub priority: Option<u8>,
 
-    /// Scheduling policy of measurement threads.
-    #[arg(long, default_value = "fifo", value_parser = named::<Policy>(Policy::NAMES))]
-    pub policy: Policy,
+    /// Scheduling policy of measurement threads [default: fifo].
+    #[arg(long, value_parser = named::<Policy>(Policy::NAMES))]
+    pub policy: Option<Policy>,
 
     /// Run as SCHED_OTHER without real-time privileges (the result is marked as such).
     #[arg(long)]
@@ -528,7 +528,35 @@ impl RtArgs {
     /// The validated real-time settings.
     pub fn choice(&self) -> anyhow::Result<RtChoice> {
         self.check_priority()?;
-        RtChoice::new(self.policy, self.prio(), self.no_rt, self.default_system)
+        self.note_no_rt();
+        RtChoice::new(self.policy(), self.prio(), self.no_rt, self.default_system)
+    }
+
+    /// `--policy`, or its default (fifo).
+    fn policy(&self) -> Policy {
+        self.policy.unwrap_or(Policy::Fifo)
+    }
+
+    /// `--no-rt` overrides a real-time policy or priority given with it (a
+    /// script may add it where real-time is refused): said on stderr, not
+    /// dropped without a word.
+    fn note_no_rt(&self) {
+        if !self.no_rt || self.policy == Some(Policy::Deadline) {
+            return;
+        }
+        let mut given = Vec::new();
+        if let Some(p) = self.policy.filter(|p| p.is_rt()) {
+            given.push(format!("--policy {}", p.name()));
+        }
+        if let Some(p) = self.priority.filter(|&p| p > 0) {
+            given.push(format!("-p {p}"));
+        }
+        if !given.is_empty() {
+            eprintln!(
+                "rtscope: --no-rt: {} not applied, the threads run SCHED_OTHER",
+                given.join(" and ")
+            );
+        }
     }
 
     /// A priority given with a policy that has none (other, batch, idle)
@@ -537,11 +565,11 @@ impl RtArgs {
         match self.priority {
             Some(p)
                 if p != 0
-                    && matches!(self.policy, Policy::Other | Policy::Batch | Policy::Idle) =>
+                    && matches!(self.policy(), Policy::Other | Policy::Batch | Policy::Idle) =>
             {
                 Err(crate::error::usage(format!(
                     "-p {p}: --policy {} has no real-time priority (only 0); give -p with fifo or rr",
-                    self.policy.name()
+                    self.policy().name()
                 )))
             }
             _ => Ok(()),
@@ -550,14 +578,15 @@ impl RtArgs {
 
     /// [`RtArgs::choice`], `--policy deadline` allowed.
     pub fn choice_with_deadline(&self) -> anyhow::Result<RtChoice> {
-        if self.policy == Policy::Deadline && !self.no_rt && self.priority.is_some() {
+        if self.policy == Some(Policy::Deadline) && !self.no_rt && self.priority.is_some() {
             return Err(crate::error::usage(
                 "-p/--priority does not apply to --policy deadline: a deadline task has no \
                  priority (--dl-runtime, --dl-deadline and the period -i set it)",
             ));
         }
         self.check_priority()?;
-        RtChoice::with_deadline(self.policy, self.prio(), self.no_rt, self.default_system)
+        self.note_no_rt();
+        RtChoice::with_deadline(self.policy(), self.prio(), self.no_rt, self.default_system)
     }
 
     /// `-p`, or its default (95).

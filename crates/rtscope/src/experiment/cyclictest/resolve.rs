@@ -492,7 +492,7 @@ mod tests {
     /// Cases the property below found once, kept so that they stay fixed.
     #[test]
     fn lines_the_property_found() {
-        for line in ["-t0 -?"] {
+        for line in ["-t0 -?", "-t 0 -h 5 -?"] {
             let words: Vec<String> = line.split_whitespace().map(String::from).collect();
             if let Ok(a) = parse(&words) {
                 if let Ok(x) = resolve(&a, &machine()) {
