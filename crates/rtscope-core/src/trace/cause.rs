@@ -9,10 +9,11 @@
 //!
 //! - **timer** (the expiry to the timer interrupt): a hard interrupt handler
 //!   or softirq that covered it names itself; with none, nothing on the CPU
-//!   explains it: [`Cause::HardwareOrHypervisor`] (with the idle task
-//!   current, or a task in user space, the kernel cannot hold interrupts off
-//!   for that long; without `preemptirq` tracepoints, interrupts off in the
-//!   kernel under a running task look the same, and the evidence says so);
+//!   explains it: with the idle task current, [`Cause::HardwareOrHypervisor`]
+//!   (the idle task cannot hold interrupts off for that long); with a task
+//!   current, [`Cause::Unknown`]: without `preemptirq` tracepoints,
+//!   interrupts off in its kernel code and a stall below the kernel look the
+//!   same, and the evidence names both;
 //! - **wakeup** (the interrupt to `sched_waking`): the handlers inside it;
 //! - **switch+return** (`sched_waking` to the return to user space): the
 //!   task that held the CPU (its name, pid, priority, and whether it outranked
@@ -343,7 +344,10 @@ fn holders(events: &[Event], cpu: u32, from: u64, to: u64) -> (BTreeMap<Holder, 
         if e.ts > from {
             inside += 1;
         }
-        let holder = stack.last().copied().or(current.map(Holder::Task));
+        // Before the CPU's first event the current task is unknown: the
+        // event's own pid is the task it interrupted or switched out.
+        let now = current.or((e.pid >= 0).then_some(e.pid));
+        let holder = stack.last().copied().or(now.map(Holder::Task));
         if let Kind::Nmi { delta_ns } = e.kind {
             let s = e.ts.saturating_sub(delta_ns);
             credit(&mut out, holder, last, s);
@@ -520,23 +524,30 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                 Some((Holder::Task(p), _)) => Some(p),
                 _ => None,
             };
-            let who = match task {
-                Some(0) | None => "the CPU idle".to_string(),
-                Some(p) => format!("{} running", dec.task_name(p, cpu)),
-            };
-            let tail = if matches!(task, Some(p) if p != 0) {
-                " (without preemptirq tracepoints, interrupts off in its kernel code would look the same)"
-            } else {
-                ""
-            };
-            mk(
-                Cause::HardwareOrHypervisor,
-                format!(
-                    "the timer interrupt came {} late on CPU {cpu} with {who} and no kernel event in between: the hardware, firmware or hypervisor held the CPU{tail}",
-                    us(stage_ns)
+            match task {
+                // The idle task cannot hold interrupts off for long: what
+                // held the CPU was below the kernel.
+                Some(0) | None => mk(
+                    Cause::HardwareOrHypervisor,
+                    format!(
+                        "the timer interrupt came {} late on CPU {cpu} with the CPU idle and no kernel event in between: the hardware, firmware or hypervisor held the CPU",
+                        us(stage_ns)
+                    ),
+                    stage_ns,
                 ),
-                stage_ns,
-            )
+                // A task in the kernel with interrupts off looks the same as
+                // a stall below the kernel without `preemptirq` events: not
+                // named either way.
+                Some(p) => mk(
+                    Cause::Unknown,
+                    format!(
+                        "the timer interrupt came {} late on CPU {cpu} with {} running and no kernel event in between: interrupts off in its kernel code, or the hardware, firmware or hypervisor held the CPU (a kernel with preemptirq tracepoints tells them apart; `rtscope hwlat` tests the machine)",
+                        us(stage_ns),
+                        dec.task_name(p, cpu)
+                    ),
+                    stage_ns,
+                ),
+            }
         }
         "switch+return" => {
             let cpu = w.exit_cpu;
@@ -1156,6 +1167,20 @@ mod tests {
         let d = run(&w, &st, lat, &evs[2..], &dec());
         assert_eq!(d.cause, Cause::HardwareOrHypervisor, "{d:?}");
         assert!(d.evidence.contains("the CPU idle"), "{}", d.evidence);
+        // The same with a task current: interrupts off in its kernel code
+        // look the same without preemptirq events, so neither is named.
+        let busy: Vec<Event> = evs[2..]
+            .iter()
+            .map(|e| ev(e.ts, e.cpu, 55, e.kind))
+            .collect();
+        let d = run(&w, &st, lat, &busy, &dec());
+        assert_eq!(d.cause, Cause::Unknown, "{d:?}");
+        assert!(
+            d.evidence
+                .contains("interrupts off in its kernel code, or the hardware"),
+            "{}",
+            d.evidence
+        );
     }
 
     #[test]
