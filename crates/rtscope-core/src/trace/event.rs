@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::format::{read_int, read_str, read_uint, EventFormat, Field};
+use super::format::{read_cstr, read_int, read_str, read_uint, EventFormat, Field};
 
 /// What happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -308,7 +308,7 @@ impl Decoder {
                     read_int(rec, next_pid) as i32,
                 );
                 for (pid, f) in [(n, next_comm), (p, prev_comm)] {
-                    self.comms.entry(pid).or_insert_with(|| read_str(rec, f));
+                    note_comm(&mut self.comms, pid, read_cstr(rec, f));
                 }
                 let int = |f: &Option<Field>| f.as_ref().map(|f| read_int(rec, f));
                 Kind::Switch {
@@ -321,7 +321,7 @@ impl Decoder {
             }
             Decode::Waking { pid, comm, target } => {
                 let p = read_int(rec, pid) as i32;
-                self.comms.entry(p).or_insert_with(|| read_str(rec, comm));
+                note_comm(&mut self.comms, p, read_cstr(rec, comm));
                 Kind::Waking {
                     pid: p,
                     target_cpu: read_int(rec, target) as i32,
@@ -368,6 +368,20 @@ impl Decoder {
             _ if pid == 0 => format!("swapper/{cpu} (idle)"),
             Some(c) => format!("{c}[{pid}]"),
             None => format!("pid {pid}"),
+        }
+    }
+}
+
+/// Keeps the latest name seen of `pid`: a task may rename itself after its
+/// first event (an exec, `PR_SET_NAME`: a load worker forked as `rtscope`
+/// becomes `rtscope-cpu`). The idle task (pid 0, one name per CPU) keeps
+/// its first; [`Decoder::task_name`] names it by its CPU.
+fn note_comm(comms: &mut HashMap<i32, String>, pid: i32, name: std::borrow::Cow<'_, str>) {
+    match comms.get_mut(&pid) {
+        Some(c) if pid == 0 || *c == *name => {}
+        Some(c) => *c = name.into_owned(),
+        None => {
+            comms.insert(pid, name.into_owned());
         }
     }
 }
@@ -442,6 +456,31 @@ mod tests {
             }
         }
         r
+    }
+
+    /// A task renamed after its first event (a load worker forked as
+    /// `rtscope`) is named by its latest name; the idle task keeps its first.
+    #[test]
+    fn a_renamed_task_has_its_latest_name() {
+        let mut d = Decoder::default();
+        for (sys, f) in formats() {
+            d.add(&sys, &f);
+        }
+        let f = format("sched_switch");
+        let switch = |d: &mut Decoder, prev: &str, next: &str| {
+            let r = record(
+                &f,
+                0,
+                &[("prev_pid", 0), ("next_pid", 42)],
+                &[("prev_comm", prev), ("next_comm", next)],
+            );
+            d.decode(1, 1, &r).unwrap();
+        };
+        switch(&mut d, "swapper/1", "rtscope");
+        assert_eq!(d.task_name(42, 1), "rtscope[42]");
+        switch(&mut d, "swapper/0", "rtscope-cpu");
+        assert_eq!(d.task_name(42, 1), "rtscope-cpu[42]");
+        assert_eq!(d.comms[&0], "swapper/1");
     }
 
     #[test]

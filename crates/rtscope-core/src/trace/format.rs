@@ -150,6 +150,11 @@ pub fn read_int(data: &[u8], f: &Field) -> i64 {
 
 /// Reads a string field: a fixed `char[N]` or a `__data_loc char[]`.
 pub fn read_str(data: &[u8], f: &Field) -> String {
+    read_cstr(data, f).into_owned()
+}
+
+/// [`read_str`], borrowed from the record where it is valid UTF-8.
+pub fn read_cstr<'a>(data: &'a [u8], f: &Field) -> std::borrow::Cow<'a, str> {
     let bytes = if f.data_loc {
         let loc = read_uint(data, f.offset, 4);
         let (off, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
@@ -158,7 +163,7 @@ pub fn read_str(data: &[u8], f: &Field) -> String {
         data.get(f.offset..f.offset + f.size).unwrap_or(&[])
     };
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    String::from_utf8_lossy(&bytes[..end]).into_owned()
+    String::from_utf8_lossy(&bytes[..end])
 }
 
 #[cfg(test)]
