@@ -61,7 +61,8 @@ lab_send_console() {
 # or with "start" the case about to start; "done" marks the run complete
 # (written even when nothing changed). Nothing new and not done: nothing
 # written (a look at DIR alone: find, stat and awk). Prints
-# "@@LAB checkpoint SEQ LABEL: N files, BYTES bytes, SECONDS s"; returns 1
+# "@@LAB checkpoint SEQ LABEL: N files, BYTES bytes, SECONDS s" (or "- LABEL:
+# nothing new, SECONDS s"); returns 1
 # when the record could not be made or written. Its work files go in
 # $lab_tmp (default /tmp).
 lab_ckpt_seq=0 lab_ckpt_off=0 lab_ckpt_run=""
@@ -85,7 +86,10 @@ lab_write_record() {
     [ -z "$files" ] || stat -c '%s %y %z %i %n' $files >"$lab_tmp/lab-ck-now" || exit 1
     awk 'FILENAME == ARGV[1] {seen[$0] = 1; next} !($0 in seen) {print $NF}' "$lab_tmp/lab-ck-seen" "$lab_tmp/lab-ck-now"
   ) || return 1
-  [ -n "$lab_ck_new" ] || [ "$lab_ck_state" = done ] || return 0
+  if [ -z "$lab_ck_new" ] && [ "$lab_ck_state" != done ]; then
+    lab_ck_said "- $lab_ck_label: nothing new"
+    return 0
+  fi
   : >"$lab_tmp/lab-ck-list"
   : >"$lab_tmp/lab-ck-data"
   if [ -n "$lab_ck_new" ]; then
@@ -98,7 +102,7 @@ lab_write_record() {
       tar -cf - $lab_ck_new | gzip -c >"$lab_tmp/lab-ck-data"
     ) || return 1
   fi
-  lab_ck_n=$(grep -c . "$lab_tmp/lab-ck-list")
+  lab_ck_n=$(set -f; set -- $lab_ck_new; echo $#)
   set -- $(sha256sum <"$lab_tmp/lab-ck-data") $(wc -c <"$lab_tmp/lab-ck-data")
   {
     echo "RTSCOPE-LAB-RECORD 2 $lab_ckpt_run $((lab_ckpt_seq + 1)) $3 $1 $lab_ck_n $lab_ck_state $lab_ck_label"
@@ -113,11 +117,14 @@ lab_write_record() {
   lab_ckpt_seq=$((lab_ckpt_seq + 1))
   lab_ckpt_off=$(( (lab_ckpt_off + lab_ck_size + 4095) / 4096 * 4096 ))
   mv "$lab_tmp/lab-ck-now" "$lab_tmp/lab-ck-seen"
-  rm -f "$lab_tmp/lab-ck-data" "$lab_tmp/lab-ck-record" "$lab_tmp/lab-ck-sums"
+  lab_ck_said "$lab_ckpt_seq $lab_ck_label: $lab_ck_n files, $lab_ck_size bytes"
+}
+
+# lab_ck_said WHAT: "@@LAB checkpoint WHAT, SECONDS s" (since lab_ck_t0).
+lab_ck_said() {
   read -r lab_ck_t1 _ </proc/uptime
   lab_ck_cs=$(( (${lab_ck_t1%.*} - ${lab_ck_t0%.*}) * 100 + 1${lab_ck_t1#*.} - 1${lab_ck_t0#*.} ))
-  printf '@@LAB checkpoint %s %s: %s files, %s bytes, %d.%02d s\n' "$lab_ckpt_seq" "$lab_ck_label" \
-    "$lab_ck_n" "$lab_ck_size" $((lab_ck_cs / 100)) $((lab_ck_cs % 100))
+  printf '@@LAB checkpoint %s, %d.%02d s\n' "$1" $((lab_ck_cs / 100)) $((lab_ck_cs % 100))
 }
 
 # lab_drain: wait until the serial ports have sent what was written (their tx

@@ -77,7 +77,8 @@ lab_tmp="$t/tmp" "$sh" -c ". '$here/send.sh'
   cp '$t/in/z.bin' '$t/run/' &&
   lab_write_record '$t/run' '$t/disk.img' three >>'$t/ckpt' &&
   lab_write_record '$t/run' '$t/disk.img' suite-end done >>'$t/ckpt'" || fail "lab_write_record failed"
-[ "$(grep -c '^@@LAB checkpoint' "$t/ckpt")" = 5 ] || fail "disk: not 5 checkpoints ($(cat "$t/ckpt"))"
+[ "$(grep -c '^@@LAB checkpoint [0-9]' "$t/ckpt")" = 5 ] || fail "disk: not 5 checkpoints ($(cat "$t/ckpt"))"
+grep -q '^@@LAB checkpoint - unchanged: nothing new, ' "$t/ckpt" || fail "disk: the unchanged directory not said ($(cat "$t/ckpt"))"
 grep -q '^@@LAB checkpoint 2 two: 1 files' "$t/ckpt" || fail "disk: checkpoint 2 is not a.json alone ($(cat "$t/ckpt"))"
 grep -q '^@@LAB checkpoint 5 suite-end: 0 files' "$t/ckpt" || fail "disk: the last checkpoint sent files again ($(cat "$t/ckpt"))"
 # disk IMAGE OUTDIR: transport.py --disk's status, its stdout in $t/said, stderr in $t/err.
