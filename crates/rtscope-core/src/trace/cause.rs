@@ -603,7 +603,7 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                         Holder::Task(0) => true,
                         // Not known to be real-time (a task current since
                         // before the trace has no priority seen).
-                        Holder::Task(p) => *p != w.tid && !watch.prio.get(p).is_some_and(|&k| k < 100),
+                        Holder::Task(p) => *p != w.tid && watch.prio.get(p).is_none_or(|&k| k >= 100),
                         _ => false,
                     })
                     .map(|(_, ns)| *ns)
