@@ -248,15 +248,18 @@ pub struct LoadReport {
     pub instance_reports: Vec<InstanceReport>,
     /// Instances that failed.
     pub errors: Vec<String>,
-    /// The schedule of a load that was on only part of the time
-    /// (`every=`, `for=`, `start=`); absent for a load on all the time.
+    /// When a load on only part of the time (`every=`, `for=`, `start=`) was on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule: Option<LoadSchedule>,
-    /// Whether the load delivered less than it was asked for, beyond the
-    /// tolerance: an instance's CPU share below `level`, or a paced `net`
-    /// instance's packet rate below `rate=` (the run's warnings say by how
-    /// much). Judged when the run ends; `false` in older documents.
+    /// Delivered less than asked beyond the tolerance (CPU share below
+    /// `level`, a paced `net` rate below `rate=`); `false` in older documents.
     pub fell_short: bool,
+    /// The workers' `policy=` (`other`, `fifo`, `rr`); absent for other loads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// Their real-time priority (1-99), with `fifo` and `rr` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u8>,
 }
 
 /// When a scheduled load was on. Its CPU shares (`achieved_cpu_percent`)
@@ -264,15 +267,13 @@ pub struct LoadReport {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(default)]
 pub struct LoadSchedule {
-    /// On for `for_ns` at the start of every `every_ns`, from `start_ns`
-    /// after the measurement window opened.
+    /// The period, ns: on for `for_ns` at its start, from `start_ns` after the window opened.
     pub every_ns: u64,
     /// How long each on-phase lasts, ns.
     pub for_ns: u64,
     /// When the first on-phase starts, ns after the window opened.
     pub start_ns: u64,
-    /// `[on, off]` times, ns relative to the document's start (the clock of
-    /// `start_clock_ns`), in order; at most [`MAX_ON_INTERVALS`] (the first ones).
+    /// `[on, off]` times, ns from the document's start, in order; the first [`MAX_ON_INTERVALS`].
     pub on_intervals_ns: Vec<[u64; 2]>,
     /// How many times the load was switched on (also beyond the list).
     pub on_count: u64,

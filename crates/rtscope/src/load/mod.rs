@@ -16,6 +16,8 @@
 //!
 //! Every load takes the schedule keys `every=`, `for=` and `start=` (see
 //! [`Schedule`]): on for `for=` in each `every=` period, stopped in between.
+//! A real-time `cpu` load (`policy=fifo|rr`) keeps that schedule itself
+//! instead (see [`cpu`]): a supervisor sharing its CPU might never run.
 
 pub mod regulate;
 pub mod shortfall;
@@ -34,6 +36,7 @@ mod net;
 use std::collections::BTreeMap;
 use std::fmt;
 
+use rtscope_core::rt::Policy;
 use serde::Serialize;
 
 pub use supervisor::{LoadReport, LoadSet};
@@ -87,6 +90,8 @@ pub struct LoadDef {
     pub memory: fn(&LoadSpec) -> u64,
     /// Runs the load in a worker process until `ctx.stop` is raised.
     pub run: fn(&Ctx) -> anyhow::Result<()>,
+    /// Checks the keys of a parsed spec together (one-line error).
+    pub check: fn(&LoadSpec) -> Result<(), String>,
 }
 
 const INSTANCES: ParamDef = ParamDef {
@@ -115,17 +120,38 @@ fn no_memory(_: &LoadSpec) -> u64 {
     0
 }
 
+fn no_check(_: &LoadSpec) -> Result<(), String> {
+    Ok(())
+}
+
 /// Every load rtscope knows, in the order `rtscope load --list` shows them.
 pub static LOADS: &[LoadDef] = &[
     LoadDef {
         name: "cpu",
-        help: "arithmetic busy loop at a duty cycle of LEVEL % (100: spin), in 4-6 ms slices",
+        help: "arithmetic busy loop at a duty cycle of LEVEL % (100: spin), in 4-6 ms slices; \
+               policy=fifo|rr makes it a real-time hog that spins FOR of each EVERY on its own clock",
         takes_level: true,
-        params: &[INSTANCES],
+        params: &[
+            ParamDef {
+                key: "policy",
+                kind: ParamKind::Choice(&["other", "fifo", "rr"]),
+                default: Some("other"),
+                help: "scheduling policy of the workers: SCHED_OTHER, SCHED_FIFO or SCHED_RR \
+                       (fifo/rr need every=/for=, or RT throttling on)",
+            },
+            ParamDef {
+                key: "priority",
+                kind: ParamKind::Count { min: 1, max: 99 },
+                default: None,
+                help: "real-time priority, with policy=fifo|rr only (default: 1, the lowest)",
+            },
+            INSTANCES,
+        ],
         counters: cpu::COUNTERS,
         instances: DefaultInstances::PerCpu,
         memory: no_memory,
         run: cpu::run,
+        check: cpu::check,
     },
     LoadDef {
         name: "mem-churn",
@@ -139,6 +165,7 @@ pub static LOADS: &[LoadDef] = &[
         instances: DefaultInstances::PerCpu,
         memory: mem_churn::memory,
         run: mem_churn::run,
+        check: no_check,
     },
     LoadDef {
         name: "mem-fault",
@@ -152,6 +179,7 @@ pub static LOADS: &[LoadDef] = &[
         instances: DefaultInstances::PerCpu,
         memory: mem_fault::memory,
         run: mem_fault::run,
+        check: no_check,
     },
     LoadDef {
         name: "mem-access",
@@ -170,6 +198,7 @@ pub static LOADS: &[LoadDef] = &[
         instances: DefaultInstances::PerCpu,
         memory: mem_access::memory,
         run: mem_access::run,
+        check: no_check,
     },
     LoadDef {
         name: "messaging",
@@ -200,6 +229,7 @@ pub static LOADS: &[LoadDef] = &[
         instances: DefaultInstances::PerCpu,
         memory: no_memory,
         run: messaging::run,
+        check: no_check,
     },
     LoadDef {
         name: "net",
@@ -224,6 +254,7 @@ pub static LOADS: &[LoadDef] = &[
         instances: DefaultInstances::PerCpu,
         memory: no_memory,
         run: net::run,
+        check: no_check,
     },
     LoadDef {
         name: "io",
@@ -248,6 +279,7 @@ pub static LOADS: &[LoadDef] = &[
         instances: DefaultInstances::PerCpu,
         memory: no_memory,
         run: io::run,
+        check: no_check,
     },
     LoadDef {
         name: "cmd",
@@ -258,6 +290,7 @@ pub static LOADS: &[LoadDef] = &[
         instances: DefaultInstances::One,
         memory: no_memory,
         run: cmd::run,
+        check: no_check,
     },
 ];
 
@@ -442,7 +475,33 @@ impl LoadSpec {
     pub fn instances(&self) -> Option<usize> {
         self.params.get("instances").and_then(|v| v.parse().ok())
     }
+
+    /// The real-time policy and priority of a `policy=fifo|rr` load
+    /// (priority 1 unless given); `None` for a SCHED_OTHER one.
+    pub fn real_time(&self) -> Option<(Policy, u8)> {
+        let policy = match self.params.get("policy").map(String::as_str) {
+            Some("fifo") => Policy::Fifo,
+            Some("rr") => Policy::Rr,
+            _ => return None,
+        };
+        let prio = self
+            .params
+            .get("priority")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(DEFAULT_RT_PRIORITY);
+        Some((policy, prio))
+    }
+
+    /// Whether the load keeps its schedule itself (a real-time one with
+    /// `every=`/`for=`): the supervisor must then never stop it.
+    pub fn self_timed(&self) -> bool {
+        self.schedule.is_some() && self.real_time().is_some()
+    }
 }
+
+/// The priority of a real-time `cpu` load without `priority=`: the lowest,
+/// which preempts every SCHED_OTHER task and no real-time one.
+pub const DEFAULT_RT_PRIORITY: u8 = 1;
 
 /// Parses a byte size: a whole number with an optional binary suffix
 /// (`K`, `KB`, `KiB`, `M`, `MB`, `MiB`, `G`, `GB`, `GiB`, `T`...; all powers of 1024).
@@ -643,14 +702,16 @@ pub fn parse_spec(input: &str) -> Result<LoadSpec, String> {
         }
         params.insert(k.to_string(), check_param(name, p, v)?);
     }
-    Ok(LoadSpec {
+    let spec = LoadSpec {
         text: text.to_string(),
         name: def.name,
         level,
         params,
         command: None,
         schedule: Schedule::from_keys(name, &schedule_keys)?,
-    })
+    };
+    (def.check)(&spec)?;
+    Ok(spec)
 }
 
 /// The `--list` text: every load, its parameters and counters.
@@ -684,7 +745,8 @@ pub fn list_text() -> String {
         out.push_str(&format!("    counters: {}\n", d.counters.join(", ")));
     }
     out.push_str(
-        "every load: every=DURATION,for=DURATION[,start=DURATION]  on for FOR in each EVERY period, stopped (SIGSTOP) in between\n",
+        "every load: every=DURATION,for=DURATION[,start=DURATION]  on for FOR in each EVERY period, stopped (SIGSTOP) in between \
+         (a real-time cpu load sleeps in between by itself)\n",
     );
     out
 }

@@ -28,6 +28,13 @@
 //! (a stopped process acts on SIGTERM only once continued); a second Ctrl-C,
 //! which exits at once, continues the paused groups first
 //! ([`continue_paused_groups`]) so that their parent-death SIGTERM is acted on.
+//!
+//! A real-time `cpu` load (`policy=fifo|rr`) with a schedule is never
+//! stopped: it keeps the schedule by its own clock, on a grid that starts
+//! when the window is planned to open (passed in [`ORIGIN_ENV`]), and its
+//! on-intervals in the report are that grid's, within the window. Such a
+//! load is checked before anything starts: the right to its policy (a
+//! thread tries it), and without a schedule, that RT throttling is on.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
@@ -42,6 +49,8 @@ use anyhow::{anyhow, Context, Result};
 use rtscope_core::sys;
 use rtscope_core::units::{format_cpu_list, online_cpus};
 
+use super::cpu::{phase_at, ORIGIN_ENV};
+use super::worker::rt_refusal;
 use super::{format_size, DefaultInstances, LoadSpec};
 use crate::error::usage;
 
@@ -254,6 +263,9 @@ pub struct RunningLoads {
     window_start: Instant,
     /// CLOCK_MONOTONIC when the window opened (schedules count from it).
     window_start_mono: u64,
+    /// CLOCK_MONOTONIC when the window was planned to open: where the
+    /// schedules of self-timed loads count from.
+    grid_origin_mono: u64,
     scheduler: Option<Scheduler>,
 }
 
@@ -304,6 +316,9 @@ impl LoadSet {
             .iter()
             .map(|s| (s.def().memory)(s).saturating_mul(placement(s, &cpus).len() as u64))
             .fold(0u64, u64::saturating_add);
+        for s in specs {
+            check_real_time(s)?;
+        }
         let avail = mem_available().unwrap_or(0);
         let cap = avail / 100 * MEMORY_CAP_PERCENT;
         if total > cap {
@@ -341,6 +356,7 @@ impl LoadSet {
             spawned_at: Instant::now(),
             window_start: Instant::now(),
             window_start_mono: sys::clock_ns(libc::CLOCK_MONOTONIC),
+            grid_origin_mono: sys::clock_ns(libc::CLOCK_MONOTONIC) + RAMP.as_nanos() as u64,
             scheduler: None,
         };
         if specs.is_empty() {
@@ -366,6 +382,7 @@ impl LoadSet {
                     .arg(format_cpu_list(&icpus))
                     .arg("--")
                     .arg(&spec.text)
+                    .env(ORIGIN_ENV, running.grid_origin_mono.to_string())
                     .stdin(Stdio::null())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::null())
@@ -400,10 +417,18 @@ impl LoadSet {
             running.loads.push(r);
         }
         running.spawned_at = Instant::now();
-        // Ramp-up: a load that dies now (bad command, mmap refused) fails the run.
-        let until = Instant::now() + RAMP;
-        while Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(20));
+        // Ramp-up: a load that dies now (bad command, mmap refused) fails
+        // the run. It ends where self-timed loads start their grid ([`RAMP`]
+        // after the first spawn), but at least half of it after the last.
+        let until = running
+            .grid_origin_mono
+            .max(sys::clock_ns(libc::CLOCK_MONOTONIC) + RAMP.as_nanos() as u64 / 2);
+        loop {
+            let now = sys::clock_ns(libc::CLOCK_MONOTONIC);
+            if now >= until {
+                break;
+            }
+            std::thread::sleep(Duration::from_nanos((until - now).min(20_000_000)));
             if let Some(msg) = running.first_failure() {
                 return Err(anyhow!(msg));
             }
@@ -418,6 +443,9 @@ impl LoadSet {
             .loads
             .iter()
             .enumerate()
+            // A self-timed load is never stopped (it may hold the CPU the
+            // scheduler thread needs).
+            .filter(|(_, l)| !l.spec.self_timed())
             .filter_map(|(i, l)| {
                 l.spec
                     .schedule
@@ -443,6 +471,7 @@ impl RunningLoads {
             spawned_at: Instant::now(),
             window_start: Instant::now(),
             window_start_mono: sys::clock_ns(libc::CLOCK_MONOTONIC),
+            grid_origin_mono: sys::clock_ns(libc::CLOCK_MONOTONIC),
             scheduler: None,
         }
     }
@@ -529,6 +558,12 @@ impl RunningLoads {
             .unwrap_or_default();
         for r in &mut records {
             r.end_at(end_mono);
+        }
+        records.resize(records.len().max(self.loads.len()), OnRecord::default());
+        for (r, l) in records.iter_mut().zip(&self.loads) {
+            if let Some(sc) = l.spec.schedule.filter(|_| l.spec.self_timed()) {
+                *r = planned(&sc, self.grid_origin_mono, self.window_start_mono, end_mono);
+            }
         }
         self.shutdown();
         let hz = sys::clock_ticks_per_sec() as f64;
@@ -630,6 +665,16 @@ impl RunningLoads {
                     schedule,
                     // Judged by `load::attach`.
                     fell_short: false,
+                    // Loads with a `policy=` key (`cpu`) say theirs.
+                    policy: l
+                        .spec
+                        .def()
+                        .params
+                        .iter()
+                        .any(|p| p.key == "policy")
+                        .then(|| l.spec.text_param("policy"))
+                        .flatten(),
+                    priority: l.spec.real_time().map(|(_, p)| p),
                 }
             })
             .collect()
@@ -695,6 +740,71 @@ impl Drop for RunningLoads {
                 }
             }
         }
+    }
+}
+
+/// The on-intervals of a self-timed load between `from` and `to`: those of
+/// its grid (starting at `origin`), cut to the window.
+fn planned(sc: &Schedule, origin: u64, from: u64, to: u64) -> OnRecord {
+    let mut r = OnRecord::default();
+    let mut t = from;
+    loop {
+        let (on, off) = phase_at(sc, origin, t);
+        if on >= to {
+            return r;
+        }
+        r.switch_on(on.max(from));
+        r.switch_off(off.min(to));
+        t = off;
+    }
+}
+
+/// Refuses, before anything starts, a real-time load this process may not
+/// run (a thread tries its policy and ends) or one that could hold its CPU
+/// for good (no schedule, and RT throttling off). Usage errors, one line.
+fn check_real_time(spec: &LoadSpec) -> Result<()> {
+    let Some((policy, prio)) = spec.real_time() else {
+        return Ok(());
+    };
+    if spec.schedule.is_none() {
+        let read = |f: &str| {
+            std::fs::read_to_string(format!("/proc/sys/kernel/{f}"))
+                .ok()
+                .and_then(|t| t.trim().parse::<i64>().ok())
+        };
+        throttling(read("sched_rt_runtime_us"), read("sched_rt_period_us")).map_err(|why| {
+            usage(format!(
+                "load {spec}: a real-time load without every=/for= would hold its CPU for good: \
+                 {why}; add every= and for= (e.g. every=100ms,for=2ms)"
+            ))
+        })?;
+    }
+    let probe = std::thread::spawn(move || sys::set_scheduler(policy.as_raw(), i32::from(prio)));
+    match probe.join() {
+        Ok(Err(e)) => Err(usage(format!(
+            "load {spec}: {}",
+            rt_refusal(policy, prio, &e)
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Whether RT throttling is on, from `sched_rt_runtime_us` and
+/// `sched_rt_period_us`; the reason if not.
+fn throttling(runtime_us: Option<i64>, period_us: Option<i64>) -> Result<(), String> {
+    match (runtime_us, period_us) {
+        (Some(r), _) if r < 0 => Err(format!(
+            "RT throttling is off (/proc/sys/kernel/sched_rt_runtime_us is {r})"
+        )),
+        (Some(r), Some(p)) if r >= p => Err(format!(
+            "RT throttling is off (sched_rt_runtime_us {r} is not below sched_rt_period_us {p})"
+        )),
+        (Some(_), Some(_)) => Ok(()),
+        _ => Err(
+            "cannot read /proc/sys/kernel/sched_rt_runtime_us and sched_rt_period_us \
+                  to see whether RT throttling is on"
+                .into(),
+        ),
     }
 }
 
@@ -919,6 +1029,59 @@ mod tests {
         // On for 10 ms of every 20: about 15 on-intervals in 300 ms.
         let r = &rec[0];
         assert!((10..=20).contains(&r.count), "{} switches on", r.count);
+    }
+
+    #[test]
+    fn rt_throttling_verdict() {
+        assert_eq!(throttling(Some(950_000), Some(1_000_000)), Ok(()));
+        for (r, p, want) in [
+            (Some(-1), Some(1_000_000), "is -1"),
+            (Some(1_000_000), Some(1_000_000), "not below"),
+            (None, None, "cannot read"),
+            (Some(950_000), None, "cannot read"),
+        ] {
+            let e = throttling(r, p).unwrap_err();
+            assert!(e.contains(want), "{r:?} {p:?}: {e}");
+            assert!(!e.contains('\n'));
+        }
+    }
+
+    /// A real-time load without a schedule where throttling is off, or one
+    /// this process may not run: refused before anything starts.
+    #[test]
+    fn refuses_real_time_it_cannot_bound_or_run() {
+        let s = parse_spec("cpu,policy=fifo,priority=1").unwrap();
+        let throttled = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us")
+            .is_ok_and(|t| t.trim() != "-1");
+        let allowed = std::thread::spawn(|| sys::set_scheduler(libc::SCHED_FIFO, 1).is_ok())
+            .join()
+            .unwrap();
+        let res = check_real_time(&s);
+        assert_eq!(res.is_ok(), throttled && allowed, "{res:?}");
+        if let Err(e) = res {
+            assert_eq!(crate::error::exit_code(&e), 2);
+            assert!(!e.to_string().contains('\n'), "{e}");
+        }
+        let s = parse_spec("cpu,policy=rr,priority=1,every=100ms,for=1ms").unwrap();
+        assert_eq!(check_real_time(&s).is_ok(), allowed);
+        check_real_time(&parse_spec("cpu").unwrap()).unwrap();
+    }
+
+    #[test]
+    fn self_timed_on_intervals_are_the_grid_within_the_window() {
+        let sc = Schedule {
+            every_ns: 100,
+            for_ns: 10,
+            start_ns: 0,
+        };
+        // Grid from 1000; window 1005..1250: a cut first phase, two whole.
+        let r = planned(&sc, 1000, 1005, 1250);
+        assert_eq!(r.closed, vec![(1005, 1010), (1100, 1110), (1200, 1210)]);
+        assert_eq!((r.count, r.on_ns, r.open), (3, 25, None));
+        // Ends inside a phase; none in an empty window.
+        let r = planned(&sc, 1000, 1000, 1105);
+        assert_eq!(r.closed, vec![(1000, 1010), (1100, 1105)]);
+        assert_eq!(planned(&sc, 1000, 1020, 1020).count, 0);
     }
 
     #[test]

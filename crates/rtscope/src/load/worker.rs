@@ -2,8 +2,10 @@
 //!
 //! The worker makes sure it dies with its parent (`PR_SET_PDEATHSIG`, then a
 //! check that the parent is still the one that started it), unblocks and
-//! catches SIGTERM/SIGINT/SIGHUP into a stop flag, runs as SCHED_OTHER on its
-//! CPUs, runs the load until the flag is raised, and prints one JSON line on
+//! catches SIGTERM/SIGINT/SIGHUP into a stop flag, names itself
+//! `rtscope-LOAD` (its comm, so that a trace names it recognisably), runs as
+//! SCHED_OTHER on its CPUs (or, once pinned, under a real-time `policy=`),
+//! runs the load until the flag is raised, and prints one JSON line on
 //! stdout: `{"counters": {...}, "error": null}`. Loads check the flag at least
 //! every slice (at most 6 ms), so a worker exits within milliseconds of SIGTERM.
 
@@ -11,6 +13,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use rtscope_core::rt::Policy;
 use rtscope_core::sys;
 
 use super::{parse_spec, LoadSpec};
@@ -81,12 +84,20 @@ pub fn main(spec_text: &str, instance: usize, parent: i32, cpus: Option<&[usize]
         Err(e) => return report(&[], &[], Some(e)),
     };
     let def = spec.def();
+    // Best effort: the name only helps a reader of a trace or of `ps`.
+    let _ = std::fs::write("/proc/thread-self/comm", comm_of(def.name));
     if let Err(e) = sys::set_scheduler(libc::SCHED_OTHER, 0) {
         return report(&[], &[], Some(format!("cannot set SCHED_OTHER: {e}")));
     }
     if let Some(c) = cpus.filter(|c| !c.is_empty()) {
         if let Err(e) = sys::set_affinity(c) {
             return report(&[], &[], Some(format!("cannot pin to CPUs {c:?}: {e}")));
+        }
+    }
+    // Real-time only once pinned, so that it never spins on another CPU.
+    if let Some((policy, prio)) = spec.real_time() {
+        if let Err(e) = sys::set_scheduler(policy.as_raw(), i32::from(prio)) {
+            return report(&[], &[], Some(rt_refusal(policy, prio, &e)));
         }
     }
     let counters = Arc::new(Counters::new(def.counters.len()));
@@ -104,6 +115,36 @@ pub fn main(spec_text: &str, instance: usize, parent: i32, cpus: Option<&[usize]
     )
 }
 
+/// The comm of a worker of load `name`: `rtscope-NAME`, cut to the 15
+/// bytes the kernel keeps (at a character boundary).
+pub fn comm_of(name: &str) -> String {
+    let mut s = format!("rtscope-{name}");
+    let mut end = s.len().min(15);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    s
+}
+
+/// The one-line error of a refused real-time policy: with the fix where
+/// the kernel said EPERM.
+pub fn rt_refusal(policy: Policy, prio: u8, e: &std::io::Error) -> String {
+    if e.raw_os_error() == Some(libc::EPERM) {
+        let advice = rtscope_core::rt::permission_advice(policy, i32::from(prio));
+        // `--no-rt` concerns the measurement threads; a load's way out is its policy.
+        let advice = advice
+            .strip_suffix("or use --no-rt")
+            .map(|a| format!("{a}or use policy=other"))
+            .unwrap_or(advice);
+        return advice.replace('\n', " ");
+    }
+    format!(
+        "cannot set SCHED_{} priority {prio}: {e}",
+        policy.name().to_uppercase()
+    )
+}
+
 fn report(names: &[&str], values: &[u64], error: Option<String>) -> i32 {
     let counters: serde_json::Map<String, serde_json::Value> = names
         .iter()
@@ -118,5 +159,33 @@ fn report(names: &[&str], values: &[u64], error: Option<String>) -> i32 {
         1
     } else {
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comms() {
+        assert_eq!(comm_of("cpu"), "rtscope-cpu");
+        assert_eq!(comm_of("mem-access"), "rtscope-mem-acc");
+        assert_eq!(comm_of("messaging").len(), 15);
+        assert_eq!(comm_of("mé-é-é-é"), "rtscope-mé-é-");
+    }
+
+    #[test]
+    fn refusals_are_one_line_with_the_way_out() {
+        let e = std::io::Error::from_raw_os_error(libc::EPERM);
+        let m = rt_refusal(Policy::Fifo, 99, &e);
+        assert!(
+            m.starts_with("not allowed to use SCHED_FIFO priority 99"),
+            "{m}"
+        );
+        assert!(m.ends_with("or use policy=other"), "{m}");
+        assert!(!m.contains('\n') && !m.contains("--no-rt"), "{m}");
+        let e = std::io::Error::from_raw_os_error(libc::EINVAL);
+        let m = rt_refusal(Policy::Rr, 5, &e);
+        assert!(m.starts_with("cannot set SCHED_RR priority 5: "), "{m}");
     }
 }
