@@ -183,33 +183,20 @@ if [ "$(cat /sys/kernel/realtime 2>/dev/null)" = 1 ] || uname -v | grep -q PREEM
     lab_qmp stall 10 600 1300 3000 inj-stall
   fi
   lab_run inj-stall 60 cyclic -a "$ref_cpu" -p 95 -i 1ms -D 14s --trace-outliers 5ms --json inj-stall.json
-  # RT throttling: a SCHED_FIFO 1 loop that never sleeps (`rtscope noise`)
-  # on the same CPU for 8 s in the middle of the run uses up
-  # sched_rt_runtime_us (950 ms of every second by default): for the other
-  # 50 ms the real-time class is set aside, the measuring thread with it.
-  # It starts once the run's trace instance is there (in the tracefs that
-  # rtscope mounts for itself; 2 s later) and ends well before the run
-  # does: a real-time loop that starves the CPU of everything else while
-  # rtscope sets its trace up or writes its results held a run for over a
-  # minute under TCG.
-  inj_traced() {
-    for m in $(awk '$3 == "tracefs" {print $2}' /proc/mounts); do
-      ls "$m/instances" 2>/dev/null | grep -q rtscope && return 0
-    done
-    return 1
-  }
-  (
-    i=0
-    until [ $i -ge 60 ] || inj_traced; do
-      sleep 0.5
-      i=$((i + 1))
-    done
-    sleep 2
-    exec rtscope noise -a "$ref_cpu" -p 1 -D 8s --json inj-throttle-spinner.json
-  ) >inj-throttle-spinner.out 2>inj-throttle-spinner.err &
-  spinner=$!
-  lab_run inj-throttle 60 cyclic -a "$ref_cpu" -p 95 -i 1ms -D 14s --trace-outliers 5ms --json inj-throttle.json
-  wait "$spinner"
-  echo $? >inj-throttle-spinner.rc
+  # A higher-priority real-time task: a SCHED_FIFO 99 load spinning 40 ms of
+  # every 200 ms on the CPU (its own schedule, worker rtscope-cpu): that
+  # task, by name and priority, outranking the thread.
+  lab_run inj-hog 60 cyclic -a "$ref_cpu" -p 95 -i 1ms -D 10s --trace-outliers 5ms \
+    --load cpu:100,policy=fifo,priority=99,every=200ms,for=40ms --load-cpus "$ref_cpu" --json inj-hog.json
+  # RT throttling: a real-time priority 1 load that never sleeps on the same
+  # CPU uses up sched_rt_runtime_us (950 ms of every second by default): for
+  # the other 50 ms the real-time class is set aside, the measuring thread
+  # with it. SCHED_RR, not FIFO: the RT kernel's per-CPU threads at FIFO 1
+  # (ktimers/N, rcuc/N: timer-list and soft hrtimer expiry, RCU callbacks)
+  # never run behind a FIFO 1 spinner of the same priority, and the guest
+  # hung (a sleep armed on that CPU never ended); RR hands them the CPU at
+  # the end of each 100 ms slice.
+  lab_run inj-throttle 60 cyclic -a "$ref_cpu" -p 95 -i 1ms -D 10s --trace-outliers 5ms \
+    --load cpu:100,policy=rr,priority=1 --load-cpus "$ref_cpu" --json inj-throttle.json
   # @@INJECT-END
 fi
