@@ -578,9 +578,17 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                     stage_ns,
                 );
             }
-            if let Some((t0, _, aside)) = watch.throttled(cpu, wake_t, upto) {
-                let ns = upto.saturating_sub(wake_t.max(t0)).max(exit_t - wake_t.max(t0));
-                let ns = ns.min(stage_ns);
+            // Throttling named only for the part of the stage the stretch
+            // covers, and only where that is most of it: a stretch that ends
+            // as a higher task (a FIFO 99 hog) is switched in just after the
+            // wake-up is not what held the thread.
+            let stretch = watch.throttled(cpu, wake_t, upto).and_then(|(t0, end, aside)| {
+                let from = wake_t.max(t0);
+                let to = end.map_or(exit_t.max(upto), |e| e.min(upto));
+                let ns = to.saturating_sub(from).min(stage_ns);
+                (ns * 2 >= stage_ns).then_some((t0, aside, ns))
+            });
+            if let Some((t0, aside, ns)) = stretch {
                 return mk(
                     Cause::RtThrottling,
                     format!(
@@ -1086,6 +1094,41 @@ mod tests {
         );
         assert!(watch.throttled(1, 30_000_001, 40_000_000).is_none());
         assert!(watch.throttled(0, 1_000_000, 2_000_000).is_none());
+    }
+
+    #[test]
+    fn a_stretch_a_higher_task_ends_after_the_wake_up_is_that_task() {
+        // spin (kernel 98) is set aside for idle at 0.5 ms (as a task that
+        // went on to run on an untraced CPU stays set aside), the thread is
+        // woken at 1.002 ms and hog (FIFO 99 = kernel 0) is switched in at
+        // 1.01 ms and holds the CPU until the thread runs at 30 ms: the hog
+        // held the thread, not throttling (the lab's FIFO 99 hog was named
+        // RT throttling in half its outliers).
+        let (w, st, lat) = wake(1_000_000, Some(30_000_000), 30_002_000);
+        let mut d0 = dec();
+        d0.comms.insert(55, "spin".into());
+        d0.comms.insert(77, "hog".into());
+        let evs = [
+            ev(100_000, 1, 0, switch(0, 55, false, 120, 98)),
+            ev(500_000, 1, 55, switch(55, 0, true, 98, 120)),
+            ev(
+                1_002_000,
+                1,
+                0,
+                Kind::Waking {
+                    pid: TID,
+                    target_cpu: 1,
+                },
+            ),
+            ev(1_010_000, 1, 0, switch(0, 77, false, 120, 0)),
+            ev(30_000_000, 1, 77, switch(77, TID, true, 0, OWN)),
+            ev(30_002_000, 1, TID, Kind::SysExit { nr: 230 }),
+        ];
+        let d = run(&w, &st, lat, &evs, &d0);
+        assert!(
+            matches!(&d.cause, Cause::TaskHeldCpu { comm, outranked: true, .. } if comm == "hog"),
+            "{d:?}"
+        );
     }
 
     #[test]

@@ -307,8 +307,14 @@ impl Decoder {
                     read_int(rec, prev_pid) as i32,
                     read_int(rec, next_pid) as i32,
                 );
+                // The name a switch shows is the task's latest: a task that
+                // renamed itself (exec, PR_SET_NAME: rtscope's load workers
+                // become rtscope-LOAD once started) is named as it is now.
                 for (pid, f) in [(n, next_comm), (p, prev_comm)] {
-                    self.comms.entry(pid).or_insert_with(|| read_str(rec, f));
+                    let c = read_str(rec, f);
+                    if self.comms.get(&pid) != Some(&c) {
+                        self.comms.insert(pid, c);
+                    }
                 }
                 let int = |f: &Option<Field>| f.as_ref().map(|f| read_int(rec, f));
                 Kind::Switch {
