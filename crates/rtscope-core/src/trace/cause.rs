@@ -1148,6 +1148,41 @@ mod tests {
     }
 
     #[test]
+    fn a_stretch_a_higher_task_ends_after_the_wake_up_is_that_task() {
+        // spin (kernel 98) is set aside for idle at 0.5 ms (as a task that
+        // went on to run on an untraced CPU stays set aside), the thread is
+        // woken at 1.002 ms and hog (FIFO 99 = kernel 0) is switched in at
+        // 1.01 ms and holds the CPU until the thread runs at 30 ms: the hog
+        // held the thread, not throttling (the lab's FIFO 99 hog was named
+        // RT throttling in half its outliers).
+        let (w, st, lat) = wake(1_000_000, Some(30_000_000), 30_002_000);
+        let mut d0 = dec();
+        d0.comms.insert(55, "spin".into());
+        d0.comms.insert(77, "hog".into());
+        let evs = [
+            ev(100_000, 1, 0, switch(0, 55, false, 120, 98)),
+            ev(500_000, 1, 55, switch(55, 0, true, 98, 120)),
+            ev(
+                1_002_000,
+                1,
+                0,
+                Kind::Waking {
+                    pid: TID,
+                    target_cpu: 1,
+                },
+            ),
+            ev(1_010_000, 1, 0, switch(0, 77, false, 120, 0)),
+            ev(30_000_000, 1, 77, switch(77, TID, true, 0, OWN)),
+            ev(30_002_000, 1, TID, Kind::SysExit { nr: 230 }),
+        ];
+        let d = run(&w, &st, lat, &evs, &d0);
+        assert!(
+            matches!(&d.cause, Cause::TaskHeldCpu { comm, outranked: true, .. } if comm == "hog"),
+            "{d:?}"
+        );
+    }
+
+    #[test]
     fn throttling_begun_under_another_rt_task_is_seen() {
         // spin (kernel 98) is preempted by the thread (runnable, waiting);
         // the budget runs out while the thread runs: it sleeps, and the CPU
