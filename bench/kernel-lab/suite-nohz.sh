@@ -58,3 +58,4 @@ else
   { echo "$msg"; grep -m1 'not split' /out/cyclic-nohz.err; } >/out/nohz-split.err
 fi
 echo "@@LAB ran nohz-split $msg"
+lab_checkpoint nohz-split

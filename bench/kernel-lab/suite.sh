@@ -95,6 +95,7 @@ for sig in $hwlat_sigs; do
   echo $? >hwlat-sig$sig.rc
   hwlat_snapshot hwlat-tracefs-after-sig$sig.txt
   echo "@@LAB ran hwlat-sig$sig rc=$(cat hwlat-sig$sig.rc): rtscope hwlat -a 1 -D 60s, SIG$sig after 4 s"
+  lab_checkpoint hwlat-sig$sig
 done
 # Someone else's tracer: refused, named, nothing changed. The block tracer
 # (idle without blktrace set up): `function` slows a TCG guest to a crawl.
@@ -129,6 +130,7 @@ echo $? >sigint.rc
 sleep 1
 ps >sigint-ps-after.txt
 echo "@@LAB ran sigint rc=$(cat sigint.rc): rtscope cyclic -D 60s --load cpu:50 --load mem-churn:30, SIGINT after 4 s"
+lab_checkpoint sigint
 
 # The kernel's own referee, on PREEMPT_RT kernels: Debian's rtla timerlat and
 # rtscope cyclic --trace, alternately, three times each, on the same CPU, period
@@ -144,6 +146,7 @@ if [ "$(cat /sys/kernel/realtime 2>/dev/null)" = 1 ] || uname -v | grep -q PREEM
     echo "no rtla in the guest (make a directory with bench/kernel-lab/rtla-files ARCH DIR and give the lab --files DIR)" \
       >referee-skipped.txt
     echo "@@LAB ran referee skipped: $(cat referee-skipped.txt)"
+    lab_checkpoint referee
   else
     cat /lab/files/rtla/VERSION >referee-rtla-version.txt 2>/dev/null
     for round in 1 2 3; do
@@ -155,6 +158,7 @@ if [ "$(cat /sys/kernel/realtime 2>/dev/null)" = 1 ] || uname -v | grep -q PREEM
       echo $? >referee-rtla-$round.status
       [ "$mounted" = 0 ] && grep -q ' /sys/kernel/tracing ' /proc/mounts && umount /sys/kernel/tracing
       echo "@@LAB ran referee-rtla-$round exit $(cat referee-rtla-$round.status): rtla timerlat top -q -n -c $ref_cpu -p 1000 -P f:95 -d 3s"
+      lab_checkpoint referee-rtla-$round
       lab_run referee-rtscope-$round 90 cyclic -a "$ref_cpu" -p 95 -i 1ms -D 3s --trace --json referee-rtscope-$round.json
     done
   fi
@@ -198,5 +202,37 @@ if [ "$(cat /sys/kernel/realtime 2>/dev/null)" = 1 ] || uname -v | grep -q PREEM
   # the end of each 100 ms slice.
   lab_run inj-throttle 60 cyclic -a "$ref_cpu" -p 95 -i 1ms -D 10s --trace-outliers 5ms \
     --load cpu:100,policy=rr,priority=1 --load-cpus "$ref_cpu" --json inj-throttle.json
+  # Interrupts off in the kernel: the lab's module (bench/kernel-lab/irqoff,
+  # built against this kernel's headers by irqoff-files and given with
+  # --files) spins 20 ms with interrupts off on the measured CPU, 10 times,
+  # for a shell pinned there, and keeps each section's start and end on
+  # CLOCK_MONOTONIC (inj-irqoff-sections.txt) for verify. Without
+  # preemptirq tracepoints (Debian's kernels have none) it looks like a
+  # stall below the kernel with a task current: unknown, never
+  # hardware/hypervisor.
+  if [ -f /lab/files/irqoff/rtscope_irqoff.ko ]; then
+    if insmod /lab/files/irqoff/rtscope_irqoff.ko 2>inj-irqoff-insmod.err; then
+      (
+        sleep 2
+        i=0
+        while [ $i -lt 10 ]; do
+          taskset -c "$ref_cpu" sh -c 'echo 20000 >/proc/rtscope_irqoff'
+          usleep 300000
+          i=$((i + 1))
+        done
+      ) &
+      irqoff_pid=$!
+      lab_run inj-irqoff 60 cyclic -a "$ref_cpu" -p 95 -i 1ms -D 8s --trace-outliers 5ms --json inj-irqoff.json
+      wait "$irqoff_pid"
+      cat /proc/rtscope_irqoff >inj-irqoff-sections.txt
+      rmmod rtscope_irqoff
+    else
+      echo "insmod failed: $(cat inj-irqoff-insmod.err)" >inj-irqoff-skipped.txt
+    fi
+  else
+    echo "no module (build one with bench/kernel-lab/irqoff-files and give the lab --files)" >inj-irqoff-skipped.txt
+  fi
+  [ -f inj-irqoff-skipped.txt ] && echo "@@LAB ran inj-irqoff skipped: $(cat inj-irqoff-skipped.txt)"
+  lab_checkpoint inj-irqoff
   # @@INJECT-END
 fi
