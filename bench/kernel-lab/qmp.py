@@ -9,6 +9,10 @@ chip, which gives one rising and one falling edge on that line; and for NMIs
 printed, one line each (an error says the machine has no such command).
 
     qmp.py SOCKET COMMAND HZ [COUNT]
+    qmp.py SOCKET --hmp 'info registers -a'
+
+With --hmp, one monitor command's text is printed (the lab asks for every
+vCPU's registers before it stops a guest that ran past --timeout).
 """
 import json
 import signal
@@ -17,7 +21,30 @@ import sys
 import time
 
 
+def hmp(path, line):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(path)
+    f = sock.makefile("rw")
+    json.loads(f.readline())  # the greeting
+    for cmd in ({"execute": "qmp_capabilities"},
+                {"execute": "human-monitor-command", "arguments": {"command-line": line}}):
+        f.write(json.dumps(cmd) + "\n")
+        f.flush()
+        while True:
+            answer = json.loads(f.readline())
+            if "return" in answer or "error" in answer:
+                break
+    if "error" in answer:
+        print("qmp: " + answer["error"].get("desc", "error"), file=sys.stderr)
+        sys.exit(1)
+    sys.stdout.write(answer["return"])
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[2] == "--hmp":
+        hmp(sys.argv[1], sys.argv[3])
+        return
     path, command, hz = sys.argv[1], sys.argv[2], float(sys.argv[3])
     count = int(sys.argv[4]) if len(sys.argv) > 4 else None
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
