@@ -307,9 +307,6 @@ impl Decoder {
                     read_int(rec, prev_pid) as i32,
                     read_int(rec, next_pid) as i32,
                 );
-                // The name a switch shows is the task's latest: a task that
-                // renamed itself (exec, PR_SET_NAME: rtscope's load workers
-                // become rtscope-LOAD once started) is named as it is now.
                 for (pid, f) in [(n, next_comm), (p, prev_comm)] {
                     note_comm(&mut self.comms, pid, read_cstr(rec, f));
                 }
