@@ -185,6 +185,52 @@ fn interrupted_traced_run_writes_and_cleans_up() {
     }
 }
 
+/// `--trace-irqs-off`: the `preemptirq` events are enabled where the
+/// kernel has them (and in the plan), and where it has not a note says so:
+/// one of the two, never both, never neither.
+#[test]
+fn irqs_off_events_are_enabled_or_their_absence_is_said() {
+    let _one = one_at_a_time();
+    let out = Run::new(["cyclic", "-a", &last_cpu()])
+        .json()
+        .args(["--trace-outliers", "1ms", "--trace-irqs-off", "-l", "200"])
+        .exits(0);
+    let doc = out.document();
+    assert_eq!(doc["plan"]["trace"]["irqs_off"], true);
+    let events: Vec<&str> = doc["trace"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    let enabled =
+        events.contains(&"preemptirq/irq_disable") && events.contains(&"preemptirq/irq_enable");
+    let noted = out
+        .stderr()
+        .contains("note: --trace-irqs-off: this kernel has no preemptirq events");
+    assert!(
+        enabled != noted,
+        "enabled {enabled}, noted {noted}: {}",
+        out.stderr()
+    );
+    // Never counted missing: the kernel may simply not have them.
+    let missing = doc["trace"]["missing_events"].as_array().unwrap();
+    assert!(
+        !missing
+            .iter()
+            .any(|m| m.as_str().unwrap().starts_with("preemptirq")),
+        "{missing:?}"
+    );
+    // Without the option they are not enabled, and the plan leaves it out.
+    let (doc, _, _) = run_cyclic(&["--trace-outliers", "1ms", "-l", "100"]);
+    assert!(
+        doc["plan"]["trace"].get("irqs_off").is_none(),
+        "{}",
+        doc["plan"]["trace"]
+    );
+    assert!(!doc["trace"]["events"].to_string().contains("preemptirq"));
+}
+
 #[test]
 fn bad_trace_input_is_one_line() {
     for args in [
@@ -194,6 +240,7 @@ fn bad_trace_input_is_one_line() {
         vec!["cyclic", "--trace=sometimes", "-l", "10"],
         vec!["cyclic", "--trace-outliers", "0", "-l", "10"],
         vec!["cyclic", "--trace", "--trace-buffer", "1", "-l", "10"],
+        vec!["cyclic", "--trace", "--trace-irqs-off", "-l", "10"],
     ] {
         let out = Run::new(&args).exits(2);
         if !args.contains(&"--trace=sometimes")

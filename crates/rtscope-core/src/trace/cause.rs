@@ -28,12 +28,13 @@
 //! the latency; otherwise the cause is [`Cause::Unknown`] and the evidence
 //! says what was seen.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use super::event::{softirq_name, Decoder, Event, Kind};
 use super::stages::{KernelWake, Stages};
+pub use super::watch::SchedWatch;
 
 /// Why a wake-up was late: the fixed vocabulary.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -213,102 +214,6 @@ pub struct Outlier<'a> {
     pub own_prio: Option<i32>,
 }
 
-/// Stretches of time in which each CPU's real-time class was throttled,
-/// from the events as they stream in. A real-time task switched out while
-/// runnable (preempted) waits on its CPU until it is switched in again
-/// (there or elsewhere); a `sched_switch` to a lower priority (idle
-/// included) while such a task waits sets it aside: that opens a stretch
-/// (RT throttling, or the fair deadline server). A real-time task running on
-/// the CPU again (switched in, or any event in its context) closes it. A
-/// loss forgets the CPU's waiting tasks. Also learns each task's kernel
-/// priority.
-#[derive(Debug, Clone, Default)]
-pub struct SchedWatch {
-    /// pid -> kernel priority (from `sched_switch`).
-    pub prio: HashMap<i32, i32>,
-    /// Per CPU: throttled stretches (start, end; `None`: still open) with
-    /// the task set aside, oldest first.
-    throttled: HashMap<u32, VecDeque<(u64, Option<u64>, i32)>>,
-    /// Per CPU: runnable real-time tasks switched out (pid, priority, when).
-    waiting: HashMap<u32, Vec<(i32, i32, u64)>>,
-}
-
-/// How long closed throttled stretches are kept, ns.
-const WATCH_KEEP_NS: u64 = 4_000_000_000;
-
-impl SchedWatch {
-    /// Takes one event (in time order per CPU).
-    pub fn event(&mut self, e: &Event) {
-        let rt = |p: i32| (0..100).contains(&p);
-        match e.kind {
-            Kind::Switch {
-                prev_pid,
-                next_pid,
-                prev_runnable,
-                prev_prio,
-                next_prio,
-            } => {
-                self.prio.insert(prev_pid, prev_prio);
-                self.prio.insert(next_pid, next_prio);
-                for w in self.waiting.values_mut() {
-                    w.retain(|x| x.0 != next_pid && x.2 + WATCH_KEEP_NS > e.ts);
-                }
-                let waiting = self.waiting.entry(e.cpu).or_default();
-                if prev_pid != 0 && prev_runnable && rt(prev_prio) {
-                    waiting.push((prev_pid, prev_prio, e.ts));
-                }
-                let aside = waiting
-                    .iter()
-                    .filter(|x| x.1 < next_prio)
-                    .min_by_key(|x| x.1)
-                    .map(|x| x.0);
-                let q = self.throttled.entry(e.cpu).or_default();
-                if rt(next_prio) && next_pid != 0 {
-                    close(q, e.ts);
-                } else if let Some(aside) = aside {
-                    if q.back().is_none_or(|x| x.1.is_some()) {
-                        q.push_back((e.ts, None, aside));
-                    }
-                }
-                while q
-                    .front()
-                    .is_some_and(|x| x.1.is_some_and(|end| end + WATCH_KEEP_NS < e.ts))
-                {
-                    q.pop_front();
-                }
-            }
-            Kind::Lost => {
-                self.waiting.remove(&e.cpu);
-            }
-            _ if e.pid > 0 && self.prio.get(&e.pid).is_some_and(|p| rt(*p)) => {
-                if let Some(q) = self.throttled.get_mut(&e.cpu) {
-                    close(q, e.ts);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// The throttled stretch of `cpu` that overlaps `[from, to)`, if any:
-    /// (start, end, the task set aside).
-    pub fn throttled(&self, cpu: u32, from: u64, to: u64) -> Option<(u64, Option<u64>, i32)> {
-        self.throttled
-            .get(&cpu)?
-            .iter()
-            .rev()
-            .copied()
-            .find(|x| x.0 < to && x.1.is_none_or(|end| end > from))
-    }
-}
-
-fn close(q: &mut VecDeque<(u64, Option<u64>, i32)>, ts: u64) {
-    if let Some(x) = q.back_mut() {
-        if x.1.is_none() {
-            x.1 = Some(ts);
-        }
-    }
-}
-
 /// Who held a CPU: a task (pid; 0 the idle task) or a handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 enum Holder {
@@ -474,6 +379,13 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
             _ => None,
         }
     };
+    // Task `p`'s longest section with interrupts off (`preemptirq`) over
+    // two thirds of `[from, to)` or more: (start, end, its overlap).
+    let off_for = |cpu: u32, p: i32, from: u64, to: u64| -> Option<(u64, u64, u64)> {
+        irqs_off(events, cpu, from, to)
+            .filter(|&(a, b, pid)| pid == p && (b.min(to) - a.max(from)) * 3 >= (to - from) * 2)
+            .map(|(a, b, _)| (a, b, b.min(to) - a.max(from)))
+    };
     let top = |m: &BTreeMap<Holder, u64>| -> Option<(Holder, u64)> {
         m.iter()
             .map(|(h, ns)| (*h, *ns))
@@ -536,6 +448,23 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                     ),
                     stage_ns,
                 ),
+                // A task in the kernel with interrupts off: where the
+                // kernel has `preemptirq` events, its section shows it.
+                Some(p) if off_for(cpu, p, from, to).is_some() => {
+                    let (a, b, ns) = off_for(cpu, p, from, to).unwrap_or_default();
+                    mk(
+                        Cause::IrqsOrPreemptOff,
+                        format!(
+                            "interrupts were off on CPU {cpu} in {}'s kernel code for {} (from {} to {} of the expiry): the timer interrupt came {} late",
+                            dec.task_name(p, cpu),
+                            us(b - a),
+                            signed_us(a as i64 - exp as i64),
+                            signed_us(b as i64 - exp as i64),
+                            us(stage_ns)
+                        ),
+                        ns,
+                    )
+                }
                 // A task in the kernel with interrupts off looks the same as
                 // a stall below the kernel without `preemptirq` events: not
                 // named either way.
@@ -552,7 +481,10 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
         }
         "switch+return" => {
             let cpu = w.exit_cpu;
-            let upto = w.switch_ns.unwrap_or(exit_t).max(wake_t);
+            // To the return, not the first switch in: a thread switched in
+            // and preempted again before its return waited for whoever
+            // preempted it (a FIFO 99 hog's 40 ms was left unnamed).
+            let upto = exit_t.max(wake_t);
             // The thread slept again before returning.
             let slept = events.iter().find(|e| {
                 e.cpu == cpu
@@ -697,16 +629,35 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                     // A lower priority keeps the CPU past an interrupt's
                     // return only in kernel code that cannot be preempted
                     // (in user space, the return switches to the thread):
-                    // an interrupt after the waking one, with the task still
-                    // current, shows it. Without one, the host not running
-                    // the vCPU looks the same.
-                    if lower && later_interrupts(events, cpu, wake_t, upto) == 0 {
+                    // interrupts after the waking one, with the task still
+                    // current, show it. Without one, or with two thirds of
+                    // the stage silent (no event, not even the tick:
+                    // interrupts off, or the vCPU not run), the host not
+                    // running the CPU looks the same.
+                    let quiet = longest_quiet(events, cpu, wake_t, upto);
+                    if let Some((a, b, off)) = off_for(cpu, p, wake_t, upto).filter(|_| lower) {
+                        return mk(
+                            Cause::IrqsOrPreemptOff,
+                            format!(
+                                "interrupts were off on CPU {cpu} in {}'s kernel code for {} after the wake-up ({} in all), holding the thread ({pol} {prio} was below it)",
+                                dec.task_name(p, cpu),
+                                us(off),
+                                us(b - a)
+                            ),
+                            off,
+                        );
+                    }
+                    if lower
+                        && (later_interrupts(events, cpu, wake_t, upto) == 0
+                            || quiet * 3 >= stage_ns * 2)
+                    {
                         return mk(
                             Cause::Unknown,
                             format!(
-                                "{} ({pol} {prio}, below the thread) was current on CPU {cpu} for {} after the wake-up with no interrupt in between: non-preemptible kernel code, or the host not running the CPU",
+                                "{} ({pol} {prio}, below the thread) was current on CPU {cpu} for {} after the wake-up, with no kernel event for {}: non-preemptible kernel code with interrupts off, or the host not running the CPU",
                                 dec.task_name(p, cpu),
-                                us(ns)
+                                us(ns),
+                                us(quiet)
                             ),
                             ns,
                         );
@@ -769,6 +720,49 @@ fn later_interrupts(events: &[Event], cpu: u32, from: u64, to: u64) -> usize {
     }
     evs.filter(|e| matches!(e.kind, Kind::IrqEntry { .. } | Kind::VectorEntry { .. }))
         .count()
+}
+
+/// The longest section of `cpu` with interrupts off (`preemptirq`
+/// `irq_disable` to `irq_enable`, in a task's context: the idle loop's are
+/// not sections) that overlaps `[from, to)`: (start, end, the task's pid).
+fn irqs_off(events: &[Event], cpu: u32, from: u64, to: u64) -> Option<(u64, u64, i32)> {
+    let mut open: Option<(u64, i32)> = None;
+    let mut best: Option<(u64, u64, i32)> = None;
+    let overlap = |a: u64, b: u64| b.min(to).saturating_sub(a.max(from));
+    for e in events.iter().filter(|e| e.cpu == cpu) {
+        match e.kind {
+            Kind::IrqsOff { .. } => {
+                open.get_or_insert((e.ts, e.pid));
+            }
+            Kind::Lost => open = None,
+            Kind::IrqsOn { .. } => {
+                if let Some((a, pid)) = open.take() {
+                    if pid > 0 && overlap(a, e.ts) > best.map_or(0, |(x, y, _)| overlap(x, y)) {
+                        best = Some((a, e.ts, pid));
+                    }
+                }
+            }
+            _ => {}
+        }
+        if e.ts >= to && open.is_none() {
+            break;
+        }
+    }
+    best
+}
+
+/// The longest stretch of `[from, to]` with no event on `cpu`, ns.
+fn longest_quiet(events: &[Event], cpu: u32, from: u64, to: u64) -> u64 {
+    let mut last = from;
+    let mut quiet = 0;
+    for e in events
+        .iter()
+        .filter(|e| e.cpu == cpu && e.ts > from && e.ts < to)
+    {
+        quiet = quiet.max(e.ts - last);
+        last = e.ts;
+    }
+    quiet.max(to.saturating_sub(last))
 }
 
 fn signed_us(ns: i64) -> String {
@@ -1060,6 +1054,163 @@ mod tests {
     }
 
     #[test]
+    fn interrupts_off_in_a_tasks_kernel_code_are_named_where_the_kernel_shows_them() {
+        // make (normal, pid 88) current; interrupts off from 0.9 ms to
+        // 5.99 ms (the lab's module on the bindeb-pkg kernel with
+        // preemptirq events); the timer interrupt comes at 6 ms.
+        let (w, st, lat) = wake(6_000_000, Some(6_010_000), 6_020_000);
+        let off = [
+            ev(100_000, 1, 88, switch(0, 88, false, 120, 120)),
+            ev(900_000, 1, 88, Kind::IrqsOff { caller: 0x1234 }),
+            ev(5_990_000, 1, 88, Kind::IrqsOn { caller: 0x1250 }),
+            ev(
+                6_000_000,
+                1,
+                88,
+                Kind::HrtimerEntry {
+                    hrtimer: 1,
+                    function: 0xf,
+                    now: 6_000_000,
+                },
+            ),
+            ev(
+                6_002_000,
+                1,
+                88,
+                Kind::Waking {
+                    pid: TID,
+                    target_cpu: 1,
+                },
+            ),
+            ev(6_003_000, 1, 88, Kind::HrtimerExit),
+            ev(6_010_000, 1, 88, switch(88, TID, true, 120, OWN)),
+            ev(6_020_000, 1, TID, Kind::SysExit { nr: 230 }),
+        ];
+        let d = run(&w, &st, lat, &off, &dec());
+        assert_eq!(d.cause, Cause::IrqsOrPreemptOff, "{d:?}");
+        assert!(
+            d.evidence
+                .starts_with("interrupts were off on CPU 1 in make[88]'s kernel code for 5090 µs (from -100 µs to +4990 µs of the expiry)"),
+            "{}",
+            d.evidence
+        );
+        assert_eq!(d.cause_ns, 4_990_000);
+        // Without the preemptirq events: unknown, as before.
+        let none: Vec<Event> = off
+            .iter()
+            .copied()
+            .filter(|e| !matches!(e.kind, Kind::IrqsOff { .. } | Kind::IrqsOn { .. }))
+            .collect();
+        assert_eq!(run(&w, &st, lat, &none, &dec()).cause, Cause::Unknown);
+        // A section of a third of the gap: not the cause.
+        let mut short = off;
+        short[1] = ev(4_300_000, 1, 88, Kind::IrqsOff { caller: 0x1234 });
+        assert_eq!(run(&w, &st, lat, &short, &dec()).cause, Cause::Unknown);
+        // A loss inside the section: its end is not known.
+        let mut lost = off.to_vec();
+        lost.insert(2, ev(3_000_000, 1, 88, Kind::Lost));
+        assert_ne!(
+            run(&w, &st, lat, &lost, &dec()).cause,
+            Cause::IrqsOrPreemptOff
+        );
+        // The idle loop's "off" (it sleeps with interrupts off as the
+        // tracepoints see it) is not a section: hardware/hypervisor.
+        let idle: Vec<Event> = off
+            .iter()
+            .map(|e| match e.kind {
+                Kind::Switch { .. } if e.ts == 100_000 => {
+                    ev(100_000, 1, 0, switch(88, 0, false, 120, 120))
+                }
+                Kind::Switch { .. } => ev(e.ts, 1, 0, switch(0, TID, false, 120, OWN)),
+                _ if e.pid == 88 => Event { pid: 0, ..*e },
+                _ => *e,
+            })
+            .collect();
+        assert_eq!(
+            run(&w, &st, lat, &idle, &dec()).cause,
+            Cause::HardwareOrHypervisor
+        );
+        // After the wake-up: a lower task (rcuc/1-like, FIFO 1) keeps the
+        // CPU with interrupts off through two thirds of the stage or more.
+        let (w, st, lat) = wake(1_000_000, Some(6_000_000), 6_010_000);
+        let mut d0 = dec();
+        d0.comms.insert(26, "rcuc/1".into());
+        let after = [
+            ev(100_000, 1, 26, switch(TID, 26, false, OWN, 98)),
+            ev(1_000_000, 1, 26, Kind::IrqEntry { irq: 11 }),
+            ev(
+                1_002_000,
+                1,
+                26,
+                Kind::Waking {
+                    pid: TID,
+                    target_cpu: 1,
+                },
+            ),
+            ev(1_003_000, 1, 26, Kind::IrqExit { irq: 11 }),
+            ev(1_100_000, 1, 26, Kind::IrqsOff { caller: 0x99 }),
+            ev(5_900_000, 1, 26, Kind::IrqsOn { caller: 0x9a }),
+            ev(5_901_000, 1, 26, Kind::IrqEntry { irq: 11 }),
+            ev(5_910_000, 1, 26, Kind::IrqExit { irq: 11 }),
+            ev(6_000_000, 1, 26, switch(26, TID, true, 98, OWN)),
+            ev(6_010_000, 1, TID, Kind::SysExit { nr: 230 }),
+        ];
+        let d = run(&w, &st, lat, &after, &d0);
+        assert_eq!(d.cause, Cause::IrqsOrPreemptOff, "{d:?}");
+        assert!(
+            d.evidence
+                .contains("rcuc/1[26]'s kernel code for 4800 µs after the wake-up"),
+            "{}",
+            d.evidence
+        );
+    }
+
+    #[test]
+    fn a_task_that_preempts_the_thread_before_its_return_is_named() {
+        // The 6.1 RT arm64 guest's hog: the thread is switched in 0.14 ms
+        // after its wake-up, preempted by hog (FIFO 99) in the kernel
+        // before its return, and returns 40 ms later: hog held it (it was
+        // "nothing held most": only the wait for the first switch was read).
+        let (w, st, lat) = wake(1_000_000, Some(1_140_000), 41_300_000);
+        let mut evs = vec![
+            ev(900_000, 1, 0, switch(TID, 0, false, OWN, 120)),
+            ev(
+                1_002_000,
+                1,
+                0,
+                Kind::Waking {
+                    pid: TID,
+                    target_cpu: 1,
+                },
+            ),
+            ev(1_140_000, 1, 0, switch(0, TID, true, 120, OWN)),
+            ev(1_270_000, 1, TID, switch(TID, 77, true, OWN, 0)),
+        ];
+        for k in 1..40u64 {
+            evs.push(ev(
+                1_270_000 + k * 1_000_000,
+                1,
+                77,
+                Kind::VectorEntry { vector: 0 },
+            ));
+            evs.push(ev(
+                1_280_000 + k * 1_000_000,
+                1,
+                77,
+                Kind::VectorExit { vector: 0 },
+            ));
+        }
+        evs.push(ev(41_200_000, 1, 77, switch(77, TID, false, 0, OWN)));
+        evs.push(ev(41_300_000, 1, TID, Kind::SysExit { nr: 230 }));
+        let d = run(&w, &st, lat, &evs, &dec());
+        assert!(
+            matches!(&d.cause, Cause::TaskHeldCpu { comm, outranked: true, prio: 99, .. } if comm == "hog"),
+            "{d:?}"
+        );
+        assert!(d.share > 0.9, "{d:?}");
+    }
+
+    #[test]
     fn a_throttled_rt_class_is_rt_throttling() {
         // spin (FIFO 1 = kernel 98) is set aside for idle at 0.5 ms: the RT
         // class is throttled; the thread is woken at 1.002 ms and returns at
@@ -1148,6 +1299,92 @@ mod tests {
     }
 
     #[test]
+    fn a_lower_task_current_through_a_silent_stretch_is_not_named() {
+        // The 6.1 RT arm64 guest's flood (TCG): rcuc/1 (FIFO 1, kernel 98)
+        // current, the thread (kernel 59) woken by the tick's handler in
+        // its context at 1.0165 ms; no event at all for the next 5 ms, not
+        // even a tick, then the tick and the switch to the thread. The
+        // task kept the CPU with interrupts off, or the host stalled the
+        // vCPU: named neither way (it was "rcuc/1 held CPU 1").
+        let (w, st, lat) = wake(1_110_000, Some(6_310_000), 6_363_000);
+        let mut d0 = dec();
+        d0.comms.insert(26, "rcuc/1".into());
+        let t = |us: u64| 1_000_000 + us * 1000;
+        let evs = [
+            ev(t(54), 1, TID, switch(TID, 26, false, 59, 98)),
+            ev(t(100), 1, 26, Kind::IrqEntry { irq: 11 }),
+            ev(
+                t(110),
+                1,
+                26,
+                Kind::HrtimerEntry {
+                    hrtimer: 1,
+                    function: 0xf,
+                    now: t(110),
+                },
+            ),
+            ev(
+                t(112),
+                1,
+                26,
+                Kind::Waking {
+                    pid: TID,
+                    target_cpu: 1,
+                },
+            ),
+            ev(t(140), 1, 26, Kind::HrtimerExit),
+            ev(t(168), 1, 26, Kind::IrqExit { irq: 11 }),
+            ev(t(5_193), 1, 26, Kind::IrqEntry { irq: 11 }),
+            ev(t(5_280), 1, 26, Kind::IrqExit { irq: 11 }),
+            ev(t(5_310), 1, 26, switch(26, TID, true, 98, 59)),
+            ev(t(5_363), 1, TID, Kind::SysExit { nr: 115 }),
+        ];
+        let run59 = |evs: &[Event]| {
+            let mut watch = SchedWatch::default();
+            watch.prio.insert(TID, 59);
+            for e in evs {
+                watch.event(e);
+            }
+            let o = Outlier {
+                wake: &w,
+                stages: &st,
+                latency_ns: lat,
+                own_prio: Some(59),
+            };
+            diagnose(&o, evs, &d0, &watch)
+        };
+        let d = run59(&evs);
+        assert_eq!(d.cause, Cause::Unknown, "{d:?}");
+        assert!(d.evidence.contains("rcuc/1[26]"), "{}", d.evidence);
+        assert!(
+            d.evidence.contains("no kernel event for 5025 µs"),
+            "{}",
+            d.evidence
+        );
+        // With the ticks on time (every millisecond) the task was running
+        // kernel code that interrupts did not preempt: named.
+        let mut ticking = evs.to_vec();
+        for k in 1..5u64 {
+            ticking.push(ev(t(168 + k * 1000), 1, 26, Kind::IrqEntry { irq: 11 }));
+            ticking.push(ev(t(178 + k * 1000), 1, 26, Kind::IrqExit { irq: 11 }));
+        }
+        ticking.sort_by_key(|e| e.ts);
+        let d = run59(&ticking);
+        assert!(
+            matches!(
+                d.cause,
+                Cause::TaskHeldCpu {
+                    pid: 26,
+                    outranked: false,
+                    kernel_nonpreemptible: true,
+                    ..
+                }
+            ),
+            "{d:?}"
+        );
+    }
+
+    #[test]
     fn a_stretch_a_higher_task_ends_after_the_wake_up_is_that_task() {
         // spin (kernel 98) is set aside for idle at 0.5 ms (as a task that
         // went on to run on an untraced CPU stays set aside), the thread is
@@ -1180,6 +1417,73 @@ mod tests {
             matches!(&d.cause, Cause::TaskHeldCpu { comm, outranked: true, .. } if comm == "hog"),
             "{d:?}"
         );
+    }
+
+    #[test]
+    fn a_stretch_opens_only_where_the_runtime_could_be_used_up() {
+        const MS: u64 = 1_000_000;
+        let watch_of = |bw: Option<(u64, u64)>, evs: &[Event]| {
+            let mut w = SchedWatch::with_rt_bandwidth(bw);
+            for e in evs {
+                w.event(e);
+            }
+            w
+        };
+        let bw = Some((1000 * MS, 950 * MS));
+        // The 6.1 RT arm64 guest's flood: rcu_preempt (kernel 98) preempted
+        // and waiting at 1 ms (then pulled to a CPU not traced, unseen);
+        // the CPU runs mostly idle or normal tasks for 1.5 s, then goes idle
+        // again: nothing real-time could have used 950 ms of the last
+        // second, so nothing was throttled (it was named RT throttling).
+        let stale = [
+            ev(0, 1, 0, switch(0, 16, false, 120, 98)),
+            ev(MS, 1, 16, switch(16, 77, true, 98, 0)),
+            ev(2 * MS, 1, 77, switch(77, 88, false, 0, 120)),
+            ev(1500 * MS, 1, 88, switch(88, 0, false, 120, 120)),
+        ];
+        assert!(watch_of(bw, &stale)
+            .throttled(1, 1500 * MS, 1600 * MS)
+            .is_none());
+        // Without the bandwidth, as before: set aside from 2 ms.
+        assert_eq!(
+            watch_of(None, &stale).throttled(1, 1500 * MS, 1600 * MS),
+            Some((2 * MS, None, 16))
+        );
+        // A real-time spinner current for 1.2 s, then set aside for idle
+        // while runnable: throttled.
+        let spin = [
+            ev(0, 1, 0, switch(0, 55, false, 120, 98)),
+            ev(1200 * MS, 1, 55, switch(55, 0, true, 98, 120)),
+        ];
+        assert_eq!(
+            watch_of(bw, &spin).throttled(1, 1200 * MS, 1210 * MS),
+            Some((1200 * MS, None, 55))
+        );
+        // The same with the spinner current since before the trace: its
+        // first switch comes at 1.2 s, and the time before is not seen.
+        assert_eq!(
+            watch_of(bw, &spin[1..]).throttled(1, 1200 * MS, 1210 * MS),
+            Some((1200 * MS, None, 55))
+        );
+        // 800 ms of real-time in the last second: short of 90 % of 950 ms.
+        let short = [
+            ev(0, 1, 0, switch(0, 88, false, 120, 120)),
+            ev(400 * MS, 1, 88, switch(88, 55, false, 120, 98)),
+            ev(1200 * MS, 1, 55, switch(55, 0, true, 98, 120)),
+        ];
+        assert!(watch_of(bw, &short)
+            .throttled(1, 1200 * MS, 1210 * MS)
+            .is_none());
+        // A loss: what ran before it is not known, and may have been real-time.
+        let lost = [
+            ev(0, 1, 0, switch(0, 88, false, 120, 120)),
+            ev(1100 * MS, 1, 88, Kind::Lost),
+            ev(1150 * MS, 1, 0, switch(0, 55, false, 120, 98)),
+            ev(1200 * MS, 1, 55, switch(55, 0, true, 98, 120)),
+        ];
+        assert!(watch_of(bw, &lost)
+            .throttled(1, 1200 * MS, 1210 * MS)
+            .is_some());
     }
 
     #[test]

@@ -100,6 +100,17 @@ pub enum Kind {
         /// The system call number.
         nr: i64,
     },
+    /// `preemptirq:irq_disable`: interrupts turned off on this CPU (kernels
+    /// with `CONFIG_PREEMPTIRQ_TRACEPOINTS`, the irqsoff tracer's).
+    IrqsOff {
+        /// Where: the caller's offset from the kernel text's start (`_stext`).
+        caller: i32,
+    },
+    /// `preemptirq:irq_enable`: interrupts turned on again.
+    IrqsOn {
+        /// Where: the caller's offset from `_stext`.
+        caller: i32,
+    },
     /// Not a kernel event: the kernel lost events on this CPU before this
     /// point ([`super::Instance::read`] reports it before the page that said so).
     Lost,
@@ -169,6 +180,12 @@ enum Decode {
     },
     SysExit {
         id: Field,
+    },
+    IrqsOff {
+        caller: Field,
+    },
+    IrqsOn {
+        caller: Field,
     },
 }
 
@@ -253,6 +270,12 @@ impl Decoder {
             },
             ("raw_syscalls", "sys_enter") => g("id").map(|id| Decode::SysEnter { id }),
             ("raw_syscalls", "sys_exit") => g("id").map(|id| Decode::SysExit { id }),
+            ("preemptirq", "irq_disable") => {
+                g("caller_offs").map(|caller| Decode::IrqsOff { caller })
+            }
+            ("preemptirq", "irq_enable") => {
+                g("caller_offs").map(|caller| Decode::IrqsOn { caller })
+            }
             _ => None,
         };
         match d {
@@ -356,6 +379,12 @@ impl Decoder {
             },
             Decode::SysExit { id } => Kind::SysExit {
                 nr: read_int(rec, id),
+            },
+            Decode::IrqsOff { caller } => Kind::IrqsOff {
+                caller: read_int(rec, caller) as i32,
+            },
+            Decode::IrqsOn { caller } => Kind::IrqsOn {
+                caller: read_int(rec, caller) as i32,
             },
         };
         Some(Event { ts, cpu, pid, kind })
@@ -658,6 +687,50 @@ mod tests {
         // An event that was not registered.
         let f = format("timer_start");
         assert!(d.decode(0, 0, &record(&f, 1, &[], &[])).is_none());
+    }
+
+    /// The `preemptirq` events of a kernel with
+    /// CONFIG_PREEMPTIRQ_TRACEPOINTS (the kernel lab's 6.12 PREEMPT_RT
+    /// kernel of `bench/kernel-lab/build-kernel`, its tracefs formats).
+    #[test]
+    fn interrupts_off_and_on_decode_with_their_caller() {
+        let fmts: Vec<EventFormat> = include_str!("testdata/formats-6.12-rtlab-preemptirq.txt")
+            .split("== ")
+            .filter(|b| !b.trim().is_empty())
+            .map(|b| parse_format(b.split_once('\n').unwrap().1).unwrap())
+            .collect();
+        let mut d = Decoder::default();
+        for f in &fmts {
+            assert!(d.add("preemptirq", f), "{}", f.name);
+        }
+        // Registered under their system only.
+        assert!(!Decoder::default().add("irq", &fmts[0]));
+        let kinds: Vec<Kind> = fmts
+            .iter()
+            .map(|f| {
+                let e = d
+                    .decode(
+                        1,
+                        5,
+                        &record(
+                            f,
+                            136,
+                            &[("caller_offs", -0x2a0), ("parent_offs", 0x10)],
+                            &[],
+                        ),
+                    )
+                    .unwrap();
+                assert_eq!((e.cpu, e.ts, e.pid), (1, 5, 136));
+                e.kind
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                Kind::IrqsOff { caller: -0x2a0 },
+                Kind::IrqsOn { caller: -0x2a0 }
+            ]
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod event;
 pub mod format;
 pub mod raw;
 pub mod stages;
+pub mod watch;
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -59,7 +60,8 @@ pub struct TraceConfig {
     /// CPUs to trace (the instance's `tracing_cpumask`).
     pub cpus: Vec<usize>,
     /// Events as `system/name`; `system/*` stands for every `*_entry` and
-    /// `*_exit` event of the system.
+    /// `*_exit` event of the system; `system/name?` for an event enabled
+    /// where the kernel has it, and not counted missing where it has not.
     pub events: Vec<String>,
     /// Per-CPU buffer, KiB.
     pub buffer_kb: u32,
@@ -556,6 +558,10 @@ impl Instance {
         }
         let events: Vec<String> = cfg.events.iter().flat_map(|e| expand(&root, e)).collect();
         for ev in &events {
+            let (ev, optional) = match ev.strip_suffix('?') {
+                Some(e) => (e.to_string(), true),
+                None => (ev.clone(), false),
+            };
             let Some((sys, name)) = ev.split_once('/') else {
                 continue;
             };
@@ -563,12 +569,10 @@ impl Instance {
                 std::fs::read_to_string(root.join("events").join(sys).join(name).join("format"))
                     .ok()
                     .and_then(|t| format::parse_format(&t));
-            let Some(fmt) = fmt else {
-                inst.missing.push(ev.clone());
-                continue;
-            };
-            if !inst.decoder.add(sys, &fmt) {
-                inst.missing.push(ev.clone());
+            if !fmt.is_some_and(|f| inst.decoder.add(sys, &f)) {
+                if !optional {
+                    inst.missing.push(ev.clone());
+                }
                 continue;
             }
             write_setting(
@@ -983,7 +987,11 @@ mod tests {
         };
         let cfg = TraceConfig {
             cpus: vec![],
-            events: vec!["sched/sched_switch".into(), "nosuch/event".into()],
+            events: vec![
+                "sched/sched_switch".into(),
+                "nosuch/event".into(),
+                "nosuch/optional?".into(),
+            ],
             buffer_kb: 256,
         };
         let mut inst = Instance::open(&cfg).unwrap();

@@ -118,6 +118,14 @@ pub struct CyclicArgs {
     #[arg(long, value_name = "DURATION", value_parser = wait_us)]
     pub trace_outliers: Option<u64>,
 
+    /// With --trace-outliers, also trace where interrupts are turned off and
+    /// on (the `preemptirq` events of kernels built with
+    /// CONFIG_PREEMPTIRQ_TRACEPOINTS, as the irqsoff tracer selects), so that
+    /// interrupts off in the kernel are named as a cause; an event on every
+    /// change: raise --trace-buffer. Where the kernel lacks them, a note says so.
+    #[arg(long, requires = "trace_outliers")]
+    pub trace_irqs_off: bool,
+
     /// Per-CPU trace buffer with --trace, KiB.
     #[arg(long = "trace-buffer", value_name = "KIB", default_value_t = 4096,
           value_parser = clap::value_parser!(u32).range(64..=1_048_576))]
@@ -176,6 +184,7 @@ impl CyclicArgs {
             },
             trace_outliers_ns: self.trace_outliers,
             trace_buffer_kb: self.trace_buffer_kb,
+            trace_irqs_off: self.trace_irqs_off,
             cyclictest: None,
         })
     }

@@ -52,6 +52,9 @@ pub struct TracePlan {
     pub mode: TraceMode,
     pub outliers_ns: Option<u64>,
     pub buffer_kb: u32,
+    /// `--trace-irqs-off` (left out of the document when off).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub irqs_off: bool,
 }
 
 /// Validates the tracing options (`None`: untraced).
@@ -79,6 +82,7 @@ pub fn plan(a: &CyclicOptions) -> Result<Option<TracePlan>> {
         mode: a.trace,
         outliers_ns: a.trace_outliers_ns,
         buffer_kb: a.trace_buffer_kb,
+        irqs_off: a.trace_irqs_off && a.trace_outliers_ns.is_some(),
     }))
 }
 
@@ -97,6 +101,10 @@ const REQUIRED: [&str; 3] = [
     "timer/hrtimer_expire_entry",
     "raw_syscalls/sys_exit",
 ];
+
+/// The `preemptirq` events `--trace-irqs-off` enables where the kernel has
+/// them.
+const IRQS_OFF_EVENTS: [&str; 2] = ["preemptirq/irq_disable", "preemptirq/irq_enable"];
 
 /// How long events are kept for outlier windows, ns.
 const HISTORY_NS: u64 = 2_000_000_000;
@@ -130,6 +138,12 @@ pub fn open(tp: &TracePlan, cpus: &[usize], quiet: bool) -> Result<Option<Instan
             }
         }
     }
+    // --trace-irqs-off, where the kernel has the events
+    // (CONFIG_PREEMPTIRQ_TRACEPOINTS, the irqsoff tracer's): interrupts off,
+    // told apart from a stall below the kernel.
+    if tp.irqs_off {
+        events.extend(IRQS_OFF_EVENTS.iter().map(|e| format!("{e}?")));
+    }
     let cfg = TraceConfig {
         cpus,
         events,
@@ -145,7 +159,20 @@ pub fn open(tp: &TracePlan, cpus: &[usize], quiet: bool) -> Result<Option<Instan
         }
     });
     match (res, tp.mode) {
-        (Ok(i), _) => Ok(Some(i)),
+        (Ok(i), _) => {
+            if tp.irqs_off
+                && !quiet
+                && !i
+                    .enabled
+                    .iter()
+                    .any(|e| IRQS_OFF_EVENTS.contains(&e.as_str()))
+            {
+                eprintln!(
+                    "note: --trace-irqs-off: this kernel has no preemptirq events (CONFIG_PREEMPTIRQ_TRACEPOINTS): interrupts off in the kernel stay unnamed"
+                );
+            }
+            Ok(Some(i))
+        }
         (Err(e), TraceMode::Auto) => {
             if !quiet {
                 eprintln!("note: --trace=auto: {e}; running untraced");
@@ -238,7 +265,7 @@ impl Tracer {
             samples: 0,
             stray_samples: 0,
             contexts: Vec::new(),
-            watch: SchedWatch::default(),
+            watch: SchedWatch::with_rt_bandwidth(rt_bandwidth()),
             causes: CauseTable::new(tp.outliers_ns.unwrap_or(0)),
             outliers: Vec::new(),
             filter_errors,
@@ -293,14 +320,6 @@ impl Tracer {
                 self.watch.event(e);
             }
             self.history.extend(batch[..ready].iter().copied());
-            let newest = self.history.back().map_or(0, |e| e.ts);
-            while self
-                .history
-                .front()
-                .is_some_and(|e| e.ts + HISTORY_NS < newest)
-            {
-                self.history.pop_front();
-            }
         }
         batch.drain(..ready);
         self.batch = batch;
@@ -311,6 +330,18 @@ impl Tracer {
             if let Some((s, w)) = self.joiners[i].wake(&w) {
                 self.joined(i, &s, &w);
             }
+        }
+        // Trimmed after the joins: a read that brings more than HISTORY_NS
+        // of events at once (a reader behind, the last read after the stop)
+        // must not drop the windows of the wake-ups it completes (their
+        // outliers were left with no event, "unknown").
+        let newest = self.history.back().map_or(0, |e| e.ts);
+        while self
+            .history
+            .front()
+            .is_some_and(|e| e.ts + HISTORY_NS < newest)
+        {
+            self.history.pop_front();
         }
         let horizon = self.newest_intended.saturating_sub(JOIN_HORIZON_NS);
         for j in &mut self.joiners {
@@ -615,6 +646,28 @@ pub fn context<'a>(
         out = keep.into_iter().map(|i| out[i].clone()).collect();
     }
     out
+}
+
+/// The real-time class's bandwidth for the throttling watch, ns: (period,
+/// runtime) from `/proc/sys/kernel/sched_rt_{period,runtime}_us`; with
+/// throttling off (-1), 95 % of the period (a kernel with the fair deadline
+/// server still sets the real-time class aside for normal tasks then).
+fn rt_bandwidth() -> Option<(u64, u64)> {
+    let read = |n: &str| -> Option<i64> {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{n}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let period = u64::try_from(read("sched_rt_period_us")?)
+        .ok()?
+        .checked_mul(1000)?;
+    let runtime = match read("sched_rt_runtime_us")? {
+        r if r < 0 => period / 100 * 95,
+        r => (r as u64).saturating_mul(1000).min(period),
+    };
+    Some((period, runtime))
 }
 
 #[cfg(test)]

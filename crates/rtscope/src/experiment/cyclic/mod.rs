@@ -99,6 +99,8 @@ pub struct CyclicOptions {
     pub trace_outliers_ns: Option<u64>,
     /// `--trace-buffer`: per-CPU trace buffer, KiB.
     pub trace_buffer_kb: u32,
+    /// `--trace-irqs-off`: also trace interrupts turned off and on.
+    pub trace_irqs_off: bool,
     /// `rtscope cyclictest`: cyclictest's display and histogram on stdout,
     /// and the threads' timer slack left as it is (as cyclictest leaves it).
     pub cyclictest: Option<CyclictestStyle>,
@@ -130,6 +132,7 @@ impl Default for CyclicOptions {
             trace: super::cyclic_trace::TraceMode::Off,
             trace_outliers_ns: None,
             trace_buffer_kb: 4096,
+            trace_irqs_off: false,
             cyclictest: None,
         }
     }
