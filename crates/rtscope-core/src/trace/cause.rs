@@ -437,6 +437,8 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                 Some((Holder::Task(p), _)) => Some(p),
                 _ => None,
             };
+            // Its section with interrupts off, where the kernel shows one.
+            let off = task.and_then(|p| off_for(cpu, p, from, to));
             match task {
                 // The idle task cannot hold interrupts off for long: what
                 // held the CPU was below the kernel.
@@ -450,8 +452,8 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                 ),
                 // A task in the kernel with interrupts off: where the
                 // kernel has `preemptirq` events, its section shows it.
-                Some(p) if off_for(cpu, p, from, to).is_some() => {
-                    let (a, b, ns) = off_for(cpu, p, from, to).unwrap_or_default();
+                Some(p) if off.is_some() => {
+                    let (a, b, ns) = off.unwrap_or_default();
                     mk(
                         Cause::IrqsOrPreemptOff,
                         format!(
