@@ -72,6 +72,13 @@ pub fn wait_if_exiting() {
     }
 }
 
+/// Whether a stop signal has come (to this process, ever): a phase that
+/// may take long after a run ended by itself (the trace's last read) cuts
+/// itself short then.
+pub fn stop_signalled() -> bool {
+    state().first_stop.is_some()
+}
+
 /// Whether the signal thread runs.
 static THREAD: Mutex<bool> = Mutex::new(false);
 

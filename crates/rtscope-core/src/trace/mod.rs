@@ -274,6 +274,8 @@ pub struct Instance {
     root: PathBuf,
     layout: PageLayout,
     page: Vec<u8>,
+    /// The events of the page being read (kept for its allocation).
+    evs: Vec<Event>,
     /// The decoder (IRQ and task names seen so far).
     pub decoder: Decoder,
     /// The events enabled, and those asked for that this kernel lacks.
@@ -543,6 +545,7 @@ impl Instance {
             mounted: mount.is_some(),
             cut_short: 0,
             complete_until: None,
+            evs: Vec::new(),
             cpus: cfg.cpus.clone(),
             _mount: mount,
         };
@@ -684,9 +687,10 @@ impl Instance {
             let until = deadline
                 .map(|d| start + d.saturating_duration_since(start) * (i as u32 + 1) / ncpu);
             let mut newest = None;
-            // Bounded: a CPU producing faster than we read cannot keep us here.
-            for _ in 0..4096 {
-                if until.is_some_and(|d| std::time::Instant::now() >= d) {
+            // Bounded: a CPU producing faster than we read cannot keep us
+            // here (4096 pages, or the deadline: the read is cut short).
+            for page_no in 0..=4096 {
+                if page_no == 4096 || until.is_some_and(|d| std::time::Instant::now() >= d) {
                     self.cut_short += 1;
                     // This CPU's events are complete up to the newest read.
                     let t = newest.unwrap_or(0);
@@ -701,7 +705,9 @@ impl Instance {
                 };
                 let page = &self.page[..got];
                 let dec = &mut self.decoder;
-                let mut evs = Vec::new();
+                // The page's events, in a buffer kept across reads.
+                let mut evs = std::mem::take(&mut self.evs);
+                evs.clear();
                 let info = raw::parse_page(page, &self.layout, |r| {
                     if let Some(e) = dec.decode(cpu, r.ts, r.data) {
                         evs.push(e);
@@ -730,6 +736,7 @@ impl Instance {
                     newest = Some(e.ts);
                 }
                 n += evs.len();
+                self.evs = evs;
             }
         }
         self.events += n as u64;

@@ -293,12 +293,32 @@ impl Joiner {
 
     /// Gives up on everything intended before `before_ns` (counted unmatched).
     pub fn expire(&mut self, before_ns: u64) {
-        let keep_s = self.samples.split_off(&before_ns);
+        self.expire_each(before_ns, before_ns, usize::MAX);
+    }
+
+    /// Gives up on the samples intended before `samples_before_ns`, on all
+    /// but the newest `max_samples` of them, and on the kernel wake-ups
+    /// intended before `wakes_before_ns` (counted unmatched). The two
+    /// horizons differ where one side comes late: a trace reader behind the
+    /// run (a slow machine, a flood of events) brings wake-ups seconds after
+    /// their samples, which must wait for them rather than be left unsplit;
+    /// `max_samples` bounds what such waiting holds.
+    pub fn expire_each(&mut self, samples_before_ns: u64, wakes_before_ns: u64, max_samples: usize) {
+        let keep_s = self.samples.split_off(&samples_before_ns);
         self.unmatched_samples += self.samples.len() as u64;
         self.samples = keep_s;
-        let keep_w = self.wakes.split_off(&before_ns);
+        while self.samples.len() > max_samples {
+            self.samples.pop_first();
+            self.unmatched_samples += 1;
+        }
+        let keep_w = self.wakes.split_off(&wakes_before_ns);
         self.unmatched_wakes += self.wakes.len() as u64;
         self.wakes = keep_w;
+    }
+
+    /// The samples waiting for their kernel wake-up.
+    pub fn pending_samples(&self) -> usize {
+        self.samples.len()
     }
 
     /// Gives up on everything still waiting (the end of a run).
@@ -1034,6 +1054,23 @@ mod tests {
         assert_eq!((j.unmatched_samples, j.unmatched_wakes), (0, 1));
         j.finish();
         assert_eq!((j.unmatched_samples, j.unmatched_wakes), (1, 1));
+        // Samples and wake-ups expire each at their own horizon, and the
+        // samples waiting are bounded, the oldest given up first.
+        let mut j = Joiner::default();
+        for k in 5..=8 {
+            assert!(j.sample(&s(k * 1_000_000)).is_none());
+        }
+        assert!(j.wake(&w[2]).is_none());
+        j.expire_each(0, 6_000_000, 3);
+        assert_eq!((j.unmatched_samples, j.unmatched_wakes), (1, 1));
+        assert_eq!(j.pending_samples(), 3);
+        j.expire_each(7_000_000, 0, 3);
+        assert_eq!((j.unmatched_samples, j.pending_samples()), (2, 2));
+        let late = KernelWake {
+            expires_ns: 8_000_000,
+            ..w[2]
+        };
+        assert!(j.wake(&late).is_some());
         // A second sample or wake-up of one intended time replaces the first,
         // which is counted as given up on.
         let mut j = Joiner::default();

@@ -111,13 +111,22 @@ const HISTORY_NS: u64 = 2_000_000_000;
 /// The most one read of the trace may take during the run (it is done every
 /// 50 ms: a flood of events must not hold the loop, and with it the stop).
 const PUMP_TIME: std::time::Duration = std::time::Duration::from_millis(100);
-/// The most the last read, after the stop, may take: what is left then is
-/// lost with the instance (the samples it would have split are unsplit).
+/// The most the last read may take after a stop signal: what is left then
+/// is lost with the instance (the samples it would have split are unsplit).
 const FINAL_READ_TIME: std::time::Duration = std::time::Duration::from_millis(500);
+/// The most the last read may take after a run that ended by itself (its
+/// duration, its loops): a reader behind the run reads what is still
+/// buffered, in [`PUMP_TIME`] steps, until a stop signal comes.
+const FINAL_READ_MAX: std::time::Duration = std::time::Duration::from_secs(10);
 /// Outliers kept one by one with their causes (all are counted in the table).
 const OUTLIERS_KEPT: usize = 10_000;
-/// Samples and kernel wake-ups wait this long for each other, ns.
+/// Samples and kernel wake-ups wait this long for each other, ns: a sample
+/// this long after the trace has been read past it, a wake-up this long
+/// after the newest sample.
 const JOIN_HORIZON_NS: u64 = 2_000_000_000;
+/// The most samples of one thread that wait for their wake-ups (a reader
+/// far behind: 20 s of a 1 kHz thread).
+const MAX_WAITING: usize = 20_000;
 
 /// Opens the instance before the run (`Ok(None)`: `--trace=auto` and
 /// tracing is not possible; a note was printed unless `quiet`). `cpus`: the
@@ -343,9 +352,13 @@ impl Tracer {
         {
             self.history.pop_front();
         }
-        let horizon = self.newest_intended.saturating_sub(JOIN_HORIZON_NS);
+        // A sample waits until the trace has been read past it: a reader
+        // behind the run (a slow machine, a flood of events) must not leave
+        // its samples unsplit, the outliers among them without a cause.
+        let samples_before = self.taken_until.saturating_sub(JOIN_HORIZON_NS);
+        let wakes_before = self.newest_intended.saturating_sub(JOIN_HORIZON_NS);
         for j in &mut self.joiners {
-            j.expire(horizon);
+            j.expire_each(samples_before, wakes_before, MAX_WAITING);
         }
     }
 
@@ -407,9 +420,34 @@ impl Tracer {
     /// the stage series, the report, warnings, and those of them that say
     /// why samples were not split (for stderr, whatever `-q` asks).
     #[allow(clippy::type_complexity)]
-    pub fn finish(mut self) -> (Vec<Series>, TraceReport, Vec<String>, Vec<String>) {
+    ///
+    /// `signalled` says whether a stop signal has come: after one, the last
+    /// read takes [`FINAL_READ_TIME`] at most; after a run that ended by
+    /// itself, it goes on while events are buffered, up to
+    /// [`FINAL_READ_MAX`] or until a stop signal.
+    pub fn finish(
+        mut self,
+        signalled: impl Fn() -> bool,
+    ) -> (Vec<Series>, TraceReport, Vec<String>, Vec<String>) {
         self.inst.stop();
-        self.pump_until(u64::MAX, FINAL_READ_TIME);
+        let behind = self.inst.cut_short;
+        let began = std::time::Instant::now();
+        let final_left = if signalled() {
+            self.pump_until(u64::MAX, FINAL_READ_TIME);
+            self.inst.cut_short > behind
+        } else {
+            loop {
+                let cut = self.inst.cut_short;
+                self.pump_until(u64::MAX, PUMP_TIME);
+                if self.inst.cut_short == cut {
+                    break false;
+                }
+                if signalled() || began.elapsed() >= FINAL_READ_MAX {
+                    break true;
+                }
+            }
+        };
+        let final_read = began.elapsed();
         let mut unmatched_samples = self.stray_samples;
         let mut unmatched_wakes = 0;
         for j in &mut self.joiners {
@@ -482,12 +520,18 @@ impl Tracer {
         for e in &self.filter_errors {
             warnings.push(format!("trace filter not set (more events recorded): {e}"));
         }
-        if self.inst.cut_short > 0 {
+        if final_left {
             warnings.push(format!(
-                "the trace came faster than it could be read: {} reads were cut short ({} ms each during the run, {} ms after the stop), and what was still buffered at the end was not read",
-                self.inst.cut_short,
+                "the trace came faster than it could be read: {behind} reads were cut short during the run ({} ms each), and what was still buffered after {:.1} s of reading at the end was not read{}",
                 PUMP_TIME.as_millis(),
-                FINAL_READ_TIME.as_millis()
+                final_read.as_secs_f64(),
+                if signalled() { " (a stop signal)" } else { "" }
+            ));
+        } else if behind > 0 {
+            warnings.push(format!(
+                "the trace came faster than it could be read: {behind} reads were cut short during the run ({} ms each); the reader caught up in {:.1} s after the run",
+                PUMP_TIME.as_millis(),
+                final_read.as_secs_f64()
             ));
         }
         let series = self.rec.series();

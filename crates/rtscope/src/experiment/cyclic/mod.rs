@@ -758,7 +758,7 @@ pub fn execute(plan: &CyclicPlan) -> Result<Outcome> {
     }
     let mut trace_report = None;
     if let Some(tr) = agg.tracer.take() {
-        let (stage_series, report, w, loud) = tr.finish();
+        let (stage_series, report, w, loud) = tr.finish(crate::signals::stop_signalled);
         if !ct_quiet {
             let _ = std::io::stderr().write_all(run::warning_lines(&loud).as_bytes());
         }
