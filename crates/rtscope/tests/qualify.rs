@@ -90,6 +90,46 @@ fn an_absurd_deadline_passes_with_exit_0() {
 }
 
 #[test]
+fn trace_irqs_off_reaches_the_measurement() {
+    let _g = alongside();
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("q.json");
+    let o = run(&[
+        "qualify",
+        "--max",
+        "1h",
+        "-D",
+        "1s",
+        "--cpus",
+        "0",
+        "--no-hwlat",
+        "--load",
+        "none",
+        "--trace-irqs-off",
+        "-q",
+        "--json",
+        s(&json),
+    ]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(doc["plan"]["trace_irqs_off"], true, "{}", doc["plan"]);
+    let m = &doc["measurement"];
+    assert!(
+        m["command_line"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "--trace-irqs-off"),
+        "{}",
+        m["command_line"]
+    );
+    // Traced where this machine can (the plan says so only then).
+    if !m["plan"]["trace"].is_null() {
+        assert_eq!(m["plan"]["trace"]["irqs_off"], true, "{}", m["plan"]);
+    }
+}
+
+#[test]
 fn an_absurd_deadline_fails_with_exit_3_per_cpu() {
     let _g = alongside();
     let d = tempfile::tempdir().unwrap();
@@ -242,6 +282,7 @@ fn bad_input_is_one_line_and_exit_2() {
         &["qualify", "--max", "100us", "-D", "400d"],
         &["qualify", "--max", "100us", "--load", "nosuchload"],
         &["qualify", "--max", "100us", "--checkpoint", "1m"],
+        &["qualify", "--fail-if", "max>1ms", "--trace-irqs-off"],
     ] {
         let o = run(args);
         assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);

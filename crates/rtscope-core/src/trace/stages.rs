@@ -303,7 +303,12 @@ impl Joiner {
     /// run (a slow machine, a flood of events) brings wake-ups seconds after
     /// their samples, which must wait for them rather than be left unsplit;
     /// `max_samples` bounds what such waiting holds.
-    pub fn expire_each(&mut self, samples_before_ns: u64, wakes_before_ns: u64, max_samples: usize) {
+    pub fn expire_each(
+        &mut self,
+        samples_before_ns: u64,
+        wakes_before_ns: u64,
+        max_samples: usize,
+    ) {
         let keep_s = self.samples.split_off(&samples_before_ns);
         self.unmatched_samples += self.samples.len() as u64;
         self.samples = keep_s;

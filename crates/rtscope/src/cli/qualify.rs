@@ -29,6 +29,12 @@ pub struct QualifyArgs {
     #[arg(long = "load", value_name = "PROFILE")]
     pub load: Vec<String>,
 
+    /// Trace where interrupts go off and on in the kernel (the preemptirq events, where the
+    /// kernel has them), so that a section with interrupts off is named apart from the
+    /// hypervisor or hardware (as `cyclic --trace-irqs-off`: many events; needs --max)
+    #[arg(long, requires = "max")]
+    pub trace_irqs_off: bool,
+
     /// Skip the hwlat step
     #[arg(long)]
     pub no_hwlat: bool,

@@ -116,6 +116,9 @@ fn step_args(a: &QualifyArgs, step: &str, dir: &Path) -> Vec<String> {
             if let Some(m) = a.max {
                 v.extend(["--trace=auto".into(), "--trace-outliers".into()]);
                 v.push(format!("{m}ns"));
+                if a.trace_irqs_off {
+                    v.push("--trace-irqs-off".into());
+                }
                 gates.push(format!("max>{}", limit(m)));
             }
             if let Some(g) = &a.fail_if {

@@ -239,6 +239,7 @@ impl Verdict {
                 "cpus": a.cpus,
                 "loads": load_specs(&a.load),
                 "hwlat_duration_ns": if a.no_hwlat { None } else { Some(a.hwlat_duration) },
+                "trace_irqs_off": a.trace_irqs_off,
                 "steps": steps.iter().map(|s| json!({
                     "name": s.name,
                     "exit_code": s.code,
