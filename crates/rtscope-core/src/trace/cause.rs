@@ -226,13 +226,19 @@ enum Holder {
 }
 
 /// Time per holder of `cpu` inside `[from, to)`, from the events (in time
-/// order; those before `from` set the state), and the number of events
-/// strictly inside.
-fn holders(events: &[Event], cpu: u32, from: u64, to: u64) -> (BTreeMap<Holder, u64>, u32) {
+/// order; those before `from` set the state), the number of events
+/// strictly inside, and the handler (interrupt, vector, softirq, timer
+/// callback) still open at `to`.
+fn holders(
+    events: &[Event],
+    cpu: u32,
+    from: u64,
+    to: u64,
+) -> (BTreeMap<Holder, u64>, u32, Option<Holder>) {
     let mut out: BTreeMap<Holder, u64> = BTreeMap::new();
     let mut inside = 0u32;
     if to <= from {
-        return (out, 0);
+        return (out, 0, None);
     }
     let mut stack: Vec<Holder> = Vec::new();
     let mut current: Option<i32> = None;
@@ -287,9 +293,10 @@ fn holders(events: &[Event], cpu: u32, from: u64, to: u64) -> (BTreeMap<Holder, 
             stack.clear();
         }
     }
-    let holder = stack.last().copied().or(current.map(Holder::Task));
+    let open = stack.last().copied();
+    let holder = open.or(current.map(Holder::Task));
     credit(&mut out, holder, last, to);
-    (out, inside)
+    (out, inside, open)
 }
 
 fn pop(stack: &mut Vec<Holder>, h: Holder) {
@@ -399,9 +406,18 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
             } else {
                 (irq_t, wake_t)
             };
-            let (m, _) = holders(events, cpu, from, to);
-            // The interrupt that delivered the timer: the vector or handler
-            // open at `now` entered just before it; its entry is not a cause.
+            let (mut m, _, open) = holders(events, cpu, from, to);
+            // The timer's own interrupt: the hard interrupt (handler or
+            // vector) still open when the timer ran in it. Its time before
+            // the timer is not work of a handler that delays others: its
+            // first job is to run the expired timers (the callbacks of
+            // others before ours are timers of their own), so a long
+            // stretch there is the CPU held inside it, interrupts off.
+            let own = (stage == "timer")
+                .then_some(open)
+                .flatten()
+                .filter(|h| matches!(h, Holder::Irq(_) | Holder::Vector(_)));
+            let own_ns = own.and_then(|h| m.remove(&h)).unwrap_or(0);
             let best = top(&m);
             if let Some((h, ns)) = best {
                 if let Some(c) = handler(h) {
@@ -421,6 +437,17 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                         ns,
                     );
                 }
+            }
+            if let Some(c) = own.and_then(handler).filter(|_| own_ns * 2 >= stage_ns) {
+                return mk(
+                    Cause::HardwareOrHypervisor,
+                    format!(
+                        "the timer's own interrupt ({}) was entered in time on CPU {cpu}, but ran the timer {} later, with no event in between: its few instructions before the timer cannot take that long with interrupts off; the hardware, firmware or hypervisor held the CPU",
+                        c.label(),
+                        us(own_ns)
+                    ),
+                    own_ns,
+                );
             }
             if stage == "wakeup" {
                 return mk(
@@ -530,7 +557,7 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
             // here may have been pulled to a CPU not traced: the watch
             // cannot tell, what held the CPU can.
             let throttled = watch.throttled(cpu, wake_t, upto).and_then(|(t0, _, aside)| {
-                let (m, _) = holders(events, cpu, wake_t, upto);
+                let (m, _, _) = holders(events, cpu, wake_t, upto);
                 let lower: u64 = m
                     .iter()
                     .filter(|(h, _)| match h {
@@ -558,7 +585,7 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                     ns,
                 );
             }
-            let (m, inside) = holders(events, cpu, wake_t, upto);
+            let (m, inside, _) = holders(events, cpu, wake_t, upto);
             let own = o.own_prio.or_else(|| watch.prio.get(&w.tid).copied());
             let Some((h, ns)) = top(&m) else {
                 return mk(
@@ -1569,6 +1596,75 @@ mod tests {
                 .contains("interrupts off in its kernel code, or the hardware"),
             "{}",
             d.evidence
+        );
+    }
+
+    #[test]
+    fn a_stall_inside_the_timers_own_interrupt_is_the_machine() {
+        // The 6.1 RT arm64 guest, the host stopping qemu 600 ms: arch_timer
+        // (irq 11) entered 40 µs after the expiry, the timer run in it
+        // 604 ms later, nothing in between.
+        let (w, st, lat) = wake(605_040_000, None, 605_100_000);
+        let mut d = dec();
+        d.irq_names.insert(11, "arch_timer".into());
+        let evs = [
+            ev(1_040_000, 1, 55, Kind::IrqEntry { irq: 11 }),
+            ev(
+                605_040_000,
+                1,
+                55,
+                Kind::HrtimerEntry {
+                    hrtimer: 0x1,
+                    function: 0xf,
+                    now: 605_040_000,
+                },
+            ),
+            ev(
+                605_042_000,
+                1,
+                55,
+                Kind::Waking {
+                    pid: TID,
+                    target_cpu: 1,
+                },
+            ),
+            ev(605_043_000, 1, 55, Kind::HrtimerExit),
+            ev(605_044_000, 1, 55, Kind::IrqExit { irq: 11 }),
+        ];
+        let r = run(&w, &st, lat, &evs, &d);
+        assert_eq!(r.cause, Cause::HardwareOrHypervisor, "{r:?}");
+        assert_eq!(r.cause_ns, 604_000_000);
+        assert!(
+            r.evidence
+                .starts_with("the timer's own interrupt (irq 11 arch_timer) was entered in time"),
+            "{}",
+            r.evidence
+        );
+        // Another interrupt's handler that ran long before the timer's is
+        // still that handler (the timer's own entry is not counted).
+        let evs2 = [
+            ev(1_010_000, 1, 55, Kind::IrqEntry { irq: 24 }),
+            ev(605_000_000, 1, 55, Kind::IrqExit { irq: 24 }),
+            ev(605_001_000, 1, 55, Kind::IrqEntry { irq: 11 }),
+            ev(
+                605_040_000,
+                1,
+                55,
+                Kind::HrtimerEntry {
+                    hrtimer: 0x1,
+                    function: 0xf,
+                    now: 605_040_000,
+                },
+            ),
+        ];
+        let r = run(&w, &st, lat, &evs2, &d);
+        assert_eq!(
+            r.cause,
+            Cause::IrqHandler {
+                irq: Some(24),
+                name: "virtio0-input".into()
+            },
+            "{r:?}"
         );
     }
 
