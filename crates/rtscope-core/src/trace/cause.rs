@@ -227,8 +227,8 @@ enum Holder {
 
 /// Time per holder of `cpu` inside `[from, to)`, from the events (in time
 /// order; those before `from` set the state), the number of events
-/// strictly inside, and the handler (interrupt, vector, softirq, timer
-/// callback) still open at `to`.
+/// strictly inside, and the innermost hard interrupt (handler or vector)
+/// still open at `to`.
 fn holders(
     events: &[Event],
     cpu: u32,
@@ -293,9 +293,13 @@ fn holders(
             stack.clear();
         }
     }
-    let open = stack.last().copied();
-    let holder = open.or(current.map(Holder::Task));
+    let holder = stack.last().copied().or(current.map(Holder::Task));
     credit(&mut out, holder, last, to);
+    let open = stack
+        .iter()
+        .rev()
+        .find(|h| matches!(h, Holder::Irq(_) | Holder::Vector(_)))
+        .copied();
     (out, inside, open)
 }
 
@@ -413,11 +417,13 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
             // first job is to run the expired timers (the callbacks of
             // others before ours are timers of their own), so a long
             // stretch there is the CPU held inside it, interrupts off.
-            let own = (stage == "timer")
-                .then_some(open)
-                .flatten()
-                .filter(|h| matches!(h, Holder::Irq(_) | Holder::Vector(_)));
-            let own_ns = own.and_then(|h| m.remove(&h)).unwrap_or(0);
+            // In the wake-up stage, the timer's callback (it wakes the
+            // thread at once) is the same.
+            let own = open;
+            let mut own_ns = own.and_then(|h| m.remove(&h)).unwrap_or(0);
+            if stage == "wakeup" {
+                own_ns += m.remove(&Holder::Hrtimer).unwrap_or(0);
+            }
             let best = top(&m);
             if let Some((h, ns)) = best {
                 if let Some(c) = handler(h) {
@@ -438,16 +444,20 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                     );
                 }
             }
-            if let Some(c) = own.and_then(handler).filter(|_| own_ns * 2 >= stage_ns) {
-                return mk(
-                    Cause::HardwareOrHypervisor,
+            if own_ns * 2 >= stage_ns && (stage == "wakeup" || own.is_some()) {
+                let what = own.and_then(handler).map_or("its interrupt".into(), |c| c.label());
+                let ev = if stage == "timer" {
                     format!(
-                        "the timer's own interrupt ({}) was entered in time on CPU {cpu}, but ran the timer {} later, with no event in between: its few instructions before the timer cannot take that long with interrupts off; the hardware, firmware or hypervisor held the CPU",
-                        c.label(),
+                        "the timer's own interrupt ({what}) was entered in time on CPU {cpu}, but ran the timer {} later, with no event in between: its few instructions before the timer cannot take that long with interrupts off; the hardware, firmware or hypervisor held the CPU",
                         us(own_ns)
-                    ),
-                    own_ns,
-                );
+                    )
+                } else {
+                    format!(
+                        "the timer ran in its interrupt ({what}) on CPU {cpu}, but woke the thread {} later, with no event in between: its callback wakes the thread at once, interrupts off; the hardware, firmware or hypervisor held the CPU",
+                        us(own_ns)
+                    )
+                };
+                return mk(Cause::HardwareOrHypervisor, ev, own_ns);
             }
             if stage == "wakeup" {
                 return mk(
@@ -492,6 +502,29 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                             us(stage_ns)
                         ),
                         ns,
+                    )
+                }
+                // The thread itself, not asleep since it armed the timer on
+                // this CPU (at most preempted): on its own way to sleep
+                // (`hrtimer_start` to `schedule`), a path that holds
+                // interrupts off for a few instructions only (the timer
+                // base's and the run queue's locks).
+                Some(p)
+                    if p == w.tid
+                        && w.armed_cpu == cpu
+                        && !events.iter().any(|e| {
+                            e.cpu == cpu
+                                && (w.armed_ns..to).contains(&e.ts)
+                                && matches!(e.kind, Kind::Switch { prev_pid, prev_runnable: false, .. } if prev_pid == p)
+                        }) =>
+                {
+                    mk(
+                        Cause::HardwareOrHypervisor,
+                        format!(
+                            "the timer interrupt came {} late on CPU {cpu} while the thread itself, on its way to sleep since it armed the timer, held it, and no kernel event came in between: that path holds interrupts off for a few instructions only; the hardware, firmware or hypervisor held the CPU",
+                            us(stage_ns)
+                        ),
+                        stage_ns,
                     )
                 }
                 // A task in the kernel with interrupts off looks the same as
@@ -601,6 +634,24 @@ pub fn diagnose(o: &Outlier, events: &[Event], dec: &Decoder, watch: &SchedWatch
                         "on CPU {cpu}, nothing held most of the {} between the wake-up and the return (longest: {} for {})",
                         us(stage_ns),
                         holder_name(h, dec, cpu),
+                        us(ns)
+                    ),
+                    ns,
+                );
+            }
+            // The hard interrupt the thread was woken in (its timer's),
+            // going on after the wake-up: what is left of it without an
+            // event (the callbacks of other timers are events of their
+            // own) is a few instructions, a long stretch the CPU held.
+            let waker = (w.irq_cpu == cpu)
+                .then(|| holders(events, cpu, irq_t, wake_t).2)
+                .flatten();
+            if let (Some(c), true) = (handler(h), waker == Some(h)) {
+                return mk(
+                    Cause::HardwareOrHypervisor,
+                    format!(
+                        "the interrupt the thread was woken in ({}) went on {} on CPU {cpu} after the wake-up with no event in between: what is left of it then is a few instructions, interrupts off; the hardware, firmware or hypervisor held the CPU",
+                        c.label(),
                         us(ns)
                     ),
                     ns,
@@ -1666,6 +1717,174 @@ mod tests {
             },
             "{r:?}"
         );
+        // Stopped inside the callback: the timer ran in time, the thread
+        // woken 604 ms later.
+        let (mut w, _, _) = wake(1_040_000, None, 605_100_000);
+        w.waking_ns = Some(605_042_000);
+        let s = crate::sample::Sample {
+            seq: 0,
+            t_ns: 605_101_000,
+            latency_ns: 604_101_000,
+            overruns: 0,
+            cpu: 1,
+        };
+        let st = Stages::of(&s, &w).unwrap();
+        let evs3 = [
+            ev(1_020_000, 1, 55, Kind::IrqEntry { irq: 11 }),
+            ev(
+                1_040_000,
+                1,
+                55,
+                Kind::HrtimerEntry {
+                    hrtimer: 0x1,
+                    function: 0xf,
+                    now: 1_040_000,
+                },
+            ),
+            evs[2],
+            evs[3],
+            evs[4],
+        ];
+        let r = run(&w, &st, s.latency_ns, &evs3, &d);
+        assert_eq!(
+            (r.cause.clone(), r.stage.as_str()),
+            (Cause::HardwareOrHypervisor, "wakeup"),
+            "{r:?}"
+        );
+        assert!(
+            r.evidence
+                .starts_with("the timer ran in its interrupt (irq 11 arch_timer)"),
+            "{}",
+            r.evidence
+        );
+        // Stopped inside it after the wake-up, before the thread could be
+        // switched in: the same.
+        let (w, st, lat) = wake(1_040_000, Some(605_050_000), 605_052_000);
+        let evs5 = [
+            ev(1_020_000, 1, 55, Kind::IrqEntry { irq: 11 }),
+            ev(
+                1_040_000,
+                1,
+                55,
+                Kind::HrtimerEntry {
+                    hrtimer: 0x1,
+                    function: 0xf,
+                    now: 1_040_000,
+                },
+            ),
+            ev(
+                1_042_000,
+                1,
+                55,
+                Kind::Waking {
+                    pid: TID,
+                    target_cpu: 1,
+                },
+            ),
+            ev(1_043_000, 1, 55, Kind::HrtimerExit),
+            ev(605_044_000, 1, 55, Kind::IrqExit { irq: 11 }),
+            ev(605_050_000, 1, 55, switch(55, TID, true, 120, OWN)),
+        ];
+        let r = run(&w, &st, lat, &evs5, &d);
+        assert_eq!(
+            (r.cause.clone(), r.stage.as_str()),
+            (Cause::HardwareOrHypervisor, "switch+return"),
+            "{r:?}"
+        );
+        assert!(
+            r.evidence
+                .starts_with("the interrupt the thread was woken in (irq 11 arch_timer) went on"),
+            "{}",
+            r.evidence
+        );
+        // Another interrupt after the wake-up is that interrupt.
+        let evs6 = [
+            evs5[0],
+            evs5[1],
+            evs5[2],
+            evs5[3],
+            ev(1_044_000, 1, 55, Kind::IrqExit { irq: 11 }),
+            ev(1_045_000, 1, 55, Kind::IrqEntry { irq: 24 }),
+            ev(605_044_000, 1, 55, Kind::IrqExit { irq: 24 }),
+            evs5[5],
+        ];
+        let r = run(&w, &st, lat, &evs6, &d);
+        assert_eq!(
+            r.cause,
+            Cause::IrqHandler {
+                irq: Some(24),
+                name: "virtio0-input".into()
+            },
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn a_stall_on_the_threads_own_way_to_sleep_is_the_machine() {
+        // The thread armed its timer at 0.5 ms and had not switched out
+        // when the machine stopped: the timer interrupt 600 ms late.
+        let (mut w, st, lat) = wake(601_000_000, None, 601_010_000);
+        w.armed_ns = 500_000;
+        let evs = [
+            ev(
+                500_000,
+                1,
+                TID,
+                Kind::HrtimerStart {
+                    hrtimer: 0x1,
+                    function: 0xf,
+                    expires: 1_000_000,
+                    softexpires: 1_000_000,
+                },
+            ),
+            ev(
+                601_000_000,
+                1,
+                TID,
+                Kind::HrtimerEntry {
+                    hrtimer: 0x1,
+                    function: 0xf,
+                    now: 601_000_000,
+                },
+            ),
+        ];
+        let r = run(&w, &st, lat, &evs, &dec());
+        assert_eq!(r.cause, Cause::HardwareOrHypervisor, "{r:?}");
+        assert!(
+            r.evidence
+                .contains("the thread itself, on its way to sleep"),
+            "{}",
+            r.evidence
+        );
+        // Switched out and back in since (it slept, then ran again: in what
+        // code, the events do not say): not named.
+        let evs2 = [
+            evs[0],
+            ev(600_000, 1, TID, switch(TID, 77, false, OWN, 120)),
+            ev(700_000, 1, 77, switch(77, TID, true, 120, OWN)),
+            evs[1],
+        ];
+        let r = run(&w, &st, lat, &evs2, &dec());
+        assert_eq!(r.cause, Cause::Unknown, "{r:?}");
+        // Preempted on its way (switched out runnable) and back: still on
+        // its way to sleep.
+        let evs4 = [
+            evs[0],
+            ev(600_000, 1, TID, switch(TID, 77, true, OWN, 120)),
+            ev(700_000, 1, 77, switch(77, TID, false, 120, OWN)),
+            evs[1],
+        ];
+        let r = run(&w, &st, lat, &evs4, &dec());
+        assert_eq!(r.cause, Cause::HardwareOrHypervisor, "{r:?}");
+        // Another task current: not named either.
+        let evs3 = [
+            evs[0],
+            ev(600_000, 1, TID, switch(TID, 77, false, OWN, 120)),
+            evs[1],
+        ];
+        let r = run(&w, &st, lat, &evs3, &dec());
+        assert_eq!(r.cause, Cause::Unknown, "{r:?}");
+        assert!(r.evidence.contains("hog[77] running"), "{}", r.evidence);
     }
 
     #[test]
