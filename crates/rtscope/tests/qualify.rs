@@ -123,9 +123,21 @@ fn trace_irqs_off_reaches_the_measurement() {
         "{}",
         m["command_line"]
     );
-    // Traced where this machine can (the plan says so only then).
+    // Traced where this machine can (the plan says so only then); a
+    // kernel without the events is said to be, in the document.
     if !m["plan"]["trace"].is_null() {
         assert_eq!(m["plan"]["trace"]["irqs_off"], true, "{}", m["plan"]);
+        let has = m["trace"]["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e == "preemptirq/irq_disable");
+        let said = m["warnings"].as_array().unwrap().iter().any(|w| {
+            w.as_str()
+                .unwrap()
+                .starts_with("--trace-irqs-off: this kernel has no preemptirq events")
+        });
+        assert_eq!(said, !has, "{}", m["warnings"]);
     }
 }
 

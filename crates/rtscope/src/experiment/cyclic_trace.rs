@@ -176,9 +176,7 @@ pub fn open(tp: &TracePlan, cpus: &[usize], quiet: bool) -> Result<Option<Instan
                     .iter()
                     .any(|e| IRQS_OFF_EVENTS.contains(&e.as_str()))
             {
-                eprintln!(
-                    "note: --trace-irqs-off: this kernel has no preemptirq events (CONFIG_PREEMPTIRQ_TRACEPOINTS): interrupts off in the kernel stay unnamed"
-                );
+                eprintln!("note: {IRQS_OFF_UNAVAILABLE}");
             }
             Ok(Some(i))
         }
@@ -223,7 +221,12 @@ pub struct Tracer {
     outliers: Vec<OutlierCause>,
     /// Filters that could not be set (the run is then only heavier).
     pub filter_errors: Vec<String>,
+    /// `--trace-irqs-off` asked for on a kernel without the events.
+    irqs_off_unavailable: bool,
 }
+
+/// The warning of `--trace-irqs-off` on a kernel without the events.
+const IRQS_OFF_UNAVAILABLE: &str = "--trace-irqs-off: this kernel has no preemptirq events (CONFIG_PREEMPTIRQ_TRACEPOINTS): interrupts off in the kernel stay unnamed";
 
 impl Tracer {
     /// Follows the threads `tids` (labels `labels`), keeping the `keep` worst samples.
@@ -257,7 +260,13 @@ impl Tracer {
                 }
             }
         }
+        let irqs_off_unavailable = tp.irqs_off
+            && !inst
+                .enabled
+                .iter()
+                .any(|e| IRQS_OFF_EVENTS.contains(&e.as_str()));
         Tracer {
+            irqs_off_unavailable,
             inst,
             outliers_ns: tp.outliers_ns,
             keep,
@@ -519,6 +528,9 @@ impl Tracer {
         }
         for e in &self.filter_errors {
             warnings.push(format!("trace filter not set (more events recorded): {e}"));
+        }
+        if self.irqs_off_unavailable {
+            warnings.push(IRQS_OFF_UNAVAILABLE.into());
         }
         if final_left {
             warnings.push(format!(

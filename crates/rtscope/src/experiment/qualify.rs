@@ -346,6 +346,15 @@ pub fn run(a: QualifyArgs) -> Result<i32> {
             }
         };
         let s = run_step(&a, name, &dir, &stop, &mut tick)?;
+        // What the quiet measurement said of an option asked for here.
+        if !a.quiet && a.trace_irqs_off {
+            let warnings = s.doc.as_ref().and_then(|d| d["warnings"].as_array());
+            for w in warnings.into_iter().flatten().filter_map(|w| w.as_str()) {
+                if w.starts_with("--trace-irqs-off") {
+                    eprintln!("qualify: note: {w}");
+                }
+            }
+        }
         if stop.flag.load(Ordering::SeqCst) {
             stopped_in.get_or_insert(name);
         }
